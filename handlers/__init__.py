@@ -1,0 +1,40 @@
+"""Handlers: the ``/agent`` listener, and one module per sub-command and interactive action.
+
+:func:`register` is called once by the app factory; it registers the ``/agent`` slash command
+(ack first, then :meth:`handlers.router.Router.dispatch`) and calls ``register(app, router,
+services)`` of every handler module. Handlers never check roles (the middleware did).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handlers.router import CommandRequest, Router
+
+SLASH_COMMAND = "/agent"
+
+
+def register(app: Any, router: Router, services: Any) -> None:
+    """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
+    from handlers import usage  # noqa: PLC0415 - modules register themselves, nothing at import time
+
+    for module in (usage,):
+        module.register(app, router, services)
+
+    async def on_agent(ack: Any, body: dict, respond: Any, client: Any, context: dict) -> None:
+        await ack()  # within Slack's 3 s, before any Agent API call
+
+        def request(parsed: Any) -> CommandRequest:
+            return CommandRequest(
+                command=parsed,
+                user=context["agent_user"],
+                channel_id=body.get("channel_id", ""),
+                respond=respond,
+                client=client,
+                services=services,
+                body=body,
+            )
+
+        await router.dispatch(request, body.get("text") or "")
+
+    app.command(SLASH_COMMAND)(on_agent)

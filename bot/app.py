@@ -1,0 +1,164 @@
+"""The app factory: builds the slack-bolt ``AsyncApp``, its services, and the HTTP (ASGI) app.
+
+``create_bot(settings)`` returns a :class:`Bot`: the Bolt app with the global middleware
+(de-duplication, role check) and the handlers registered, the :class:`Services` the handlers use,
+and :meth:`Bot.asgi` for HTTP mode: ``POST /slack/events`` (slash commands, interactivity and
+events on one Request URL, through Bolt's Starlette adapter) and ``GET /healthz``.
+
+Nothing happens at import time. Raises :class:`ConfigurationError` when a required setting is
+missing (the message names the environment variables).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+import handlers
+from bot.api import AgentAPIError, AgentClient
+from bot.config import Settings
+from bot.middleware import build_dedupe, build_role_check
+from bot.roles import Role, RoleResolver, RolesFile
+from bot.store import Store
+from formatters.notices import internal_error_message
+from handlers.router import Router
+
+logger = logging.getLogger(__name__)
+
+
+class ConfigurationError(RuntimeError):
+    """A setting the bot needs is missing or unusable."""
+
+
+def utc_today() -> dt.date:
+    return dt.datetime.now(dt.timezone.utc).date()
+
+
+@dataclass
+class Services:
+    """What handlers use besides Slack: settings, the Agent API client, the store, roles and a clock.
+
+    ``today()`` returns the current UTC date (injectable for tests and the demo)."""
+
+    settings: Settings
+    agent: AgentClient
+    store: Store
+    resolver: RoleResolver
+    roles_file: RolesFile
+    policy: dict[str, Role]
+    today: Callable[[], dt.date] = utc_today
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Bot:
+    """The assembled bot: ``app`` (Bolt), ``services``, ``router``."""
+
+    app: AsyncApp
+    services: Services
+    router: Router
+
+    def asgi(self) -> Starlette:
+        """The HTTP-mode ASGI app: ``POST /slack/events`` and ``GET /healthz``."""
+        handler = AsyncSlackRequestHandler(self.app)
+
+        async def events(request: Request) -> Response:
+            return await handler.handle(request)
+
+        async def healthz(_request: Request) -> Response:
+            return JSONResponse(*await health(self.services))
+
+        async def shutdown() -> None:
+            await self.services.agent.aclose()
+
+        return Starlette(
+            routes=[Route("/slack/events", events, methods=["POST"]), Route("/healthz", healthz, methods=["GET"])],
+            on_shutdown=[shutdown],
+        )
+
+
+async def health(services: Services) -> tuple[dict[str, str], int]:
+    """The state of the database and of the Agent API, never a secret: ``({...}, status)``.
+
+    200 when the database answers (the Agent API's state is reported either way), 503 when not."""
+    state = {"database": "ok", "agent_api": "ok"}
+    try:
+        await services.store.ping()
+    except Exception as exc:
+        state["database"] = f"unavailable ({type(exc).__name__})"
+    try:
+        await services.agent.list_organization_users(limit=1)
+    except AgentAPIError as exc:
+        state["agent_api"] = f"unavailable ({type(exc).__name__})"
+    state["status"] = "ok" if all(v == "ok" for v in state.values()) else "degraded"
+    return state, 200 if state["database"] == "ok" else 503
+
+
+def create_bot(
+    settings: Settings,
+    *,
+    agent: AgentClient | None = None,
+    store: Store | None = None,
+    today: Callable[[], dt.date] = utc_today,
+    socket_mode: bool = False,
+) -> Bot:
+    """Build the bot from ``settings``; ``agent``/``store`` may be given (tests, demo)."""
+    needed = ["slack_bot_token"] + ([] if socket_mode else ["slack_signing_secret"])
+    missing = settings.missing(*needed)
+    if agent is None:
+        missing += settings.missing("agent_api_url", "agent_api_key")
+    if missing:
+        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
+    roles_file = RolesFile.load(settings.config_file)
+    if agent is None:
+        agent = AgentClient(
+            base_url=settings.agent_api_url,
+            app_url=settings.agent_app_url,
+            api_key=settings.agent_api_key.get_secret_value(),
+        )
+    store = store or Store(settings.database_url)
+    slack = AsyncWebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+
+    async def organization_emails() -> set[str]:
+        return {user.email.lower() async for user in agent.iter_organization_users() if user.email}
+
+    resolver = RoleResolver(
+        roles_file, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
+    )
+    services = Services(settings, agent, store, resolver, roles_file, roles_file.effective_policy(), today)
+    app = AsyncApp(
+        client=slack,
+        signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
+        request_verification_enabled=not socket_mode,
+        name="agent-chatops",
+    )
+    router = Router()
+    app.middleware(build_dedupe(store))
+    app.middleware(build_role_check(resolver, services.policy, router.policy_key))
+    app.error(_on_error)
+    handlers.register(app, router, services)
+    return Bot(app, services, router)
+
+
+async def _on_error(error: Exception, body: dict, respond: Any, logger: logging.Logger) -> None:
+    """The global error handler: an apology with a reference id in Slack, the full trace in the log."""
+    ref = uuid.uuid4().hex[:10]
+    logger.error("unhandled error, reference %s", ref, exc_info=error)
+    if respond is None:
+        return
+    try:
+        await respond(**internal_error_message(ref), response_type="ephemeral", replace_original=False)
+    except Exception:
+        logger.error("could not send the apology for reference %s", ref, exc_info=True)

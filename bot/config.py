@@ -1,0 +1,66 @@
+"""Settings of the bot, read from the environment (or a ``.env`` file) with pydantic-settings.
+
+The variables are the ones fixed in DESIGN.md ("Environment"):
+
+=========================  =====================================================  ==========================
+variable                   meaning                                                default
+=========================  =====================================================  ==========================
+SLACK_BOT_TOKEN            bot token (``xoxb-...``)                               none
+SLACK_SIGNING_SECRET       signs every request Slack sends (HTTP mode)            none
+SLACK_APP_TOKEN            app-level token (``xapp-...``), Socket Mode only       none
+SLACK_API_URL              Slack Web API base URL (the emulator in tests)         ``https://slack.com/api/``
+AGENT_API_URL              the Agent API host (``{base_url}`` in the spec)        none
+AGENT_APP_URL              the web-application host (``{app_url}``)               ``AGENT_API_URL``
+AGENT_API_KEY              bearer key for the Agent API                           none
+AGENT_BOT_DATABASE_URL     SQLAlchemy URL (SQLite file, or PostgreSQL)            ``sqlite:///agent-bot.db``
+AGENT_BOT_CONFIG           YAML file: roles, policy, digest defaults              none
+AGENT_BOT_USER_CACHE_TTL   seconds a Slack user's e-mail / role stays cached      ``600``
+AGENT_BOT_LOG_LEVEL        Python log level name                                  ``INFO``
+=========================  =====================================================  ==========================
+
+Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``; read them with
+``.get_secret_value()`` only where they are handed to a client.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """The bot's configuration. Raises ``pydantic.ValidationError`` on a malformed value."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="SLACK_API_URL")
+
+    agent_api_url: str | None = Field(default=None, validation_alias="AGENT_API_URL")
+    agent_app_url: str | None = Field(default=None, validation_alias="AGENT_APP_URL")
+    agent_api_key: SecretStr | None = Field(default=None, validation_alias="AGENT_API_KEY")
+
+    database_url: str = Field(
+        default="sqlite:///agent-bot.db",
+        validation_alias=AliasChoices("AGENT_BOT_DATABASE_URL", "database_url"),
+    )
+    config_file: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_CONFIG", "config_file"))
+    user_cache_ttl: float = Field(
+        default=600.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_USER_CACHE_TTL", "user_cache_ttl")
+    )
+    log_level: str = Field(default="INFO", validation_alias=AliasChoices("AGENT_BOT_LOG_LEVEL", "log_level"))
+
+    @model_validator(mode="after")
+    def _defaults(self) -> "Settings":
+        if not self.slack_api_url.endswith("/"):
+            self.slack_api_url += "/"
+        if self.agent_app_url is None:
+            self.agent_app_url = self.agent_api_url
+        return self
+
+    def missing(self, *names: str) -> list[str]:
+        """Return the environment variable names among ``names`` (field names) that are not set."""
+        fields = type(self).model_fields
+        return [str(fields[name].validation_alias) for name in names if getattr(self, name) in (None, "")]

@@ -1,0 +1,128 @@
+"""Global Bolt middleware: de-duplication of Slack deliveries, and the role check.
+
+Both run before every listener, in this order (bolt-python "Listener middleware" / "Global
+middleware"; a refusal returns a response instead of calling ``next()``):
+
+1. :func:`dedupe_deliveries`: Slack re-sends a delivery it thinks failed, with ``X-Slack-Retry-Num``
+   (Slack doc "Events API", retries). Each delivery has a key: an event's ``event_id``, a slash
+   command's or a button click's ``trigger_id``. The first delivery of a key claims it in the store
+   (atomic across replicas); any later delivery of the same key is answered ``200`` with no
+   processing, so a side effect happens once.
+2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
+   or ``thread_reply``), resolves the user's role and compares it with the policy table. A refusal is
+   an ephemeral reply naming the role needed, logged at WARNING; the handler never runs. Requests
+   with no policy key (events the bot does not act on) pass through.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from slack_bolt.response import BoltResponse
+
+from bot.roles import Role, RoleResolver, minimum_role
+from bot.store import Store
+from formatters.notices import refusal_message
+
+logger = logging.getLogger(__name__)
+
+THREAD_REPLY = "thread_reply"
+
+
+def delivery_key(body: Mapping[str, Any]) -> str | None:
+    """The de-duplication key of a delivery, or ``None`` when it has none."""
+    if body.get("type") == "event_callback" and body.get("event_id"):
+        return f"event:{body['event_id']}"
+    if body.get("command") and body.get("trigger_id"):
+        return f"command:{body['trigger_id']}"
+    if body.get("type") == "block_actions" and body.get("trigger_id"):
+        return f"action:{body['trigger_id']}"
+    return None
+
+
+def request_user(body: Mapping[str, Any]) -> str | None:
+    """The Slack user ID of who sent the command, clicked, or wrote the message."""
+    if body.get("command"):
+        return body.get("user_id")
+    if isinstance(body.get("user"), Mapping):
+        return body["user"].get("id")
+    event = body.get("event") or {}
+    return event.get("user")
+
+
+def is_thread_reply(body: Mapping[str, Any]) -> bool:
+    """A person's message inside a thread (not a bot's, not an edit or other subtype)."""
+    event = body.get("event") or {}
+    return (
+        event.get("type") == "message"
+        and bool(event.get("thread_ts"))
+        and event.get("thread_ts") != event.get("ts")
+        and not event.get("bot_id")
+        and not event.get("subtype")
+        and bool(event.get("user"))
+    )
+
+
+def build_dedupe(store: Store) -> Callable[..., Awaitable[Any]]:
+    """The de-duplication middleware over ``store`` (see the module docstring)."""
+
+    async def dedupe_deliveries(body: dict, request: Any, next: Callable[[], Awaitable[None]]) -> Any:
+        key = delivery_key(body)
+        if key is not None and not await store.claim(key):
+            retry = (request.headers.get("x-slack-retry-num") or [None])[0]
+            logger.info("duplicate delivery %s (retry %s) answered without processing", key, retry)
+            return BoltResponse(status=200, body="")
+        return await next()
+
+    return dedupe_deliveries
+
+
+def build_role_check(
+    resolver: RoleResolver,
+    policy: Mapping[str, Role],
+    policy_key_of_command: Callable[[str], str],
+) -> Callable[..., Awaitable[Any]]:
+    """The role-check middleware. ``policy_key_of_command`` maps slash-command text to its policy key."""
+
+    def policy_key(body: Mapping[str, Any]) -> str | None:
+        if body.get("command"):
+            return policy_key_of_command(body.get("text") or "")
+        if body.get("type") == "block_actions" and body.get("actions"):
+            return body["actions"][0].get("action_id")
+        if body.get("type") == "event_callback" and is_thread_reply(body):
+            return THREAD_REPLY
+        return None
+
+    async def role_check(
+        body: dict, context: dict, client: Any, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]
+    ) -> Any:
+        key = policy_key(body)
+        user_id = request_user(body)
+        if key is None or user_id is None:
+            return await next()
+        user = await resolver.resolve(user_id)
+        context["agent_user"] = user
+        needed = minimum_role(policy, key)
+        if user.role >= needed:
+            return await next()
+        logger.warning("refused %s to %s (role %s, needs %s)", key, user_id, user.role.name, needed.name)
+        payload = refusal_message(key, needed.name, user.role.name)
+        if body.get("command"):
+            return await ack(text=payload["text"], blocks=payload["blocks"])
+        if body.get("type") == "block_actions":
+            await ack()
+            if respond is not None:
+                await respond(**payload, response_type="ephemeral", replace_original=False)
+            return BoltResponse(status=200, body="")
+        event = body.get("event") or {}
+        try:
+            await client.chat_postEphemeral(
+                channel=event.get("channel"), user=user_id, thread_ts=event.get("thread_ts"), **payload
+            )
+        except Exception as exc:  # the refusal is logged above; a failed notice must not raise
+            logger.warning("could not tell %s about the refusal: %s", user_id, type(exc).__name__)
+        return BoltResponse(status=200, body="")
+
+    return role_check

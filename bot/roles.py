@@ -1,0 +1,243 @@
+"""Roles, the policy table, and the resolution of a Slack user's role.
+
+Follows DESIGN.md ("Roles YAML"): roles are ``owner > manager > member > guest``. A Slack user's
+e-mail comes from ``users.info`` (scope ``users:read.email``). The roles file lists e-mails,
+Slack user IDs (``U...``/``W...``) or user-group handles (``@group``) per role; the highest
+matching role wins. A user the file does not list but whose e-mail belongs to an organization
+user of the Agent platform is a ``member``; anybody else is a ``guest``.
+
+The policy table maps a *policy key* to the minimum role. Keys are sub-command names
+(``usage``, ``controls``), sub-command paths (``controls diff``), action ids of buttons
+(``computers.retry_install``), and ``thread_reply`` for replies in a followed thread.
+A key the table does not name needs :data:`DEFAULT_MINIMUM` (member): a new command is never
+open to guests by accident.
+
+Look-ups are cached for ``ttl`` seconds (``AGENT_BOT_USER_CACHE_TTL``). Errors: a malformed roles
+file raises :class:`RolesConfigError` at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+logger = logging.getLogger(__name__)
+
+
+class Role(IntEnum):
+    """A role, ordered: ``Role.owner > Role.manager > Role.member > Role.guest``."""
+
+    guest = 0
+    member = 1
+    manager = 2
+    owner = 3
+
+    @classmethod
+    def parse(cls, value: str) -> "Role":
+        """``"Manager"``/``"managers"`` -> ``Role.manager``; raises ``ValueError`` for other words."""
+        word = value.strip().lower().removesuffix("s")
+        try:
+            return cls[word]
+        except KeyError:
+            raise ValueError(f"unknown role {value!r}: use owner, manager, member or guest") from None
+
+
+DEFAULT_MINIMUM = Role.member
+
+#: Minimum role of each sub-command and action. Overridable with ``policy:`` in the roles file.
+DEFAULT_POLICY: dict[str, Role] = {
+    "help": Role.guest,
+    "usage": Role.manager,  # the analytics API itself demands Manager or Owner
+    "reports": Role.member,
+    "computers": Role.member,
+    "computers.retry_install": Role.manager,
+    "controls": Role.manager,
+    "users": Role.manager,
+    "users.more": Role.manager,
+    "thread_reply": Role.member,
+}
+
+
+class RolesConfigError(ValueError):
+    """The roles file cannot be read or does not have the documented shape."""
+
+
+class RolesFile(BaseModel):
+    """The YAML file named by ``AGENT_BOT_CONFIG``: ``roles``, optional ``policy`` and other sections."""
+
+    model_config = ConfigDict(extra="allow")
+
+    roles: dict[Role, list[str]] = Field(default_factory=dict)
+    policy: dict[str, Role] = Field(default_factory=dict)
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _role_names(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValueError("roles must map a role (owners, managers, members, guests) to a list")
+        return {Role.parse(str(k)): ([] if v is None else v) for k, v in value.items()}
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy_roles(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValueError("policy must map a sub-command or action to a role")
+        return {str(k): Role.parse(str(v)) for k, v in value.items()}
+
+    @classmethod
+    def load(cls, path: str | Path | None) -> "RolesFile":
+        """Read and validate the file; ``None`` gives an empty configuration."""
+        if path is None:
+            return cls()
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            return cls.model_validate(data)
+        except (OSError, yaml.YAMLError, ValidationError) as exc:
+            raise RolesConfigError(f"cannot use roles file {path}: {exc}") from exc
+
+    def effective_policy(self) -> dict[str, Role]:
+        """The default policy table with this file's overrides applied."""
+        return {**DEFAULT_POLICY, **self.policy}
+
+
+def minimum_role(policy: Mapping[str, Role], key: str) -> Role:
+    """The minimum role for ``key``; ``"controls diff"`` falls back to ``"controls"``, then the default."""
+    while key:
+        if key in policy:
+            return policy[key]
+        key = key.rpartition(" ")[0]
+    return DEFAULT_MINIMUM
+
+
+@dataclass(frozen=True)
+class ResolvedUser:
+    """Who asked: Slack ``user_id``, the e-mail Slack gave (may be ``None``), the role, and why."""
+
+    user_id: str
+    email: str | None
+    role: Role
+    source: str
+
+
+class _TTLCache:
+    """A tiny per-key cache with a time-to-live, on a monotonic clock."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
+        self.ttl, self._clock, self._data = ttl, clock, {}
+
+    def get(self, key: str) -> Any:
+        hit = self._data.get(key)
+        if hit is not None and self._clock() - hit[0] < self.ttl:
+            return hit[1]
+        return None
+
+    def put(self, key: str, value: Any) -> Any:
+        self._data[key] = (self._clock(), value)
+        return value
+
+
+class RoleResolver:
+    """Resolve a Slack user ID to a :class:`ResolvedUser`.
+
+    ``slack`` is a ``slack_sdk.web.async_client.AsyncWebClient`` (``users.info``,
+    ``usergroups.list``, ``usergroups.users.list``); ``organization_emails`` returns the lower-cased
+    e-mails of the Agent platform's organization users (``GET /api/v0/organization/users``, walked
+    to the end). Both are cached ``ttl`` seconds. A failing Slack or Agent API look-up is logged and
+    counts as "not found": the user gets the role the remaining facts give, never a higher one.
+    """
+
+    def __init__(
+        self,
+        roles: RolesFile,
+        *,
+        slack: Any,
+        organization_emails: Callable[[], Awaitable[set[str]]],
+        ttl: float = 600.0,
+        lookup_timeout: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._slack = slack
+        self._organization_emails = organization_emails
+        self._timeout = lookup_timeout
+        self._cache = _TTLCache(ttl, clock)
+        self._listed: dict[Role, set[str]] = {
+            role: {_normalize(entry) for entry in entries} for role, entries in roles.roles.items()
+        }
+        self._lock = asyncio.Lock()
+
+    async def resolve(self, user_id: str) -> ResolvedUser:
+        """Return the user's role. Never raises for a failed look-up (see the class docstring)."""
+        cached = self._cache.get(f"user:{user_id}")
+        if cached is not None:
+            return cached
+        email = await self._email_of(user_id)
+        resolved = await self._resolve(user_id, email)
+        return self._cache.put(f"user:{user_id}", resolved)
+
+    async def _resolve(self, user_id: str, email: str | None) -> ResolvedUser:
+        identities = {_normalize(user_id)} | ({_normalize(email)} if email else set())
+        for role in sorted(self._listed, reverse=True):
+            entries = self._listed[role]
+            if identities & entries:
+                return ResolvedUser(user_id, email, role, "roles file")
+            for handle in (e for e in entries if e.startswith("@")):
+                if user_id in await self._group_members(handle):
+                    return ResolvedUser(user_id, email, role, f"roles file ({handle})")
+        if email and email.lower() in await self._org_emails():
+            return ResolvedUser(user_id, email, Role.member, "organization user")
+        return ResolvedUser(user_id, email, Role.guest, "not an organization user")
+
+    async def _email_of(self, user_id: str) -> str | None:
+        try:
+            reply = await asyncio.wait_for(self._slack.users_info(user=user_id), self._timeout)
+            return (reply.get("user") or {}).get("profile", {}).get("email") or None
+        except Exception as exc:  # a Slack failure must not open or crash the role check
+            logger.warning("users.info failed for %s: %s", user_id, type(exc).__name__)
+            return None
+
+    async def _group_members(self, handle: str) -> set[str]:
+        cached = self._cache.get(f"group:{handle}")
+        if cached is not None:
+            return cached
+        members: set[str] = set()
+        try:
+            groups = await asyncio.wait_for(self._slack.usergroups_list(), self._timeout)
+            for group in groups.get("usergroups", []):
+                if f"@{group.get('handle', '').lower()}" == handle:
+                    reply = await asyncio.wait_for(
+                        self._slack.usergroups_users_list(usergroup=group["id"]), self._timeout
+                    )
+                    members = set(reply.get("users", []))
+        except Exception as exc:
+            logger.warning("user-group look-up failed for %s: %s", handle, type(exc).__name__)
+        return self._cache.put(f"group:{handle}", members)
+
+    async def _org_emails(self) -> set[str]:
+        async with self._lock:  # one walk of the organization users at a time
+            cached = self._cache.get("org-emails")
+            if cached is not None:
+                return cached
+            try:
+                emails = await asyncio.wait_for(self._organization_emails(), self._timeout)
+            except Exception as exc:
+                logger.warning("organization users look-up failed: %s", type(exc).__name__)
+                return set()  # not cached: the next request tries again
+            return self._cache.put("org-emails", {e.lower() for e in emails})
+
+
+def _normalize(entry: str) -> str:
+    """Roles-file entries and identities compare case-insensitively."""
+    return str(entry).strip().lower()

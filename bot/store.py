@@ -1,0 +1,86 @@
+"""The bot's persistent state, in a SQL database through SQLAlchemy Core.
+
+SQLite by default (``sqlite:///agent-bot.db``); PostgreSQL (``postgresql+psycopg://...``, extra
+``postgres``) where several replicas share state. Every table is created on start-up.
+
+Tables:
+
+- ``deliveries``: one row per Slack delivery the bot has taken on (an event's ``event_id``, a slash
+  command's or a click's ``trigger_id``). The primary key makes :meth:`Store.claim` atomic across
+  replicas, which is how a retried delivery (``X-Slack-Retry-Num``) never repeats a side effect.
+
+The engine is synchronous; the async methods run it in a worker thread so the event loop never
+blocks on the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from typing import TypeVar
+
+from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, insert, select, text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+T = TypeVar("T")
+
+metadata = MetaData()
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("key", String(255), primary_key=True),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+)
+
+
+class Store:
+    """Access to the bot's tables. ``url`` is a SQLAlchemy URL; raises ``sqlalchemy.exc.ArgumentError``
+    for a malformed one and ``sqlalchemy.exc.OperationalError`` when the database cannot be reached."""
+
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = create_engine(url, pool_pre_ping=True, future=True)
+        metadata.create_all(self.engine)
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        return await asyncio.to_thread(work)
+
+    async def claim(self, key: str) -> bool:
+        """Record ``key``; return True the first time, False when it was recorded before (by any replica)."""
+
+        def work() -> bool:
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(deliveries).values(key=key[:255], received_at=_now()))
+                return True
+            except IntegrityError:
+                return False
+
+        return await self._run(work)
+
+    async def was_claimed(self, key: str) -> bool:
+        """True when :meth:`claim` recorded ``key`` before."""
+
+        def work() -> bool:
+            with self.engine.connect() as conn:
+                return conn.execute(select(deliveries.c.key).where(deliveries.c.key == key[:255])).first() is not None
+
+        return await self._run(work)
+
+    async def ping(self) -> None:
+        """Run ``SELECT 1``; raises ``sqlalchemy.exc.SQLAlchemyError`` when the database does not answer."""
+
+        def work() -> None:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+
+        await self._run(work)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)

@@ -1,0 +1,250 @@
+"""Usage analytics for a period: fetched concurrently from the analytics API and aggregated.
+
+:func:`fetch_usage` calls ``/tokens``, ``/activity``, ``/tools`` and ``/productivity`` for the period
+and for the previous period of the same length, all at once (``asyncio.gather``), and returns a
+:class:`UsageSummary`: period totals, the previous period's totals (``None`` when that period starts
+before 2026-01-14), top models, tools, clients and users. :func:`fetch_breakdown` serves
+``/agent usage <period> by model|client|tool|user``; :func:`fetch_user_usage` one person's numbers
+from ``/users``.
+
+How the day rows are combined (analytics-and-readiness-api.md, row tables):
+
+- sums over days: billable, input, output, cache read/write tokens; sessions; messages; tool calls;
+  files created/edited; commits; PRs; per-model, per-tool and per-user tokens or invocations.
+- daily active users: the *average* over the days; weekly and monthly active users: the value of
+  the period's last day (they are trailing windows already); per-client DAU: average over the days.
+- MCP server names are folded case-insensitively (the spec warns of case-variant duplicates).
+
+Errors: the client's :class:`bot.api.AgentAPIError` subclasses propagate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bot.periods import Period
+
+if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
+    from bot.api import AgentClient
+
+TOP_N = 5
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Totals of one period. Token counts are tokens; ``dau`` is a daily average."""
+
+    billable_tokens: float = 0
+    input_tokens: float = 0
+    output_tokens: float = 0
+    cache_read_tokens: float = 0
+    cache_write_tokens: float = 0
+    dau: float = 0
+    wau: float = 0
+    mau: float = 0
+    sessions: float = 0
+    messages: float = 0
+    tool_calls: float = 0
+    files_created: float = 0
+    files_edited: float = 0
+    git_commits: float = 0
+    git_prs_created: float = 0
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One line of a top-N list: ``name``, ``value``, and ``share`` of the total (0..1)."""
+
+    name: str
+    value: float
+    share: float
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """What ``/agent usage <period>`` shows."""
+
+    period: Period
+    previous_period: Period | None
+    totals: Totals
+    previous: Totals | None
+    top_models: list[Ranked] = field(default_factory=list)
+    top_tools: list[Ranked] = field(default_factory=list)
+    top_mcp_servers: list[Ranked] = field(default_factory=list)
+    clients: list[Ranked] = field(default_factory=list)
+    top_users: list[Ranked] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """``/agent usage <period> by <dimension>``: ranked rows with the measure's name."""
+
+    period: Period
+    dimension: str
+    measure: str
+    rows: list[Ranked]
+    total: float
+
+
+@dataclass(frozen=True)
+class UserUsage:
+    """One person's usage over a period, summed from ``/users`` rows (``days_active`` days with a row)."""
+
+    period: Period
+    email: str
+    user_id: str | None
+    days_active: int = 0
+    billable_tokens: float = 0
+    tool_calls: float = 0
+    sessions: float = 0
+    messages: float = 0
+    files_created: float = 0
+    files_edited: float = 0
+    git_commits: float = 0
+    git_prs_created: float = 0
+    primary_model: str | None = None
+    languages: list[str] = field(default_factory=list)
+    delegation_level: str | None = None
+
+
+def rank(counter: Counter | dict, limit: int | None = TOP_N) -> list[Ranked]:
+    """The ``limit`` largest entries of ``counter`` with their share of the whole."""
+    total = sum(counter.values()) or 1
+    items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [Ranked(name, value, value / total) for name, value in items[:limit]]
+
+
+async def _period_rows(client: AgentClient, period: Period) -> tuple[list, list, list, list]:
+    kwargs = {"start_date": period.start, "end_date": period.end}
+    tokens, activity, tools, productivity = await asyncio.gather(
+        client.get_tokens(**kwargs),
+        client.get_activity(**kwargs),
+        client.get_tools(**kwargs),
+        client.get_productivity(**kwargs),
+    )
+    return tokens.data, activity.data, tools.data, productivity.data
+
+
+def _totals(tokens: list, activity: list, tools: list, productivity: list) -> Totals:
+    last = max(activity, key=lambda r: r.date) if activity else None
+    return Totals(
+        billable_tokens=sum(r.billable_tokens for r in tokens),
+        input_tokens=sum(r.input_tokens for r in tokens),
+        output_tokens=sum(r.output_tokens for r in tokens),
+        cache_read_tokens=sum(r.cache_read_tokens for r in tokens),
+        cache_write_tokens=sum(r.cache_write_tokens for r in tokens),
+        dau=sum(r.daily_active_users for r in activity) / len(activity) if activity else 0,
+        wau=last.weekly_active_users if last else 0,
+        mau=last.monthly_active_users if last else 0,
+        sessions=sum(r.sessions for r in activity),
+        messages=sum(r.messages for r in activity),
+        tool_calls=sum(r.tool_calls for r in tools),
+        files_created=sum(r.files_created for r in productivity),
+        files_edited=sum(r.files_edited for r in productivity),
+        git_commits=sum(r.git_commits for r in productivity),
+        git_prs_created=sum(r.git_prs_created for r in productivity),
+    )
+
+
+def _sum_by(items: Iterable[tuple[str, float]], *, fold_case: bool = False) -> Counter:
+    counter: Counter = Counter()
+    for name, value in items:
+        counter[name.lower() if fold_case else name] += value
+    return counter
+
+
+async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
+    """Fetch and aggregate the period and its previous period (8 requests, concurrently)."""
+    previous_period = period.previous()
+    current_rows, previous_rows = await asyncio.gather(
+        _period_rows(client, period),
+        _period_rows(client, previous_period) if previous_period else _nothing(),
+    )
+    tokens, activity, tools, _productivity = current_rows
+    days = len(activity) or 1
+    users: Counter = Counter()
+    for row in tokens:
+        for user in row.by_user:
+            users[user.user_email or user.user_id] += user.billable_tokens
+    clients: dict[str, float] = defaultdict(float)
+    for row in activity:
+        for client_type, count in row.daily_active_users_by_client.items():
+            clients[client_type] += count / days
+    return UsageSummary(
+        period=period,
+        previous_period=previous_period,
+        totals=_totals(*current_rows),
+        previous=_totals(*previous_rows) if previous_rows else None,
+        top_models=rank(_sum_by((m.model_id, m.billable_tokens) for r in tokens for m in r.by_model)),
+        top_tools=rank(_sum_by((t.tool, t.invocations) for r in tools for t in r.by_tool)),
+        top_mcp_servers=rank(
+            _sum_by(((s.server, s.invocations) for r in tools for s in r.mcp_by_server), fold_case=True)
+        ),
+        clients=rank(clients, limit=None),
+        top_users=rank(users),
+    )
+
+
+async def _nothing() -> None:
+    return None
+
+
+BREAKDOWNS = ("model", "client", "tool", "user")
+
+
+async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int = 15) -> Breakdown:
+    """Rank the period by ``dimension`` (one of :data:`BREAKDOWNS`) with the API's ``group_by``:
+    models by billable tokens, tools by calls, clients by average DAU, users (``/users`` walked to
+    the end) by billable tokens. Raises ``ValueError`` for another dimension."""
+    kwargs = {"start_date": period.start, "end_date": period.end}
+    if dimension == "model":
+        rows = (await client.get_tokens(**kwargs, group_by="model")).data
+        counter = _sum_by((r.group_key, r.billable_tokens) for r in rows)
+        measure = "billable tokens"
+    elif dimension == "tool":
+        rows = (await client.get_tools(**kwargs, group_by="tool_name")).data
+        counter = _sum_by((r.group_key, r.tool_calls) for r in rows)
+        measure = "tool calls"
+    elif dimension == "client":
+        rows = (await client.get_activity(**kwargs, group_by="client")).data
+        counter = _sum_by((str(r.group_key), r.daily_active_users / period.days) for r in rows)
+        measure = "average daily active users"
+    elif dimension == "user":
+        counter = _sum_by([(u.user_email or u.user_id, u.billable_tokens) async for u in client.iter_users(**kwargs)])
+        measure = "billable tokens"
+    else:
+        raise ValueError(f"unknown breakdown {dimension!r}")
+    return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()))
+
+
+async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> UserUsage | None:
+    """One person's usage, matched by e-mail (case-insensitive) over ``/users`` walked to the end;
+    ``None`` when the person has no row in the period."""
+    wanted = email.lower()
+    rows = [u async for u in client.iter_users(start_date=period.start, end_date=period.end) if (u.user_email or "").lower() == wanted]
+    if not rows:
+        return None
+    models = Counter(r.primary_model for r in rows)
+    levels = Counter(r.delegation_level for r in rows)
+    languages = Counter(lang for r in rows for lang in r.languages)
+    return UserUsage(
+        period=period,
+        email=rows[0].user_email or email,
+        user_id=rows[0].user_id,
+        days_active=len({r.date for r in rows}),
+        billable_tokens=sum(r.billable_tokens for r in rows),
+        tool_calls=sum(r.tool_calls for r in rows),
+        sessions=sum(r.sessions for r in rows),
+        messages=sum(r.messages for r in rows),
+        files_created=sum(r.files_created for r in rows),
+        files_edited=sum(r.files_edited for r in rows),
+        git_commits=sum(r.git_commits for r in rows),
+        git_prs_created=sum(r.git_prs_created for r in rows),
+        primary_model=models.most_common(1)[0][0],
+        languages=[name for name, _ in languages.most_common(5)],
+        delegation_level=str(levels.most_common(1)[0][0]),
+    )

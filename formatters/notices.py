@@ -1,0 +1,32 @@
+"""Short replies that are not data: errors, refusals, "working on it" notices.
+
+Each returns a Block Kit payload (``{"text", "blocks"}``). The copy is in module constants so
+tests import it instead of repeating the string.
+"""
+
+from __future__ import annotations
+
+from formatters.blocks import Payload, context, esc, message, section
+
+REFUSED = ":no_entry: `/agent {command}` needs the *{needed}* role; you are *{role}*. Ask an owner of the bot to add you to the roles file."
+INTERNAL_ERROR = ":warning: Something went wrong on my side. Please try again; if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
+
+
+def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payload:
+    """A failure: ``what`` happened (plain text, escaped here) and ``hint``, what to do next."""
+    blocks = [section(f"{icon} {esc(what)}")]
+    if hint:
+        blocks.append(context(esc(hint)))
+    return message(blocks, f"{what} {hint}".strip())
+
+
+def refusal_message(command: str, needed: str, role: str) -> Payload:
+    """The role check said no: names the role needed and the caller's role."""
+    text = REFUSED.format(command=esc(command), needed=needed, role=role)
+    return message([section(text)], text)
+
+
+def internal_error_message(ref: str) -> Payload:
+    """An unexpected failure: an apology and the reference id of the logged trace (never the trace)."""
+    text = INTERNAL_ERROR.format(ref=esc(ref))
+    return message([section(text)], text)
