@@ -7,7 +7,8 @@
 Slack's escaping of slash-command text is undone here (Slack doc "Slash commands", "escaping"):
 ``<mailto:a@b.com|a@b.com>`` becomes ``a@b.com``, a link ``<https://x|x>`` becomes ``https://x``,
 and a user mention ``<@U123|bob>`` becomes ``<@U123>`` (handlers resolve mentions). Options are
-``--name value``, ``--name=value`` or ``name=value`` tokens; a bare ``--flag`` is ``"true"``.
+``--name=value`` or ``name=value`` tokens; a bare ``--flag`` is ``"true"`` (a following word is
+never taken as its value, so ``--flag 7d`` keeps ``7d`` positional).
 Quotes group words (``"two words"``); an unbalanced quote raises :class:`CommandSyntaxError`.
 """
 
@@ -90,22 +91,15 @@ def parse(text: str, names: Iterable[str]) -> ParsedCommand:
     args: list[str] = []
     options: dict[str, str] = {}
     positional: list[str] = []
-    i = 0
-    while i < len(words):
-        word = words[i]
+    for word in words:
         if word.startswith("--") and len(word) > 2:
             name, eq, value = word[2:].partition("=")
-            if not eq:
-                nxt = words[i + 1] if i + 1 < len(words) else None
-                value = "true" if nxt is None or nxt.startswith("--") else nxt
-                i += 0 if nxt is None or nxt.startswith("--") else 1
-            options[name.lower()] = value
+            options[name.lower()] = value if eq else "true"
         elif "=" in word and not word.startswith(("=", "<", "http")) and "@" not in word.split("=", 1)[0]:
             name, _, value = word.partition("=")
             options[name.lower()] = value
         else:
             positional.append(word)
-        i += 1
     lowered = [w.lower() for w in positional]
     match: str | None = None
     for name in sorted(names, key=lambda n: len(n.split()), reverse=True):

@@ -1,0 +1,18 @@
+import logging
+
+from bot.logs import REDACTED, RedactingFilter
+
+
+def test_secrets_and_token_shapes_are_redacted_from_messages_and_tracebacks():
+    f = RedactingFilter(["sk-live-123456"])
+    try:
+        raise RuntimeError("key sk-live-123456 failed")
+    except RuntimeError:
+        import sys
+
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "calling with %s and %s", ("sk-live-123456", "xoxb-1-2-abc"), sys.exc_info())
+    f.filter(record)
+    text = record.getMessage() + record.exc_text
+    assert "sk-live-123456" not in text and "xoxb-1-2-abc" not in text
+    assert text.count(REDACTED) >= 3
+    assert f.redact("Authorization: Bearer abc.def") == f"Authorization: Bearer {REDACTED}"

@@ -1,0 +1,61 @@
+import datetime as dt
+
+import pytest
+
+from bot.periods import EARLIEST, Period, PeriodError, looks_like_period, parse_period
+
+TODAY = dt.date(2026, 11, 22)
+YESTERDAY = dt.date(2026, 11, 21)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        (None, YESTERDAY, YESTERDAY),
+        ("", YESTERDAY, YESTERDAY),
+        ("Yesterday", YESTERDAY, YESTERDAY),
+        ("7d", dt.date(2026, 11, 15), YESTERDAY),
+        ("30D", dt.date(2026, 10, 23), YESTERDAY),
+        ("2026-03-01", dt.date(2026, 3, 1), dt.date(2026, 3, 1)),
+        ("2026-03-01..2026-03-31", dt.date(2026, 3, 1), dt.date(2026, 3, 31)),
+        ("366d", EARLIEST, YESTERDAY),  # clamped to the first day with data
+    ],
+)
+def test_parse_period_accepts_documented_forms(text, start, end):
+    assert parse_period(text, TODAY) == Period(start, end)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("2026-11-22", "through yesterday, 2026-11-21"),
+        ("2026-11-20..2026-11-23", "through yesterday"),
+        ("2026-01-13", "data starts 2026-01-14"),
+        ("2026-03-05..2026-03-01", "starts after it ends"),
+        ("2026-02-30", "not a period"),
+        ("lastweek", "not a period"),
+        ("0d", "from 1 to 366"),
+        ("400d", "from 1 to 366"),
+    ],
+)
+def test_parse_period_rejects_with_a_message_that_says_what_is_allowed(text, says):
+    with pytest.raises(PeriodError) as info:
+        parse_period(text, TODAY)
+    assert says in str(info.value)
+    assert "YYYY-MM-DD" in str(info.value)
+
+
+def test_previous_period_has_the_same_length_and_ends_the_day_before():
+    period = parse_period("7d", TODAY)
+    assert period.previous() == Period(dt.date(2026, 11, 8), dt.date(2026, 11, 14))
+    assert period.previous().days == period.days == 7
+
+
+def test_previous_period_before_the_data_starts_is_none():
+    assert Period(EARLIEST, EARLIEST + dt.timedelta(days=6)).previous() is None
+    assert Period(EARLIEST + dt.timedelta(days=1), EARLIEST + dt.timedelta(days=1)).previous() == Period(EARLIEST, EARLIEST)
+
+
+def test_looks_like_period():
+    assert all(map(looks_like_period, ["7d", "yesterday", "2026-01-01", "2026-13-99..x"]))
+    assert not any(map(looks_like_period, ["model", "by", "alice@example.com"]))

@@ -1,0 +1,63 @@
+from formatters.blocks import (
+    MAX_BLOCKS,
+    bullet_list,
+    change,
+    cut,
+    esc,
+    fields,
+    header,
+    message,
+    number,
+    section,
+)
+
+
+def test_esc_neutralises_pings_and_links():
+    assert esc("<!channel> & <https://evil|click>") == "&lt;!channel&gt; &amp; &lt;https://evil|click&gt;"
+    assert esc(None) == ""
+
+
+def test_cut_never_splits_an_escape_sequence():
+    assert cut("abcdef", 10) == "abcdef"
+    assert cut("abcdef", 4) == "abc\u2026"
+    assert cut("ab&amp;cd", 5) == "ab\u2026"
+
+
+def test_numbers_for_people():
+    assert number(1234567) == "1,234,567"
+    assert number(1234567, compact=True) == "1.23M"
+    assert number(45_600, compact=True) == "45.6K"
+    assert number(999, compact=True) == "999"
+    assert number(2.5) == "2.50"
+    assert number(None) == "n/a"
+
+
+def test_change_against_previous():
+    assert change(110, 100) == "\u25b2 10.0%"
+    assert change(50, 100) == "\u25bc 50.0%"
+    assert change(100, 100) == "no change"
+    assert change(5, 0) == "new"
+    assert change(5, None) == ""
+
+
+def test_message_caps_blocks_and_says_how_many_were_dropped(block_kit_validator):
+    payload = message([section(f"line {i}") for i in range(80)], "fallback")
+    assert len(payload["blocks"]) == MAX_BLOCKS
+    assert payload["blocks"][-1] == {"type": "context", "elements": [{"type": "mrkdwn", "text": "and 31 more not shown"}]}
+    block_kit_validator(payload)
+
+
+def test_long_texts_are_cut_to_slack_limits(block_kit_validator):
+    payload = message([header("h" * 500), section("s" * 5000), *fields([("label", "v" * 3000)] * 12)], "x")
+    assert len(payload["blocks"][0]["text"]["text"]) == 150
+    assert len(payload["blocks"][1]["text"]["text"]) == 3000
+    assert [len(b["fields"]) for b in payload["blocks"][2:]] == [10, 2]
+    block_kit_validator(payload)
+
+
+def test_bullet_list_fits_and_counts_the_rest():
+    text = bullet_list([f"item {i}" for i in range(1000)], limit=200)
+    assert len(text) <= 200
+    assert text.endswith("more_")
+    shown = text.count("\u2022")
+    assert f"and {1000 - shown} more" in text
