@@ -1,0 +1,77 @@
+"""A Slack emulator for tests and the demo: Web API server, response URLs and signed requests to a bot.
+
+It stands in for Slack on both sides of a bot:
+
+- Slack's Web API (``chat.postMessage``, ``users.info``, ``files.*``, ...), served by a Starlette app
+  so that ``AsyncWebClient(base_url=emulator.api_url)`` talks to it; plus upload URLs and
+  ``response_url``s (5 uses within 30 minutes). Everything received is kept in a :class:`Recorder`.
+- Slack's deliveries to the bot's Request URL: slash commands, block actions and events, signed
+  with the signing secret (:class:`SlackClientSide`, :class:`AsyncSlackClientSide`).
+- :func:`render_text` turns Block Kit into readable text for the demo.
+
+It is an independent implementation of Slack's documented behaviour (each module names the Slack
+doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``. Not emulated: OAuth and
+scopes, Socket Mode, modals and view submissions, the RTM API, Slack's own delivery timeouts and
+retries (tests send retries explicitly), message search and history methods.
+"""
+
+from .client_side import AsyncSlackClientSide, DeliveryOptions, SentRequest, SlackClientSide, SlackRequest
+from .directory import (
+    BotIdentity,
+    Directory,
+    EmulatedChannel,
+    EmulatedUser,
+    EmulatedUserGroup,
+    Team,
+    default_directory,
+    dm_channel_id,
+)
+from .emulator import DEFAULT_BOT_TOKEN, DEFAULT_SIGNING_SECRET, DEFAULT_VERIFICATION_TOKEN, SlackEmulator
+from .recorder import (
+    ApiCall,
+    Ephemeral,
+    Message,
+    MessageUpdate,
+    PublishedView,
+    Recorder,
+    ResponseUrlReply,
+    UploadedFile,
+    WaitTimeout,
+)
+from .render import render_mrkdwn, render_text
+from .response_urls import LIFETIME_SECONDS, MAX_USES, ResponseUrlOrigin, ResponseUrlRegistry
+
+__all__ = [
+    "DEFAULT_BOT_TOKEN",
+    "DEFAULT_SIGNING_SECRET",
+    "DEFAULT_VERIFICATION_TOKEN",
+    "LIFETIME_SECONDS",
+    "MAX_USES",
+    "ApiCall",
+    "AsyncSlackClientSide",
+    "BotIdentity",
+    "DeliveryOptions",
+    "Directory",
+    "EmulatedChannel",
+    "EmulatedUser",
+    "EmulatedUserGroup",
+    "Ephemeral",
+    "Message",
+    "MessageUpdate",
+    "PublishedView",
+    "Recorder",
+    "ResponseUrlOrigin",
+    "ResponseUrlRegistry",
+    "ResponseUrlReply",
+    "SentRequest",
+    "SlackClientSide",
+    "SlackEmulator",
+    "SlackRequest",
+    "Team",
+    "UploadedFile",
+    "WaitTimeout",
+    "default_directory",
+    "dm_channel_id",
+    "render_mrkdwn",
+    "render_text",
+]

@@ -1,0 +1,413 @@
+"""The side of Slack that calls the bot: slash commands, block actions and events, signed.
+
+Each ``send_*`` method builds the request Slack would send to the bot's Request URL
+(``{bot_url}/slack/events``), signs it with the app's signing secret (v0 signature, made with
+``slack_sdk.signature.SignatureVerifier.generate_signature``) and POSTs it with httpx.
+:class:`SlackClientSide` is blocking; :class:`AsyncSlackClientSide` has the same methods as
+coroutines (for benchmarks and async tests). Both return a :class:`SentRequest` carrying the bot's
+status, body, the elapsed seconds and the ``response_url_id`` to wait on.
+
+Slack docs followed:
+- slash commands: https://api.slack.com/interactivity/slash-commands ("app_command_handling":
+  the form fields ``token``, ``team_id``, ``team_domain``, ``channel_id``, ``channel_name``,
+  ``user_id``, ``user_name``, ``command``, ``text``, ``api_app_id``, ``is_enterprise_install``,
+  ``response_url``, ``trigger_id``);
+- block actions: https://api.slack.com/reference/interaction-payloads/block-actions (a form field
+  ``payload`` holding the JSON);
+- events: https://api.slack.com/apis/events-api (``event_callback`` envelope with ``event_id``,
+  ``event_time``, ``authorizations``; ``url_verification`` challenge; retries carry
+  ``X-Slack-Retry-Num`` and ``X-Slack-Retry-Reason``);
+- signing: https://api.slack.com/authentication/verifying-requests-from-slack.
+
+Delivery options, accepted by every ``send*`` method (:class:`DeliveryOptions`): ``retry_num``
+(with ``retry_reason``, default ``http_timeout``), ``timestamp`` (the signed
+``X-Slack-Request-Timestamp``, to test stale requests) and ``bad_signature``. To redeliver the very
+same request as Slack's retries do (same body, same ``event_id``), pass ``sent.request`` to
+``send(..., retry_num=1)``.
+
+A ``message`` event without ``subtype`` is also recorded as a user message (``source="user"``) in
+the emulator's recorder, so a thread reads complete. Not emulated: view submissions, shortcuts,
+Socket Mode, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack
+from urllib.parse import urlencode
+
+import httpx
+from slack_sdk.signature import SignatureVerifier
+
+from .recorder import Message
+from .response_urls import ResponseUrlOrigin
+
+if TYPE_CHECKING:
+    from .emulator import SlackEmulator
+
+EVENTS_PATH = "/slack/events"
+USER_AGENT = "Slackbot 1.0 (+https://api.slack.com/robots)"
+FORM = "application/x-www-form-urlencoded"
+JSON = "application/json"
+
+
+class DeliveryOptions(TypedDict, total=False):
+    """How a request is delivered; see the module docstring."""
+
+    retry_num: int
+    retry_reason: str
+    timestamp: int
+    bad_signature: bool
+
+
+@dataclass(frozen=True)
+class SlackRequest:
+    """A request as Slack would send it, before signing. ``payload`` is the decoded content: the
+    slash command's form fields, the block action payload or the event envelope."""
+
+    kind: str  # "slash_command" | "block_actions" | "event_callback" | "url_verification"
+    body: str
+    content_type: str
+    payload: dict[str, Any]
+    response_url_id: str | None = None
+    response_url: str | None = None
+
+    @property
+    def event_id(self) -> str | None:
+        return self.payload.get("event_id")
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """What the bot answered: HTTP ``status_code``, ``body`` text, headers, ``elapsed`` seconds."""
+
+    request: SlackRequest
+    status_code: int
+    body: str
+    headers: dict[str, str]
+    elapsed: float
+
+    @property
+    def response_url_id(self) -> str | None:
+        return self.request.response_url_id
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+R = TypeVar("R")
+
+
+class _ClientSide(Generic[R]):
+    """Builds and signs requests; subclasses only say how to POST them (``send``)."""
+
+    def __init__(
+        self,
+        emulator: SlackEmulator,
+        bot_url: str,
+        *,
+        path: str = EVENTS_PATH,
+        timeout: float = 10.0,
+    ) -> None:
+        self.emulator = emulator
+        self.request_url = bot_url.rstrip("/") + path
+        self.timeout = timeout
+        self._verifier = SignatureVerifier(emulator.signing_secret)
+        self._wrong_verifier = SignatureVerifier(emulator.signing_secret + "-but-wrong")
+        self._numbers = itertools.count(1)
+
+    def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> R:
+        """POST ``request`` to the bot's Request URL, signed; see :class:`DeliveryOptions`."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- what Slack sends
+
+    def send_slash_command(
+        self,
+        text: str = "",
+        *,
+        user_id: str,
+        channel_id: str,
+        command: str = "/agent",
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """A slash command, e.g. ``/agent usage 7d``, typed by ``user_id`` in ``channel_id``."""
+        team = self.emulator.directory.team
+        response_url_id, response_url = self.emulator.issue_response_url(
+            ResponseUrlOrigin("slash_command", channel_id, user_id)
+        )
+        fields = {
+            "token": self.emulator.verification_token,
+            "team_id": team.id,
+            "team_domain": team.domain,
+            "channel_id": channel_id,
+            "channel_name": self._channel_name(channel_id),
+            "user_id": user_id,
+            "user_name": self._user_name(user_id),
+            "command": command,
+            "text": text,
+            "api_app_id": self.emulator.directory.bot.app_id,
+            "is_enterprise_install": "false",
+            "response_url": response_url,
+            "trigger_id": self._trigger_id(),
+        }
+        request = SlackRequest(
+            "slash_command", urlencode(fields), FORM, fields, response_url_id, response_url
+        )
+        return self.send(request, **delivery)
+
+    def send_block_action(
+        self,
+        action_id: str,
+        value: str | None = None,
+        *,
+        user_id: str,
+        channel_id: str,
+        message_ts: str,
+        thread_ts: str | None = None,
+        block_id: str | None = None,
+        message: dict[str, Any] | None = None,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """A click on button ``action_id`` of message ``message_ts``.
+
+        ``message`` defaults to the recorded message; ``value``, ``block_id`` and the button text
+        default to those of the element with ``action_id`` in its blocks. Elements other than
+        buttons are sent with ``selected_option: {"value": value}``.
+        """
+        if message is None:
+            recorded = self.emulator.recorder.message(channel_id, message_ts)
+            message = recorded.as_payload() if recorded else {"type": "message", "ts": message_ts, "text": ""}
+        found_block_id, element = _find_element(message.get("blocks") or [], action_id)
+        thread_ts = thread_ts or message.get("thread_ts")
+        response_url_id, response_url = self.emulator.issue_response_url(
+            ResponseUrlOrigin("block_actions", channel_id, user_id, message_ts, thread_ts)
+        )
+        action = {
+            "action_id": action_id,
+            "block_id": block_id or found_block_id or "actions",
+            "type": element.get("type", "button"),
+            "action_ts": f"{time.time():.6f}",
+        }
+        value = value if value is not None else element.get("value")
+        if action["type"] == "button":
+            action["text"] = element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True}
+            if value is not None:
+                action["value"] = value
+        else:
+            action["selected_option"] = {"value": value}
+        container = {
+            "type": "message",
+            "message_ts": message_ts,
+            "channel_id": channel_id,
+            "is_ephemeral": False,
+        }
+        if thread_ts:
+            container["thread_ts"] = thread_ts
+        team = self.emulator.directory.team
+        user_name = self._user_name(user_id)
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team.id},
+            "api_app_id": self.emulator.directory.bot.app_id,
+            "token": self.emulator.verification_token,
+            "container": container,
+            "trigger_id": self._trigger_id(),
+            "team": {"id": team.id, "domain": team.domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {"id": channel_id, "name": self._channel_name(channel_id)},
+            "message": message,
+            "state": {"values": {}},
+            "response_url": response_url,
+            "actions": [action],
+        }
+        body = urlencode({"payload": json.dumps(payload)})
+        request = SlackRequest("block_actions", body, FORM, payload, response_url_id, response_url)
+        return self.send(request, **delivery)
+
+    def send_event(
+        self, event: dict[str, Any], *, event_id: str | None = None, **delivery: Unpack[DeliveryOptions]
+    ) -> R:
+        """An Events API ``event_callback`` wrapping ``event`` (``event_ts``, and for messages
+        ``ts``/``team``/``channel_type``, are filled in when missing)."""
+        event = self._complete_event(event)
+        team, bot = self.emulator.directory.team, self.emulator.directory.bot
+        envelope = {
+            "token": self.emulator.verification_token,
+            "team_id": team.id,
+            "api_app_id": bot.app_id,
+            "event": event,
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{uuid.uuid4().hex[:10].upper()}",
+            "event_time": int(float(event["event_ts"])),
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": team.id,
+                    "user_id": bot.user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+            "event_context": f"4-{uuid.uuid4().hex}",
+        }
+        return self.send(SlackRequest("event_callback", json.dumps(envelope), JSON, envelope), **delivery)
+
+    def send_message(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        channel_id: str,
+        thread_ts: str | None = None,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """A ``message`` event: ``user_id`` writes ``text`` in ``channel_id`` (in ``thread_ts``'s thread)."""
+        event = {"type": "message", "channel": channel_id, "user": user_id, "text": text}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.send_event(event, **delivery)
+
+    def send_url_verification(self, challenge: str | None = None, **delivery: Unpack[DeliveryOptions]) -> R:
+        """The ``url_verification`` handshake; the bot must echo ``challenge``."""
+        payload = {
+            "token": self.emulator.verification_token,
+            "challenge": challenge or uuid.uuid4().hex,
+            "type": "url_verification",
+        }
+        return self.send(SlackRequest("url_verification", json.dumps(payload), JSON, payload), **delivery)
+
+    # ----------------------------------------------------------------- helpers
+
+    def _complete_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        event = dict(event)
+        if event.get("type") == "message":
+            event.setdefault("ts", self.emulator.recorder.next_ts())
+            event.setdefault("team", self.emulator.directory.team.id)
+            event.setdefault("channel_type", self._channel_type(event.get("channel", "")))
+            if "subtype" not in event:
+                event.setdefault("client_msg_id", str(uuid.uuid4()))
+                self.emulator.recorder.add_message(
+                    Message(
+                        event["channel"],
+                        event["ts"],
+                        text=event.get("text", ""),
+                        blocks=event.get("blocks"),
+                        user=event.get("user"),
+                        thread_ts=event.get("thread_ts"),
+                        source="user",
+                    )
+                )
+        event.setdefault("event_ts", event.get("ts") or f"{time.time():.6f}")
+        return event
+
+    def signed_headers(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> dict[str, str]:
+        """The HTTP headers Slack sends with ``request``: content type, timestamp, v0 signature, retry."""
+        timestamp = str(delivery.get("timestamp") or int(time.time()))
+        verifier = self._wrong_verifier if delivery.get("bad_signature") else self._verifier
+        headers = {
+            "Content-Type": request.content_type,
+            "User-Agent": USER_AGENT,
+            "X-Slack-Request-Timestamp": timestamp,
+            "X-Slack-Signature": verifier.generate_signature(timestamp=timestamp, body=request.body) or "",
+        }
+        if delivery.get("retry_num") is not None:
+            headers["X-Slack-Retry-Num"] = str(delivery["retry_num"])
+            headers["X-Slack-Retry-Reason"] = delivery.get("retry_reason", "http_timeout")
+        return headers
+
+    def _user_name(self, user_id: str) -> str:
+        user = self.emulator.directory.user(user_id)
+        return user.name if user else user_id.lower()
+
+    def _channel_name(self, channel_id: str) -> str:
+        channel = self.emulator.directory.channel(channel_id)
+        if channel is None:
+            return channel_id.lower()
+        return "directmessage" if channel.is_im else channel.name
+
+    def _channel_type(self, channel_id: str) -> str:
+        channel = self.emulator.directory.channel(channel_id)
+        if channel is None or not (channel.is_im or channel.is_private):
+            return "channel"
+        return "im" if channel.is_im else "group"
+
+    def _trigger_id(self) -> str:
+        return f"{next(self._numbers)}.{int(time.time())}.{uuid.uuid4().hex[:32]}"
+
+    @staticmethod
+    def _sent(request: SlackRequest, response: httpx.Response, started: float) -> SentRequest:
+        return SentRequest(
+            request,
+            response.status_code,
+            response.text,
+            dict(response.headers),
+            time.perf_counter() - started,
+        )
+
+
+class SlackClientSide(_ClientSide[SentRequest]):
+    """Blocking client side; ``close()`` (or ``with``) releases the connection pool."""
+
+    def __init__(self, emulator: SlackEmulator, bot_url: str, **options: Any) -> None:
+        super().__init__(emulator, bot_url, **options)
+        self._http = httpx.Client(timeout=self.timeout)
+
+    def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> SentRequest:
+        headers = self.signed_headers(request, **delivery)
+        started = time.perf_counter()
+        response = self._http.post(self.request_url, content=request.body.encode(), headers=headers)
+        return self._sent(request, response, started)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SlackClientSide:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncSlackClientSide(_ClientSide[Awaitable[SentRequest]]):
+    """The same methods as coroutines. Use it from one event loop; ``await aclose()`` when done."""
+
+    def __init__(self, emulator: SlackEmulator, bot_url: str, **options: Any) -> None:
+        super().__init__(emulator, bot_url, **options)
+        self._http: httpx.AsyncClient | None = None
+
+    async def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> SentRequest:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self.timeout)
+        headers = self.signed_headers(request, **delivery)
+        started = time.perf_counter()
+        response = await self._http.post(self.request_url, content=request.body.encode(), headers=headers)
+        return self._sent(request, response, started)
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def __aenter__(self) -> AsyncSlackClientSide:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _find_element(blocks: list[dict[str, Any]], action_id: str) -> tuple[str | None, dict[str, Any]]:
+    """``(block_id, element)`` of the interactive element ``action_id`` in ``blocks``, else ``(None, {})``."""
+    for block in blocks:
+        candidates = [*(block.get("elements") or []), block.get("accessory") or {}]
+        for element in candidates:
+            if isinstance(element, dict) and element.get("action_id") == action_id:
+                return block.get("block_id"), element
+    return None, {}

@@ -1,0 +1,139 @@
+"""``SlackEmulator``: the emulated workspace, its Web API server, its recorder and its client side.
+
+    with SlackEmulator().start() as slack:
+        bot = build_bot(slack_api_url=slack.api_url, token=slack.bot_token,
+                        signing_secret=slack.signing_secret)          # the caller's own wiring
+        with serve_in_thread(bot) as running, slack.client(running.url) as client:
+            sent = client.send_slash_command("usage", user_id="U0MANAGER", channel_id="C0GENERAL")
+            assert sent.status_code == 200
+            [reply] = slack.recorder.wait_for(lambda: slack.recorder.responses(sent.response_url_id))
+
+Credentials default to the constants below; the workspace to :func:`.directory.default_directory`.
+The parts: :mod:`.web_api` (server), :mod:`.recorder` (what was received),
+:mod:`.response_urls` (5 uses in 30 minutes), :mod:`.client_side` (requests to the bot),
+:mod:`.render` (Block Kit as text).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.web.async_client import AsyncWebClient
+
+from sandbox.server import RunningServer, serve_in_thread
+
+from .client_side import EVENTS_PATH, AsyncSlackClientSide, SlackClientSide
+from .directory import Directory, default_directory
+from .recorder import Recorder
+from .response_urls import ResponseUrlOrigin, ResponseUrlRegistry
+from .web_api import WebApi
+
+DEFAULT_BOT_TOKEN = "xoxb-emulated-bot-token"
+DEFAULT_SIGNING_SECRET = "emulated-signing-secret"
+DEFAULT_VERIFICATION_TOKEN = "emulated-verification-token"
+
+
+class SlackEmulator:
+    """One emulated Slack workspace. ``start()`` serves it on a loopback port; ``stop()`` ends it.
+
+    ``clock`` (monotonic seconds) times response URL lifetimes and the rate limit, so tests can move
+    time forward; ``post_message_rate_limit`` (messages per second per channel) is off when ``None``.
+    """
+
+    def __init__(
+        self,
+        *,
+        directory: Directory | None = None,
+        bot_token: str = DEFAULT_BOT_TOKEN,
+        signing_secret: str = DEFAULT_SIGNING_SECRET,
+        verification_token: str = DEFAULT_VERIFICATION_TOKEN,
+        post_message_rate_limit: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.directory = directory or default_directory()
+        self.bot_token = bot_token
+        self.signing_secret = signing_secret
+        self.verification_token = verification_token
+        self.recorder = Recorder()
+        self.response_urls = ResponseUrlRegistry(clock)
+        self.web_api = WebApi(
+            directory=self.directory,
+            recorder=self.recorder,
+            response_urls=self.response_urls,
+            bot_token=bot_token,
+            post_message_rate_limit=post_message_rate_limit,
+            clock=clock,
+        )
+        self._server: RunningServer | None = None
+
+    @property
+    def app(self) -> Any:
+        """The ASGI app (Starlette) serving the Web API, upload URLs and response URLs."""
+        return self.web_api.app
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self, *, host: str = "127.0.0.1", port: int | None = None) -> SlackEmulator:
+        if self._server is None:
+            self._server = serve_in_thread(self.app, host=host, port=port)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> SlackEmulator:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget what was recorded, the issued response URLs and the rate-limit counts; keep serving."""
+        self.recorder.clear()
+        self.response_urls.clear()
+        self.web_api.reset_rate_limits()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (no trailing slash). Raises ``RuntimeError`` before ``start()``."""
+        if self._server is None:
+            raise RuntimeError("the Slack emulator is not started; call start() first")
+        return self._server.url
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL for slack_sdk (``base_url=``) and ``SLACK_API_URL``; ends with ``/``."""
+        return f"{self.url}/api/"
+
+    # ----------------------------------------------------------------- helpers
+
+    def issue_response_url(self, origin: ResponseUrlOrigin) -> tuple[str, str]:
+        """A fresh ``(response_url_id, response_url)`` for an interaction."""
+        response_url_id = self.response_urls.issue(origin)
+        return response_url_id, self.response_url(response_url_id)
+
+    def response_url(self, response_url_id: str) -> str:
+        return f"{self.url}/response/{response_url_id}"
+
+    def client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> SlackClientSide:
+        """A blocking client side that sends signed requests to ``{bot_url}{path}``."""
+        return SlackClientSide(self, bot_url, path=path, timeout=timeout)
+
+    def async_client(
+        self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0
+    ) -> AsyncSlackClientSide:
+        """The same as :meth:`client`, with coroutine methods."""
+        return AsyncSlackClientSide(self, bot_url, path=path, timeout=timeout)
+
+    def web_client(self) -> WebClient:
+        """slack_sdk's ``WebClient`` pointed at this emulator with the bot token."""
+        return WebClient(token=self.bot_token, base_url=self.api_url)
+
+    def async_web_client(self) -> AsyncWebClient:
+        """slack_sdk's ``AsyncWebClient`` pointed at this emulator with the bot token."""
+        return AsyncWebClient(token=self.bot_token, base_url=self.api_url)

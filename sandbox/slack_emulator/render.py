@@ -1,0 +1,235 @@
+"""Block Kit as readable plain text, for the demo's transcript and for test failure messages.
+
+    render_text({"text": "...", "blocks": [...]})  ->  str
+
+Blocks rendered (Slack docs: https://api.slack.com/reference/block-kit/blocks):
+
+- header: the text, underlined with ``=``;
+- section: its text, then each field on a line (``*Label*`` newline value reads ``Label: value``),
+  then a button accessory as ``[Label]``;
+- context: its texts on one line, joined by ``" | "``;
+- divider: a line of ``-``;
+- actions: buttons as ``[Label]``, menus as ``[Placeholder v]``, overflow menus as ``[...]``;
+- image: ``[image: alt text] (url)``, after its title if any;
+- rich_text: sections, bullet and numbered lists, preformatted text (indented), quotes (``> ``);
+- table: one line per row, cells joined by ``" | "`` in aligned columns;
+- input: ``Label: [...]``; any other block: ``[<type>]``.
+
+mrkdwn (https://api.slack.com/reference/surfaces/formatting) is softened: ``<url|text>`` becomes
+``text (url)``, ``<@U1>`` ``@name`` (names from ``users`` when given), ``<#C1|name>`` ``#name``,
+``<!here>`` ``@here``, ``<!subteam^S1|@team>`` ``@team``, ``<!date^...|fallback>`` the fallback;
+``*bold*`` loses its stars; ``&amp;`` ``&lt;`` ``&gt;`` are unescaped last. A message without blocks
+renders its ``text``; attachments render after the blocks, indented with ``| ``; shared files as
+``[file: title]``. Styles, colours and emoji codes are kept as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+DIVIDER = "-" * 40
+
+_ANGLE = re.compile(r"<([^<>]+)>")
+_BOLD = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
+
+
+def render_text(
+    message: Mapping[str, Any],
+    *,
+    users: Mapping[str, str] | None = None,
+    channels: Mapping[str, str] | None = None,
+) -> str:
+    """``message`` (a dict with ``text`` and/or ``blocks``, ``attachments``, ``files``) as text.
+
+    ``users`` / ``channels`` map IDs to names for mentions.
+    """
+    renderer = _Renderer(users or {}, channels or {})
+    parts = []
+    if message.get("blocks"):
+        parts.append(renderer.blocks(message["blocks"]))
+    elif message.get("text"):
+        parts.append(renderer.mrkdwn(message["text"]))
+    for attachment in message.get("attachments") or []:
+        inner = (
+            renderer.blocks(attachment["blocks"])
+            if attachment.get("blocks")
+            else renderer.mrkdwn(attachment.get("text") or attachment.get("fallback") or "")
+        )
+        parts.append("\n".join(f"| {line}" for line in inner.splitlines()))
+    for file in message.get("files") or []:
+        parts.append(f"[file: {file.get('title') or file.get('name') or file.get('id')}]")
+    return "\n".join(part for part in parts if part)
+
+
+def render_mrkdwn(
+    text: str, *, users: Mapping[str, str] | None = None, channels: Mapping[str, str] | None = None
+) -> str:
+    """One mrkdwn string as plain text (see the module docstring)."""
+    return _Renderer(users or {}, channels or {}).mrkdwn(text)
+
+
+class _Renderer:
+    def __init__(self, users: Mapping[str, str], channels: Mapping[str, str]) -> None:
+        self.users = users
+        self.channels = channels
+        self._blocks: dict[str, Callable[[dict[str, Any]], str]] = {
+            "header": self._header,
+            "section": self._section,
+            "context": self._context,
+            "divider": lambda block: DIVIDER,
+            "actions": self._actions,
+            "image": self._image,
+            "rich_text": self._rich_text,
+            "table": self._table,
+            "input": self._input,
+        }
+
+    def blocks(self, blocks: list[dict[str, Any]]) -> str:
+        rendered = [self._blocks.get(block.get("type", ""), _unknown)(block) for block in blocks]
+        return "\n".join(text for text in rendered if text)
+
+    # ----------------------------------------------------------------- text
+
+    def mrkdwn(self, text: str) -> str:
+        text = _ANGLE.sub(lambda match: self._angle(match.group(1)), text)
+        text = _BOLD.sub(r"\1", text)
+        return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+    def _angle(self, inner: str) -> str:
+        target, _, label = inner.partition("|")
+        if target.startswith("@"):
+            return "@" + (label or self.users.get(target[1:], target[1:]))
+        if target.startswith("#"):
+            return "#" + (label or self.channels.get(target[1:], target[1:]))
+        if target.startswith("!subteam^"):
+            return label or "@" + target.removeprefix("!subteam^")
+        if target.startswith("!date^"):
+            return label or target
+        if target.startswith("!"):
+            return "@" + target[1:]
+        address = target.removeprefix("mailto:")
+        return f"{label} ({address})" if label and label != address else address
+
+    def text_object(self, obj: Any) -> str:
+        if isinstance(obj, str):
+            return obj
+        if not isinstance(obj, dict):
+            return ""
+        text = obj.get("text", "")
+        return self.mrkdwn(text) if obj.get("type") == "mrkdwn" else text
+
+    # ----------------------------------------------------------------- blocks
+
+    def _header(self, block: dict[str, Any]) -> str:
+        text = self.text_object(block.get("text"))
+        return f"{text}\n{'=' * len(text)}"
+
+    def _section(self, block: dict[str, Any]) -> str:
+        lines = []
+        if block.get("text"):
+            lines.append(self.text_object(block["text"]))
+        lines.extend(_field_line(self.text_object(field)) for field in block.get("fields") or [])
+        accessory = self._element(block.get("accessory"))
+        if accessory:
+            lines.append(accessory)
+        return "\n".join(lines)
+
+    def _context(self, block: dict[str, Any]) -> str:
+        texts = [self.text_object(e) if e.get("type") != "image" else "" for e in block.get("elements") or []]
+        return " | ".join(text for text in texts if text)
+
+    def _actions(self, block: dict[str, Any]) -> str:
+        return " ".join(filter(None, (self._element(e) for e in block.get("elements") or [])))
+
+    def _element(self, element: Any) -> str:
+        if not isinstance(element, dict):
+            return ""
+        kind = element.get("type", "")
+        if kind == "button":
+            return f"[{self.text_object(element.get('text'))}]"
+        if kind == "image":
+            return ""
+        if kind == "overflow":
+            return "[...]"
+        label = self.text_object(element.get("placeholder") or element.get("initial_option", {}).get("text"))
+        return f"[{label or kind} v]"
+
+    def _image(self, block: dict[str, Any]) -> str:
+        title = self.text_object(block.get("title"))
+        alt = block.get("alt_text", "")
+        url = block.get("image_url") or block.get("slack_file", {}).get("url", "")
+        prefix = f"{title}\n" if title else ""
+        return f"{prefix}[image: {alt}]" + (f" ({url})" if url else "")
+
+    def _input(self, block: dict[str, Any]) -> str:
+        return f"{self.text_object(block.get('label'))}: [...]"
+
+    def _table(self, block: dict[str, Any]) -> str:
+        rows = [[self._cell(cell) for cell in row] for row in block.get("rows") or []]
+        if not rows:
+            return ""
+        widths = [max(len(row[i]) if i < len(row) else 0 for row in rows) for i in range(max(map(len, rows)))]
+        return "\n".join(
+            " | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip()
+            for row in rows
+        )
+
+    def _cell(self, cell: Any) -> str:
+        if isinstance(cell, dict) and cell.get("type") == "rich_text":
+            return self._rich_text(cell).replace("\n", " ")
+        return self.text_object(cell)
+
+    # ----------------------------------------------------------------- rich text
+
+    def _rich_text(self, block: dict[str, Any]) -> str:
+        return "\n".join(self._rich_element(element) for element in block.get("elements") or [])
+
+    def _rich_element(self, element: dict[str, Any]) -> str:
+        kind = element.get("type")
+        if kind == "rich_text_list":
+            indent = "  " * int(element.get("indent", 0))
+            ordered = element.get("style") == "ordered"
+            return "\n".join(
+                f"{indent}{f'{number}.' if ordered else '-'} {self._inline(item.get('elements') or [])}"
+                for number, item in enumerate(element.get("elements") or [], start=1)
+            )
+        text = self._inline(element.get("elements") or [])
+        if kind == "rich_text_preformatted":
+            return "\n".join(f"    {line}" for line in text.splitlines())
+        if kind == "rich_text_quote":
+            return "\n".join(f"> {line}" for line in text.splitlines())
+        return text
+
+    def _inline(self, elements: list[dict[str, Any]]) -> str:
+        return "".join(self._inline_one(element) for element in elements)
+
+    def _inline_one(self, element: dict[str, Any]) -> str:
+        kind = element.get("type")
+        if kind == "text":
+            return element.get("text", "")
+        if kind == "link":
+            text, url = element.get("text"), element.get("url", "")
+            return f"{text} ({url})" if text and text != url else url
+        if kind == "user":
+            return "@" + self.users.get(element.get("user_id", ""), element.get("user_id", ""))
+        if kind == "channel":
+            return "#" + self.channels.get(element.get("channel_id", ""), element.get("channel_id", ""))
+        if kind == "usergroup":
+            return "@" + element.get("usergroup_id", "")
+        if kind == "broadcast":
+            return "@" + element.get("range", "")
+        if kind == "emoji":
+            return f":{element.get('name', '')}:"
+        return element.get("text", "")
+
+
+def _field_line(text: str) -> str:
+    """A section field: ``Label\\nvalue`` (after bold was stripped) reads ``Label: value``."""
+    label, newline, value = text.partition("\n")
+    return f"{label.rstrip().rstrip(':')}: {value.strip()}" if newline and value.strip() else text
+
+
+def _unknown(block: dict[str, Any]) -> str:
+    return f"[{block.get('type', 'block')}]"

@@ -1,0 +1,550 @@
+"""The emulated Slack Web API, upload URLs and response URLs, as one Starlette app.
+
+Routes (``{url}`` is where the app is served, e.g. by ``sandbox.server.serve_in_thread``):
+
+- ``GET|POST {url}/api/<method>`` - Web API methods, so ``AsyncWebClient(base_url=f"{url}/api/")``
+  works. Arguments are read from the query string and from a form-encoded, multipart or JSON body
+  alike, because slack_sdk mixes them: ``chat.postMessage``/``chat.update``/``chat.postEphemeral``/
+  ``views.publish`` send JSON, ``users.info``/``conversations.info``/``usergroups.*`` are GETs with a
+  query string, ``auth.test``/``chat.delete``/``files.*`` put ``params`` in the query string
+  (AsyncWebClient) or a form body (WebClient). The token comes from ``Authorization: Bearer`` or a
+  ``token`` argument.
+- ``POST {url}/upload/<file_id>`` - the ``upload_url`` of ``files.getUploadURLExternal``; raw bytes
+  or a multipart form (the first part, or the part with a filename).
+- ``POST {url}/response/<id>`` - ``response_url``s (rules in :mod:`.response_urls`).
+
+Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<method>):
+``auth.test``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
+``usergroups.users.list``, ``conversations.info``, ``chat.postMessage``, ``chat.postEphemeral``,
+``chat.update``, ``chat.delete``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
+``views.publish``. Anything else answers ``unknown_method``.
+
+Errors, as Slack returns them (HTTP 200, ``{"ok": false, "error": ...}``): ``not_authed`` (no token),
+``invalid_auth`` (another token), ``invalid_arguments`` with ``response_metadata.messages``
+``["[ERROR] missing required field: <name>"]`` for a missing argument (``chat.*`` answer
+``channel_not_found`` for a missing channel, as Slack does), ``channel_not_found``,
+``user_not_found`` (``users.info``, ``chat.postEphemeral``, ``views.publish``), ``users_not_found``
+(``users.lookupByEmail``), ``no_such_subteam``, ``message_not_found``, ``no_text``,
+``invalid_blocks`` / ``msg_too_long`` (limits in :mod:`.limits`), ``file_not_found``.
+
+Rate limit (off by default): with ``post_message_rate_limit=N``, a ``chat.postMessage`` beyond N in
+the last second for one channel answers HTTP 429, ``Retry-After: <whole seconds>`` and
+``{"ok": false, "error": "ratelimited"}`` (Slack docs: "Rate limits", chat.postMessage is about one
+message per second per channel).
+
+Not emulated: scopes, pagination cursors, channel membership, ``reply_broadcast``, unfurling,
+scheduled messages, rich-text parsing of ``text``, real file storage or file permalinks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import mimetypes
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import replace
+from email.parser import BytesParser
+from email.policy import HTTP
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from .directory import Directory, EmulatedChannel, EmulatedUser, channel_json, user_group_json, user_json
+from .limits import MAX_MESSAGE_BLOCKS, MAX_MESSAGE_TEXT, MAX_VIEW_BLOCKS, block_errors
+from .recorder import (
+    ApiCall,
+    Ephemeral,
+    Message,
+    PublishedView,
+    Recorder,
+    ResponseUrlReply,
+    UploadedFile,
+)
+from .response_urls import ResponseUrlOrigin, ResponseUrlRefused, ResponseUrlRegistry
+
+
+class SlackApiError(Exception):
+    """Raised by a method handler: becomes ``{"ok": false, "error": error, **extra}`` with ``status``."""
+
+    def __init__(
+        self, error: str, *, status: int = 200, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
+        super().__init__(error)
+        self.error = error
+        self.status = status
+        self.headers = headers or {}
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return {"ok": False, "error": self.error, **self.extra}
+
+
+def _invalid_arguments(*messages: str) -> SlackApiError:
+    return SlackApiError("invalid_arguments", response_metadata={"messages": list(messages)})
+
+
+class Args:
+    """A method's arguments with Slack's conventions: empty counts as missing, JSON may be a string."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def get(self, name: str, default: Any = None) -> Any:
+        value = self.data.get(name)
+        return default if value in (None, "") else value
+
+    def required(self, name: str, error: str | None = None) -> Any:
+        value = self.get(name)
+        if value is None:
+            raise (
+                SlackApiError(error)
+                if error
+                else _invalid_arguments(f"[ERROR] missing required field: {name}")
+            )
+        return value
+
+    def json(self, name: str, error: str = "invalid_arguments") -> Any:
+        """A JSON argument: already decoded (JSON body) or a string (form body)."""
+        value = self.get(name)
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise SlackApiError(error) from None
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.get(name, False)
+        return value is True or str(value).lower() in {"true", "1"}
+
+
+class _RateLimiter:
+    """At most ``limit`` events per rolling second per key."""
+
+    def __init__(self, limit: int, clock: Callable[[], float]) -> None:
+        self._limit = limit
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, deque[float]] = defaultdict(deque)
+
+    def retry_after(self, key: str) -> float | None:
+        """Seconds to wait when ``key`` is over the limit, else ``None`` (and the event counts)."""
+        with self._lock:
+            now = self._clock()
+            seen = self._seen[key]
+            while seen and now - seen[0] >= 1.0:
+                seen.popleft()
+            if len(seen) >= self._limit:
+                return 1.0 - (now - seen[0])
+            seen.append(now)
+            return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+
+def message_content(source: Args, *, max_blocks: int = MAX_MESSAGE_BLOCKS) -> dict[str, Any]:
+    """``text``/``blocks``/``attachments``/``metadata`` of a message, checked like Slack checks them."""
+    text = source.get("text", "")
+    blocks = source.json("blocks", error="invalid_blocks_format")
+    attachments = source.json("attachments")
+    if not (text or blocks or attachments):
+        raise SlackApiError("no_text")
+    if len(text) > MAX_MESSAGE_TEXT:
+        raise SlackApiError("msg_too_long")
+    if blocks is not None and (errors := block_errors(blocks, max_blocks=max_blocks)):
+        raise SlackApiError("invalid_blocks", response_metadata={"messages": errors})
+    return {"text": text, "blocks": blocks, "attachments": attachments, "metadata": source.json("metadata")}
+
+
+Handler = Callable[[Args, Request], dict[str, Any]]
+
+
+class WebApi:
+    """The Starlette app (``.app``) plus the method handlers; state lives in the recorder/registry."""
+
+    def __init__(
+        self,
+        *,
+        directory: Directory,
+        recorder: Recorder,
+        response_urls: ResponseUrlRegistry,
+        bot_token: str,
+        post_message_rate_limit: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.directory = directory
+        self.recorder = recorder
+        self.response_urls = response_urls
+        self.bot_token = bot_token
+        self._rate_limiter = _RateLimiter(post_message_rate_limit, clock) if post_message_rate_limit else None
+        self._ids = itertools.count(1)
+        self._methods: dict[str, Handler] = {
+            "auth.test": self.auth_test,
+            "users.info": self.users_info,
+            "users.lookupByEmail": self.users_lookup_by_email,
+            "usergroups.list": self.usergroups_list,
+            "usergroups.users.list": self.usergroups_users_list,
+            "conversations.info": self.conversations_info,
+            "chat.postMessage": self.chat_post_message,
+            "chat.postEphemeral": self.chat_post_ephemeral,
+            "chat.update": self.chat_update,
+            "chat.delete": self.chat_delete,
+            "files.getUploadURLExternal": self.files_get_upload_url_external,
+            "files.completeUploadExternal": self.files_complete_upload_external,
+            "views.publish": self.views_publish,
+        }
+        self.app = Starlette(
+            routes=[
+                Route("/api/{method}", self._api_endpoint, methods=["GET", "POST"]),
+                Route("/upload/{file_id}", self._upload_endpoint, methods=["POST", "PUT"]),
+                Route("/response/{response_url_id}", self._response_url_endpoint, methods=["POST"]),
+            ]
+        )
+
+    def reset_rate_limits(self) -> None:
+        if self._rate_limiter:
+            self._rate_limiter.clear()
+
+    # ----------------------------------------------------------------- HTTP endpoints
+
+    async def _api_endpoint(self, request: Request) -> JSONResponse:
+        method = request.path_params["method"]
+        data: dict[str, Any] = dict(request.query_params)
+        try:
+            data.update(await _read_body(request))
+            token = _bearer_token(request) or data.get("token")
+            data.pop("token", None)
+            handler = self._methods.get(method)
+            if handler is None:
+                raise SlackApiError("unknown_method")
+            if not token:
+                raise SlackApiError("not_authed")
+            if token != self.bot_token:
+                raise SlackApiError("invalid_auth")
+            status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}
+        except SlackApiError as error:
+            status, headers, body = error.status, error.headers, error.body()
+        self.recorder.record_call(ApiCall(method, data, status, body, time.time()))
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    async def _upload_endpoint(self, request: Request) -> PlainTextResponse:
+        file = self.recorder.file(request.path_params["file_id"])
+        if file is None:
+            return PlainTextResponse("file_not_found", status_code=404)
+        content = await request.body()
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith("multipart/form-data"):
+            content = _multipart_file(content_type, content)
+        self.recorder.put_file(replace(file, content=content, uploaded=True))
+        return PlainTextResponse(f"OK - {len(content)}")
+
+    async def _response_url_endpoint(self, request: Request) -> JSONResponse:
+        response_url_id = request.path_params["response_url_id"]
+        try:
+            payload = json.loads(await request.body())
+            if not isinstance(payload, dict):
+                raise ValueError("not an object")
+            args = Args(payload)
+            if not args.flag("delete_original"):
+                message_content(args)
+            origin, use = self.response_urls.use(response_url_id)
+        except ValueError:
+            return JSONResponse({"ok": False, "error": "invalid_payload"}, status_code=400)
+        except SlackApiError as error:
+            return JSONResponse(error.body(), status_code=400)
+        except ResponseUrlRefused as refused:
+            return JSONResponse({"ok": False, "error": refused.error}, status_code=404)
+        reply = ResponseUrlReply(response_url_id, payload, origin.kind, origin.channel, origin.user, use)
+        self.recorder.add_response(reply)
+        self._apply_response(reply, origin)
+        return JSONResponse({"ok": True})
+
+    def _apply_response(self, reply: ResponseUrlReply, origin: ResponseUrlOrigin) -> None:
+        """What the reply does to the conversation: delete, replace, post in channel or ephemerally."""
+        if reply.delete_original:
+            if origin.message_ts:
+                self.recorder.delete_message(origin.channel, origin.message_ts)
+            return
+        content = {"text": reply.text, "blocks": reply.blocks}
+        replaced = reply.replace_original and origin.message_ts
+        if replaced and self.recorder.edit_message(
+            origin.channel, origin.message_ts, "response_url", **content
+        ):
+            return
+        ts = self.recorder.next_ts()
+        if reply.response_type == "in_channel":
+            self.recorder.add_message(
+                Message(
+                    origin.channel,
+                    ts,
+                    user=self.directory.bot.user_id,
+                    thread_ts=reply.thread_ts,
+                    source="response_url",
+                    response_url_id=reply.response_url_id,
+                    **content,
+                )
+            )
+        else:
+            self.recorder.add_ephemeral(
+                Ephemeral(
+                    origin.channel,
+                    origin.user,
+                    ts,
+                    thread_ts=reply.thread_ts,
+                    source="response_url",
+                    response_url_id=reply.response_url_id,
+                    **content,
+                )
+            )
+
+    # ----------------------------------------------------------------- directory methods
+
+    def auth_test(self, args: Args, request: Request) -> dict[str, Any]:
+        team, bot = self.directory.team, self.directory.bot
+        return {
+            "url": f"https://{team.domain}.slack.com/",
+            "team": team.name,
+            "user": bot.name,
+            "team_id": team.id,
+            "user_id": bot.user_id,
+            "bot_id": bot.bot_id,
+            "app_id": bot.app_id,
+            "is_enterprise_install": False,
+        }
+
+    def users_info(self, args: Args, request: Request) -> dict[str, Any]:
+        user = self.directory.user(args.required("user"))
+        if user is None:
+            raise SlackApiError("user_not_found")
+        return self._user_json(user)
+
+    def users_lookup_by_email(self, args: Args, request: Request) -> dict[str, Any]:
+        user = self.directory.user_by_email(args.required("email"))
+        if user is None:
+            raise SlackApiError("users_not_found")
+        return self._user_json(user)
+
+    def usergroups_list(self, args: Args, request: Request) -> dict[str, Any]:
+        include_users = args.flag("include_users")
+        groups = self.directory.user_groups
+        return {
+            "usergroups": [
+                user_group_json(g, self.directory.team, include_users=include_users) for g in groups
+            ]
+        }
+
+    def usergroups_users_list(self, args: Args, request: Request) -> dict[str, Any]:
+        group = self.directory.user_group(args.required("usergroup"))
+        if group is None:
+            raise SlackApiError("no_such_subteam")
+        return {"users": list(group.user_ids)}
+
+    def conversations_info(self, args: Args, request: Request) -> dict[str, Any]:
+        return {"channel": channel_json(self._channel(args.get("channel")))}
+
+    # ----------------------------------------------------------------- chat methods
+
+    def _channel(self, value: str | None) -> EmulatedChannel:
+        """The channel a ``channel`` argument names; ``channel_not_found`` when absent or unknown."""
+        channel = self.directory.resolve_channel(value) if value else None
+        if channel is None:
+            raise SlackApiError("channel_not_found")
+        return channel
+
+    def _user_json(self, user: EmulatedUser) -> dict[str, Any]:
+        return {"user": user_json(user, self.directory.team, self.directory.bot)}
+
+    def _bot_message_json(self, message: Message) -> dict[str, Any]:
+        bot = self.directory.bot
+        return {
+            **message.as_payload(),
+            "bot_id": bot.bot_id,
+            "app_id": bot.app_id,
+            "team": self.directory.team.id,
+        }
+
+    def chat_post_message(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        content = message_content(args)
+        if self._rate_limiter and (wait := self._rate_limiter.retry_after(channel.id)) is not None:
+            raise SlackApiError(
+                "ratelimited", status=429, headers={"Retry-After": str(max(1, math.ceil(wait)))}
+            )
+        message = self.recorder.add_message(
+            Message(
+                channel.id,
+                self.recorder.next_ts(),
+                user=self.directory.bot.user_id,
+                thread_ts=args.get("thread_ts"),
+                **content,
+            )
+        )
+        return {"channel": channel.id, "ts": message.ts, "message": self._bot_message_json(message)}
+
+    def chat_post_ephemeral(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        user = self.directory.user(args.required("user"))
+        if user is None:
+            raise SlackApiError("user_not_found")
+        content = message_content(args)
+        ts = self.recorder.next_ts()
+        self.recorder.add_ephemeral(
+            Ephemeral(channel.id, user.id, ts, content["text"], content["blocks"], args.get("thread_ts"))
+        )
+        return {"message_ts": ts}
+
+    def chat_update(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        ts = args.required("ts", error="message_not_found")
+        content = message_content(args)
+        message = self.recorder.edit_message(channel.id, ts, **content)
+        if message is None:
+            raise SlackApiError("message_not_found")
+        return {
+            "channel": channel.id,
+            "ts": ts,
+            "text": message.text,
+            "message": self._bot_message_json(message),
+        }
+
+    def chat_delete(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        ts = args.required("ts", error="message_not_found")
+        if self.recorder.delete_message(channel.id, ts) is None:
+            raise SlackApiError("message_not_found")
+        return {"channel": channel.id, "ts": ts}
+
+    # ----------------------------------------------------------------- files and views
+
+    def files_get_upload_url_external(self, args: Args, request: Request) -> dict[str, Any]:
+        filename = args.required("filename")
+        try:
+            length = int(args.required("length"))
+        except ValueError:
+            raise _invalid_arguments("[ERROR] length must be an integer") from None
+        file_id = f"F{next(self._ids):08d}"
+        self.recorder.put_file(
+            UploadedFile(
+                file_id, filename, length, alt_txt=args.get("alt_txt"), snippet_type=args.get("snippet_type")
+            )
+        )
+        return {"upload_url": f"{request.base_url}upload/{file_id}", "file_id": file_id}
+
+    def files_complete_upload_external(self, args: Args, request: Request) -> dict[str, Any]:
+        entries = args.json("files")
+        if not isinstance(entries, list) or not entries:
+            raise _invalid_arguments("[ERROR] missing required field: files")
+        channel_arg = args.get("channel_id") or (args.get("channels") or "").split(",")[0]
+        channel = self._channel(channel_arg) if channel_arg else None
+        files = []
+        for entry in entries:
+            file = self.recorder.file(str(entry.get("id")))
+            if file is None or not file.uploaded:
+                raise SlackApiError("file_not_found")
+            files.append(
+                replace(
+                    file,
+                    completed=True,
+                    title=entry.get("title") or file.filename,
+                    channel=channel.id if channel else None,
+                    thread_ts=args.get("thread_ts"),
+                    initial_comment=args.get("initial_comment"),
+                )
+            )
+        for file in files:
+            self.recorder.put_file(file)
+        file_objects = [_file_json(file) for file in files]
+        if channel is not None:
+            self.recorder.add_message(
+                Message(
+                    channel.id,
+                    self.recorder.next_ts(),
+                    text=args.get("initial_comment", ""),
+                    user=self.directory.bot.user_id,
+                    thread_ts=args.get("thread_ts"),
+                    files=file_objects,
+                    source="files.completeUploadExternal",
+                )
+            )
+        return {"files": file_objects}
+
+    def views_publish(self, args: Args, request: Request) -> dict[str, Any]:
+        user_id = args.required("user_id")
+        view = args.json("view")
+        if not isinstance(view, dict):
+            raise _invalid_arguments("[ERROR] missing required field: view")
+        if self.directory.user(user_id) is None:
+            raise SlackApiError("user_not_found")
+        if errors := block_errors(view.get("blocks", []), max_blocks=MAX_VIEW_BLOCKS):
+            raise _invalid_arguments(*errors)
+        view_id = f"V{next(self._ids):08d}"
+        self.recorder.add_view(PublishedView(user_id, view_id, view))
+        return {"view": {**view, "id": view_id, "team_id": self.directory.team.id, "hash": view_id}}
+
+
+# --------------------------------------------------------------------- body parsing helpers
+
+
+def _bearer_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+async def _read_body(request: Request) -> dict[str, Any]:
+    """The body's arguments: JSON object, url-encoded form or multipart form (text parts)."""
+    body = await request.body()
+    if not body:
+        return {}
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("application/json"):
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise SlackApiError("invalid_json") from None
+        return data if isinstance(data, dict) else {}
+    if content_type.startswith("multipart/form-data"):
+        return {
+            name: value.decode("utf-8", "replace") for name, value, _ in _multipart_parts(content_type, body)
+        }
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def _multipart_parts(content_type: str, body: bytes) -> list[tuple[str, bytes, str | None]]:
+    """``(field name, bytes, filename)`` of each part of a ``multipart/form-data`` body."""
+    message = BytesParser(policy=HTTP).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode("latin-1") + body
+    )
+    return [
+        (
+            part.get_param("name", header="content-disposition") or "",
+            part.get_payload(decode=True) or b"",
+            part.get_filename(),
+        )
+        for part in message.iter_parts()
+    ]
+
+
+def _multipart_file(content_type: str, body: bytes) -> bytes:
+    parts = _multipart_parts(content_type, body)
+    with_name = [content for _, content, filename in parts if filename]
+    return (with_name or [content for _, content, _ in parts] or [b""])[0]
+
+
+def _file_json(file: UploadedFile) -> dict[str, Any]:
+    return {
+        "id": file.id,
+        "name": file.filename,
+        "title": file.title or file.filename,
+        "mimetype": mimetypes.guess_type(file.filename)[0] or "application/octet-stream",
+        "size": len(file.content),
+    }
