@@ -11,10 +11,11 @@ missing (the message names the environment variables).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,12 +81,14 @@ class Bot:
         async def healthz(_request: Request) -> Response:
             return JSONResponse(*await health(self.services))
 
-        async def shutdown() -> None:
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+            yield
             await self.services.agent.aclose()
 
         return Starlette(
             routes=[Route("/slack/events", events, methods=["POST"]), Route("/healthz", healthz, methods=["GET"])],
-            on_shutdown=[shutdown],
+            lifespan=lifespan,
         )
 
 
