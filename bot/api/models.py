@@ -1,0 +1,660 @@
+"""Typed models of every resource and response of the Agent platform APIs.
+
+Follows `spec/analytics-and-readiness-api.md` ("Resources and their fields") and
+`spec/management-api-v0.md` ("Resources and their fields"). Conventions:
+
+- Python attribute names are snake_case; where the wire name differs (camelCase in v0 and in
+  readiness reports) it is the field's alias. Both spellings are accepted (`populate_by_name`);
+  dump with `model_dump(by_alias=True)` to get the wire form.
+- Unknown fields are tolerated and kept (`extra="allow"`, reachable via `model_extra`).
+- A field the spec calls "number" is `Number` (int or float, as sent); "integer" is `int`.
+- Enumerations whose values the spec lists are `Literal`s (an unlisted value is a schema
+  mismatch, never guessed); enumerations whose values are "not shown" are plain `str`.
+- Analytics rows: every field a table lists is required. Readiness and v0 resources: fields the
+  tables mark required are required, the rest default to None.
+- Timestamps in Unix milliseconds stay numbers; `*_datetime` properties convert them to aware UTC
+  datetimes.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from bot.api.redaction import redact_settings
+
+Number = int | float
+"""A JSON number as sent: int when the server sends an integer, float otherwise."""
+
+ClientType = Literal["terminal-ui", "web", "non-interactive-cli"]
+DelegationLevel = Literal["auto-high", "auto-medium", "auto-low", "spec", "manual"]
+ModelTier = Literal["standard", "thinking"]
+ReasoningEffort = Literal["low", "medium", "high", "off"]
+SessionStatus = Literal["idle", "pending", "running"]
+MessageRole = Literal["user", "assistant", "tool", "system"]
+MessageRoleFilter = Literal["user", "assistant", "tool"]
+ComputerStatus = Literal["provisioning", "active", "error"]
+CriterionOutcome = Literal["passing", "partial", "failing"]
+
+
+def ms_to_datetime(ms: Number) -> datetime:
+    """Convert Unix milliseconds to an aware UTC datetime."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+class _SnakeModel(BaseModel):
+    """Base of analytics models: wire names are already snake_case."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow", protected_namespaces=())
+
+
+class _CamelModel(BaseModel):
+    """Base of v0 and readiness models: snake_case attributes, camelCase wire aliases."""
+
+    model_config = ConfigDict(
+        populate_by_name=True, extra="allow", alias_generator=to_camel, protected_namespaces=()
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Analytics (spec: analytics-and-readiness-api.md, "Response envelope" and the row tables)
+# --------------------------------------------------------------------------------------------
+
+
+class AnalyticsMeta(_SnakeModel):
+    """`meta` of an analytics response: org and date range; `/users` adds the cursor.
+
+    Both `has_more`/`next_cursor` and `hasMore`/`nextCursor` are accepted (both appear in the
+    spec's prose); endpoints without pagination leave `has_more` False and `next_cursor` None.
+    """
+
+    org_id: str
+    start_date: date
+    end_date: date
+    has_more: bool = Field(default=False, validation_alias=AliasChoices("has_more", "hasMore"))
+    next_cursor: str | None = Field(
+        default=None, validation_alias=AliasChoices("next_cursor", "nextCursor")
+    )
+
+
+RowT = TypeVar("RowT", bound=BaseModel)
+
+
+class AnalyticsResponse(_SnakeModel, Generic[RowT]):
+    """Analytics envelope `{data: [row], meta}`; one row per day, or per group per day."""
+
+    data: list[RowT]
+    meta: AnalyticsMeta
+
+
+class ModelTokens(_SnakeModel):
+    """Item of `TokenRow.by_model`: tokens of one model on the day."""
+
+    model_id: str
+    model_tier: str
+    billable_tokens: Number
+    input_tokens: Number
+    output_tokens: Number
+
+
+class UserTokens(_SnakeModel):
+    """Item of `TokenRow.by_user`.
+
+    `by_model` elements are "not shown" in the spec, so they are kept as raw dicts.
+    """
+
+    user_id: str
+    user_email: str | None
+    billable_tokens: Number
+    by_model: list[dict[str, Any]]
+
+
+class TokenRow(_SnakeModel):
+    """`/tokens` row without group_by: one day of token consumption."""
+
+    date: date
+    billable_tokens: Number
+    input_tokens: Number
+    output_tokens: Number
+    cache_read_tokens: Number
+    cache_write_tokens: Number
+    by_model: list[ModelTokens]
+    by_user: list[UserTokens]
+
+
+class GroupedTokenRow(_SnakeModel):
+    """`/tokens?group_by=model` row: one model on one day; `group_key` is the model id."""
+
+    date: date
+    group_key: str
+    billable_tokens: Number
+    input_tokens: Number
+    output_tokens: Number
+
+
+class ToolInvocations(_SnakeModel):
+    """Item of `ToolRow.by_tool`."""
+
+    tool: str
+    invocations: Number
+
+
+class ServerInvocations(_SnakeModel):
+    """Item of `ToolRow.mcp_by_server` (names may contain case-variant duplicates)."""
+
+    server: str
+    invocations: Number
+
+
+class NameCount(_SnakeModel):
+    """Item of `ToolRow.skills_by_name` and `ToolRow.slash_commands_by_name`."""
+
+    name: str
+    count: Number
+
+
+class HookCount(_SnakeModel):
+    """Item of `ToolRow.hooks_by_event`."""
+
+    event: str
+    matcher: str
+    command: str
+    count: Number
+
+
+class AutonomyLevelRatio(_SnakeModel):
+    """`ToolRow.tool_autonomy_level_ratio`: distribution over autonomy levels."""
+
+    auto_high: Number
+    auto_medium: Number
+    auto_low: Number
+    manual: Number
+
+
+class ToolRow(_SnakeModel):
+    """`/tools` row without group_by: one day of tool, MCP, skill, slash-command and hook use.
+
+    Autonomy ratios are tool calls per user turn.
+    """
+
+    date: date
+    tool_calls: Number
+    by_tool: list[ToolInvocations]
+    mcp_users_with_mcp: Number
+    mcp_by_server: list[ServerInvocations]
+    skills_invocations: Number
+    skills_by_name: list[NameCount]
+    slash_commands_invocations: Number
+    slash_commands_by_name: list[NameCount]
+    hooks_invocations: Number
+    hooks_by_event: list[HookCount]
+    web_users: Number
+    autonomy_ratio_avg: Number
+    autonomy_ratio_p50: Number
+    autonomy_ratio_p90: Number
+    tool_calls_per_session_avg: Number
+    user_turns_per_session_avg: Number
+    tool_autonomy_level_ratio: AutonomyLevelRatio
+
+
+class GroupedToolRow(_SnakeModel):
+    """`/tools?group_by=tool_name` row: one tool on one day; `group_key` is the tool name."""
+
+    date: date
+    group_key: str
+    tool_calls: Number
+
+
+class ActivityRow(_SnakeModel):
+    """`/activity` row without group_by: one day of active users, sessions and messages.
+
+    `daily_active_users_by_client` is keyed by client type (`ClientType` values); it is a plain
+    dict so that a client type the spec does not list is kept rather than rejected.
+    """
+
+    date: date
+    daily_active_users: Number
+    weekly_active_users: Number
+    monthly_active_users: Number
+    daily_active_users_by_client: dict[str, Number]
+    sessions: Number
+    messages: Number
+    user_messages: Number
+
+
+class GroupedActivityRow(_SnakeModel):
+    """`/activity?group_by=client` row: one client type on one day."""
+
+    date: date
+    group_key: ClientType
+    daily_active_users: Number
+
+
+class ExtensionCount(_SnakeModel):
+    """Item of `ProductivityRow.by_extension`."""
+
+    extension: str
+    count: Number
+
+
+class LanguageCount(_SnakeModel):
+    """Item of `ProductivityRow.by_language`."""
+
+    language: str
+    count: Number
+
+
+class ProductivityRow(_SnakeModel):
+    """`/productivity` row: one day of files and git activity made by the agent."""
+
+    date: date
+    files_created: Number
+    files_edited: Number
+    by_extension: list[ExtensionCount]
+    by_language: list[LanguageCount]
+    git_commits: Number
+    git_prs_created: Number
+
+
+class UserRow(_SnakeModel):
+    """`/users` row: one user on one day. `user_email` may be null."""
+
+    user_id: str
+    user_email: str | None
+    date: date
+    tool_calls: Number
+    billable_tokens: Number
+    primary_model: str
+    primary_model_tier: ModelTier
+    files_created: Number
+    files_edited: Number
+    git_commits: Number
+    git_prs_created: Number
+    mcp_calls: Number
+    skill_calls: Number
+    slash_commands: Number
+    hooks: Number
+    sessions: Number
+    messages: Number
+    user_messages: Number
+    assistant_messages: Number
+    autonomy_ratio: Number
+    delegation_level: DelegationLevel
+    languages: list[str]
+
+
+# --------------------------------------------------------------------------------------------
+# Readiness reports (spec: analytics-and-readiness-api.md, "Readiness report")
+# --------------------------------------------------------------------------------------------
+
+
+class CriterionEvaluation(_CamelModel):
+    """One criterion of a readiness report: `numerator` of `denominator` sub-applications pass.
+
+    `outcome` classifies it: passing (numerator == denominator), failing (numerator == 0),
+    partial otherwise.
+    """
+
+    numerator: Number
+    denominator: Number
+    rationale: str
+
+    @property
+    def outcome(self) -> CriterionOutcome:
+        """passing, partial or failing (see the class docstring)."""
+        if self.numerator >= self.denominator:
+            return "passing"
+        if self.numerator <= 0:
+            return "failing"
+        return "partial"
+
+
+class AppInfo(_CamelModel):
+    """Value of `ReadinessReport.apps`, keyed by application path."""
+
+    description: str
+
+
+class ModelUsed(_CamelModel):
+    """`ReadinessReport.model_used`: model id and reasoning effort."""
+
+    id: str
+    reasoning_effort: ReasoningEffort | None = None
+
+
+class ReadinessReport(_CamelModel):
+    """A stored agent-readiness evaluation of one repository.
+
+    `created_at` is Unix milliseconds (`created_at_datetime` is the UTC datetime); `report` maps a
+    criterion id to its evaluation; `apps` maps an application path to its description.
+    """
+
+    report_id: str
+    created_at: Number
+    repo_url: str
+    apps: dict[str, AppInfo]
+    report: dict[str, CriterionEvaluation]
+    commit_hash: str | None = None
+    branch: str | None = None
+    has_local_changes: bool | None = None
+    has_non_remote_commits: bool | None = None
+    model_used: ModelUsed | None = None
+    agent_version: str | None = None
+
+    @property
+    def created_at_datetime(self) -> datetime:
+        """`created_at` as an aware UTC datetime."""
+        return ms_to_datetime(self.created_at)
+
+    def criteria(self, outcome: CriterionOutcome) -> list[str]:
+        """Sorted criterion ids whose outcome is `outcome`."""
+        return sorted(cid for cid, ev in self.report.items() if ev.outcome == outcome)
+
+    @property
+    def passing_criteria(self) -> list[str]:
+        """Sorted ids of criteria where every sub-application passes."""
+        return self.criteria("passing")
+
+    @property
+    def partial_criteria(self) -> list[str]:
+        """Sorted ids of criteria where some but not all sub-applications pass."""
+        return self.criteria("partial")
+
+    @property
+    def failing_criteria(self) -> list[str]:
+        """Sorted ids of criteria where no sub-application passes."""
+        return self.criteria("failing")
+
+
+class ReadinessReportList(_CamelModel):
+    """Response of the readiness list endpoint: `{reports: [report]}`."""
+
+    reports: list[ReadinessReport]
+
+
+# --------------------------------------------------------------------------------------------
+# Management API v0 (spec: management-api-v0.md)
+# --------------------------------------------------------------------------------------------
+
+
+class Pagination(_CamelModel):
+    """v0 pagination object: pass `next_cursor` as `cursor` while `has_more` is true."""
+
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class TokenUsage(_CamelModel):
+    """`SessionSettings.token_usage` (response only): token counts of the session."""
+
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
+    cache_creation_tokens: Number | None = None
+    cache_read_tokens: Number | None = None
+    thinking_tokens: Number | None = None
+
+
+class SessionTag(_CamelModel):
+    """Item of `SessionSettings.tags`; `metadata` is an open object (members not shown)."""
+
+    name: str
+    metadata: dict[str, Any] | None = None
+
+
+class SessionSettings(_CamelModel):
+    """Settings of a session; every member optional.
+
+    The allowed values of the enumerations (reasoning effort, interaction mode, autonomy level and
+    mode, provider locks) are not shown in the spec, so they are plain strings. `token_usage` is
+    response only: the client never sends it. Whether PATCH replaces or merges is not shown.
+    """
+
+    model: str | None = None
+    reasoning_effort: str | None = None
+    interaction_mode: str | None = None
+    autonomy_level: str | None = None
+    autonomy_mode: str | None = None
+    spec_mode_model: str | None = None
+    spec_mode_reasoning_effort: str | None = None
+    provider_lock: str | None = None
+    provider_lock_timestamp: str | None = None
+    api_provider_lock: str | None = None
+    assistant_active_time_ms: Number | None = None
+    token_usage: TokenUsage | None = None
+    archived_at: str | None = None
+    tags: list[SessionTag] | None = None
+    enabled_tool_ids: list[str] | None = None
+    disabled_tool_ids: list[str] | None = None
+
+    def to_request(self) -> dict[str, Any]:
+        """Wire form for a request body: camelCase, unset members and `tokenUsage` left out."""
+        return self.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"token_usage"}
+        )
+
+
+class Session(_CamelModel):
+    """An agent session on a computer. Timestamps are Unix milliseconds."""
+
+    session_id: str
+    status: SessionStatus
+    message_count: int
+    created_at: int
+    updated_at: int
+    title: str | None = None
+    completed_at: int | None = None
+    computer_id: str | None = None
+    session_settings: SessionSettings | None = None
+
+    @property
+    def created_at_datetime(self) -> datetime:
+        """`created_at` as an aware UTC datetime."""
+        return ms_to_datetime(self.created_at)
+
+    @property
+    def updated_at_datetime(self) -> datetime:
+        """`updated_at` as an aware UTC datetime."""
+        return ms_to_datetime(self.updated_at)
+
+
+class ContentBlock(_CamelModel):
+    """A block of `Message.content`.
+
+    Only the `text` type is shown in the spec; other types are kept with their raw members
+    (`model_extra`), and their `text` may be None.
+    """
+
+    type: str
+    text: str | None = None
+    id: str | None = None
+
+
+class Message(_CamelModel):
+    """A message of a session. Timestamps are Unix milliseconds.
+
+    `text` joins the text of the `text` blocks with newlines. The provider-specific passthrough
+    fields are kept as sent.
+    """
+
+    id: str
+    role: MessageRole
+    content: list[ContentBlock]
+    created_at: Number
+    updated_at: Number
+    parent_id: str | None = None
+    visibility: Literal["both", "llm_only", "user_only"] | None = None
+    provider_a_message_id: str | None = None
+    provider_a_phase: Literal["commentary", "final_answer"] | None = None
+    provider_a_encrypted_content: str | None = None
+    provider_a_reasoning_id: str | None = None
+    provider_a_reasoning_summary: str | None = None
+    provider_b_thought_signature: str | None = None
+    chat_completion_reasoning_field: Literal["reasoning", "reasoning_content"] | None = None
+    chat_completion_reasoning_content: str | None = None
+    is_user_visible: bool | None = None
+    is_error: bool | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of the `text` blocks, joined with newlines ("" when there are none)."""
+        return "\n".join(b.text for b in self.content if b.type == "text" and b.text)
+
+    @property
+    def created_at_datetime(self) -> datetime:
+        """`created_at` as an aware UTC datetime."""
+        return ms_to_datetime(self.created_at)
+
+
+class MessageList(_CamelModel):
+    """Response of GET /sessions/{id}/messages: `{messages, pagination}`."""
+
+    messages: list[Message]
+    pagination: Pagination
+
+
+class MessageSubmission(_CamelModel):
+    """Response of POST /sessions/{id}/messages: the new message id and the agent's status."""
+
+    message_id: str
+    status: SessionStatus
+
+
+class ImageAttachment(_CamelModel):
+    """Image attached to a message (request only): base64 `data` of type `media_type`."""
+
+    type: Literal["base64"] = "base64"
+    data: str
+    media_type: str
+
+
+class FileAttachment(_CamelModel):
+    """File attached to a message (request only): PDF or text file.
+
+    Which members are required and the allowed media types are not shown in the spec, so all are
+    optional here and the server decides.
+    """
+
+    type: Literal["base64"] = "base64"
+    media_type: str | None = None
+    data: str | None = None
+    parsed_data: str | None = None
+    name: str | None = None
+    path: str | None = None
+
+
+class ProvisioningStep(_CamelModel):
+    """Item of `Computer.provisioning_steps`; `status` values are not shown (plain string)."""
+
+    id: str | None = None
+    name: str | None = None
+    status: str | None = None
+    error: str | None = None
+    install_session_id: str | None = None
+    started_at: Number | None = None
+    completed_at: Number | None = None
+
+
+class Computer(_CamelModel):
+    """A remote machine sessions connect to.
+
+    `provider_type` is `byom` or a third-party sandbox provider whose value the spec does not
+    name, hence a plain string. `created_at` is Unix milliseconds.
+    """
+
+    id: str
+    name: str
+    provider_type: str
+    created_at: Number
+    hostname: str | None = None
+    status: ComputerStatus | None = None
+    provisioning_steps: list[ProvisioningStep] | None = None
+    relay_client_url: str | None = None
+    relay_agent_url: str | None = None
+    remote_user: str | None = None
+
+
+class ComputerList(_CamelModel):
+    """Response of GET /computers: `{computers: [computer]}`."""
+
+    computers: list[Computer]
+
+
+class OrganizationUser(_CamelModel):
+    """A user of the organization. `created_at`/`last_sign_in_at` are strings as sent.
+
+    `metadata` is an open object (members not shown).
+    """
+
+    id: str
+    email: str
+    created_at: str | None = None
+    metadata: dict[str, Any] | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    last_sign_in_at: str | None = None
+
+
+class OrganizationUserList(_CamelModel):
+    """Response of GET /organization/users: `{users, pagination}`."""
+
+    users: list[OrganizationUser]
+    pagination: Pagination
+
+
+class ChangeAuthor(_CamelModel):
+    """`EnterpriseControlChange.user`: who made the change (members may be missing)."""
+
+    id: str | None = None
+    email: str | None = None
+    name: str | None = None
+
+
+class EnterpriseControlChange(_CamelModel):
+    """One revision of the organization's enterprise-control settings.
+
+    `settings` is the raw snapshot (camelCase keys as sent) so that callers can diff revisions
+    generically; which members are always present is not shown. Credentials inside it are masked
+    on parsing (see `bot.api.redaction`): `customModels[].apiKey` and `customModels[].extraHeaders`
+    values become `"[redacted sha256:xxxxxxxx]"`, so a rotation still shows up as a change.
+    """
+
+    revision: int
+    settings: dict[str, Any]
+    user: ChangeAuthor
+    updated_at: datetime
+
+    @field_validator("settings")
+    @classmethod
+    def _mask_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return redact_settings(value)
+
+
+class EnterpriseControlsHistory(_CamelModel):
+    """Response of GET /organization/enterprise-controls/history: `{changes, pagination}`."""
+
+    changes: list[EnterpriseControlChange]
+    pagination: Pagination
+
+
+class CreditLimitEntry(_CamelModel):
+    """A per-user credit limit: the user's e-mail and their credit allowance."""
+
+    email: str
+    limit: int
+
+
+class CreditLimitError(_CamelModel):
+    """A user whose limit could not be updated, with the server's message."""
+
+    email: str
+    error: str
+
+
+class CreditLimitUpdateResult(_CamelModel):
+    """Response of PUT /organization/usage/limits/users: per-user outcomes."""
+
+    updated: list[CreditLimitEntry]
+    errors: list[CreditLimitError]
