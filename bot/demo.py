@@ -41,11 +41,12 @@ DEMO_CHANNEL = "C0ENG"
 
 @dataclass
 class Reply:
-    """What came back for one command: the ack's HTTP status and every payload (ack body or
-    response_url posts, oldest first)."""
+    """What came back for one command: the ack's HTTP status, every payload (ack body or
+    response_url posts, oldest first), and the id of the command's response_url in the emulator."""
 
     status: int
     payloads: list[dict[str, Any]] = field(default_factory=list)
+    response_url_id: str | None = None
 
     @property
     def last(self) -> dict[str, Any]:
@@ -68,7 +69,7 @@ class Stack:
     def command(self, text: str, *, user: str = "U0MANAGER", channel: str = DEMO_CHANNEL, timeout: float = 20.0, **delivery: Any) -> Reply:
         """Send ``/agent <text>`` as ``user`` and wait for the reply (ack body or response_url)."""
         sent = self.client.send_slash_command(text, user_id=user, channel_id=channel, **delivery)
-        reply = Reply(sent.status_code)
+        reply = Reply(sent.status_code, response_url_id=sent.response_url_id)
         body = sent.body.strip() if isinstance(sent.body, str) else sent.body
         if sent.status_code == 200 and body:
             reply.payloads.append(sent.json())

@@ -36,3 +36,56 @@ def block_kit_validator():
         return payload
 
     return validate
+
+
+TODAY = __import__("datetime").date(2026, 11, 22)
+
+
+@pytest.fixture(scope="module")
+def stack():
+    """Sandbox Agent API + Slack emulator + bot, each a real HTTP server on loopback, with a fixed
+    UTC "today" (2026-11-22) and an Agent API client that retries quickly (so fault tests stay short)."""
+    from bot.api import RetryPolicy
+    from bot.demo import start_stack
+
+    running = start_stack(today=TODAY, retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05), api_timeout=2.0)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def faults(stack):
+    """Set sandbox faults for one test (``faults(error_rate=1.0)``); they are cleared afterwards."""
+    import httpx
+
+    def set_faults(**values):
+        httpx.post(f"{stack.sandbox.url}/_sandbox/faults", json=values).raise_for_status()
+
+    yield set_faults
+    set_faults(latency_ms=0, error_rate=0.0, rate_limit_every=0, hang_rate=0.0)
+
+
+def sandbox_get(stack, path, **params):
+    """GET the sandbox Agent API directly (the test's own view of the data), as the owner key."""
+    import httpx
+
+    key = stack.bot.services.settings.agent_api_key.get_secret_value()
+    response = httpx.get(f"{stack.sandbox.url}{path}", params=params, headers={"Authorization": f"Bearer {key}"})
+    response.raise_for_status()
+    return response.json()
+
+
+def block_texts(payload):
+    """Every ``text`` string inside a payload's blocks, in order."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                found.append(value) if key == "text" and isinstance(value, str) else walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(payload.get("blocks", []))
+    return found

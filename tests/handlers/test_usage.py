@@ -1,0 +1,99 @@
+"""``/agent usage`` end to end: signed requests from the Slack emulator to the running bot, which
+asks the running sandbox Agent API; replies are read where Slack would get them (response_url)."""
+
+import time
+
+from formatters.blocks import number
+from formatters.notices import REFUSED
+from tests.conftest import block_texts, sandbox_get
+
+
+def _billable_total(stack, start, end):
+    rows = sandbox_get(stack, "/api/v1/analytics/tokens", startDate=start, endDate=end)["data"]
+    return sum(row["billable_tokens"] for row in rows)
+
+
+def test_usage_7d_reply_carries_the_billable_total_from_the_api(stack, block_kit_validator):
+    started = time.monotonic()
+    reply = stack.command("usage 7d", user="U0MANAGER")
+    assert reply.status == 200
+    payload = block_kit_validator(reply.last)
+    total = _billable_total(stack, "2026-11-15", "2026-11-21")
+    previous = _billable_total(stack, "2026-11-08", "2026-11-14")
+    assert total > 0
+    assert f"{number(total)} billable tokens" in payload["text"]
+    texts = block_texts(payload)
+    assert texts[0] == "Agent usage: 2026-11-15 \u2013 2026-11-21 (7 days)"
+    billable_field = next(t for t in texts if t.startswith("*Billable tokens*"))
+    assert number(total, compact=True) in billable_field
+    pct = abs(total - previous) / previous * 100
+    assert f"{pct:.1f}%" in billable_field
+    assert reply.payloads[0].get("response_type", "ephemeral") == "ephemeral"
+    assert time.monotonic() - started < 60  # sanity bound only; latency is measured in benchmarks/
+
+
+def test_usage_defaults_to_yesterday_and_lists_top_users_from_by_user(stack, block_kit_validator):
+    payload = block_kit_validator(stack.command("usage", user="U0OWNER").last)
+    row = sandbox_get(stack, "/api/v1/analytics/tokens", startDate="2026-11-21", endDate="2026-11-21")["data"][0]
+    top = max(row["by_user"], key=lambda u: u["billable_tokens"])
+    users_block = next(t for t in block_texts(payload) if t.startswith("*Top users"))
+    assert f"1. {top['user_email'] or top['user_id']}: {number(top['billable_tokens'], compact=True)}" in users_block
+
+
+def test_usage_by_model_sums_the_grouped_rows(stack, block_kit_validator):
+    payload = block_kit_validator(stack.command("usage 30d by model").last)
+    rows = sandbox_get(stack, "/api/v1/analytics/tokens", startDate="2026-10-23", endDate="2026-11-21", group_by="model")["data"]
+    per_model = {}
+    for r in rows:
+        per_model[r["group_key"]] = per_model.get(r["group_key"], 0) + r["billable_tokens"]
+    best = max(per_model, key=per_model.get)
+    assert f"1. {best}: {number(per_model[best], compact=True)}" in block_texts(payload)[1]
+
+
+def test_usage_of_one_user_by_mention_and_unknown_user(stack, block_kit_validator):
+    payload = block_kit_validator(stack.command("usage user <@U0OWNER|alice> 7d").last)
+    assert block_texts(payload)[0].startswith("Agent usage of alice@example.com")
+    missing = stack.command("usage user nobody@example.com 7d").last
+    assert "No usage for nobody@example.com" in missing["text"]
+
+
+def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):
+    for text, says in [
+        ("usage 2026-11-22", "data runs through yesterday, 2026-11-21"),
+        ("usage 2025-12-01", "data starts 2026-01-14"),
+        ("usage lastweek", "I don't understand `lastweek`"),
+        ("usage 7d by colour", "`by` takes one of: model, client, tool, user"),
+    ]:
+        reply = stack.command(text)
+        assert reply.status == 200
+        assert says in reply.last["text"], (text, reply.last["text"])
+
+
+def test_a_member_asking_for_usage_is_refused_and_the_handler_never_runs(stack, caplog):
+    reply = stack.command("usage 7d", user="U0MEMBER")
+    assert reply.status == 200
+    # the refusal is the ack's own body: the middleware answered before any listener ran
+    assert reply.last["text"] == REFUSED.format(command="usage", needed="*manager*", role="*member*").replace("**", "*")
+    time.sleep(0.5)
+    assert stack.slack.recorder.responses(reply.response_url_id) == []
+    assert any("refused usage to U0MEMBER" in r.getMessage() for r in caplog.records)
+
+
+def test_a_guest_gets_help_but_not_usage(stack):
+    assert "needs the *manager* role; you are *guest*" in stack.command("usage", user="U0GUEST").last["text"]
+    assert "usage" in stack.command("help", user="U0GUEST").last["text"]
+
+
+def test_sandbox_failing_gives_a_clear_error_and_a_200_ack(stack, faults):
+    faults(error_rate=1.0)
+    reply = stack.command("usage 7d")
+    assert reply.status == 200
+    assert reply.last["text"].startswith("The Agent platform had an internal error.")
+    assert "Traceback" not in str(reply.payloads)
+
+
+def test_sandbox_hanging_gives_a_timeout_message(stack, faults):
+    faults(hang_rate=1.0, hang_seconds=5)
+    reply = stack.command("usage")
+    assert reply.status == 200
+    assert reply.last["text"].startswith("The Agent platform did not answer in time.")
