@@ -114,11 +114,12 @@ class RolesFile(BaseModel):
 
 
 def minimum_role(policy: Mapping[str, Role], key: str) -> Role:
-    """The minimum role for ``key``; ``"controls diff"`` falls back to ``"controls"``, then the default."""
+    """The minimum role for ``key``; ``"controls diff"`` and ``"reports.details"`` fall back to
+    ``"controls"`` and ``"reports"``, then to :data:`DEFAULT_MINIMUM`."""
     while key:
         if key in policy:
             return policy[key]
-        key = key.rpartition(" ")[0]
+        key = key[: max(key.rfind(" "), key.rfind("."), 0)]
     return DEFAULT_MINIMUM
 
 

@@ -16,9 +16,10 @@ SLASH_COMMAND = "/agent"
 
 def register(app: Any, router: Router, services: Any) -> None:
     """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
-    from handlers import usage  # noqa: PLC0415 - modules register themselves, nothing at import time
+    # modules register themselves when called, nothing happens at import time
+    from handlers import computers, controls, reports, usage, users  # noqa: PLC0415
 
-    for module in (usage,):
+    for module in (usage, reports, controls, computers, users):
         module.register(app, router, services)
 
     async def on_agent(ack: Any, body: dict, respond: Any, client: Any, context: dict) -> None:

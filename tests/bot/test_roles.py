@@ -81,3 +81,9 @@ def test_roles_file_errors_are_clear(tmp_path):
     with pytest.raises(RolesConfigError, match="cannot use roles file"):
         RolesFile.load(tmp_path / "missing.yaml")
     assert RolesFile.load(None).roles == {}
+
+
+def test_action_ids_fall_back_to_their_sub_command():
+    policy = RolesFile.model_validate({"policy": {"reports": "guest"}}).effective_policy()
+    assert minimum_role(policy, "reports.details") is Role.guest
+    assert minimum_role(policy, "computers.retry_install") is Role.manager
