@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,10 +29,10 @@ from starlette.routing import Route
 import handlers
 from bot.api import AgentAPIError, AgentClient
 from bot.config import Settings
+from bot.errors import apologize
 from bot.middleware import build_dedupe, build_role_check
 from bot.roles import Role, RoleResolver, RolesFile
 from bot.store import Store
-from formatters.notices import internal_error_message
 from handlers.router import Router
 
 logger = logging.getLogger(__name__)
@@ -150,18 +149,6 @@ def create_bot(
     router = Router()
     app.middleware(build_dedupe(store))
     app.middleware(build_role_check(resolver, services.policy, router.policy_key))
-    app.error(_on_error)
+    app.error(apologize)
     handlers.register(app, router, services)
     return Bot(app, services, router)
-
-
-async def _on_error(error: Exception, body: dict, respond: Any, logger: logging.Logger) -> None:
-    """The global error handler: an apology with a reference id in Slack, the full trace in the log."""
-    ref = uuid.uuid4().hex[:10]
-    logger.error("unhandled error, reference %s", ref, exc_info=error)
-    if respond is None:
-        return
-    try:
-        await respond(**internal_error_message(ref), response_type="ephemeral", replace_original=False)
-    except Exception:
-        logger.error("could not send the apology for reference %s", ref, exc_info=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.errors import reported
 from handlers.router import CommandRequest, Router
 
 SLASH_COMMAND = "/agent"
@@ -22,6 +23,7 @@ def register(app: Any, router: Router, services: Any) -> None:
     for module in (usage, reports, controls, computers, users):
         module.register(app, router, services)
 
+    @reported
     async def on_agent(ack: Any, body: dict, respond: Any, client: Any, context: dict) -> None:
         await ack()  # within Slack's 3 s, before any Agent API call
 
@@ -39,3 +41,10 @@ def register(app: Any, router: Router, services: Any) -> None:
         await router.dispatch(request, body.get("text") or "")
 
     app.command(SLASH_COMMAND)(on_agent)
+
+    @reported
+    async def on_other_message(ack: Any) -> None:
+        """Messages the bot does not act on are acknowledged (200), so Slack does not retry them."""
+        await ack()
+
+    app.event("message")(on_other_message)

@@ -1,0 +1,51 @@
+"""The one way an unexpected failure reaches people: an apology with a reference id in Slack, the
+full trace in the log, never a stack trace in Slack (DEVELOPERS.md, "Bad input gets a clear error").
+
+:func:`apologize` is the app's global error handler (``app.error``). :func:`reported` wraps a
+listener so that its failures go through :func:`apologize` *inside* the listener: slack-bolt's
+asynchronous runner can lose the ack of a listener that acks and then fails within a few
+milliseconds (it resets ``ack.response`` while handling the error, and the request ends 404), so
+every listener of ours is wrapped.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from formatters.notices import internal_error_message
+
+logger = logging.getLogger(__name__)
+
+
+async def apologize(error: BaseException, respond: Any = None, logger: logging.Logger = logger) -> str:
+    """Log ``error`` with its trace under a new reference id and, when ``respond`` is given, send the
+    apology ephemerally (never replacing the original message). Returns the reference id."""
+    ref = uuid.uuid4().hex[:10]
+    logger.error("unhandled error, reference %s", ref, exc_info=error)
+    if respond is not None:
+        try:
+            await respond(**internal_error_message(ref), response_type="ephemeral", replace_original=False)
+        except Exception:
+            logger.error("could not send the apology for reference %s", ref, exc_info=True)
+    return ref
+
+
+def reported(listener: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """Wrap a Bolt listener: its exceptions end in :func:`apologize`, with the listener's ``respond``
+    (or ``context.respond``) when it asked for one. Bolt still injects the listener's own arguments
+    (it reads them from the unwrapped function)."""
+
+    @functools.wraps(listener)
+    async def wrapper(**kwargs: Any) -> Any:
+        try:
+            return await listener(**kwargs)
+        except Exception as error:
+            context = kwargs.get("context") or {}
+            await apologize(error, kwargs.get("respond") or context.get("respond"))
+            return None
+
+    return wrapper
