@@ -1,0 +1,145 @@
+"""Computers (remote machines sessions run on) and the install-dependencies retry.
+
+The fleet is fixed (same for every seed):
+
+================  ================  =============  ============  ==========================================
+id                name              providerType   status        notes
+================  ================  =============  ============  ==========================================
+cmp-dev-laptop    Alice's dev box   byom           active        hostname dev-box-01.acme.internal
+cmp-ci-sandbox    CI sandbox        cloud-sandbox  active        no hostname
+cmp-gpu-box       GPU workstation   byom           provisioning  install-deps step running
+cmp-legacy-build  Legacy build VM   cloud-sandbox  error         install-deps step failed (with ``error``)
+================  ================  =============  ============  ==========================================
+
+``provisioningSteps`` are ``create-machine``, ``connect-relay``, ``install-deps``, ``verify`` with status
+``completed``, ``running``, ``failed`` or ``pending``; ``error``, ``installSessionId``, ``startedAt`` and
+``completedAt`` are present only when they have a value (absent, never null).
+
+Transitions (spec: not shown; the sandbox's choice): ``POST .../install-deps`` answers 202 with the
+computer now ``provisioning`` (install-deps ``running`` with a new installSessionId, verify ``pending``);
+after ``config.provision_delay_seconds`` both steps are ``completed`` and the computer is ``active``.
+A retry on a computer that is already provisioning restarts the step the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+
+from .clock import now_ms
+
+DAY_MS = 86_400_000
+STEPS = (
+    ("create-machine", "Create machine"),
+    ("connect-relay", "Connect relay"),
+    ("install-deps", "Install dependencies"),
+    ("verify", "Verify environment"),
+)
+INSTALL_ERROR = "npm ERR! code ERESOLVE: unable to resolve dependency tree (react@19.0.0 needs react-dom@19)"
+# id, name, providerType, status, hostname, remoteUser, age in days
+FLEET = (
+    ("cmp-dev-laptop", "Alice's dev box", "byom", "active", "dev-box-01.acme.internal", "alice", 120),
+    ("cmp-ci-sandbox", "CI sandbox", "cloud-sandbox", "active", None, "runner", 60),
+    ("cmp-gpu-box", "GPU workstation", "byom", "provisioning", "gpu-01.acme.internal", "ml", 1),
+    ("cmp-legacy-build", "Legacy build VM", "cloud-sandbox", "error", None, "build", 30),
+)
+
+
+@dataclass
+class Computer:
+    id: str
+    name: str
+    provider_type: str
+    created_at: int
+    status: str
+    steps: list[dict]
+    hostname: str | None = None
+    remote_user: str | None = None
+    generation: int = field(default=0, repr=False)  # bumps on every retry, so a stale finisher does nothing
+
+    def to_json(self) -> dict:
+        relay = f"wss://relay.sandbox.example/{self.id}"
+        data = {
+            "id": self.id,
+            "name": self.name,
+            "providerType": self.provider_type,
+            "createdAt": self.created_at,
+            "status": self.status,
+            "provisioningSteps": [dict(step) for step in self.steps],
+            "relayClientUrl": f"{relay}/client",
+            "relayAgentUrl": f"{relay}/agent",
+            "remoteUser": self.remote_user,
+            "hostname": self.hostname,
+        }
+        return {key: value for key, value in data.items() if value is not None}
+
+    def step(self, step_id: str) -> dict:
+        return next(step for step in self.steps if step["id"] == step_id)
+
+
+def _steps(status: str, start: int) -> list[dict]:
+    """Provisioning steps of a computer created at ``start`` that is now in ``status``."""
+    outcome = {
+        "active": ("completed",) * 4,
+        "provisioning": ("completed", "completed", "running", "pending"),
+        "error": ("completed", "completed", "failed", "pending"),
+    }[status]
+    steps = []
+    for n, ((step_id, name), step_status) in enumerate(zip(STEPS, outcome)):
+        step = {"id": step_id, "name": name, "status": step_status}
+        if step_status != "pending":
+            step["startedAt"] = start + n * 60_000
+        if step_status in ("completed", "failed"):
+            step["completedAt"] = start + n * 60_000 + 45_000
+        if step_id == "install-deps" and step_status != "pending":
+            step["installSessionId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"install:{start}:{n}"))
+        if step_status == "failed":
+            step["error"] = INSTALL_ERROR
+        steps.append(step)
+    return steps
+
+
+class Fleet:
+    """The computers, keyed by ID, in :data:`FLEET` order."""
+
+    def __init__(self, spawn, provision_delay: float) -> None:
+        self._spawn = spawn
+        self.provision_delay = provision_delay
+        now = now_ms()
+        self.computers: dict[str, Computer] = {}
+        for cid, name, provider, status, hostname, user, age in FLEET:
+            created = now - age * DAY_MS
+            self.computers[cid] = Computer(
+                cid, name, provider, created, status, _steps(status, created), hostname, user
+            )
+
+    def get(self, computer_id: str) -> Computer | None:
+        return self.computers.get(computer_id)
+
+    def retry_install(self, computer: Computer) -> Computer:
+        """Restart install-deps; the computer becomes active after the provision delay."""
+        computer.generation += 1
+        computer.status = "provisioning"
+        install, verify = computer.step("install-deps"), computer.step("verify")
+        install.clear()
+        install.update(
+            id="install-deps",
+            name="Install dependencies",
+            status="running",
+            installSessionId=str(uuid.uuid4()),
+            startedAt=now_ms(),
+        )
+        verify.clear()
+        verify.update(id="verify", name="Verify environment", status="pending")
+        self._spawn(self._finish(computer, computer.generation))
+        return computer
+
+    async def _finish(self, computer: Computer, generation: int) -> None:
+        await asyncio.sleep(self.provision_delay)
+        if computer.generation != generation:
+            return
+        finished = now_ms()
+        computer.step("install-deps").update(status="completed", completedAt=finished)
+        computer.step("verify").update(status="completed", startedAt=finished, completedAt=finished)
+        computer.status = "active"

@@ -1,0 +1,112 @@
+"""Configuration of the sandbox Agent API and its command-line options.
+
+:class:`SandboxConfig` is the single input of :func:`sandbox.agent_api.create_app`. The CLI
+(`agent-bot sandbox`) builds one with :func:`add_sandbox_arguments` and :func:`config_from_args`;
+``--host``/``--port`` belong to the CLI, not to this module.
+
+Fault fields (``latency_ms`` .. ``hang_seconds``) are only the *initial* faults: they can be changed
+while the server runs through ``POST /_sandbox/faults`` (see :mod:`sandbox.agent_api.faults`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from dataclasses import dataclass
+
+
+@dataclass
+class SandboxConfig:
+    """Everything that shapes one sandbox server.
+
+    seed: makes every generated figure, name and ID-free fact reproducible.
+    users: organization size (people in ``/api/v0/organization/users`` and in analytics); 10,000 works.
+    api_key: the owner key (all endpoints). member_key: a member's key (v0 and readiness; 403 on analytics).
+    latency_ms / error_rate / rate_limit_every / hang_rate / hang_seconds: initial faults.
+    today: the day the sandbox believes it is (analytics covers 2026-01-14 .. today - 1);
+        ``None`` means the current UTC date, read at every request.
+    reply_delay_seconds: how long the simulated agent "works" before replying to a session message.
+    provision_delay_seconds: how long ``install-deps`` keeps a computer in ``provisioning``.
+    """
+
+    seed: int = 7
+    users: int = 40
+    api_key: str = "sandbox-owner-key"
+    member_key: str = "sandbox-member-key"
+    latency_ms: int = 0
+    error_rate: float = 0.0
+    rate_limit_every: int = 0
+    hang_rate: float = 0.0
+    hang_seconds: float = 30.0
+    today: dt.date | None = None
+    reply_delay_seconds: float = 0.3
+    provision_delay_seconds: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.users < 1:
+            raise ValueError("users must be at least 1")
+        if not self.api_key or not self.member_key or self.api_key == self.member_key:
+            raise ValueError("api_key and member_key must be non-empty and different")
+
+    def current_date(self) -> dt.date:
+        """The sandbox's "today" (UTC unless pinned by ``today``)."""
+        return self.today or dt.datetime.now(dt.timezone.utc).date()
+
+
+def _date(text: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a YYYY-MM-DD date: {text!r}") from exc
+
+
+def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the sandbox options (everything but ``--host``/``--port``) to ``parser``."""
+    defaults = SandboxConfig()
+    group = parser.add_argument_group("sandbox Agent API")
+    group.add_argument("--seed", type=int, default=defaults.seed, help="data seed (default %(default)s)")
+    group.add_argument(
+        "--users", type=int, default=defaults.users, help="organization size (default %(default)s)"
+    )
+    group.add_argument("--api-key", default=defaults.api_key, help="owner API key (default %(default)s)")
+    group.add_argument(
+        "--member-key", default=defaults.member_key, help="member API key (default %(default)s)"
+    )
+    group.add_argument(
+        "--latency-ms", type=int, default=defaults.latency_ms, help="added latency per request"
+    )
+    group.add_argument(
+        "--error-rate", type=float, default=defaults.error_rate, help="fraction of requests answered 500"
+    )
+    group.add_argument(
+        "--rate-limit-every",
+        type=int,
+        default=defaults.rate_limit_every,
+        help="answer every Nth request 429 (0: never)",
+    )
+    group.add_argument(
+        "--hang-rate", type=float, default=defaults.hang_rate, help="fraction of requests that hang"
+    )
+    group.add_argument(
+        "--hang-seconds", type=float, default=defaults.hang_seconds, help="how long a hang lasts"
+    )
+    group.add_argument(
+        "--today", type=_date, default=None, help="pin the sandbox's date (YYYY-MM-DD; default: UTC today)"
+    )
+
+
+def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
+    """Build a :class:`SandboxConfig` from options added by :func:`add_sandbox_arguments`."""
+    defaults = SandboxConfig()
+    return SandboxConfig(
+        seed=getattr(ns, "seed", defaults.seed),
+        users=getattr(ns, "users", defaults.users),
+        api_key=getattr(ns, "api_key", defaults.api_key),
+        member_key=getattr(ns, "member_key", defaults.member_key),
+        latency_ms=getattr(ns, "latency_ms", defaults.latency_ms),
+        error_rate=getattr(ns, "error_rate", defaults.error_rate),
+        rate_limit_every=getattr(ns, "rate_limit_every", defaults.rate_limit_every),
+        hang_rate=getattr(ns, "hang_rate", defaults.hang_rate),
+        hang_seconds=getattr(ns, "hang_seconds", defaults.hang_seconds),
+        today=getattr(ns, "today", defaults.today),
+    )

@@ -1,0 +1,85 @@
+"""The live state of one sandbox server (``app.state.sandbox``).
+
+Attributes tests may read: ``config``, ``people`` (:class:`~sandbox.agent_api.people.Person` list, ID
+order), ``dataset`` (:class:`~sandbox.agent_api.usage.Dataset`), ``faults``
+(:class:`~sandbox.agent_api.faults.Faults`), ``limits`` (lower-cased e-mail -> credit limit, set by
+``PUT /api/v0/organization/usage/limits/users``, kept for the server's life), ``sessions``
+(:class:`~sandbox.agent_api.sessions.SessionStore`), ``fleet`` (:class:`~sandbox.agent_api.computers.Fleet`),
+``roles`` (API key -> role). Readiness reports and the enterprise-control history depend on ``today``
+and are rebuilt when the date changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Coroutine
+
+from .computers import Fleet
+from .config import SandboxConfig
+from .controls import generate_history
+from .faults import Faults
+from .people import Person, generate_people
+from .reports import generate_reports
+from .sessions import SessionStore
+from .usage import Dataset
+
+
+class SandboxState:
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        self.people = generate_people(config.seed, config.users)
+        self.dataset = Dataset(config.seed, self.people)
+        self.faults = Faults(
+            latency_ms=config.latency_ms,
+            error_rate=config.error_rate,
+            rate_limit_every=config.rate_limit_every,
+            hang_rate=config.hang_rate,
+            hang_seconds=config.hang_seconds,
+            seed=config.seed,
+        )
+        self.roles = {config.api_key: "owner", config.member_key: "member"}
+        self.limits: dict[str, int] = {}
+        self.sessions = SessionStore(self.spawn, config.reply_delay_seconds)
+        self.fleet = Fleet(self.spawn, config.provision_delay_seconds)
+        self._people_by_email = {p.email.lower(): p for p in self.people}
+        self._dated: dict[tuple[str, dt.date], list[dict]] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    def today(self) -> dt.date:
+        return self.config.current_date()
+
+    def person_by_email(self, email: str) -> Person | None:
+        return self._people_by_email.get(email.lower())
+
+    def reports(self) -> list[dict]:
+        """Readiness reports, newest first."""
+        return self._for_today("reports", lambda today: generate_reports(self.config.seed, today))
+
+    def history(self) -> list[dict]:
+        """Enterprise-control changes, newest first."""
+        return self._for_today(
+            "history", lambda today: generate_history(self.config.seed, self.people, today)
+        )
+
+    def _for_today(self, kind: str, build) -> list[dict]:
+        today = self.today()
+        key = (kind, today)
+        if key not in self._dated:
+            self._dated = {k: v for k, v in self._dated.items() if k[1] == today}
+            self._dated[key] = build(today)
+        return self._dated[key]
+
+    # -- background work (simulated agent replies, provisioning) ----------------------------------------
+    def spawn(self, coro: Coroutine) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def shutdown(self) -> None:
+        """Cancel background work (called when the server stops)."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
