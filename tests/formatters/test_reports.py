@@ -1,0 +1,302 @@
+"""formatters.reports: the report, the overview and the details payloads; schema-validated, with
+escaping of API strings and Slack's block and text limits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from bot.readiness import (
+    AmbiguousRepository,
+    Criterion,
+    FoundReport,
+    Overview,
+    RepoQuery,
+    Report,
+    Repository,
+    RepositoryReports,
+    RepositorySummary,
+    UnknownRepository,
+    Walk,
+    compare,
+)
+from formatters.blocks import MAX_BLOCKS, SECTION_TEXT_MAX
+from formatters.reports import (
+    DETAILS_ACTION,
+    DETAILS_TRUNCATED,
+    FIRST_REPORT,
+    MAX_DETAIL_MESSAGES,
+    MORE_CRITERIA,
+    NO_REPORTS,
+    OVERVIEW_FOOTER,
+    PAGE_BOUND,
+    RATIONALE_SHORT,
+    REPORT_FOOTER,
+    PASS_RATE_HELP,
+    age,
+    ambiguous_repository_message,
+    details_messages,
+    overview_message,
+    report_gone_message,
+    report_message,
+    unknown_repository_message,
+)
+from tests.conftest import block_texts
+
+NOW = dt.datetime(2026, 11, 22, 12, 0, tzinfo=dt.UTC)
+WEB = Repository.from_url("https://github.com/acme/web")
+EVIL = "Ignore <!channel> and <https://evil|click> & co"
+WALK = Walk(pages=1, reports=5, complete=True, hit_page_bound=False, max_pages=20, repositories=(WEB,))
+
+
+def make_report(criteria, *, rid="r-latest", days_ago=3, repository=WEB, **over) -> Report:
+    values = dict(
+        report_id=rid,
+        created_at=NOW - dt.timedelta(days=days_ago, hours=1),
+        repository=repository,
+        apps=(("apps/admin", "Admin console"), ("apps/storefront", "Storefront")),
+        criteria=tuple(Criterion(cid, n, d, why) for cid, (n, d, why) in sorted(criteria.items())),
+        commit_hash="f1627f7a9b0c",
+        branch="main",
+        has_local_changes=False,
+        has_non_remote_commits=True,
+        model_id="gpt-5-codex",
+        reasoning_effort="high",
+        agent_version="0.23.0",
+    )
+    values.update(over)
+    return Report(**values)
+
+
+LATEST = make_report(
+    {
+        "readme": (1, 1, "Pass: a README explains setup."),
+        "lint_config": (1, 2, "1/2 pass. Missing in: apps/admin."),
+        "ci_pipeline": (0, 1, "Fail: no CI."),
+        "unit_tests": (2, 2, "Both apps have tests."),
+    }
+)
+PREVIOUS = make_report(
+    {
+        "readme": (0, 1, "Fail: no README."),
+        "lint_config": (2, 2, "Both lint."),
+        "ci_pipeline": (0, 1, "Fail: no CI."),
+        "codeowners": (0, 1, "Fail: no CODEOWNERS."),
+    },
+    rid="r-previous",
+    days_ago=40,
+)
+
+
+def result(latest=LATEST, previous=PREVIOUS, walk=WALK) -> RepositoryReports:
+    return RepositoryReports(latest.repository, latest, previous, compare(latest, previous) if previous else None, walk)
+
+
+def test_report_message_shows_everything_in_order(block_kit_validator):
+    payload = block_kit_validator(report_message(result(), NOW))
+    blocks = payload["blocks"]
+    assert [b["type"] for b in blocks] == [
+        "header", "section", "section", "section", "divider", "section", "section", "section", "divider", "section", "actions", "context",
+    ]  # fmt: skip
+    assert blocks[0]["text"]["text"] == "Agent readiness: acme/web"
+    assert blocks[1]["text"]["text"] == (
+        "*2 of 4 criteria pass (50%)* \u00b7 4 of 6 checks (67%)\n\u25b2 25 points since the previous report (25%)"
+    )
+    assert [f["text"] for f in blocks[2]["fields"]] == [
+        "*Evaluated*\n2026-11-19 11:00 UTC (3 days ago)",
+        "*Commit*\n`f1627f7` on `main`",
+        "*Uncommitted changes*\nno",
+        "*Unpushed commits*\nyes",
+        "*Model*\ngpt-5-codex (reasoning effort: high)",
+        "*Client version*\n0.23.0",
+    ]
+    assert blocks[3]["text"]["text"] == (
+        "*Applications evaluated* (2)\n\u2022 `apps/admin`: Admin console\n\u2022 `apps/storefront`: Storefront"
+    )
+    assert [b["text"]["text"] for b in blocks[5:8]] == [
+        ":white_check_mark: *Passing* (2)\n\u2022 *readme* 1/1: Pass: a README explains setup.\n\u2022 *unit_tests* 2/2: Both apps have tests.",
+        ":large_yellow_circle: *Partial* (1)\n\u2022 *lint_config* 1/2: 1/2 pass. Missing in: apps/admin.",
+        ":x: *Failing* (1)\n\u2022 *ci_pipeline* 0/1: Fail: no CI.",
+    ]
+    assert blocks[9]["text"]["text"] == (
+        "*Since the previous report* (2026-10-13 11:00 UTC, 37 days earlier)\n"
+        "1 improved, 1 regressed, 1 new, 1 removed, 1 unchanged\n"
+        "\u2022 \u25b2 *readme* 0/1 \u2192 1/1 (now passing)\n"
+        "\u2022 \u25bc *lint_config* 2/2 \u2192 1/2\n"
+        "\u2022 + *unit_tests* new: 2/2\n"
+        "\u2022 \u2212 *codeowners* removed (was 0/1)"
+    )
+    button = blocks[10]["elements"][0]
+    assert (button["action_id"], button["value"], button["text"]["text"]) == (DETAILS_ACTION, "r-latest", "Details")
+    assert blocks[11]["elements"][0]["text"] == REPORT_FOOTER.format(report_id="r-latest", help=PASS_RATE_HELP)
+    assert payload["text"] == "Agent readiness of acme/web: 2 of 4 criteria pass (50%), evaluated 2026-11-19 11:00 UTC"
+
+
+def test_missing_optional_fields_say_not_recorded_or_are_left_out(block_kit_validator):
+    bare = make_report(
+        {"readme": (1, 1, "ok")},
+        commit_hash=None, branch=None, has_local_changes=None, has_non_remote_commits=None,
+        model_id=None, reasoning_effort=None, agent_version=None, apps=(),
+    )  # fmt: skip
+    blocks = block_kit_validator(report_message(result(bare, None), NOW))["blocks"]
+    assert [f["text"] for f in blocks[2]["fields"]] == [
+        "*Evaluated*\n2026-11-19 11:00 UTC (3 days ago)",
+        "*Commit*\nnot recorded",
+        "*Model*\nnot recorded",
+        "*Client version*\nnot recorded",
+    ]
+    assert blocks[3]["text"]["text"] == "*Applications evaluated*: none listed"
+    assert blocks[1]["text"]["text"] == "*1 of 1 criteria pass (100%)* \u00b7 1 of 1 checks (100%)"
+    assert FIRST_REPORT.format(repo="acme/web") in block_texts({"blocks": blocks})
+    branch_only = make_report({"readme": (1, 1, "ok")}, commit_hash=None, model_id="m", reasoning_effort=None)
+    fields = block_kit_validator(report_message(result(branch_only, None), NOW))["blocks"][2]["fields"]
+    assert [f["text"] for f in fields][1] == "*Commit*\nnot recorded, branch `main`"
+    assert "*Model*\nm" in [f["text"] for f in fields]
+
+
+def test_same_criteria_say_no_change_and_same_pass_rate(block_kit_validator):
+    again = make_report({c.id: (c.numerator, c.denominator, "x") for c in LATEST.criteria}, rid="r-old", days_ago=10)
+    texts = block_texts(block_kit_validator(report_message(result(LATEST, again), NOW)))
+    assert "Same pass rate as the previous report (50%)" in texts[1]
+    assert any(t.endswith("\nNo criterion changed.") and "7 days earlier" in t for t in texts)
+
+
+def test_api_strings_are_escaped_everywhere(block_kit_validator):
+    evil_repo = Repository.from_url("https://github.com/acme/<!channel>")
+    evil = make_report(
+        {"<!here>": (0, 1, EVIL), "ok": (1, 1, EVIL)},
+        repository=evil_repo, branch="<!channel>", model_id="<https://evil|click>", agent_version="<!everyone>",
+        apps=(("<!channel>", EVIL),),
+    )  # fmt: skip
+    payloads = [
+        report_message(result(evil, None), NOW),
+        *details_messages(evil, NOW),
+        unknown_repository_message(UnknownRepository(RepoQuery.parse("<!channel>"), WALK)),
+        ambiguous_repository_message(AmbiguousRepository(RepoQuery.parse("<!channel>"), (evil_repo, WEB), WALK)),
+        overview_message(Overview((RepositorySummary(evil_repo, evil, 1),), WALK), NOW),
+        report_gone_message(FoundReport("<!channel>", None, WALK)),
+    ]
+    for payload in payloads:
+        block_kit_validator(payload)
+        mrkdwn = [t for t in block_texts(payload)]
+        joined = "\n".join(mrkdwn[1:] if payload["blocks"][0]["type"] == "header" else mrkdwn) + payload["text"]
+        for raw in ("<!channel>", "<https://evil|click>", "<!here>", "<!everyone>"):
+            assert raw not in joined
+    report_text = "\n".join(block_texts(payloads[0]))
+    assert "Ignore &lt;!channel&gt; and &lt;https://evil|click&gt; &amp; co" in report_text
+    assert "*&lt;!here&gt;* 0/1" in report_text
+    assert "Ignore &lt;!channel&gt; and &lt;https://evil|click&gt; &amp; co" in "\n".join(block_texts(payloads[1]))
+
+
+def test_a_long_rationale_is_shortened_in_the_report_and_whole_in_the_details(block_kit_validator):
+    long = "Missing in: " + ", ".join(f"apps/service-{i} & more" for i in range(400))
+    report = make_report({"lint_config": (1, 3, long)})
+    text = block_texts(block_kit_validator(report_message(result(report, None), NOW)))
+    line = next(t for t in text if t.startswith(":large_yellow_circle:")).split("\n")[1]
+    shown = line.removeprefix("\u2022 *lint_config* 1/3: ")
+    assert RATIONALE_SHORT - len("&amp;") <= len(shown) <= RATIONALE_SHORT and shown.endswith("\u2026")
+    assert not shown.rstrip("\u2026").endswith(("&", "&a", "&am", "&amp"))
+
+    pages = [block_kit_validator(p) for p in details_messages(report, NOW)]
+    assert len(pages) == 1
+    sections = [b["text"]["text"] for b in pages[0]["blocks"] if b["type"] == "section"]
+    assert len(sections) > 3 and all(len(s) <= SECTION_TEXT_MAX for s in sections)
+    escaped = long.replace("&", "&amp;")
+    rebuilt = " ".join(sections).split("*lint_config* 1/3\n", 1)[1]
+    assert rebuilt.replace("\n", " ").split() == escaped.split()
+
+
+def test_many_criteria_stay_within_50_blocks_and_keep_the_button(block_kit_validator):
+    many = {f"criterion_{i:04d}": (i % 3, 2, f"Rationale number {i} " + "x" * 120) for i in range(900)}
+    latest, previous = make_report(many), make_report({}, rid="r-previous", days_ago=9)
+    payload = block_kit_validator(report_message(result(latest, previous), NOW))
+    blocks = payload["blocks"]
+    assert len(blocks) == MAX_BLOCKS
+    assert blocks[-2]["type"] == "actions" and blocks[-2]["elements"][0]["value"] == "r-latest"
+    more = next(b for b in blocks if b["type"] == "context" and "more criteria" in b["elements"][0]["text"])
+    shown = sum(t.count("\n\u2022 *criterion_") for t in block_texts(payload) if t.startswith(":"))
+    assert more["elements"][0]["text"] == MORE_CRITERIA.format(n=900 - shown)
+    changes = next(t for t in block_texts(payload) if t.startswith("*Since the previous report*"))
+    assert len(changes) <= SECTION_TEXT_MAX and changes.endswith("more_")
+    assert "900 new" in changes
+
+
+def test_details_are_split_over_messages_of_at_most_50_blocks_and_capped(block_kit_validator):
+    huge = {f"c{i:03d}": (0, 1, ("word " * 700).strip()) for i in range(120)}  # ~3500 chars each
+    report = make_report(huge)
+    payloads = details_messages(report, NOW)
+    assert len(payloads) == MAX_DETAIL_MESSAGES
+    for n, payload in enumerate(payloads, 1):
+        block_kit_validator(payload)
+        assert all(len(b["text"]["text"]) <= SECTION_TEXT_MAX for b in payload["blocks"] if b["type"] == "section")
+        if n > 1:
+            assert payload["blocks"][0]["text"]["text"] == f"Readiness details: acme/web ({n}/{MAX_DETAIL_MESSAGES})"
+    last = payloads[-1]["blocks"][-1]
+    shown = sum(len(re.findall(r"(?:^|\n)\*c\d{3}\* 0/1\n", t)) for p in payloads for t in block_texts(p))
+    assert last["type"] == "context"
+    assert last["elements"][0]["text"] == DETAILS_TRUNCATED.format(n=120 - shown, messages=MAX_DETAIL_MESSAGES)
+    small = details_messages(LATEST, NOW)
+    assert len(small) == 1
+    assert small[0]["blocks"][0]["text"]["text"] == "Readiness details: acme/web"
+    assert "*ci_pipeline* 0/1\nFail: no CI." in block_texts(small[0])[2]
+
+
+def test_overview_lists_repositories_worst_first_with_age(block_kit_validator):
+    api = Repository.from_url("https://github.com/acme/api")
+    summaries = (
+        RepositorySummary(WEB, LATEST, 2),
+        RepositorySummary(api, make_report({"x": (1, 1, "")}, repository=api, days_ago=0), 1),
+    )
+    payload = block_kit_validator(overview_message(Overview(summaries, WALK), NOW))
+    assert [b["type"] for b in payload["blocks"]] == ["header", "section", "context"]
+    assert payload["blocks"][1]["text"]["text"] == (
+        "*2 repositories*\n"
+        "\u2022 *acme/web*: 50% of criteria pass (2/4) \u00b7 3 days ago\n"
+        "\u2022 *acme/api*: 100% of criteria pass (1/1) \u00b7 1 hour ago"
+    )
+    assert payload["blocks"][2]["elements"][0]["text"] == OVERVIEW_FOOTER
+    assert payload["text"] == "Agent readiness of 2 repositories; lowest: acme/web (50% of criteria pass)"
+    empty = block_kit_validator(overview_message(Overview((), WALK), NOW))
+    assert empty["text"] == NO_REPORTS
+
+
+def test_the_page_bound_is_said_plainly(block_kit_validator):
+    bound = Walk(pages=20, reports=1000, complete=False, hit_page_bound=True, max_pages=20, repositories=(WEB,))
+    note = PAGE_BOUND.format(pages=20, reports=1000, consequence="")
+    for payload in (
+        report_message(result(LATEST, None, bound), NOW),
+        overview_message(Overview((RepositorySummary(WEB, LATEST, 1),), bound), NOW),
+        unknown_repository_message(UnknownRepository(RepoQuery.parse("acme/nope"), bound)),
+        report_gone_message(FoundReport("r-1", None, bound)),
+    ):
+        assert any(t.startswith(note) for t in block_texts(block_kit_validator(payload)))
+
+
+def test_unknown_and_ambiguous_repositories(block_kit_validator):
+    unknown = block_kit_validator(unknown_repository_message(UnknownRepository(RepoQuery.parse("acme/nope"), WALK)))
+    assert block_texts(unknown) == [
+        ":mag: I found no readiness report for `acme/nope` among 5 reports.",
+        "*Known repositories* (1):\n\u2022 `acme/web`",
+        "Name a repository as `owner/name`, a URL or a bare name, e.g. `/agent reports acme/web`.",
+    ]
+    gitlab = Repository.from_url("https://gitlab.com/acme/web")
+    other = Repository.from_url("https://github.com/other/web")
+    ambiguous = block_kit_validator(
+        ambiguous_repository_message(AmbiguousRepository(RepoQuery.parse("web"), (WEB, gitlab, other), WALK))
+    )
+    assert block_texts(ambiguous)[:2] == [
+        ":twisted_rightwards_arrows: `web` matches 3 repositories. Which one?",
+        "\u2022 `/agent reports https://github.com/acme/web`\n"
+        "\u2022 `/agent reports https://gitlab.com/acme/web`\n"
+        "\u2022 `/agent reports other/web`",
+    ]
+
+
+def test_age_reads_like_a_person_would_say_it():
+    assert [age(NOW - delta, NOW) for delta in (
+        dt.timedelta(seconds=5), dt.timedelta(minutes=1), dt.timedelta(minutes=59), dt.timedelta(hours=1),
+        dt.timedelta(hours=23, minutes=59), dt.timedelta(days=1), dt.timedelta(days=3, hours=20), dt.timedelta(days=-1),
+    )] == [
+        "just now", "1 minute ago", "59 minutes ago", "1 hour ago", "23 hours ago", "1 day ago", "3 days ago",
+        "in the future (clock skew?)",
+    ]  # fmt: skip
