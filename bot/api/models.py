@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from bot.api.redaction import redact_settings
@@ -617,8 +617,10 @@ class EnterpriseControlChange(_CamelModel):
 
     `settings` is the raw snapshot (camelCase keys as sent) so that callers can diff revisions
     generically; which members are always present is not shown. Credentials inside it are masked
-    on parsing (see `bot.api.redaction`): `customModels[].apiKey` and `customModels[].extraHeaders`
-    values become `"[redacted sha256:xxxxxxxx]"`, so a rotation still shows up as a change.
+    before any validation runs (see `bot.api.redaction`, which says what counts as one): every
+    `customModels[].apiKey`, every `extraHeaders` value and every string under a member whose name
+    looks like a credential becomes `"[redacted sha256:xxxxxxxx]"`, so a rotation still shows up as
+    a change, while neither the value nor a validation error's input ever carries the secret.
     """
 
     revision: int
@@ -626,10 +628,12 @@ class EnterpriseControlChange(_CamelModel):
     user: ChangeAuthor
     updated_at: datetime
 
-    @field_validator("settings")
+    @model_validator(mode="before")
     @classmethod
-    def _mask_credentials(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return redact_settings(value)
+    def _mask_credentials(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "settings" in data:
+            return {**data, "settings": redact_settings(data["settings"])}
+        return data
 
 
 class EnterpriseControlsHistory(_CamelModel):

@@ -1,0 +1,167 @@
+"""``/agent controls`` end to end: signed slash commands from the Slack emulator to the running bot,
+which reads the running sandbox's enterprise-control history. Expectations are computed from the
+sandbox API (``sandbox_get``); secrets are read from it too, and must never reach Slack or a log."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from bot.api.redaction import fingerprint
+from formatters.notices import REFUSED
+from tests.conftest import block_texts, sandbox_get
+
+HISTORY = "/api/v0/organization/enterprise-controls/history"
+
+
+def _all_changes(stack) -> list[dict]:
+    """The whole history from the sandbox, following the cursor."""
+    changes, cursor = [], None
+    while True:
+        page = sandbox_get(stack, HISTORY, limit="100", **({"cursor": cursor} if cursor else {}))
+        changes += page["changes"]
+        if not page["pagination"]["hasMore"]:
+            return changes
+        cursor = page["pagination"]["nextCursor"]
+
+
+def _leaf_differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """Dotted paths of the object members whose values differ (lists compared whole): the test's
+    own, simpler reading of the two snapshots."""
+    paths = []
+    for key in [*old, *(k for k in new if k not in old)]:
+        path = f"{prefix}.{key}" if prefix else key
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            paths += _leaf_differences(a, b, path)
+        elif a != b:
+            paths.append(path)
+    return paths
+
+
+def _text(payload) -> str:
+    return "\n".join(block_texts(payload))
+
+
+def _api_keys(changes) -> set[str]:
+    return {m["apiKey"] for c in changes for m in c["settings"].get("customModels", []) if m.get("apiKey")}
+
+
+def test_controls_shows_the_latest_revision_its_author_and_what_changed(stack, block_kit_validator):
+    latest, previous = sandbox_get(stack, HISTORY, limit="2")["changes"]
+    reply = stack.command("controls", user="U0MANAGER")
+    assert reply.status == 200
+    payload = block_kit_validator(reply.last)
+    texts = block_texts(payload)
+    assert texts[0] == f"Enterprise controls: revision {latest['revision']}"
+    author = latest["user"]
+    assert texts[1].startswith(f"Changed by {author['name']} ({author['email']}) \u00b7 {latest['updatedAt'][:10]}")
+    assert f"*Session retention*\n{latest['settings']['sessionRetentionDays']} days" in texts
+    assert f"*Maximum autonomy*\n{latest['settings']['maxAutonomyLevel']}" in texts
+    changed = _leaf_differences(previous["settings"], latest["settings"])
+    assert changed
+    assert f"*What changed from revision {previous['revision']}*" in _text(payload)
+    for path in changed:
+        assert f"`{path}`" in _text(payload)
+    assert reply.payloads[0].get("response_type", "ephemeral") == "ephemeral"
+
+
+def test_history_5_lists_five_revisions_newest_first_with_their_authors(stack, block_kit_validator):
+    expected = sandbox_get(stack, HISTORY, limit="6")["changes"]
+    payload = block_kit_validator(stack.command("controls history 5").last)
+    text = _text(payload)
+    assert text.count("*Revision ") == 5
+    positions = [text.index(f"*Revision {c['revision']}* \u00b7 {c['user']['name']} ({c['user']['email']})") for c in expected[:5]]
+    assert positions == sorted(positions)
+    assert f"*Revision {expected[5]['revision']}*" not in text
+    for path in _leaf_differences(expected[1]["settings"], expected[0]["settings"]):
+        assert f"`{path}`" in text
+
+
+def test_history_defaults_to_ten(stack, block_kit_validator):
+    payload = block_kit_validator(stack.command("controls history").last)
+    assert _text(payload).count("*Revision ") == min(10, len(_all_changes(stack)))
+
+
+def test_diff_of_two_revisions_lists_the_paths_that_differ_in_either_order(stack, block_kit_validator):
+    changes = {c["revision"]: c for c in _all_changes(stack)}
+    new = max(changes)
+    old = new - 6
+    paths = _leaf_differences(changes[old]["settings"], changes[new]["settings"])
+    assert paths
+    payload = block_kit_validator(stack.command(f"controls diff {old} {new}").last)
+    assert block_texts(payload)[0] == f"Enterprise controls: revision {old} \u2192 {new}"
+    for path in paths:
+        value = changes[new]["settings"]
+        for part in path.split("."):
+            value = value.get(part)
+        is_object_list = isinstance(value, list) and any(isinstance(v, dict) for v in value)
+        assert (f"`{path}[" if is_object_list else f"`{path}`") in _text(payload), path  # object lists: by item
+    reversed_payload = stack.command(f"controls diff {new} {old}").last
+    assert reversed_payload["blocks"] == payload["blocks"]
+
+
+def test_no_secret_ever_reaches_slack_or_the_log(stack, caplog):
+    caplog.set_level(logging.DEBUG)
+    changes = sorted(_all_changes(stack), key=lambda c: c["revision"])
+    keys = _api_keys(changes)
+    assert keys, "the sandbox history has custom models with API keys"
+    rotation = next(
+        b["revision"]
+        for a, b in zip(changes, changes[1:])
+        if a["settings"]["customModels"] and b["settings"]["customModels"]
+        and a["settings"]["customModels"][0]["apiKey"] != b["settings"]["customModels"][0]["apiKey"]
+    )
+    first, last = changes[0]["revision"], changes[-1]["revision"]
+    replies = [
+        stack.command(text).last
+        for text in (
+            "controls",
+            "controls history 100",
+            f"controls diff {first} {last}",
+            f"controls diff {rotation - 1} {rotation}",
+            f"controls {rotation}",
+        )
+        + tuple(f"controls {c['revision']}" for c in changes if c["settings"]["customModels"])[:3]
+    ]
+    everything = json.dumps(replies)
+    for key in keys:
+        assert key not in everything and key not in caplog.text
+        assert fingerprint(key) not in everything
+    assert "sha256" not in everything
+    assert "`customModels[0].apiKey`: changed (redacted)" in _text(replies[3])
+
+
+def test_a_member_is_refused_every_controls_sub_command(stack):
+    for text, key in [("controls", "controls"), ("controls history 3", "controls history"), ("controls diff 1 2", "controls diff")]:
+        reply = stack.command(text, user="U0MEMBER")
+        assert reply.status == 200
+        assert reply.last["text"] == REFUSED.format(command=key, needed="manager", role="member")
+
+
+def test_bad_counts_and_revisions_get_clear_errors(stack):
+    changes = _all_changes(stack)
+    revisions = [c["revision"] for c in changes]
+    available = f"Available: revisions {min(revisions)} to {max(revisions)} ({len(revisions)} in all)."
+    unknown = max(revisions) + 1000
+    for text, says in [
+        ("controls history 0", "I can list 1 to 100 revisions; you asked for 0."),
+        ("controls history 101", "I can list 1 to 100 revisions; you asked for 101."),
+        ("controls history lots", "`lots` is not a number of revisions."),
+        ("controls diff 3", "Name two revisions to compare."),
+        ("controls diff three 4", "`three` is not a revision number."),
+        (f"controls diff {min(revisions)} {unknown}", f"There is no revision {unknown}. {available}"),
+        (f"controls {unknown}", f"There is no revision {unknown}. {available}"),
+    ]:
+        reply = stack.command(text, user="U0OWNER")
+        assert reply.status == 200
+        assert reply.last["text"].startswith(says), (text, reply.last["text"])
+
+
+def test_an_api_failure_ends_in_a_clear_message(stack, faults):
+    faults(error_rate=1.0)
+    for text in ("controls", "controls history 3", "controls diff 1 2"):
+        reply = stack.command(text)
+        assert reply.status == 200
+        assert reply.last["text"].startswith("The Agent platform had an internal error."), reply.last["text"]
+        assert len(reply.payloads) == 1
