@@ -1,7 +1,138 @@
-"""`/agent computers`: being built (issue 4). Registers nothing yet, so help does not list it."""
+"""``/agent computers``: the fleet of remote computers, and the "Retry install" button.
 
+    /agent computers
+
+Lists every computer (GET /api/v0/computers, management-api-v0.md "Computer"), problems first. A
+computer in ``error`` carries a button (action id ``computers.retry_install``, value the computer id;
+policy: manager, enforced by the role-check middleware) that calls
+``POST /api/v0/computers/{id}/install-deps`` (202 with the computer record) and then replaces the
+clicked message with the re-read fleet (``respond(replace_original=True)`` on the click's
+response_url, which edits an ephemeral reply and a channel message alike), re-polling the fleet at
+most ``len(POLL_DELAYS)`` times while the computer stays ``provisioning``.
+
+Once only: the click is acked first; then the store key ``install-deps:{computer id}:{message ts}``
+(the response_url when Slack sends no message ts) is claimed before install-deps is called, so a
+second click on the same message, by anyone, on any replica, starts nothing and the clicker is told
+so (Slack's own re-deliveries of one click are dropped earlier by the de-duplication middleware). A
+failed call marks the key ``...:failed``, so a later click says the button is spent rather than busy.
+Errors end in an ephemeral message and leave the clicked message as it was: 404 (the computer is
+gone), and any other Agent API failure (:func:`handlers.router.describe_api_error`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.api import AgentAPIError, NotFoundError
+from bot.commands import SubCommand
+from formatters.computers import (
+    RETRY_ACTION,
+    already_retrying,
+    computer_gone,
+    computer_list,
+    retry_failed_before,
+    retry_started,
+)
+from formatters.notices import error_message
+from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
 
-def register(app: Any, router: Any, services: Any) -> None:
-    """Registers nothing until the sub-command lands."""
+logger = logging.getLogger(__name__)
+
+SPEC = SubCommand(
+    name="computers",
+    summary="The remote computers agent sessions run on: status, host, provisioning steps; retry a failed install.",
+    usage="/agent computers",
+    examples=("/agent computers",),
+    details=(
+        "Computers in error come first, then those still provisioning. A computer in error has a "
+        "*Retry install* button (managers and owners) that restarts its dependency install once, "
+        "however often it is clicked, and updates the message with the new status."
+    ),
+)
+
+POLL_DELAYS = (1.0, 2.0)
+"""Seconds to wait before each re-read of the fleet after a retry, while the computer is provisioning."""
+NO_COMPUTER_ID = "This button does not name a computer."
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+async def handle_computers(request: CommandRequest) -> None:
+    """Answer ``/agent computers`` with the fleet (ephemeral)."""
+    if request.command.args or request.command.options:
+        raise UserInputError("`/agent computers` takes no arguments.", f"Usage: `{SPEC.usage}`")
+    await request.reply(computer_list(await request.services.agent.list_computers()))
+
+
+def claim_key(computer_id: str, body: dict) -> str:
+    """The once-only key of a Retry click: the computer and the clicked message."""
+    container = body.get("container") or {}
+    where = container.get("message_ts") or (body.get("message") or {}).get("ts") or body.get("response_url") or ""
+    return f"install-deps:{computer_id}:{where}"
+
+
+async def retry_install(body: dict, respond: Callable[..., Awaitable[Any]], services: Any, *, sleep: Sleep = asyncio.sleep) -> None:
+    """Run one Retry click (already acked): claim, install-deps, show, re-poll (module docstring)."""
+    actions = body.get("actions") or [{}]
+    computer_id = (actions[0].get("value") or "").strip()
+    user_id = (body.get("user") or {}).get("id")
+
+    async def tell(payload: dict) -> None:
+        await respond(**payload, response_type="ephemeral", replace_original=False)
+
+    async def show(payload: dict) -> None:
+        await respond(**payload, replace_original=True)
+
+    if not computer_id:
+        await tell(error_message(NO_COMPUTER_ID, "Run `/agent computers` for a fresh list."))
+        return
+    key = claim_key(computer_id, body)
+    if not await services.store.claim(key):
+        failed = await services.store.was_claimed(f"{key}:failed")
+        logger.info("retry of %s from the same message ignored (%s)", computer_id, "failed before" if failed else "in progress")
+        await tell(retry_failed_before(computer_id) if failed else already_retrying(computer_id))
+        return
+    agent = services.agent
+    try:
+        computer = await agent.install_deps(computer_id=computer_id)
+    except AgentAPIError as exc:
+        await services.store.claim(f"{key}:failed")
+        logger.warning("install-deps of %s failed: %s", computer_id, type(exc).__name__)
+        await tell(computer_gone(computer_id) if isinstance(exc, NotFoundError) else error_message(*describe_api_error(exc)))
+        return
+    logger.info("install-deps of %s started by %s", computer_id, user_id)
+    try:
+        fleet = await agent.list_computers()
+    except AgentAPIError as exc:
+        await show(retry_started(computer, user_id, None, problem=describe_api_error(exc)[0]))
+        return
+    await show(retry_started(computer, user_id, fleet))
+    for delay in POLL_DELAYS:
+        if computer.status != "provisioning":
+            return
+        await sleep(delay)
+        try:
+            fleet = await agent.list_computers()
+        except AgentAPIError as exc:  # the message already shows the retry; a failed poll just stops
+            logger.info("re-poll of %s stopped: %s", computer_id, type(exc).__name__)
+            return
+        current = next((c for c in fleet if c.id == computer_id), None)
+        if current is None:
+            return
+        if current.status != computer.status:
+            await show(retry_started(current, user_id, fleet))
+        computer = current
+
+
+def register(app: Any, router: Router, services: Any) -> None:
+    """Add ``/agent computers`` and the ``computers.retry_install`` button listener."""
+    router.add(SPEC, handle_computers)
+
+    async def on_retry_install(ack: Any, body: dict, respond: Any) -> None:
+        await ack()  # within Slack's 3 s, before any Agent API call
+        await retry_install(body, respond, services)
+
+    app.action(RETRY_ACTION)(on_retry_install)

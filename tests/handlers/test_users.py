@@ -1,0 +1,121 @@
+"""``/agent users [query]`` end to end: matches computed from the sandbox's organization users, the
+"More" button walked to the end, the role check and an API failure."""
+
+import json
+
+from bot.demo import DEMO_CHANNEL
+from formatters.notices import REFUSED
+from formatters.users import MORE_ACTION, NO_MATCH, sign_in
+from tests.conftest import TODAY, block_texts, sandbox_get
+
+
+def everyone(stack):
+    """Every organization user, read page by page from the sandbox (the test's own view)."""
+    users, cursor = [], None
+    while True:
+        page = sandbox_get(stack, "/api/v0/organization/users", limit="100", **({"cursor": cursor} if cursor else {}))
+        users += page["users"]
+        if not page["pagination"]["hasMore"]:
+            return users
+        cursor = page["pagination"]["nextCursor"]
+
+
+def shown_emails(payload):
+    """The e-mails of the users a screen shows, in order."""
+    return [b["text"]["text"].split("*  ", 1)[1].split("\n")[0] for b in payload["blocks"] if b["type"] == "section"]
+
+
+def more_button(payload):
+    for block in payload["blocks"]:
+        if block["type"] == "actions":
+            return next(e for e in block["elements"] if e["action_id"] == MORE_ACTION)
+    return None
+
+
+def click_more(stack, payload, *, user="U0MANAGER"):
+    """Click More on ``payload`` (an ephemeral screen) and return the reply to the click."""
+    ts = stack.slack.recorder.next_ts()
+    message = {"type": "message", "ts": ts, "text": payload["text"], "blocks": payload["blocks"]}
+    sent = stack.client.send_block_action(MORE_ACTION, user_id=user, channel_id=DEMO_CHANNEL, message_ts=ts, message=message)
+    assert sent.status_code == 200
+    [reply] = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(sent.response_url_id), what="the next screen")
+    return reply
+
+
+def test_a_query_shows_the_matching_users_with_their_sign_in(stack, block_kit_validator):
+    users = everyone(stack)
+    for query in ("alice", "ANDERSON", "@example.com"):
+        expected = [
+            u for u in users
+            if any(query.lower() in (v or "").lower() for v in (u.get("firstName"), u.get("lastName"), u["email"]))
+        ]
+        assert expected
+        screens, payload = [], block_kit_validator(stack.command(f"users {query}", user="U0MANAGER").last)
+        while True:
+            screens += shown_emails(payload)
+            if more_button(payload) is None:
+                break
+            payload = block_kit_validator(click_more(stack, payload).payload)
+        assert screens == [u["email"] for u in expected], query
+    alice = next(u for u in users if u["email"] == "alice@example.com")
+    payload = stack.command("users alice").last
+    section = next(b["text"]["text"] for b in payload["blocks"] if b["type"] == "section")
+    assert section == (
+        f"*{alice['firstName']} {alice['lastName']}*  {alice['email']}\n"
+        f"Last sign-in: {sign_in(alice['lastSignInAt'], TODAY)} \u00b7 Joined: {alice['createdAt'][:10]}"
+    )
+
+
+def test_without_a_query_more_walks_every_user_once_to_the_end(stack, block_kit_validator):
+    users = everyone(stack)
+    assert len(users) == 40
+    reply = stack.command("users", user="U0OWNER")
+    payload = block_kit_validator(reply.last)
+    seen, clicks = shown_emails(payload), 0
+    while (button := more_button(payload)) is not None:
+        assert len(button["value"]) <= 2000 and json.loads(button["value"])["query"] is None
+        response = click_more(stack, payload, user="U0OWNER")
+        assert response.replace_original
+        payload = block_kit_validator(response.payload)
+        seen += shown_emails(payload)
+        clicks += 1
+    assert seen == [u["email"] for u in users]
+    assert clicks == 1  # 40 users, 20 a screen
+    assert block_texts(payload)[-1] == "Users 21\u201340 \u00b7 End of the list: 40 users in all."
+
+
+def test_no_match_says_so(stack, block_kit_validator):
+    payload = block_kit_validator(stack.command("users zz-nobody-zz").last)
+    assert block_texts(payload)[1] == NO_MATCH.format(query="zz-nobody-zz")
+    assert more_button(payload) is None
+
+
+def test_members_are_refused_the_list_and_the_more_button(stack):
+    reply = stack.command("users", user="U0MEMBER")
+    assert reply.last["text"] == REFUSED.format(command="users", needed="*manager*", role="*member*").replace("**", "*")
+    page = stack.command("users", user="U0MANAGER").last
+    refusal = click_more(stack, page, user="U0MEMBER")
+    assert refusal.text == REFUSED.format(command=MORE_ACTION, needed="*manager*", role="*member*").replace("**", "*")
+
+
+def test_api_failure_gives_a_clear_message_and_leaves_the_screen(stack, faults):
+    page = stack.command("users").last
+    faults(error_rate=1.0)
+    failed = stack.command("users alice")
+    assert failed.status == 200 and len(failed.payloads) == 1
+    assert failed.last["text"].startswith("The Agent platform had an internal error.")
+    response = click_more(stack, page)
+    assert response.text.startswith("The Agent platform had an internal error.")
+    assert response.payload["replace_original"] is False
+
+
+def test_a_more_button_that_cannot_be_read_and_options_get_clear_messages(stack):
+    from handlers.users import STALE_BUTTON
+
+    ts = stack.slack.recorder.next_ts()
+    button = {"type": "button", "action_id": MORE_ACTION, "value": "{not json", "text": {"type": "plain_text", "text": "More"}}
+    message = {"type": "message", "ts": ts, "text": "users", "blocks": [{"type": "actions", "elements": [button]}]}
+    sent = stack.client.send_block_action(MORE_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=ts, message=message)
+    [reply] = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(sent.response_url_id))
+    assert reply.text.startswith(STALE_BUTTON)
+    assert stack.command("users team=web").last["text"].startswith("I don't understand `team=web`.")
