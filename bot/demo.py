@@ -105,12 +105,16 @@ def start_stack(
     database_url: str | None = None,
     retry: RetryPolicy | None = None,
     api_timeout: float = 10.0,
+    external_sandbox: RunningServer | None = None,
 ) -> Stack:
-    """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack."""
+    """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack.
+
+    ``external_sandbox``: use a sandbox already running elsewhere (another process, as the
+    benchmarks do so that its CPU does not compete with the bot's); it must use the default keys."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
     config = SandboxConfig(seed=seed, users=users, today=today, **(sandbox_options or {}))
-    sandbox_app = create_app(config)
-    sandbox = serve_in_thread(sandbox_app)
+    sandbox_app = create_app(config) if external_sandbox is None else None
+    sandbox = external_sandbox or serve_in_thread(sandbox_app)
     slack = SlackEmulator(directory=demo_directory()).start()
     roles = workdir / "roles.yaml"
     roles.write_text(ROLES_YAML)
@@ -127,7 +131,7 @@ def start_stack(
     agent = AgentClient(base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout)
     bot = create_bot(settings, agent=agent, today=clock)
     bot_server = serve_in_thread(bot.asgi())
-    stack = Stack(sandbox, sandbox_app.state.sandbox, slack, bot, bot_server, workdir)
+    stack = Stack(sandbox, sandbox_app.state.sandbox if sandbox_app else None, slack, bot, bot_server, workdir)
     stack.client = slack.client(bot_server.url)
     return stack
 
