@@ -100,11 +100,12 @@ def report(label: str, latencies: list[float], failures: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--cache-ttl", type=float, default=300.0, help="the bot's analytics cache (0 = off)")
     args = parser.parse_args()
     proc, sandbox_url = sandbox_process()
     port = int(sandbox_url.rsplit(":", 1)[1])
     external = RunningServer(url=sandbox_url, host="127.0.0.1", port=port, _server=None, _thread=None)  # type: ignore[arg-type]
-    stack = start_stack(external_sandbox=external)
+    stack = start_stack(external_sandbox=external, analytics_cache_ttl=args.cache_ttl)
     bare = serve_in_thread(bare_bolt_app(stack.slack.signing_secret, stack.slack.bot_token, stack.slack.api_url))
     rows = ["| target | requests | p50 ms | p99 ms | mean ms | non-200 |", "|---|---|---|---|---|---|"]
     try:

@@ -129,6 +129,7 @@ def create_bot(
             base_url=settings.agent_api_url,
             app_url=settings.agent_app_url,
             api_key=settings.agent_api_key.get_secret_value(),
+            analytics_cache_ttl=settings.analytics_cache_ttl,
         )
     store = store or Store(settings.database_url)
     slack = AsyncWebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)

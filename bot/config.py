@@ -15,6 +15,7 @@ AGENT_API_KEY              bearer key for the Agent API                         
 AGENT_BOT_DATABASE_URL     SQLAlchemy URL (SQLite file, or PostgreSQL)            ``sqlite:///agent-bot.db``
 AGENT_BOT_CONFIG           YAML file: roles, policy, digest defaults              none
 AGENT_BOT_USER_CACHE_TTL   seconds a Slack user's e-mail / role stays cached      ``600``
+AGENT_BOT_ANALYTICS_CACHE_TTL  seconds analytics answers are kept (0 = off)       ``300``
 AGENT_BOT_LOG_LEVEL        Python log level name                                  ``INFO``
 =========================  =====================================================  ==========================
 
@@ -49,6 +50,9 @@ class Settings(BaseSettings):
     config_file: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_CONFIG", "config_file"))
     user_cache_ttl: float = Field(
         default=600.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_USER_CACHE_TTL", "user_cache_ttl")
+    )
+    analytics_cache_ttl: float = Field(
+        default=300.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_CACHE_TTL", "analytics_cache_ttl")
     )
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("AGENT_BOT_LOG_LEVEL", "log_level"))
 

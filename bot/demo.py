@@ -106,6 +106,7 @@ def start_stack(
     retry: RetryPolicy | None = None,
     api_timeout: float = 10.0,
     external_sandbox: RunningServer | None = None,
+    analytics_cache_ttl: float = 0.0,
 ) -> Stack:
     """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack.
 
@@ -128,7 +129,10 @@ def start_stack(
         config_file=str(roles),
     )
     clock = (lambda: today) if today else utc_today
-    agent = AgentClient(base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout)
+    agent = AgentClient(
+        base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout,
+        analytics_cache_ttl=analytics_cache_ttl,
+    )
     bot = create_bot(settings, agent=agent, today=clock)
     bot_server = serve_in_thread(bot.asgi())
     stack = Stack(sandbox, sandbox_app.state.sandbox if sandbox_app else None, slack, bot, bot_server, workdir)
@@ -157,6 +161,17 @@ TOUR: Sequence[tuple[str, str]] = (
     ("bob", "usage 2025-12-01"),
     ("carol", "usage 7d"),
     ("dave", "help usage"),
+    ("carol", "reports"),
+    ("carol", "reports acme/web"),
+    ("carol", "reports web"),
+    ("carol", "reports acme/nope"),
+    ("bob", "controls"),
+    ("bob", "controls history 5"),
+    ("bob", "controls diff 6 7"),
+    ("carol", "computers"),
+    ("bob", "users alice"),
+    ("bob", "users"),
+    ("dave", "reports acme/web"),
 )
 
 
@@ -187,7 +202,7 @@ def run_demo(*, interactive: bool = False, users: int = 40, seed: int = 7, out: 
 
     logging.basicConfig(level=logging.ERROR)
     out.write("Starting the sandbox Agent API, the Slack emulator and the bot on loopback...\n")
-    with running_stack(users=users, seed=seed) as stack:
+    with running_stack(users=users, seed=seed, analytics_cache_ttl=300.0) as stack:
         out.write(
             f"sandbox API {stack.sandbox.url} | Slack emulator {stack.slack.url} | bot {stack.bot_server.url}\n"
             "People: alice (owner), bob (manager), carol (member), dave (guest).\n"

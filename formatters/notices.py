@@ -17,7 +17,7 @@ def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payl
     blocks = [section(f"{icon} {esc(what)}")]
     if hint:
         blocks.append(context(esc(hint)))
-    return message(blocks, f"{what} {hint}".strip())
+    return message(blocks, esc(f"{what} {hint}".strip()))  # the fallback text is mrkdwn too
 
 
 def refusal_message(command: str, needed: str, role: str) -> Payload:

@@ -28,6 +28,7 @@ from typing import Any
 
 from bot.api import AgentAPIError, NotFoundError
 from bot.commands import SubCommand
+from bot.errors import reported
 from formatters.computers import (
     RETRY_ACTION,
     already_retrying,
@@ -131,6 +132,7 @@ def register(app: Any, router: Router, services: Any) -> None:
     """Add ``/agent computers`` and the ``computers.retry_install`` button listener."""
     router.add(SPEC, handle_computers)
 
+    @reported
     async def on_retry_install(ack: Any, body: dict, respond: Any) -> None:
         await ack()  # within Slack's 3 s, before any Agent API call
         await retry_install(body, respond, services)

@@ -19,6 +19,7 @@ from typing import Any
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
 from bot.readiness import (
+from bot.errors import reported
     AmbiguousRepository,
     RepoQuery,
     UnknownRepository,
@@ -94,6 +95,7 @@ def register(app: Any, router: Router, services: Any) -> None:
     """Add ``reports`` to the router and the Details button's action listener to the app."""
     router.add(SPEC, handle_reports)
 
+    @reported
     async def on_details(ack: Any, body: dict, respond: Any) -> None:
         await ack()  # within Slack's 3 s, before any Agent API call
 

@@ -22,6 +22,7 @@ from typing import Any
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
 from bot.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
+from bot.errors import reported
 from formatters.notices import error_message
 from formatters.users import MORE_ACTION, users_screen
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
@@ -77,6 +78,7 @@ def register(app: Any, router: Router, services: Any) -> None:
     """Add ``/agent users`` and the ``users.more`` button listener."""
     router.add(SPEC, handle_users)
 
+    @reported
     async def on_more(ack: Any, body: dict, respond: Any) -> None:
         await ack()  # within Slack's 3 s, before any Agent API call
         await more_users(body, respond, services)

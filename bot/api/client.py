@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import httpx
 import pydantic
+from async_lru import alru_cache
 from pydantic import BaseModel, SecretStr
 
 from bot.api import validation
@@ -136,13 +137,19 @@ def _schema_problems(exc: pydantic.ValidationError, limit: int = 3) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
+ANALYTICS_CACHE_SIZE = 512
+
+
 class AgentClient:
     """Async client of every endpoint of the Agent analytics, readiness and v0 APIs.
 
     `base_url` is the API host (`{base_url}` in the spec), `app_url` the web-application host that
     serves readiness reports (defaults to `base_url`). `timeout` is in seconds per request
     attempt. `retry` defaults to `RetryPolicy()`. `today` returns the current UTC date (injectable
-    for tests; analytics refuses today and later). Use as `async with AgentClient(...) as client`,
+    for tests; analytics refuses today and later). `analytics_cache_ttl` (seconds, 0 = off) keeps the
+    answers of the four day-row analytics endpoints (not `/users` pages) for that long, at most
+    `ANALYTICS_CACHE_SIZE` of them, and lets concurrent identical requests share one call; errors are
+    never kept. Use as `async with AgentClient(...) as client`,
     or call `aclose()`.
     """
 
@@ -156,6 +163,7 @@ class AgentClient:
         transport: httpx.AsyncBaseTransport | None = None,
         retry: RetryPolicy | None = None,
         today: Callable[[], date] | None = None,
+        analytics_cache_ttl: float = 0.0,
     ) -> None:
         self._base_url = _base_url(base_url, name="base_url")
         self._app_url = self._base_url if app_url is None else _base_url(app_url, name="app_url")
@@ -165,6 +173,13 @@ class AgentClient:
         self._timeout = timeout
         self._retry = retry if retry is not None else RetryPolicy()
         self._today = today or _utc_today
+        # Analytics answers are about past days, which change only when the daily batch lands, so
+        # they may be kept a while; concurrent identical requests share one call (async-lru).
+        self._fetch_analytics = (
+            alru_cache(maxsize=ANALYTICS_CACHE_SIZE, ttl=analytics_cache_ttl)(self._fetch_analytics_uncached)
+            if analytics_cache_ttl > 0
+            else self._fetch_analytics_uncached
+        )
         self._http = httpx.AsyncClient(
             headers={
                 "Authorization": f"Bearer {api_key}",
@@ -335,11 +350,18 @@ class AgentClient:
             validation.choice(group_by, name="group_by", allowed=allowed)
             row = spec.grouped_row or row
         params = {"startDate": start.isoformat(), "endDate": end.isoformat(), "group_by": group_by}
+        if extra:  # /users pages: not cached
+            return await self._fetch_analytics_uncached(endpoint, row, tuple({**params, **extra}.items()))
+        return await self._fetch_analytics(endpoint, row, tuple(params.items()))
+
+    async def _fetch_analytics_uncached(
+        self, endpoint: str, row: type, params: tuple[tuple[str, str | None], ...]
+    ) -> AnalyticsResponse[Any]:
         return await self._request(
             "GET",
             f"{ANALYTICS_PATH}/{endpoint}",
             AnalyticsResponse[row],  # type: ignore[valid-type]
-            params={**params, **(extra or {})},
+            params=dict(params),
         )
 
     @overload

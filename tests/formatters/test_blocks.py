@@ -61,3 +61,11 @@ def test_bullet_list_fits_and_counts_the_rest():
     assert text.endswith("more_")
     shown = text.count("\u2022")
     assert f"and {1000 - shown} more" in text
+
+
+def test_error_fallback_text_is_escaped_like_the_blocks():
+    from formatters.notices import error_message
+
+    payload = error_message("No repository <!channel>", "Try <https://evil|click>")
+    assert "<!channel>" not in payload["text"] and "&lt;!channel&gt;" in payload["text"]
+    assert "<https://evil|click>" not in str(payload)
