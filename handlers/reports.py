@@ -18,8 +18,8 @@ from typing import Any
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
-from bot.readiness import (
 from bot.errors import reported
+from bot.readiness import (
     AmbiguousRepository,
     RepoQuery,
     UnknownRepository,

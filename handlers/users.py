@@ -21,8 +21,8 @@ from typing import Any
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
-from bot.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
 from bot.errors import reported
+from bot.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
 from formatters.notices import error_message
 from formatters.users import MORE_ACTION, users_screen
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error

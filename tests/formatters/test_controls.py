@@ -20,6 +20,7 @@ from bot.controls import (
     diff_settings,
 )
 from formatters.blocks import MAX_BLOCKS
+from tests.conftest import block_texts
 from formatters.controls import (
     FIRST_REVISION,
     HISTORY_HINT,
@@ -69,18 +70,7 @@ SUMMARY = SettingsSummary(
 
 
 def _texts(payload) -> list[str]:
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                found.append(value) if key == "text" and isinstance(value, str) else walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(payload["blocks"])
-    return found
+    return block_texts(payload)
 
 
 def test_change_lines_of_every_kind():

@@ -3,6 +3,7 @@ import datetime as dt
 from bot.periods import Period
 from bot.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
 from formatters.usage import usage_breakdown, usage_summary, user_usage
+from tests.conftest import block_texts
 
 PERIOD = Period(dt.date(2026, 11, 15), dt.date(2026, 11, 21))
 PREVIOUS = Period(dt.date(2026, 11, 8), dt.date(2026, 11, 14))
@@ -26,18 +27,7 @@ def summary(**overrides):
 
 def _all_text(payload):
     """Every text string in the blocks, joined by newlines."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                found.append(value) if key == "text" and isinstance(value, str) else walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(payload["blocks"])
-    return "\n".join(found)
+    return "\n".join(block_texts(payload))
 
 
 def test_summary_shows_totals_with_changes_and_escapes_api_strings(block_kit_validator):
