@@ -32,6 +32,7 @@ from bot.config import Settings
 from bot.errors import apologize
 from bot.middleware import build_dedupe, build_role_check
 from bot.roles import Role, RoleResolver, RolesFile
+from bot.scheduler import PeriodicJob, Scheduler
 from bot.store import Store
 from handlers.router import Router
 
@@ -46,11 +47,19 @@ def utc_today() -> dt.date:
     return dt.datetime.now(dt.timezone.utc).date()
 
 
+def utc_now() -> dt.datetime:
+    """The current time, an aware UTC datetime (the default clock of :class:`Services`)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
 @dataclass
 class Services:
-    """What handlers use besides Slack: settings, the Agent API client, the store, roles and a clock.
+    """What handlers use besides Slack: settings, the Agent API client, the store, roles and clocks.
 
-    ``today()`` returns the current UTC date (injectable for tests and the demo)."""
+    ``today()`` returns the current UTC date and ``now()`` the current aware UTC datetime (both
+    injectable for tests and the demo; code that depends on time reads these, never the wall clock).
+    ``jobs`` are the periodic jobs feature modules add in ``register()`` (see :mod:`bot.scheduler`);
+    ``slack`` is the bot's Web API client, for work that runs outside a request (jobs)."""
 
     settings: Settings
     agent: AgentClient
@@ -60,15 +69,22 @@ class Services:
     policy: dict[str, Role]
     today: Callable[[], dt.date] = utc_today
     extras: dict[str, Any] = field(default_factory=dict)
+    now: Callable[[], dt.datetime] = utc_now
+    jobs: list[PeriodicJob] = field(default_factory=list)
+    slack: Any = None
 
 
 @dataclass
 class Bot:
-    """The assembled bot: ``app`` (Bolt), ``services``, ``router``."""
+    """The assembled bot: ``app`` (Bolt), ``services``, ``router``, and the ``scheduler`` that runs
+    ``services.jobs`` (started by the ASGI lifespan in HTTP mode, by ``agent-bot socket`` otherwise)."""
 
     app: AsyncApp
     services: Services
     router: Router
+    scheduler: Scheduler = field(default_factory=lambda: Scheduler(()))
+
+    run_jobs: bool = True
 
     def asgi(self) -> Starlette:
         """The HTTP-mode ASGI app: ``POST /slack/events`` and ``GET /healthz``."""
@@ -82,8 +98,13 @@ class Bot:
 
         @contextlib.asynccontextmanager
         async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-            yield
-            await self.services.agent.aclose()
+            if self.run_jobs:
+                self.scheduler.start()
+            try:
+                yield
+            finally:
+                self.scheduler.shutdown()
+                await self.services.agent.aclose()
 
         return Starlette(
             routes=[Route("/slack/events", events, methods=["POST"]), Route("/healthz", healthz, methods=["GET"])],
@@ -114,6 +135,7 @@ def create_bot(
     agent: AgentClient | None = None,
     store: Store | None = None,
     today: Callable[[], dt.date] = utc_today,
+    now: Callable[[], dt.datetime] = utc_now,
     socket_mode: bool = False,
 ) -> Bot:
     """Build the bot from ``settings``; ``agent``/``store`` may be given (tests, demo)."""
@@ -140,7 +162,9 @@ def create_bot(
     resolver = RoleResolver(
         roles_file, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
     )
-    services = Services(settings, agent, store, resolver, roles_file, roles_file.effective_policy(), today)
+    services = Services(
+        settings, agent, store, resolver, roles_file, roles_file.effective_policy(), today, now=now, slack=slack
+    )
     app = AsyncApp(
         client=slack,
         signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
@@ -152,4 +176,4 @@ def create_bot(
     app.middleware(build_role_check(resolver, services.policy, router.policy_key))
     app.error(apologize)
     handlers.register(app, router, services)
-    return Bot(app, services, router)
+    return Bot(app, services, router, Scheduler(services.jobs))

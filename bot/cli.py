@@ -21,7 +21,13 @@ from bot.logs import configure_logging
 
 
 def _secrets(settings: Settings) -> list[str]:
-    values = [settings.slack_bot_token, settings.slack_signing_secret, settings.slack_app_token, settings.agent_api_key]
+    values = [
+        settings.slack_bot_token,
+        settings.slack_signing_secret,
+        settings.slack_app_token,
+        settings.agent_api_key,
+        settings.hook_secret,
+    ]
     return [v.get_secret_value() for v in values if v is not None]
 
 
@@ -49,7 +55,11 @@ def _socket(_args: argparse.Namespace) -> int:
     bot = create_bot(settings, socket_mode=True)
 
     async def run() -> None:
-        await AsyncSocketModeHandler(bot.app, settings.slack_app_token.get_secret_value()).start_async()
+        bot.scheduler.start()
+        try:
+            await AsyncSocketModeHandler(bot.app, settings.slack_app_token.get_secret_value()).start_async()
+        finally:
+            bot.scheduler.shutdown()
 
     asyncio.run(run())
     return 0

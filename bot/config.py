@@ -17,6 +17,12 @@ AGENT_BOT_CONFIG           YAML file: roles, policy, digest defaults            
 AGENT_BOT_USER_CACHE_TTL   seconds a Slack user's e-mail / role stays cached      ``600``
 AGENT_BOT_ANALYTICS_CACHE_TTL  seconds analytics answers are kept (0 = off)       ``300``
 AGENT_BOT_LOG_LEVEL        Python log level name                                  ``INFO``
+AGENT_BOT_DIGEST_CHECK_SECONDS  how often the scheduler looks for due digests     ``300``
+AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
+AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events             none
+AGENT_BOT_HOOK_URL         the bot's ``/hooks/agent`` URL (for ``agent-bot hook``) none
+AGENT_BOT_HOOK_USER        the developer's e-mail (for ``agent-bot hook``)        none
+AGENT_BOT_HOOK_PORT        Socket Mode: port of the small hook listener           none
 =========================  =====================================================  ==========================
 
 Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``; read them with
@@ -55,6 +61,18 @@ class Settings(BaseSettings):
         default=300.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_CACHE_TTL", "analytics_cache_ttl")
     )
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("AGENT_BOT_LOG_LEVEL", "log_level"))
+    digest_check_seconds: float = Field(
+        default=300.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_DIGEST_CHECK_SECONDS", "digest_check_seconds")
+    )
+    session_follow_hours: float = Field(
+        default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")
+    )
+    hook_secret: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_SECRET", "hook_secret")
+    )
+    hook_url: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_URL", "hook_url"))
+    hook_user: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_USER", "hook_user"))
+    hook_port: int | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_PORT", "hook_port"))
 
     @model_validator(mode="after")
     def _defaults(self) -> "Settings":

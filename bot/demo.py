@@ -107,11 +107,15 @@ def start_stack(
     api_timeout: float = 10.0,
     external_sandbox: RunningServer | None = None,
     analytics_cache_ttl: float = 0.0,
+    now: Any = None,
+    run_jobs: bool = True,
 ) -> Stack:
     """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack.
 
     ``external_sandbox``: use a sandbox already running elsewhere (another process, as the
-    benchmarks do so that its CPU does not compete with the bot's); it must use the default keys."""
+    benchmarks do so that its CPU does not compete with the bot's); it must use the default keys.
+    ``now``: the bot's clock (an aware UTC datetime); ``run_jobs=False`` keeps the periodic jobs
+    (session follower, digests, expiry) from ticking on their own, for tests that move time."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
     config = SandboxConfig(seed=seed, users=users, today=today, **(sandbox_options or {}))
     sandbox_app = create_app(config) if external_sandbox is None else None
@@ -133,7 +137,8 @@ def start_stack(
         base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout,
         analytics_cache_ttl=analytics_cache_ttl,
     )
-    bot = create_bot(settings, agent=agent, today=clock)
+    bot = create_bot(settings, agent=agent, today=clock, **({"now": now} if now else {}))
+    bot.run_jobs = run_jobs  # tests that move time tick the jobs themselves
     bot_server = serve_in_thread(bot.asgi())
     stack = Stack(sandbox, sandbox_app.state.sandbox if sandbox_app else None, slack, bot, bot_server, workdir)
     stack.client = slack.client(bot_server.url)
