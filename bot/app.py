@@ -30,7 +30,7 @@ import handlers
 from bot.api import AgentAPIError, AgentClient
 from bot.config import Settings
 from bot.errors import apologize
-from bot.middleware import build_dedupe, build_role_check
+from bot.middleware import EventPolicy, build_dedupe, build_role_check, default_event_policy
 from bot.roles import Role, RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
 from bot.store import Store
@@ -72,6 +72,7 @@ class Services:
     now: Callable[[], dt.datetime] = utc_now
     jobs: list[PeriodicJob] = field(default_factory=list)
     slack: Any = None
+    event_policy: EventPolicy | None = None
 
 
 @dataclass
@@ -173,7 +174,12 @@ def create_bot(
     )
     router = Router()
     app.middleware(build_dedupe(store))
-    app.middleware(build_role_check(resolver, services.policy, router.policy_key))
+
+    async def event_policy(body: Any) -> str | None:
+        # set by the sessions handlers at registration; read per request
+        return await (services.event_policy or default_event_policy)(body)
+
+    app.middleware(build_role_check(resolver, services.policy, router.policy_key, event_policy))
     app.error(apologize)
     handlers.register(app, router, services)
     return Bot(app, services, router, Scheduler(services.jobs))

@@ -9,9 +9,11 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    (atomic across replicas); any later delivery of the same key is answered ``200`` with no
    processing, so a side effect happens once.
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
-   or ``thread_reply``), resolves the user's role and compares it with the policy table. A refusal is
-   an ephemeral reply naming the role needed, logged at WARNING; the handler never runs. Requests
-   with no policy key (events the bot does not act on) pass through.
+   a modal's ``callback_id``, or for an event what ``event_policy`` says: ``thread_reply`` in a
+   session's thread, ``session start`` for a mention), resolves the user's role and compares it with
+   the policy table. A refusal is an ephemeral reply naming the role needed (on the modal's first
+   field for a modal), logged at WARNING; the handler never runs. Requests with no policy key (events
+   the bot does not act on) pass through.
 """
 
 from __future__ import annotations
@@ -52,17 +54,29 @@ def request_user(body: Mapping[str, Any]) -> str | None:
     return event.get("user")
 
 
+PERSON_SUBTYPES = (None, "file_share", "thread_broadcast")
+"""Message subtypes that are a person's words (a reply with a file, a reply also sent to the channel)."""
+
+
 def is_thread_reply(body: Mapping[str, Any]) -> bool:
-    """A person's message inside a thread (not a bot's, not an edit or other subtype)."""
+    """A person's message inside a thread (not a bot's, not an edit or deletion)."""
     event = body.get("event") or {}
     return (
         event.get("type") == "message"
         and bool(event.get("thread_ts"))
         and event.get("thread_ts") != event.get("ts")
         and not event.get("bot_id")
-        and not event.get("subtype")
+        and event.get("subtype") in PERSON_SUBTYPES
         and bool(event.get("user"))
     )
+
+
+EventPolicy = Callable[[Mapping[str, Any]], Awaitable[str | None]]
+
+
+async def default_event_policy(body: Mapping[str, Any]) -> str | None:
+    """Without a sessions feature: every thread reply is ``thread_reply``; other events have no key."""
+    return THREAD_REPLY if is_thread_reply(body) else None
 
 
 def build_dedupe(store: Store) -> Callable[..., Awaitable[Any]]:
@@ -83,22 +97,26 @@ def build_role_check(
     resolver: RoleResolver,
     policy: Mapping[str, Role],
     policy_key_of_command: Callable[[str], str],
+    event_policy: EventPolicy = default_event_policy,
 ) -> Callable[..., Awaitable[Any]]:
-    """The role-check middleware. ``policy_key_of_command`` maps slash-command text to its policy key."""
+    """The role-check middleware. ``policy_key_of_command`` maps slash-command text to its policy
+    key; ``event_policy`` gives an event's (``None``: not the bot's business, no check)."""
 
-    def policy_key(body: Mapping[str, Any]) -> str | None:
+    async def policy_key(body: Mapping[str, Any]) -> str | None:
         if body.get("command"):
             return policy_key_of_command(body.get("text") or "")
         if body.get("type") == "block_actions" and body.get("actions"):
             return body["actions"][0].get("action_id")
-        if body.get("type") == "event_callback" and is_thread_reply(body):
-            return THREAD_REPLY
+        if body.get("type") == "view_submission":
+            return (body.get("view") or {}).get("callback_id") or None
+        if body.get("type") == "event_callback":
+            return await event_policy(body)
         return None
 
     async def role_check(
         body: dict, context: dict, client: Any, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]
     ) -> Any:
-        key = policy_key(body)
+        key = await policy_key(body)
         user_id = request_user(body)
         if key is None or user_id is None:
             return await next()
@@ -111,6 +129,11 @@ def build_role_check(
         payload = refusal_message(key, needed.name, user.role.name)
         if body.get("command"):
             return await ack(text=payload["text"], blocks=payload["blocks"])
+        if body.get("type") == "view_submission":
+            inputs = [b.get("block_id") for b in (body.get("view") or {}).get("blocks", []) if b.get("type") == "input"]
+            if inputs:
+                return await ack(response_action="errors", errors={inputs[0]: payload["text"][:150]})
+            return await ack()
         if body.get("type") == "block_actions":
             await ack()
             if respond is not None:

@@ -64,6 +64,8 @@ DEFAULT_POLICY: dict[str, Role] = {
     "users": Role.manager,
     "users.more": Role.manager,
     "thread_reply": Role.member,
+    "session": Role.member,  # session start / status / set / archive, and the session.* buttons
+    "sessions": Role.member,
 }
 
 

@@ -10,6 +10,11 @@ Lifecycle (spec: "transitions not shown"; the sandbox's choice):
   message first, then an ``assistant`` reply that quotes the user's text (:data:`REPLY_TEMPLATE`).
   Several messages queue and are answered in order; when the last is answered the session is ``idle``
   and ``completedAt`` is set. ``title`` is the first line of the first user message (60 characters).
+* Now and then an answer has more parts, so that clients exercise their filtering (deterministic):
+  the first answer of a session starts with a ``system`` message (the session's context); a text
+  with "plan" or "steps" gets a ``commentary`` assistant message before the final one, and two tool
+  steps; "think" adds an ``llm_only`` message (visibility ``llm_only``, ``isUserVisible: false``);
+  "error" or "fail" adds an assistant message with ``isError: true``.
 * ``messageCount`` counts every message (user, tool and assistant). ``sessionSettings.tokenUsage``
   grows with each reply. Messages are listed oldest first; the message-list cursor is a message ID.
 * ``PATCH`` merges ``sessionSettings`` member by member (a member set to ``null`` is removed); a
@@ -69,6 +74,10 @@ ACTIONS = (
     ),
     ("explain", "Read src/app/service.py (310 lines)", "Read src/app/service.py"),
 )
+SYSTEM_TEXT = "Session context: working directory {cwd}; tools enabled."
+THINKING_TEXT = "(reasoning kept for the model only)"
+PLAN_TEXT = "Plan: look at the code, make the change, run the checks."
+ERROR_TEXT = "A command failed: exit status 1 (see the output above)."
 REPLY_TEMPLATE = (
     'Done. You asked: "{quote}"\n\nWhat I did in {cwd}:\n- {action}\n{attachments}\nReply to continue.'
 )
@@ -255,8 +264,19 @@ class SessionStore:
         async with session.lock:
             await asyncio.sleep(self.reply_delay)
             tool, reply = reply_for(text, session.cwd, images, files)
+            lowered = text.lower()
+            if not any(m["role"] == "system" for m in session.messages):
+                session.append("system", SYSTEM_TEXT.format(cwd=session.cwd))
+            if "think" in lowered:
+                hidden = session.append("assistant", THINKING_TEXT)
+                hidden.update(visibility="llm_only", isUserVisible=False)
+            if "plan" in lowered or "steps" in lowered:
+                session.append("assistant", PLAN_TEXT)["providerAPhase"] = "commentary"
+                session.append("tool", "$ git status --short\n M src/app/service.py")
             if tool is not None:
                 session.append("tool", tool)
+            if "error" in lowered or "fail" in lowered:
+                session.append("assistant", ERROR_TEXT)["isError"] = True
             session.append("assistant", reply)["providerAPhase"] = "final_answer"
             usage = session.token_usage
             usage["inputTokens"] += 1200 + 4 * len(text)

@@ -275,6 +275,34 @@ class _ClientSide(Generic[R]):
             event["thread_ts"] = thread_ts
         return self.send_event(event, **delivery)
 
+    def send_mention(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        channel_id: str,
+        thread_ts: str | None = None,
+        as_message_too: bool = True,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """A mention of the bot: ``text`` should start with ``<@bot user id>``. As Slack does, the
+        same words are delivered twice: an ``app_mention`` event and (``as_message_too``) a
+        ``message`` event with the same ``ts``. Returns the ``app_mention`` delivery's result."""
+        ts = self.emulator.recorder.next_ts()
+        event: dict[str, Any] = {"type": "app_mention", "channel": channel_id, "user": user_id, "text": text, "ts": ts}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        message = {**event, "type": "message"}
+        self._complete_event(message)  # records the person's message
+        sent = self.send_event(event, **delivery)
+        if as_message_too:
+            self.send_event(message, **delivery)
+        return sent
+
+    def share_file(self, name: str, mimetype: str, content: bytes) -> dict[str, Any]:
+        """Host a file as if a person uploaded it; the returned file object goes in a message's ``files``."""
+        return self.emulator.web_api.host_file(self.emulator.url, name=name, mimetype=mimetype, content=content)
+
     def send_url_verification(self, challenge: str | None = None, **delivery: Unpack[DeliveryOptions]) -> R:
         """The ``url_verification`` handshake; the bot must echo ``challenge``."""
         payload = {

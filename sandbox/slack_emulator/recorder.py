@@ -193,6 +193,7 @@ class _Store:
     responses: list[ResponseUrlReply] = field(default_factory=list)
     files: dict[str, UploadedFile] = field(default_factory=dict)
     views: list[PublishedView] = field(default_factory=list)
+    reactions: dict[tuple[str, str], dict[str, list[str]]] = field(default_factory=dict)
 
 
 class Recorder:
@@ -262,6 +263,11 @@ class Recorder:
     def views(self, user_id: str | None = None) -> list[PublishedView]:
         with self._changed:
             return [v for v in self._store.views if user_id in (None, v.user_id)]
+
+    def reactions(self, channel: str, ts: str) -> dict[str, list[str]]:
+        """The reactions on a message now: ``name -> [user ids]`` (empty names dropped)."""
+        with self._changed:
+            return {name: list(users) for name, users in self._store.reactions.get((channel, ts), {}).items() if users}
 
     # ----------------------------------------------------------------- waiting
 
@@ -340,6 +346,24 @@ class Recorder:
                 return None
             store.messages[(channel, ts)] = replace(message, deleted=True)
             return message
+
+    def add_reaction(self, channel: str, ts: str, name: str, user: str) -> bool:
+        """Add ``user``'s reaction ``name``; False when it was there already."""
+        with self._change() as store:
+            users = store.reactions.setdefault((channel, ts), {}).setdefault(name, [])
+            if user in users:
+                return False
+            users.append(user)
+            return True
+
+    def remove_reaction(self, channel: str, ts: str, name: str, user: str) -> bool:
+        """Remove ``user``'s reaction ``name``; False when there was none."""
+        with self._change() as store:
+            users = store.reactions.get((channel, ts), {}).get(name, [])
+            if user not in users:
+                return False
+            users.remove(user)
+            return True
 
     def add_ephemeral(self, ephemeral: Ephemeral) -> None:
         with self._change() as store:

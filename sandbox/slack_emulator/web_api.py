@@ -17,7 +17,9 @@ Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<met
 ``auth.test``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
 ``usergroups.users.list``, ``conversations.info``, ``chat.postMessage``, ``chat.postEphemeral``,
 ``chat.update``, ``chat.delete``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
-``views.publish``. Anything else answers ``unknown_method``.
+``views.publish``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``. Anything else
+answers ``unknown_method``. ``GET {url}/files-pri/<id>/<name>`` serves files people shared
+(:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sign-in page otherwise.
 
 Errors, as Slack returns them (HTTP 200, ``{"ok": false, "error": ...}``): ``not_authed`` (no token),
 ``invalid_auth`` (another token), ``invalid_arguments`` with ``response_metadata.messages``
@@ -54,7 +56,7 @@ from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from .directory import Directory, EmulatedChannel, EmulatedUser, channel_json, user_group_json, user_json
@@ -202,12 +204,17 @@ class WebApi:
             "files.getUploadURLExternal": self.files_get_upload_url_external,
             "files.completeUploadExternal": self.files_complete_upload_external,
             "views.publish": self.views_publish,
+            "reactions.add": self.reactions_add,
+            "reactions.remove": self.reactions_remove,
+            "conversations.replies": self.conversations_replies,
         }
+        self.hosted: dict[str, tuple[str, str, bytes]] = {}
         self.app = Starlette(
             routes=[
                 Route("/api/{method}", self._api_endpoint, methods=["GET", "POST"]),
                 Route("/upload/{file_id}", self._upload_endpoint, methods=["POST", "PUT"]),
                 Route("/response/{response_url_id}", self._response_url_endpoint, methods=["POST"]),
+                Route("/files-pri/{file_id}/{name}", self._hosted_file_endpoint, methods=["GET"]),
             ]
         )
 
@@ -247,6 +254,26 @@ class WebApi:
             content = _multipart_file(content_type, content)
         self.recorder.put_file(replace(file, content=content, uploaded=True))
         return PlainTextResponse(f"OK - {len(content)}")
+
+    def host_file(self, base_url: str, *, name: str, mimetype: str, content: bytes) -> dict[str, Any]:
+        """A file a person shared: the file object an event carries (``url_private``, ``mimetype``...)."""
+        file_id = f"F{next(self._ids):08d}"
+        self.hosted[file_id] = (name, mimetype, content)
+        url = f"{base_url}/files-pri/{file_id}/{name}"
+        return {
+            "id": file_id, "name": name, "title": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1],
+            "size": len(content), "url_private": url, "url_private_download": url, "mode": "hosted",
+        }
+
+    async def _hosted_file_endpoint(self, request: Request) -> Response:
+        """``url_private``: the bytes with the bot token; without it, Slack's sign-in page (HTML, 200)."""
+        hosted = self.hosted.get(request.path_params["file_id"])
+        if hosted is None:
+            return PlainTextResponse("file_not_found", status_code=404)
+        if _bearer_token(request) != self.bot_token:
+            return HTMLResponse("<!DOCTYPE html><html><body>Sign in to your workspace</body></html>")
+        name, mimetype, content = hosted
+        return Response(content, media_type=mimetype)
 
     async def _response_url_endpoint(self, request: Request) -> JSONResponse:
         response_url_id = request.path_params["response_url_id"]
@@ -423,6 +450,43 @@ class WebApi:
         if self.recorder.delete_message(channel.id, ts) is None:
             raise SlackApiError("message_not_found")
         return {"channel": channel.id, "ts": ts}
+
+    # ----------------------------------------------------------------- reactions and threads
+
+    def _reaction_args(self, args: Args) -> tuple[EmulatedChannel, str, str]:
+        channel = self._channel(args.get("channel"))
+        ts = args.required("timestamp", error="no_item_specified")
+        name = args.required("name", error="invalid_name")
+        if self.recorder.message(channel.id, ts) is None:
+            raise SlackApiError("message_not_found")
+        return channel, ts, name
+
+    def reactions_add(self, args: Args, request: Request) -> dict[str, Any]:
+        channel, ts, name = self._reaction_args(args)
+        if not self.recorder.add_reaction(channel.id, ts, name, self.directory.bot.user_id):
+            raise SlackApiError("already_reacted")
+        return {}
+
+    def reactions_remove(self, args: Args, request: Request) -> dict[str, Any]:
+        channel, ts, name = self._reaction_args(args)
+        if not self.recorder.remove_reaction(channel.id, ts, name, self.directory.bot.user_id):
+            raise SlackApiError("no_reaction")
+        return {}
+
+    def conversations_replies(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        ts = args.required("ts", error="thread_not_found")
+        thread = self.recorder.messages(channel.id, thread_ts=ts)
+        if not thread:
+            raise SlackApiError("thread_not_found")
+        with_metadata = args.flag("include_all_metadata")
+        messages = []
+        for message in thread:
+            payload = self._bot_message_json(message) if message.source != "user" else message.as_payload()
+            if not with_metadata:
+                payload.pop("metadata", None)
+            messages.append(payload)
+        return {"messages": messages, "has_more": False}
 
     # ----------------------------------------------------------------- files and views
 

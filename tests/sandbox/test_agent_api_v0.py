@@ -120,17 +120,39 @@ def test_session_lifecycle(client) -> None:
     assert posted["status"] == "running" and set(posted) == {"messageId", "status"}
     assert ok(client.get(f"/sessions/{sid}"))["status"] == "running"
     done = wait_for(lambda: (s := ok(client.get(f"/sessions/{sid}")))["status"] == "idle" and s)
-    assert done["messageCount"] == 3 and done["title"] == "Please run the tests <!channel>"
+    assert done["messageCount"] == 4 and done["title"] == "Please run the tests <!channel>"
     assert (
         done["completedAt"] >= done["createdAt"] and done["sessionSettings"]["tokenUsage"]["inputTokens"] > 0
     )
 
     messages = ok(client.get(f"/sessions/{sid}/messages"))["messages"]
-    assert [m["role"] for m in messages] == ["user", "tool", "assistant"]
-    assert messages[0]["id"] == posted["messageId"] and messages[2]["parentId"] == messages[1]["id"]
-    assert "Please run the tests <!channel>" in messages[2]["content"][0]["text"]
+    assert [m["role"] for m in messages] == ["user", "system", "tool", "assistant"]
+    assert messages[0]["id"] == posted["messageId"] and messages[3]["parentId"] == messages[2]["id"]
+    assert "Please run the tests <!channel>" in messages[3]["content"][0]["text"]
     assert all(m["content"][0]["type"] == "text" and m["content"][0]["id"] for m in messages)
-    assert ok(client.get(f"/sessions/{sid}/messages/{messages[2]['id']}")) == messages[2]
+    assert ok(client.get(f"/sessions/{sid}/messages/{messages[3]['id']}")) == messages[3]
+
+
+def test_an_answer_can_carry_commentary_hidden_and_error_messages(client) -> None:
+    sid = new_session(client)["sessionId"]
+    ok(client.post(f"/sessions/{sid}/messages", json={"text": "think, plan the steps, then fix the error"}))
+    done = wait_for(lambda: (s := ok(client.get(f"/sessions/{sid}")))["status"] == "idle" and s)
+    messages = ok(client.get(f"/sessions/{sid}/messages"))["messages"]
+    shape = [
+        (m["role"], m.get("visibility"), m.get("isUserVisible"), m.get("isError"), m.get("providerAPhase"))
+        for m in messages
+    ]
+    assert shape == [
+        ("user", "both", True, False, None),
+        ("system", "both", True, False, None),
+        ("assistant", "llm_only", False, False, None),
+        ("assistant", "both", True, False, "commentary"),
+        ("tool", "both", True, False, None),
+        ("tool", "both", True, False, None),
+        ("assistant", "both", True, True, None),
+        ("assistant", "both", True, False, "final_answer"),
+    ]
+    assert done["messageCount"] == len(messages)
 
 
 def test_messages_without_an_action_get_only_a_reply(client) -> None:
@@ -145,7 +167,7 @@ def test_messages_without_an_action_get_only_a_reply(client) -> None:
             },
         )
     )
-    wait_for(lambda: ok(client.get(f"/sessions/{sid}"))["messageCount"] == 2)
+    wait_for(lambda: ok(client.get(f"/sessions/{sid}"))["messageCount"] == 3)  # user, system, assistant
     reply = ok(client.get(f"/sessions/{sid}/messages", params={"role": "assistant"}))["messages"]
     assert (
         len(reply) == 1
@@ -160,7 +182,7 @@ def test_message_pagination_and_role_filter(client) -> None:
         ok(client.post(f"/sessions/{sid}/messages", json={"text": f"fix bug {n}"}))
     wait_for(lambda: ok(client.get(f"/sessions/{sid}"))["status"] == "idle")
     everything = walk(client, f"/sessions/{sid}/messages", "messages", limit=100)
-    assert len(everything) == 12 == ok(client.get(f"/sessions/{sid}"))["messageCount"]
+    assert len(everything) == 13 == ok(client.get(f"/sessions/{sid}"))["messageCount"]  # 4 x 3 and one system
     assert walk(client, f"/sessions/{sid}/messages", "messages", limit=5) == everything
     for role in ("user", "assistant", "tool"):
         mine = walk(client, f"/sessions/{sid}/messages", "messages", limit=3, role=role)
@@ -170,7 +192,7 @@ def test_message_pagination_and_role_filter(client) -> None:
     assert [m["content"][0]["text"] for m in everything if m["role"] == "user"] == [
         f"fix bug {n}" for n in range(4)
     ]
-    assert len(ok(client.get(f"/sessions/{sid}/messages"))["messages"]) == 12  # default limit 20
+    assert len(ok(client.get(f"/sessions/{sid}/messages"))["messages"]) == 13  # default limit 20
 
 
 def test_patch_merges_session_settings(client) -> None:

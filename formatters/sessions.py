@@ -1,0 +1,348 @@
+"""Block Kit for agent sessions: the parent message, the agent's messages in the thread, the
+"working" message, the choice of a computer, the start modal, ``/agent sessions`` and ``session status``.
+
+Inputs are plain typed values (:class:`SessionView`, :class:`bot.api.Session`, :class:`bot.api.Computer`);
+outputs are ``{"text", "blocks"}`` payloads (:func:`formatters.blocks.message`) or, for the modal,
+a ``view`` dict. Every string from the API, the agent or a person is escaped (``&``, ``<``, ``>``)
+and stripped of bidirectional-override characters before it goes into mrkdwn.
+
+The agent's text is split at paragraph boundaries (then lines, then characters; never inside a
+character) into sections of at most :data:`CHUNK_MAX` characters; past :data:`LONG_TEXT` characters
+only the beginning is shown and the whole text goes into a file in the thread (the caller uploads it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.api.models import Computer, Session
+from formatters.blocks import (
+    SECTION_TEXT_MAX,
+    Payload,
+    actions,
+    button,
+    context,
+    cut,
+    esc,
+    fields,
+    header,
+    message,
+    number,
+    section,
+)
+
+REFRESH_ACTION = "session.refresh"
+ARCHIVE_ACTION = "session.archive"
+PICK_ACTION = "session.pick"
+START_VIEW = "session.start"
+START_BLOCKS = {"computer": "computer", "cwd": "cwd", "model": "model", "prompt": "prompt"}
+
+CHUNK_MAX = SECTION_TEXT_MAX - 100
+LONG_TEXT = 6000
+PROMPT_SHOWN = 300
+STEP_MAX = 120
+STEPS_SHOWN = 5
+MAX_SESSIONS_LISTED = 20
+
+STATUS_LABEL = {
+    "starting": ":hourglass_flowing_sand: starting",
+    "pending": ":hourglass_flowing_sand: starting",
+    "running": ":gear: working",
+    "idle": ":speech_balloon: waiting for you",
+    "failed": ":x: failed",
+    "archived": ":file_cabinet: archived",
+    "gone": ":grey_question: no longer on the platform",
+}
+STARTED_BY = "*{who}* started an agent session"
+PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
+WORKING = ":gear: Working… {count} step{s} so far"
+WORKED = ":white_check_mark: Ran {count} step{s}"
+EARLIER_STEPS = "and {n} earlier"
+AGENT_ERROR = ":warning: The agent reported an error:"
+FULL_ANSWER_ATTACHED = "The full answer ({n} characters) is attached below as a file."
+CHOOSE_COMPUTER = "Several computers are active. Which one should run this session?"
+CHOOSE_HINT = "Only you can choose; this menu expires in {minutes} minutes."
+CHOICE_TAKEN = "This choice was already made; the session is starting (or started) in its thread."
+CHOICE_EXPIRED = "This menu has expired."
+CHOICE_EXPIRED_HINT = "Run `/agent session start` again."
+NOT_YOURS = "Only the person who asked can choose the computer for this session."
+SESSION_STARTED_LINK = ":rocket: Session started on *{computer}*: follow it in <{link}|its thread>."
+NO_SESSIONS = "No agent sessions were started from this workspace yet."
+NO_SESSIONS_HINT = "Start one with `/agent session start <prompt>` or by mentioning me with a task."
+REPLY_FAILED = ":x: I could not pass your reply to the agent: {what}"
+FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
+SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
+ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
+
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def clean(value: object) -> str:
+    """``value`` escaped for mrkdwn and stripped of bidirectional-override characters (multi-line kept)."""
+    return _BIDI.sub("", esc(value))
+
+
+def one_line(value: object, limit: int) -> str:
+    """``value`` cleaned, on one line, cut to ``limit`` characters."""
+    return cut(" ".join(clean(value).split()), limit)
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What the parent message shows: who started it (Slack user id), the prompt, the computer,
+    ``status`` (a :data:`STATUS_LABEL` key or an API status), the session id (None before the API
+    answered), counts, token usage total, the working directory and model, an error text."""
+
+    slack_user: str
+    prompt: str
+    computer: str
+    status: str
+    session_id: str | None = None
+    message_count: int = 0
+    tokens: int = 0
+    cwd: str | None = None
+    model: str | None = None
+    error: str | None = None
+    title: str | None = None
+
+
+def status_label(status: str | None) -> str:
+    if not status:
+        return ":grey_question: unknown"
+    return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
+
+
+def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
+    """The parent message of a session's thread: who, the prompt, computer, status, id; counts."""
+    prompt = one_line(view.prompt, PROMPT_SHOWN)
+    pairs = [
+        ("Computer", one_line(view.computer, 150)),
+        ("Status", status_label(view.status)),
+        ("Session", f"`{one_line(view.session_id, 100)}`" if view.session_id else "_not created yet_"),
+    ]
+    if view.cwd:
+        pairs.append(("Directory", f"`{one_line(view.cwd, 200)}`"))
+    if view.model:
+        pairs.append(("Model", one_line(view.model, 100)))
+    blocks: list[Any] = [section(f"{STARTED_BY.format(who=f'<@{view.slack_user}>')}\n>{prompt}"), *fields(pairs)]
+    if view.error:
+        blocks.append(section(f":warning: {one_line(view.error, 500)}"))
+    blocks.append(
+        context(
+            f"{number(view.message_count)} message{'s' if view.message_count != 1 else ''}"
+            f" \u00b7 {number(view.tokens, compact=True)} tokens"
+            " \u00b7 replies in this thread go to the agent"
+        )
+    )
+    if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):
+        blocks.append(
+            actions(
+                button("Refresh", REFRESH_ACTION, view.session_id),
+                button("Archive", ARCHIVE_ACTION, view.session_id),
+            )
+        )
+    fallback = PARENT_FALLBACK.format(computer=one_line(view.computer, 80), prompt=cut(" ".join(view.prompt.split()), 200))
+    return message(blocks, esc(fallback))
+
+
+def split_text(text: str, limit: int = CHUNK_MAX) -> list[str]:
+    """Split ``text`` into pieces of at most ``limit`` characters: at blank lines, then at line
+    ends, then at spaces, and only then inside a word (never inside a character)."""
+    pieces: list[str] = []
+    rest = text.strip("\n")
+    while len(rest) > limit:
+        window = rest[:limit]
+        at = max(window.rfind("\n\n"), 0)
+        if at < limit // 3:
+            at = window.rfind("\n")
+        if at < limit // 3:
+            at = window.rfind(" ")
+        if at < limit // 3:
+            at = limit
+        pieces.append(rest[:at].rstrip())
+        rest = rest[at:].lstrip("\n ")
+    if rest:
+        pieces.append(rest)
+    return pieces
+
+
+def agent_message(text: str, *, is_error: bool = False) -> tuple[Payload, bool]:
+    """One agent message for the thread; returns ``(payload, attach)``: ``attach`` is True when the
+    text is longer than :data:`LONG_TEXT` and the caller must upload it whole as a file."""
+    body = clean(text) or "_(empty message)_"
+    attach = len(body) > LONG_TEXT
+    if attach:
+        body = split_text(body, LONG_TEXT - 200)[0]
+    chunks = split_text(body)
+    blocks: list[Any] = []
+    if is_error:
+        blocks.append(section(AGENT_ERROR))
+    blocks.extend(section(chunk) for chunk in chunks)
+    if attach:
+        blocks.append(context(FULL_ANSWER_ATTACHED.format(n=number(len(text)))))
+    fallback = (AGENT_ERROR + " " if is_error else "") + cut(" ".join(clean(text).split()), 300)
+    return message(blocks, fallback), attach
+
+
+def working_message(steps: Sequence[str], count: int, *, done: bool = False) -> Payload:
+    """The one message that shows the agent's tool steps: the last :data:`STEPS_SHOWN` and a count;
+    ``done`` collapses it to a single line once the agent answered."""
+    plural = "" if count == 1 else "s"
+    if done:
+        text = WORKED.format(count=count, s=plural)
+        return message([context(text)], text)
+    text = WORKING.format(count=count, s=plural)
+    shown = list(steps)[-STEPS_SHOWN:]
+    lines = [f"`{one_line(step, STEP_MAX)}`" for step in shown]
+    if count > len(shown):
+        lines.insert(0, f"_{EARLIER_STEPS.format(n=count - len(shown))}_")
+    blocks: list[Any] = [section(text)]
+    if lines:
+        blocks.append(context("\n".join(lines)))
+    return message(blocks, text)
+
+
+def computer_choice(computers: Sequence[Computer], row_id: int, *, minutes: int) -> Payload:
+    """A select menu of the active computers; choosing one starts the session of row ``row_id``."""
+    options = [
+        {
+            "text": {"type": "plain_text", "text": cut(" ".join(str(c.name or c.id).split()) or c.id, 75)},
+            "value": cut(c.id, 150),
+        }
+        for c in list(computers)[:100]
+    ]
+    menu = {
+        "type": "static_select",
+        "action_id": PICK_ACTION,
+        "placeholder": {"type": "plain_text", "text": "Choose a computer"},
+        "options": options,
+    }
+    blocks = [
+        {"type": "section", "block_id": f"pick:{row_id}", "text": {"type": "mrkdwn", "text": CHOOSE_COMPUTER}, "accessory": menu},
+        context(CHOOSE_HINT.format(minutes=minutes)),
+    ]
+    return message(blocks, CHOOSE_COMPUTER)
+
+
+def started_notice(computer: str, link: str) -> Payload:
+    text = SESSION_STARTED_LINK.format(computer=one_line(computer, 100), link=link)
+    return message([section(text)], text)
+
+
+def start_modal(computers: Sequence[Computer], *, channel: str, default_computer: str | None = None) -> dict[str, Any]:
+    """The ``views.open`` modal of ``/agent session start`` with no prompt: computer (select of the
+    active computers), working directory, model, prompt (multi-line). ``private_metadata`` is the channel."""
+    options = [
+        {"text": {"type": "plain_text", "text": cut(" ".join(str(c.name or c.id).split()) or c.id, 75)}, "value": cut(c.id, 150)}
+        for c in list(computers)[:100]
+    ]
+    select: dict[str, Any] = {"type": "static_select", "action_id": "value", "options": options,
+                              "placeholder": {"type": "plain_text", "text": "Choose a computer"}}
+    initial = next((o for o in options if o["value"] == default_computer), None)
+    if initial is not None:
+        select["initial_option"] = initial
+    return {
+        "type": "modal",
+        "callback_id": START_VIEW,
+        "private_metadata": channel,
+        "title": {"type": "plain_text", "text": "Start an agent session"},
+        "submit": {"type": "plain_text", "text": "Start"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {"type": "input", "block_id": START_BLOCKS["computer"], "label": {"type": "plain_text", "text": "Computer"}, "element": select},
+            {"type": "input", "block_id": START_BLOCKS["cwd"], "optional": True, "label": {"type": "plain_text", "text": "Working directory"},
+             "element": {"type": "plain_text_input", "action_id": "value", "max_length": 4096}},
+            {"type": "input", "block_id": START_BLOCKS["model"], "optional": True, "label": {"type": "plain_text", "text": "Model"},
+             "element": {"type": "plain_text_input", "action_id": "value", "max_length": 255}},
+            {"type": "input", "block_id": START_BLOCKS["prompt"], "label": {"type": "plain_text", "text": "What should the agent do?"},
+             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 3000}},
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link."""
+
+    title: str
+    status: str
+    computer: str
+    slack_user: str
+    link: str | None
+    created_at: dt.datetime | None
+
+
+def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
+    """``/agent sessions``: newest first."""
+    if not rows:
+        return message([section(f":information_source: {NO_SESSIONS}"), context(NO_SESSIONS_HINT)], NO_SESSIONS)
+    blocks: list[Any] = [header("Agent sessions")]
+    for row in rows[:total_shown_limit]:
+        title = one_line(row.title, 120) or "_untitled_"
+        where = f"<{row.link}|thread>" if row.link else "no thread"
+        when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
+        blocks.append(
+            section(f"*{title}*\n{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> \u00b7 {when} \u00b7 {where}")
+        )
+    if len(rows) > total_shown_limit:
+        blocks.append(context(f"and {len(rows) - total_shown_limit} older sessions not shown"))
+    return message(blocks, f"{len(rows)} agent sessions")
+
+
+def session_status(session: Session, *, computer: str | None = None, link: str | None = None, note: str | None = None) -> Payload:
+    """``/agent session status <id>`` and ``session set``: one session as the API returned it."""
+    settings = session.session_settings
+    pairs = [
+        ("Status", status_label(session.status)),
+        ("Computer", one_line(computer or session.computer_id or "unknown", 150)),
+        ("Messages", number(session.message_count)),
+        ("Created", _ms(session.created_at)),
+        ("Updated", _ms(session.updated_at)),
+    ]
+    if session.completed_at:
+        pairs.append(("Completed", _ms(session.completed_at)))
+    usage = settings.token_usage if settings else None
+    if usage is not None:
+        parts = [
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+            ("cache read", usage.cache_read_tokens),
+            ("cache write", usage.cache_creation_tokens),
+            ("thinking", usage.thinking_tokens),
+        ]
+        pairs.append(("Tokens", ", ".join(f"{name} {number(value, compact=True)}" for name, value in parts if value is not None) or "n/a"))
+    shown = []
+    if settings is not None:
+        for name, value in settings.to_request().items():
+            if value in (None, [], {}):
+                continue
+            shown.append(f"`{name}`: {one_line(value if not isinstance(value, list) else ', '.join(map(str, value)), 200)}")
+    blocks: list[Any] = [header(cut(" ".join((session.title or "Agent session").split()), 150))]
+    if note:
+        blocks.append(section(note))
+    blocks.extend(fields(pairs))
+    if shown:
+        blocks.append(section("*Settings*\n" + "\n".join(shown)))
+    tail = [f"Session `{one_line(session.session_id, 100)}`"]
+    if link:
+        tail.append(f"<{link}|thread>")
+    blocks.append(context(" \u00b7 ".join(tail)))
+    return message(blocks, f"Agent session {one_line(session.session_id, 100)}: {one_line(session.status, 40)}")
+
+
+def _ms(value: float | int | None) -> str:
+    if value is None:
+        return "n/a"
+    try:
+        return dt.datetime.fromtimestamp(float(value) / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):
+        return "n/a"
+
+
+def thread_note(text: str) -> Payload:
+    """A short note in a session's thread (a skipped file, a failed reply)."""
+    return message([section(text)], text)
