@@ -192,7 +192,9 @@ class Follower:
                         continue
                     if working_ts is not None:
                         await self._edit_working(link, working_ts, steps, step_count, done=True)
-                        working_ts, steps, step_count, dirty = None, [], 0, False
+                    elif step_count:  # the steps and the answer came in one poll: just the summary line
+                        await self._post_working(link, steps, step_count, done=True)
+                    working_ts, steps, step_count, dirty = None, [], 0, False
                     await self._relay(link, msg, posted)
                     errored = errored or bool(msg.is_error)
                     answered = answered or (msg.role == "assistant" and not msg.is_error)
@@ -316,8 +318,9 @@ class Follower:
                 return True
         return False
 
-    async def _post_working(self, link: SessionLink, steps: list[str], count: int) -> str | None:
-        result = await self._slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **working_message(steps, count))
+    async def _post_working(self, link: SessionLink, steps: list[str], count: int, *, done: bool = False) -> str | None:
+        payload = working_message(steps, count, done=done)
+        result = await self._slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
         return (result or {}).get("ts") if result else None
 
     async def _edit_working(self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False) -> None:

@@ -25,7 +25,7 @@ Delivery options, accepted by every ``send*`` method (:class:`DeliveryOptions`):
 same request as Slack's retries do (same body, same ``event_id``), pass ``sent.request`` to
 ``send(..., retry_num=1)``.
 
-A ``message`` event without ``subtype`` is also recorded as a user message (``source="user"``) in
+A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broadcast``: a person's words) is also recorded as a user message (``source="user"``) in
 the emulator's recorder, so a thread reads complete. Not emulated: view submissions, shortcuts,
 Socket Mode, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
 """
@@ -320,7 +320,7 @@ class _ClientSide(Generic[R]):
             event.setdefault("ts", self.emulator.recorder.next_ts())
             event.setdefault("team", self.emulator.directory.team.id)
             event.setdefault("channel_type", self._channel_type(event.get("channel", "")))
-            if "subtype" not in event:
+            if event.get("subtype") in (None, "file_share", "thread_broadcast"):  # a person's message
                 event.setdefault("client_msg_id", str(uuid.uuid4()))
                 self.emulator.recorder.add_message(
                     Message(
@@ -330,6 +330,7 @@ class _ClientSide(Generic[R]):
                         blocks=event.get("blocks"),
                         user=event.get("user"),
                         thread_ts=event.get("thread_ts"),
+                        files=event.get("files"),
                         source="user",
                     )
                 )
