@@ -282,7 +282,10 @@ class Follower:
             return
         if msg.id in posted or not await self.sessions.claim_post(link.session_id, msg.id, self.now()):
             # claimed before but not confirmed (a crash between claim and post): look before posting
-            if await self._already_in_thread(link, msg.id):
+            found = await self._already_in_thread(link, msg.id)
+            if found is not None:
+                await self.sessions.record_post(link.session_id, msg.id, found)
+                posted[msg.id] = found
                 return
         text = message_text(msg)
         payload, attach = agent_message(text, is_error=bool(msg.is_error))
@@ -308,15 +311,16 @@ class Follower:
                 snippet_type="markdown",
             )
 
-    async def _already_in_thread(self, link: SessionLink, message_id: str) -> bool:
+    async def _already_in_thread(self, link: SessionLink, message_id: str) -> str | None:
+        """The ``ts`` of the thread reply that carries this agent message's metadata, or None."""
         result = await self._slack(
             "conversations_replies", channel=link.channel, ts=link.thread_ts, include_all_metadata=True, limit=200
         )
         for reply in (result or {}).get("messages", []) if result else []:
             meta = reply.get("metadata") or {}
             if meta.get("event_type") == POST_METADATA_TYPE and (meta.get("event_payload") or {}).get("message_id") == message_id:
-                return True
-        return False
+                return str(reply.get("ts") or "")
+        return None
 
     async def _post_working(self, link: SessionLink, steps: list[str], count: int, *, done: bool = False) -> str | None:
         payload = working_message(steps, count, done=done)
