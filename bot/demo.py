@@ -31,6 +31,7 @@ from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import RunningServer, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
 from sandbox.slack_emulator.directory import DEFAULT_USERS, default_directory
+from sandbox.slack_emulator.recorder import WaitTimeout
 from sandbox.slack_emulator.render import render_text
 
 GUEST_EMAIL = "dave@contractor.example"
@@ -189,6 +190,64 @@ def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -
     out.flush()
 
 
+SESSION_PROMPT = "run the tests and fix the flaky one"
+SESSION_REPLY = "thanks; now plan the steps to review the diff"
+MENTION_PROMPT = "read the README and explain the setup"
+
+
+def _print_thread(out: TextIO, stack: Stack, channel: str, thread_ts: str, title: str) -> None:
+    """Every message of a thread as people see it now (parent first), with who wrote it."""
+    names = {uid: name for name, uid in PEOPLE.items()}
+    bot = stack.slack.directory.bot.user_id
+    out.write(f"\n\u2500\u2500 {title}\n")
+    for message in stack.slack.recorder.messages(channel, thread_ts=thread_ts):
+        who = "agent (bot)" if message.user == bot else names.get(message.user or "", message.user or "?")
+        reactions = stack.slack.recorder.reactions(channel, message.ts)
+        marks = " ".join(f":{name}:" for name in reactions)
+        out.write(f"[{who}]{' ' + marks if marks else ''}\n{render_text(message.as_payload(), users=None)}\n")
+    out.flush()
+
+
+def _thread_has(stack: Stack, channel: str, thread_ts: str, fragment: str, count: int = 1) -> bool:
+    bot = stack.slack.directory.bot.user_id
+    texts = [
+        render_text(m.as_payload())
+        for m in stack.slack.recorder.messages(channel, thread_ts=thread_ts)
+        if m.user == bot and m.ts != thread_ts
+    ]
+    return sum(fragment in t for t in texts) >= count
+
+
+def session_tour(stack: Stack, out: TextIO) -> None:
+    """carol starts a session, the agent answers in the thread, she replies there, the agent answers
+    again; then a mention starts another one. Waits are for the real sandbox and follower."""
+    recorder = stack.slack.recorder
+    reply = stack.command(f"session start computer=ci {SESSION_PROMPT}", user=PEOPLE["carol"])
+    _print_reply(out, "carol", f"session start computer=ci {SESSION_PROMPT}", reply, stack)
+    bot = stack.slack.directory.bot.user_id
+
+    def parent() -> Any:
+        return next(
+            (m for m in recorder.messages(DEMO_CHANNEL) if m.user == bot and not m.is_reply and SESSION_PROMPT in render_text(m.as_payload())),
+            None,
+        )
+
+    root = recorder.wait_for(parent, timeout=20, what="the session's parent message")
+    recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, root.ts, "You asked"), timeout=30, what="the agent's answer")
+    stack.client.send_message(SESSION_REPLY, user_id=PEOPLE["carol"], channel_id=DEMO_CHANNEL, thread_ts=root.ts)
+    recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, root.ts, "You asked", 2), timeout=30, what="the second answer")
+    recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, root.ts), timeout=10, what="the done reaction")
+    _print_thread(out, stack, DEMO_CHANNEL, root.ts, "the session's thread in #engineering (carol replied in it)")
+
+    sent = stack.client.send_mention(f"<@{bot}> computer=alice {MENTION_PROMPT}", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL)
+    mention_ts = sent.request.payload["event"]["ts"]
+    recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, mention_ts, "You asked"), timeout=30, what="the answer to the mention")
+    recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, mention_ts), timeout=10, what="the done reaction")
+    _print_thread(out, stack, DEMO_CHANNEL, mention_ts, "bob mentioned @agent in #engineering")
+    for who, text in (("carol", "sessions"), ("dave", f"session start computer=ci {SESSION_PROMPT}")):
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
 def _run_line(stack: Stack, line: str, out: TextIO) -> None:
     who = "bob"
     words = line.strip().split(None, 2)
@@ -214,6 +273,10 @@ def run_demo(*, interactive: bool = False, users: int = 40, seed: int = 7, out: 
         )
         for who, text in TOUR:
             _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+        try:
+            session_tour(stack, out)
+        except WaitTimeout as exc:  # a demo step that did not happen is reported, not a traceback
+            out.write(f"\n(the session tour stopped: {exc})\n")
         if interactive:
             out.write("\nType /agent lines (or `as carol /agent usage`); an empty line or Ctrl-D ends.\n")
             while True:

@@ -36,3 +36,6 @@ def test_manifest_declares_what_the_bot_needs(manifest):
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
     assert manifest["settings"]["socket_mode_enabled"] is True
     assert "message.channels" in manifest["settings"]["event_subscriptions"]["bot_events"]
+    # agent sessions: mentions start them, reactions show their state, thread replies carry files
+    assert {"app_mentions:read", "reactions:write", "files:read", "channels:history", "groups:history"} <= scopes
+    assert "app_mention" in manifest["settings"]["event_subscriptions"]["bot_events"]
