@@ -47,6 +47,8 @@ PROMPT_SHOWN = 300
 STEP_MAX = 120
 STEPS_SHOWN = 5
 MAX_SESSIONS_LISTED = 20
+INPUT_MAX = 3000
+"""Slack's longest ``plain_text_input`` (the spec's ``cwd`` may be 4096; the form takes up to 3000)."""
 
 STATUS_LABEL = {
     "starting": ":hourglass_flowing_sand: starting",
@@ -145,8 +147,8 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
                 button("Archive", ARCHIVE_ACTION, view.session_id),
             )
         )
-    fallback = PARENT_FALLBACK.format(computer=one_line(view.computer, 80), prompt=cut(" ".join(view.prompt.split()), 200))
-    return message(blocks, esc(fallback))
+    fallback = PARENT_FALLBACK.format(computer=one_line(view.computer, 80), prompt=one_line(view.prompt, 200))
+    return message(blocks, fallback)
 
 
 def split_text(text: str, limit: int = CHUNK_MAX) -> list[str]:
@@ -255,11 +257,11 @@ def start_modal(computers: Sequence[Computer], *, channel: str, default_computer
         "blocks": [
             {"type": "input", "block_id": START_BLOCKS["computer"], "label": {"type": "plain_text", "text": "Computer"}, "element": select},
             {"type": "input", "block_id": START_BLOCKS["cwd"], "optional": True, "label": {"type": "plain_text", "text": "Working directory"},
-             "element": {"type": "plain_text_input", "action_id": "value", "max_length": 4096}},
+             "element": {"type": "plain_text_input", "action_id": "value", "max_length": INPUT_MAX}},
             {"type": "input", "block_id": START_BLOCKS["model"], "optional": True, "label": {"type": "plain_text", "text": "Model"},
              "element": {"type": "plain_text_input", "action_id": "value", "max_length": 255}},
             {"type": "input", "block_id": START_BLOCKS["prompt"], "label": {"type": "plain_text", "text": "What should the agent do?"},
-             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 3000}},
+             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": INPUT_MAX}},
         ],
     }
 

@@ -1,0 +1,120 @@
+"""formatters.sessions: whole payloads, Slack's limits, escaping of every agent and user string."""
+
+from __future__ import annotations
+
+from bot.api.models import Computer, Session
+from formatters.sessions import (
+    ARCHIVE_ACTION,
+    CHUNK_MAX,
+    FULL_ANSWER_ATTACHED,
+    LONG_TEXT,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    SessionView,
+    agent_message,
+    computer_choice,
+    parent_message,
+    session_status,
+    split_text,
+    start_modal,
+    working_message,
+)
+from tests.conftest import block_texts
+
+HOSTILE = "<!channel> *bold* <https://evil.example|click> & \u202etxet\u202c"
+
+
+def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_validator):
+    view = SessionView("U0MEMBER", f"fix it {HOSTILE}", "CI <sandbox>", "running", "s-1", 3, 12_345, "~/src", "fast")
+    payload = block_kit_validator(parent_message(view))
+    assert payload == {
+        "text": "Agent session on CI &lt;sandbox&gt;: fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": "*<@U0MEMBER>* started an agent session\n>fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet"}},
+            {"type": "section", "fields": [
+                {"type": "mrkdwn", "text": "*Computer*\nCI &lt;sandbox&gt;"},
+                {"type": "mrkdwn", "text": "*Status*\n:gear: working"},
+                {"type": "mrkdwn", "text": "*Session*\n`s-1`"},
+                {"type": "mrkdwn", "text": "*Directory*\n`~/src`"},
+                {"type": "mrkdwn", "text": "*Model*\nfast"},
+            ]},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": "3 messages · 12.3K tokens · replies in this thread go to the agent"}]},
+            {"type": "actions", "elements": [
+                {"type": "button", "text": {"type": "plain_text", "text": "Refresh"}, "action_id": REFRESH_ACTION, "value": "s-1"},
+                {"type": "button", "text": {"type": "plain_text", "text": "Archive"}, "action_id": ARCHIVE_ACTION, "value": "s-1"},
+            ]},
+        ],
+    }
+
+
+def test_a_failed_or_archived_parent_has_no_buttons(block_kit_validator):
+    for status in ("failed", "archived"):
+        payload = block_kit_validator(parent_message(SessionView("U1", "p", "c", status, "s-1", error="The platform said no")))
+        assert all(b["type"] != "actions" for b in payload["blocks"])
+
+
+def test_split_text_cuts_at_paragraphs_then_lines_and_never_loses_a_character():
+    paragraphs = ["word " * 300, "line\n" * 400, "x" * 7000, "émoji 😀 " * 500]
+    text = "\n\n".join(p.strip() for p in paragraphs)
+    pieces = split_text(text)
+    assert all(len(piece) <= CHUNK_MAX for piece in pieces)
+    assert "".join("".join(p.split()) for p in pieces) == "".join(text.split())
+    assert pieces[0] == ("word " * 300).strip()
+
+
+def test_a_long_answer_shows_its_beginning_and_asks_for_the_file(block_kit_validator):
+    text = ("A paragraph of the answer. " * 40 + "\n\n") * 12
+    payload, attach = agent_message(text)
+    block_kit_validator(payload)
+    assert attach and len(text) > LONG_TEXT
+    assert payload["blocks"][-1]["elements"][0]["text"] == FULL_ANSWER_ATTACHED.format(n=f"{len(text):,}")
+    shown = sum(len(t) for t in block_texts(payload)[:-1])
+    assert shown <= LONG_TEXT
+
+
+def test_an_agent_error_is_marked_and_agent_text_is_escaped(block_kit_validator):
+    payload, attach = agent_message("exit 1 <@U123> & <!here>", is_error=True)
+    block_kit_validator(payload)
+    assert not attach
+    assert [b["text"]["text"] for b in payload["blocks"]] == [
+        ":warning: The agent reported an error:",
+        "exit 1 &lt;@U123&gt; &amp; &lt;!here&gt;",
+    ]
+
+
+def test_the_working_message_shows_the_last_steps_and_a_count(block_kit_validator):
+    steps = [f"$ step {n} `quoted` <!channel>" for n in range(8)]
+    payload = block_kit_validator(working_message(steps, 8))
+    assert payload["text"] == ":gear: Working… 8 steps so far"
+    lines = payload["blocks"][1]["elements"][0]["text"].split("\n")
+    assert lines[0] == "_and 3 earlier_" and len(lines) == 6 and "&lt;!channel&gt;" in lines[-1]
+    done = block_kit_validator(working_message(steps, 8, done=True))
+    assert done == {"text": ":white_check_mark: Ran 8 steps", "blocks": [
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": ":white_check_mark: Ran 8 steps"}]}
+    ]}
+
+
+def computers(n: int) -> list[Computer]:
+    return [Computer(id=f"cmp-{i}", name=f"box {i} <!channel>", provider_type="byom", created_at=1, status="active") for i in range(n)]
+
+
+def test_the_choice_menu_and_the_modal_validate(block_kit_validator):
+    payload = block_kit_validator(computer_choice(computers(3), 42, minutes=10))
+    assert payload["blocks"][0]["block_id"] == "pick:42" and payload["blocks"][0]["accessory"]["action_id"] == PICK_ACTION
+    view = start_modal(computers(2), channel="C1", default_computer="cmp-1")
+    block_kit_validator({"text": "modal", "blocks": view["blocks"]})
+    assert view["private_metadata"] == "C1"
+    assert view["blocks"][0]["element"]["initial_option"]["value"] == "cmp-1"
+
+
+def test_session_status_shows_tokens_and_settings(block_kit_validator):
+    session = Session.model_validate({
+        "sessionId": "s-9", "status": "idle", "messageCount": 4, "createdAt": 1_795_000_000_000,
+        "updatedAt": 1_795_000_060_000, "title": "Fix <!here>",
+        "sessionSettings": {"model": "fast", "reasoningEffort": "extreme", "tokenUsage": {"inputTokens": 1200, "outputTokens": 80}},
+    })
+    payload = block_kit_validator(session_status(session, computer="CI", link="https://slack.com/archives/C1/p1"))
+    texts = block_texts(payload)
+    assert "Fix <!here>" in texts[0]  # a header is plain text: nothing to escape
+    assert "*Tokens*\ninput 1.20K, output 80" in texts
+    assert "*Settings*\n`model`: fast\n`reasoningEffort`: extreme" in texts
