@@ -117,7 +117,10 @@ def start_stack(
     ``now``: the bot's clock (an aware UTC datetime); ``run_jobs=False`` keeps the periodic jobs
     (session follower, digests, expiry) from ticking on their own, for tests that move time."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
-    config = SandboxConfig(seed=seed, users=users, today=today, **(sandbox_options or {}))
+    options = dict(sandbox_options or {})
+    if now is not None and today is None:
+        options.setdefault("now", now())  # one clock for both; tests move it with POST /_sandbox/clock
+    config = SandboxConfig(seed=seed, users=users, today=today, **options)
     sandbox_app = create_app(config) if external_sandbox is None else None
     sandbox = external_sandbox or serve_in_thread(sandbox_app)
     slack = SlackEmulator(directory=demo_directory()).start()
@@ -132,7 +135,7 @@ def start_stack(
         database_url=database_url or f"sqlite:///{workdir / 'agent-bot.db'}",
         config_file=str(roles),
     )
-    clock = (lambda: today) if today else utc_today
+    clock = (lambda: today) if today else (lambda: now().date()) if now else utc_today
     agent = AgentClient(
         base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout,
         analytics_cache_ttl=analytics_cache_ttl,

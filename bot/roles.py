@@ -64,6 +64,7 @@ DEFAULT_POLICY: dict[str, Role] = {
     "users": Role.manager,
     "users.more": Role.manager,
     "thread_reply": Role.member,
+    "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
 }
 
 

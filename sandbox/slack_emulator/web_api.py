@@ -17,7 +17,13 @@ Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<met
 ``auth.test``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
 ``usergroups.users.list``, ``conversations.info``, ``chat.postMessage``, ``chat.postEphemeral``,
 ``chat.update``, ``chat.delete``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
-``views.publish``. Anything else answers ``unknown_method``.
+``views.publish``, ``conversations.history`` (top-level messages newest first, ``oldest``/``latest``
+exclusive bounds, ``limit`` default 100, ``has_more``; a message's ``metadata`` only with
+``include_all_metadata``, as Slack does), ``conversations.open`` (``users`` -> the DM channel).
+Anything else answers ``unknown_method``.
+
+Scripted failures (:meth:`WebApi.fail_next`): the next N calls of a method answer an error of your
+choice (``internal_error``, or HTTP 429 ``ratelimited`` with ``Retry-After``) without doing anything.
 
 Errors, as Slack returns them (HTTP 200, ``{"ok": false, "error": ...}``): ``not_authed`` (no token),
 ``invalid_auth`` (another token), ``invalid_arguments`` with ``response_metadata.messages``
@@ -57,7 +63,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from .directory import Directory, EmulatedChannel, EmulatedUser, channel_json, user_group_json, user_json
+from .directory import (
+    Directory,
+    EmulatedChannel,
+    EmulatedUser,
+    channel_json,
+    dm_channel_id,
+    user_group_json,
+    user_json,
+)
 from .limits import MAX_MESSAGE_BLOCKS, MAX_MESSAGE_TEXT, MAX_VIEW_BLOCKS, block_errors
 from .recorder import (
     ApiCall,
@@ -202,7 +216,11 @@ class WebApi:
             "files.getUploadURLExternal": self.files_get_upload_url_external,
             "files.completeUploadExternal": self.files_complete_upload_external,
             "views.publish": self.views_publish,
+            "conversations.history": self.conversations_history,
+            "conversations.open": self.conversations_open,
         }
+        self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
+        self._scripted_lock = threading.Lock()
         self.app = Starlette(
             routes=[
                 Route("/api/{method}", self._api_endpoint, methods=["GET", "POST"]),
@@ -210,6 +228,21 @@ class WebApi:
                 Route("/response/{response_url_id}", self._response_url_endpoint, methods=["POST"]),
             ]
         )
+
+    def fail_next(
+        self, method: str, error: str = "internal_error", *, times: int = 1, status: int = 200, retry_after: int | None = None
+    ) -> None:
+        """Make the next ``times`` calls of ``method`` fail with ``error`` (HTTP ``status``; a 429 gets
+        ``Retry-After: retry_after``), before the method does anything."""
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        with self._scripted_lock:
+            for _ in range(times):
+                self._scripted[method].append(SlackApiError(error, status=status, headers=headers))
+
+    def _scripted_failure(self, method: str) -> SlackApiError | None:
+        with self._scripted_lock:
+            queue = self._scripted.get(method)
+            return queue.popleft() if queue else None
 
     def reset_rate_limits(self) -> None:
         if self._rate_limiter:
@@ -231,6 +264,8 @@ class WebApi:
                 raise SlackApiError("not_authed")
             if token != self.bot_token:
                 raise SlackApiError("invalid_auth")
+            if (scripted := self._scripted_failure(method)) is not None:
+                raise scripted
             status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}
         except SlackApiError as error:
             status, headers, body = error.status, error.headers, error.body()
@@ -351,6 +386,34 @@ class WebApi:
 
     def conversations_info(self, args: Args, request: Request) -> dict[str, Any]:
         return {"channel": channel_json(self._channel(args.get("channel")))}
+
+    def conversations_history(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.required("channel", error="channel_not_found"))
+        try:
+            oldest = float(args.get("oldest", 0))
+            latest = float(args.get("latest", "inf"))
+            limit = int(args.get("limit", 100))
+        except ValueError:
+            raise _invalid_arguments("[ERROR] oldest/latest must be timestamps, limit an integer") from None
+        with_metadata = args.flag("include_all_metadata")
+        found = [
+            m
+            for m in reversed(self.recorder.messages(channel.id))
+            if not m.is_reply and oldest < float(m.ts) < latest
+        ]
+        messages = []
+        for m in found[: max(1, min(limit, 999))]:
+            payload = self._bot_message_json(m) if m.user == self.directory.bot.user_id else m.as_payload()
+            if not with_metadata:
+                payload.pop("metadata", None)
+            messages.append(payload)
+        return {"messages": messages, "has_more": len(found) > len(messages), "pin_count": 0}
+
+    def conversations_open(self, args: Args, request: Request) -> dict[str, Any]:
+        user_id = str(args.required("users")).split(",")[0]
+        if self.directory.user(user_id) is None:
+            raise SlackApiError("user_not_found")
+        return {"channel": {"id": dm_channel_id(user_id)}}
 
     # ----------------------------------------------------------------- chat methods
 
