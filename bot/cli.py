@@ -81,7 +81,9 @@ def _sandbox(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed)
+    from pathlib import Path
+
+    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir))
 
 
 def _digest_tick(args: argparse.Namespace) -> int:
@@ -147,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="sandbox API + Slack emulator + bot in one process; a tour of every command")
     demo.add_argument("--interactive", action="store_true", help="type /agent lines yourself after the tour")
+    demo.add_argument("--chart-dir", default=".", help="where the digest's chart PNG is saved (default: the current directory)")
     demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")
     demo.set_defaults(run=_demo)

@@ -92,9 +92,9 @@ def chart_alt_text(digest: Digest) -> str:
     peak = max(range(len(series.values)), key=lambda i: series.values[i]) if series.values else None
     parts = [
         f"Bar chart of billable tokens per day from {series.days[0].isoformat()} to {digest.day.isoformat()} "
-        f"with a line of the {7}-day average.",
+        f"with a line of the 7-day average",
         f"{digest.day.isoformat()}: {number(series.last, compact=True)} billable tokens",
-        f"7-day average {number(series.averages[-1], compact=True)}" if series.averages else "",
+        f"average of the 7 days before {number(digest.week_average, compact=True)}" if digest.week_average is not None else "",
     ]
     if digest.week_ago is not None:
         parts.append(f"same weekday a week earlier {number(digest.week_ago, compact=True)}")

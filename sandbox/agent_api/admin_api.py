@@ -8,6 +8,7 @@
   the request count)
 * ``GET /_sandbox/limits`` -> 200 ``{"limits": {email: limit}}`` as set through the v0 limits endpoint
 * ``GET /_sandbox/batch`` -> 200 ``{"now", "lands_at", "last_landed_day"}`` (the daily batch)
+* ``POST /_sandbox/batch`` with ``{"lands_at": "HH:MM"}`` (UTC; ``null``: no batch) -> 200 the batch state
 * ``POST /_sandbox/land`` -> 200 ``{"landed": "YYYY-MM-DD", ...}``: the daily batch lands yesterday now
 * ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
   to the wall clock) -> 200 the batch state; 400 for an unreadable time
@@ -66,6 +67,20 @@ async def batch(request: Request) -> JSONResponse:
     return JSONResponse(_batch(request.app.state.sandbox))
 
 
+async def set_batch(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    raw = (await json_object(request)).get("lands_at")
+    if raw is None:
+        sandbox.config.lands_at = None
+    else:
+        try:
+            hours, _, minutes = str(raw).partition(":")
+            sandbox.config.lands_at = dt.time(int(hours), int(minutes), tzinfo=dt.timezone.utc)
+        except ValueError:
+            raise bad_request(f"lands_at must be a UTC time HH:MM, got {raw!r}") from None
+    return JSONResponse(_batch(sandbox))
+
+
 async def land(request: Request) -> JSONResponse:
     sandbox = request.app.state.sandbox
     day = sandbox.land_now()
@@ -92,6 +107,7 @@ routes = [
     Route(f"{PREFIX}/faults", set_faults, methods=["POST"]),
     Route(f"{PREFIX}/limits", limits, methods=["GET"]),
     Route(f"{PREFIX}/batch", batch, methods=["GET"]),
+    Route(f"{PREFIX}/batch", set_batch, methods=["POST"]),
     Route(f"{PREFIX}/land", land, methods=["POST"]),
     Route(f"{PREFIX}/clock", set_clock, methods=["POST"]),
 ]
