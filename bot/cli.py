@@ -4,6 +4,7 @@
     agent-bot socket                       Socket Mode (needs SLACK_APP_TOKEN)
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
     agent-bot demo [--interactive]         sandbox + Slack emulator + bot in one process, a tour
+    agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
 
 Exit codes: 0 success, 2 bad usage or configuration (the message names what is missing).
 Only ``sandbox`` and ``demo`` import the :mod:`sandbox` package, lazily.
@@ -80,7 +81,50 @@ def _sandbox(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed)
+    from pathlib import Path
+
+    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir))
+
+
+def _digest_tick(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    from bot.api import AgentAPIError, AgentClient
+    from bot.app import ConfigurationError, create_bot, utc_now
+
+    settings = Settings()
+    configure_logging(settings.log_level, _secrets(settings))
+    missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
+    if missing:
+        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
+    if args.now:
+        fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.timezone.utc)
+        now = lambda: fixed  # noqa: E731
+    else:
+        now = utc_now
+
+    async def run() -> int:
+        agent = AgentClient(
+            base_url=settings.agent_api_url,
+            app_url=settings.agent_app_url,
+            api_key=settings.agent_api_key.get_secret_value(),
+            today=lambda: now().date(),
+        )
+        # socket_mode=True: this process serves no Slack request, so it needs no signing secret
+        bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+        try:
+            report = await bot.services.extras["digest"].tick()
+        except AgentAPIError as exc:
+            print(f"agent-bot: digest tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
+            return 1
+        finally:
+            await agent.aclose()
+            bot.services.store.close()
+        print(f"digest tick: {report.describe()}", flush=True)
+        return 0
+
+    return asyncio.run(run())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,9 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="sandbox API + Slack emulator + bot in one process; a tour of every command")
     demo.add_argument("--interactive", action="store_true", help="type /agent lines yourself after the tour")
+    demo.add_argument("--chart-dir", default=".", help="where the digest's chart PNG is saved (default: the current directory)")
     demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")
     demo.set_defaults(run=_demo)
+
+    digest = commands.add_parser("digest", help="daily digests")
+    digest_commands = digest.add_subparsers(dest="digest_command", required=True, metavar="ACTION")
+    tick = digest_commands.add_parser("tick", help="one pass of the digest scheduler (post what is due and landed), then exit")
+    tick.add_argument("--now", help="act as if it were this UTC time (ISO 8601; replays and tests), default: now")
+    tick.set_defaults(run=_digest_tick)
     return parser
 
 

@@ -118,7 +118,10 @@ def start_stack(
     ``now``: the bot's clock (an aware UTC datetime); ``run_jobs=False`` keeps the periodic jobs
     (session follower, digests, expiry) from ticking on their own, for tests that move time."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
-    config = SandboxConfig(seed=seed, users=users, today=today, **(sandbox_options or {}))
+    options = dict(sandbox_options or {})
+    if now is not None and today is None:
+        options.setdefault("now", now())  # one clock for both; tests move it with POST /_sandbox/clock
+    config = SandboxConfig(seed=seed, users=users, today=today, **options)
     sandbox_app = create_app(config) if external_sandbox is None else None
     sandbox = external_sandbox or serve_in_thread(sandbox_app)
     slack = SlackEmulator(directory=demo_directory()).start()
@@ -133,7 +136,7 @@ def start_stack(
         database_url=database_url or f"sqlite:///{workdir / 'agent-bot.db'}",
         config_file=str(roles),
     )
-    clock = (lambda: today) if today else utc_today
+    clock = (lambda: today) if today else (lambda: now().date()) if now else utc_today
     agent = AgentClient(
         base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout,
         analytics_cache_ttl=analytics_cache_ttl,
@@ -178,7 +181,58 @@ TOUR: Sequence[tuple[str, str]] = (
     ("bob", "users alice"),
     ("bob", "users"),
     ("dave", "reports acme/web"),
+    ("bob", "help digest subscribe"),
+    ("bob", "usage 30d chart"),
+    ("bob", "digest list"),
 )
+
+
+def tick_digests(stack: Stack, now: Any = None) -> Any:
+    """One digest tick as a separate ``agent-bot digest tick`` process would run it (its own Agent
+    API client, Slack client and Store, on this thread's own event loop); returns its TickReport."""
+    import asyncio
+
+    from bot.app import utc_now
+    from bot.store import Store
+    from handlers.digest import digest_service
+
+    clock = now or stack.bot.services.now or utc_now
+    settings = stack.bot.services.settings
+
+    async def run() -> Any:
+        agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.agent_api_key.get_secret_value(), today=lambda: clock().date())
+        store = Store(settings.database_url)
+        service = digest_service(agent=agent, store=store, slack=stack.slack.async_web_client(), now=clock)
+        try:
+            return await service.tick()
+        finally:
+            await agent.aclose()
+            store.close()
+
+    return asyncio.run(run())
+
+
+def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
+    """The digest in the tour: #eng subscribes, the day has not landed, the batch lands, one digest."""
+    import httpx
+
+    out.write("\n\u2500\u2500 Daily digest: the sandbox's batch has not landed yesterday yet\n")
+    httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": "23:59"}).raise_for_status()
+    _print_reply(out, "bob", "digest subscribe at=00:00", stack.command("digest subscribe at=00:00", user=PEOPLE["bob"]), stack)
+    out.write(f"digest tick: {tick_digests(stack).describe()}\n")
+    landed = httpx.post(f"{stack.sandbox.url}/_sandbox/land").json()["landed"]
+    out.write(f"(the sandbox's daily batch lands {landed})\n")
+    out.write(f"digest tick: {tick_digests(stack).describe()}\n")
+    for message in stack.slack.recorder.messages(DEMO_CHANNEL):
+        if (message.metadata or {}).get("event_type") and not message.is_reply:
+            out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
+            out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+    for file in stack.slack.recorder.files(DEMO_CHANNEL):
+        path = chart_dir / file.filename
+        path.write_bytes(file.content)
+        out.write(f"chart in the digest's thread, saved to {path.resolve()}\n  alt text: {file.alt_txt}\n")
+    out.write(f"digest tick again: {tick_digests(stack).describe()} (exactly once)\n")
+    httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": None}).raise_for_status()
 
 
 def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -> None:
@@ -260,7 +314,10 @@ def _run_line(stack: Stack, line: str, out: TextIO) -> None:
     _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
 
 
-def run_demo(*, interactive: bool = False, users: int = 40, seed: int = 7, out: TextIO = sys.stdout, lines: TextIO = sys.stdin) -> int:
+def run_demo(
+    *, interactive: bool = False, users: int = 40, seed: int = 7, out: TextIO = sys.stdout, lines: TextIO = sys.stdin,
+    chart_dir: Path | None = None,
+) -> int:
     """Run the tour (and the interactive loop); returns the exit code (0)."""
     import logging
 
@@ -277,6 +334,7 @@ def run_demo(*, interactive: bool = False, users: int = 40, seed: int = 7, out: 
             session_tour(stack, out)
         except WaitTimeout as exc:  # a demo step that did not happen is reported, not a traceback
             out.write(f"\n(the session tour stopped: {exc})\n")
+        _digest_step(stack, out, chart_dir or Path.cwd())
         if interactive:
             out.write("\nType /agent lines (or `as carol /agent usage`); an empty line or Ctrl-D ends.\n")
             while True:

@@ -66,6 +66,7 @@ DEFAULT_POLICY: dict[str, Role] = {
     "thread_reply": Role.member,
     "session": Role.member,  # session start / status / set / archive, and the session.* buttons
     "sessions": Role.member,
+    "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
 }
 
 

@@ -1,7 +1,13 @@
 """``/agent usage``: usage analytics of the organization, a breakdown, or one person.
 
     /agent usage [period] [by model|client|tool|user]
+    /agent usage [period] chart
     /agent usage user <email|@mention> [period]
+
+``chart``: the summary as usual, plus a PNG of billable tokens per day with the 7-day average
+(:mod:`bot.chart`, drawn in a worker thread) uploaded into the asker's direct message with the bot
+(``conversations.open`` then ``files_upload_v2``, with an alt text of the key numbers). A chart that
+fails is reported in one line; the summary is still sent.
 
 Periods are those of :mod:`bot.periods` (default ``yesterday``). Needs the manager role (policy
 key ``usage``): the analytics API itself answers only Managers and Owners.
@@ -9,6 +15,9 @@ key ``usage``): the analytics API itself answers only Managers and Owners.
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+import logging
 import re
 from typing import Any
 
@@ -16,16 +25,21 @@ from bot.commands import SubCommand
 from bot.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
 from bot.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
 from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
+from formatters.blocks import message, section
+from formatters.notices import error_message
 from handlers.router import CommandRequest, Router, UserInputError
+
+logger = logging.getLogger(__name__)
 
 SPEC = SubCommand(
     name="usage",
     summary="Usage analytics: billable tokens, active users, tools, files, commits, top users.",
-    usage="/agent usage [yesterday|7d|30d|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD] [by model|client|tool|user]",
-    examples=("/agent usage 7d", "/agent usage 30d by model", "/agent usage user alice@example.com 30d"),
+    usage="/agent usage [yesterday|7d|30d|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD] [by model|client|tool|user] [chart]",
+    examples=("/agent usage 7d", "/agent usage 30d by model", "/agent usage 30d chart", "/agent usage user alice@example.com 30d"),
     details=(
         "Numbers come from the analytics API and compare with the previous period of the same length. "
-        "`/agent usage user <email|@mention> [period]` shows one person. " + PERIOD_HELP
+        "`/agent usage user <email|@mention> [period]` shows one person. "
+        "`chart` adds a chart of billable tokens per day (with the 7-day average), sent to you in a direct message. " + PERIOD_HELP
     ),
 )
 
@@ -81,6 +95,9 @@ async def handle_usage(request: CommandRequest) -> None:
             raise UserInputError("`by` takes one of: " + ", ".join(BREAKDOWNS) + ".", "Example: `/agent usage 7d by model`.")
         dimension = lowered[at + 1]
         del args[at : at + 2]
+    want_chart = "chart" in lowered and dimension is None
+    if want_chart:
+        args = [a for a in args if a.lower() != "chart"]
     unknown = [a for a in args if not looks_like_period(a)]
     if unknown:
         raise UserInputError(f"I don't understand `{' '.join(unknown)}`.", f"Usage: `{SPEC.usage}`")
@@ -89,6 +106,39 @@ async def handle_usage(request: CommandRequest) -> None:
         await request.reply(usage_breakdown(await fetch_breakdown(agent, period, dimension)))
     else:
         await request.reply(usage_summary(await fetch_usage(agent, period)))
+    if want_chart:
+        await _send_chart(request, period)
+
+
+CHART_SENT = ":bar_chart: The chart is in your direct messages with me."
+CHART_FAILED = "I could not make or send the chart ({reason}); the numbers above stand."
+
+
+async def _send_chart(request: CommandRequest, period: Period) -> None:
+    """Draw the period's tokens chart off the event loop and upload it into the asker's DM."""
+    from bot.chart import AVERAGE_DAYS, day_totals, render_tokens_chart, tokens_series
+    from bot.periods import EARLIEST
+    from formatters.digest import usage_chart_alt_text
+
+    first = max(period.start - dt.timedelta(days=AVERAGE_DAYS - 1), EARLIEST)
+    rows = (await request.services.agent.get_tokens(start_date=first, end_date=period.end, group_by="model")).data
+    series = tokens_series(day_totals(rows), period.start, period.end)
+    title = f"Billable tokens per day, {period.label()}"
+    try:
+        png = await asyncio.to_thread(render_tokens_chart, series, title)
+        opened = await request.client.conversations_open(users=request.user.user_id)
+        await request.client.files_upload_v2(
+            channel=opened["channel"]["id"],
+            content=png,
+            filename=f"agent-usage-{period.start.isoformat()}-{period.end.isoformat()}.png",
+            title=title,
+            alt_txt=usage_chart_alt_text(period.label(), series.values, series.averages),
+        )
+    except Exception as exc:  # the chart never stops the numbers
+        logger.warning("usage chart failed: %s", type(exc).__name__)
+        await request.reply(error_message(CHART_FAILED.format(reason=type(exc).__name__)))
+        return
+    await request.reply(message([section(CHART_SENT)], CHART_SENT))
 
 
 def register(app: Any, router: Router, services: Any) -> None:

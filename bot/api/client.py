@@ -140,6 +140,34 @@ def _schema_problems(exc: pydantic.ValidationError, limit: int = 3) -> str:
 ANALYTICS_CACHE_SIZE = 512
 
 
+class _NotLandedYet(Exception):
+    """Carries an analytics answer without a row for its last day through the cache, uncached."""
+
+    def __init__(self, answer: Any) -> None:
+        super().__init__("analytics answer without its last day")
+        self.answer = answer
+
+
+def _raising_unlanded(fetch: Callable[..., Any]) -> Callable[..., Any]:
+    async def fetch_landed(endpoint: str, row: type, params: tuple[tuple[str, str | None], ...]) -> Any:
+        answer = await fetch(endpoint, row, params)
+        if not any(r.date == answer.meta.end_date for r in answer.data):
+            raise _NotLandedYet(answer)
+        return answer
+
+    return fetch_landed
+
+
+def _keeping_only_landed(cached: Callable[..., Any]) -> Callable[..., Any]:
+    async def fetch(endpoint: str, row: type, params: tuple[tuple[str, str | None], ...]) -> Any:
+        try:
+            return await cached(endpoint, row, params)
+        except _NotLandedYet as missing:  # errors are never kept by async-lru
+            return missing.answer
+
+    return fetch
+
+
 class AgentClient:
     """Async client of every endpoint of the Agent analytics, readiness and v0 APIs.
 
@@ -174,9 +202,12 @@ class AgentClient:
         self._retry = retry if retry is not None else RetryPolicy()
         self._today = today or _utc_today
         # Analytics answers are about past days, which change only when the daily batch lands, so
-        # they may be kept a while; concurrent identical requests share one call (async-lru).
+        # they may be kept a while; concurrent identical requests share one call (async-lru). An
+        # answer without a row for its last day (the batch has not landed it yet) is not kept.
         self._fetch_analytics = (
-            alru_cache(maxsize=ANALYTICS_CACHE_SIZE, ttl=analytics_cache_ttl)(self._fetch_analytics_uncached)
+            _keeping_only_landed(alru_cache(maxsize=ANALYTICS_CACHE_SIZE, ttl=analytics_cache_ttl)(
+                _raising_unlanded(self._fetch_analytics_uncached)
+            ))
             if analytics_cache_ttl > 0
             else self._fetch_analytics_uncached
         )

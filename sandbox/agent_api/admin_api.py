@@ -7,6 +7,11 @@
   faults (400 for an unknown field or an out-of-range value; changing ``rate_limit_every`` restarts
   the request count)
 * ``GET /_sandbox/limits`` -> 200 ``{"limits": {email: limit}}`` as set through the v0 limits endpoint
+* ``GET /_sandbox/batch`` -> 200 ``{"now", "lands_at", "last_landed_day"}`` (the daily batch)
+* ``POST /_sandbox/batch`` with ``{"lands_at": "HH:MM"}`` (UTC; ``null``: no batch) -> 200 the batch state
+* ``POST /_sandbox/land`` -> 200 ``{"landed": "YYYY-MM-DD", ...}``: the daily batch lands yesterday now
+* ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
+  to the wall clock) -> 200 the batch state; 400 for an unreadable time
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+import datetime as dt
+
+from .errors import bad_request
 from .params import json_object
 
 PREFIX = "/_sandbox"
@@ -46,9 +54,60 @@ async def limits(request: Request) -> JSONResponse:
     return JSONResponse({"limits": dict(request.app.state.sandbox.limits)})
 
 
+def _batch(sandbox) -> dict:
+    lands_at = sandbox.config.lands_at
+    return {
+        "now": sandbox.config.current_time().isoformat(),
+        "lands_at": lands_at.strftime("%H:%M") if lands_at else None,
+        "last_landed_day": sandbox.last_landed_day().isoformat(),
+    }
+
+
+async def batch(request: Request) -> JSONResponse:
+    return JSONResponse(_batch(request.app.state.sandbox))
+
+
+async def set_batch(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    raw = (await json_object(request)).get("lands_at")
+    if raw is None:
+        sandbox.config.lands_at = None
+    else:
+        try:
+            hours, _, minutes = str(raw).partition(":")
+            sandbox.config.lands_at = dt.time(int(hours), int(minutes), tzinfo=dt.timezone.utc)
+        except ValueError:
+            raise bad_request(f"lands_at must be a UTC time HH:MM, got {raw!r}") from None
+    return JSONResponse(_batch(sandbox))
+
+
+async def land(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    day = sandbox.land_now()
+    return JSONResponse({"landed": day.isoformat(), **_batch(sandbox)})
+
+
+async def set_clock(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    raw = (await json_object(request)).get("now")
+    if raw is None:
+        sandbox.config.now = None
+    else:
+        try:
+            now = dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+        except ValueError:
+            raise bad_request(f"now must be an ISO 8601 datetime, got {raw!r}") from None
+        sandbox.config.now = now if now.tzinfo else now.replace(tzinfo=dt.timezone.utc)
+    return JSONResponse(_batch(sandbox))
+
+
 routes = [
     Route(f"{PREFIX}/health", health, methods=["GET"]),
     Route(f"{PREFIX}/faults", get_faults, methods=["GET"]),
     Route(f"{PREFIX}/faults", set_faults, methods=["POST"]),
     Route(f"{PREFIX}/limits", limits, methods=["GET"]),
+    Route(f"{PREFIX}/batch", batch, methods=["GET"]),
+    Route(f"{PREFIX}/batch", set_batch, methods=["POST"]),
+    Route(f"{PREFIX}/land", land, methods=["POST"]),
+    Route(f"{PREFIX}/clock", set_clock, methods=["POST"]),
 ]

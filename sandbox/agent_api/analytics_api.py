@@ -15,6 +15,12 @@ Query rules, each failure a 400 with the analytics error body:
 
 Every response is ``{"data": [...], "meta": {"org_id", "start_date", "end_date", ...}}``; days without
 activity still have a row (ungrouped) and grouped rows keep date order.
+
+The daily batch (``--lands-at HH:MM``, :meth:`SandboxState.landed`): until yesterday has landed, a range
+that includes it is answered 200 as for a day without data: the day has no row at all (ungrouped or
+grouped), ``/users`` has no row of that day, ``meta`` still echoes the requested dates. The spec's
+400 stays for today and later only, so asking for yesterday is never an error, just an answer without
+its row (spec: "aggregated by a daily batch job and is available the day after").
 """
 
 from __future__ import annotations
@@ -95,7 +101,10 @@ def daily_endpoint(name: str):
         group_by = _group_by(request, accepted)
         dataset = request.app.state.sandbox.dataset
         data: list[dict] = []
+        sandbox = request.app.state.sandbox
         for offset in range((end - start).days + 1):
+            if not sandbox.landed(start + dt.timedelta(days=offset)):
+                continue  # the daily batch has not produced this day yet: no row
             day = dataset.day(start + dt.timedelta(days=offset))
             if group_by:
                 data.extend(grouped(day))
@@ -111,9 +120,11 @@ async def users(request: Request) -> JSONResponse:
     start, end = _date_range(request)
     _group_by(request, None)
     limit = page_limit(request)
-    rows, next_cursor = request.app.state.sandbox.dataset.user_rows(
-        start, end, limit, request.query_params.get("cursor")
-    )
+    sandbox = request.app.state.sandbox
+    landed_end = min(end, sandbox.last_landed_day())
+    if landed_end < start:
+        return _envelope([], start, end, has_more=False, next_cursor=None)
+    rows, next_cursor = sandbox.dataset.user_rows(start, landed_end, limit, request.query_params.get("cursor"))
     return _envelope(rows, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
 
 

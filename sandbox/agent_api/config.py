@@ -25,6 +25,13 @@ class SandboxConfig:
     latency_ms / error_rate / rate_limit_every / hang_rate / hang_seconds: initial faults.
     today: the day the sandbox believes it is (analytics covers 2026-01-14 .. today - 1);
         ``None`` means the current UTC date, read at every request.
+    now: pins the sandbox's clock (an aware UTC datetime; its date is "today", its time of day is
+        compared with ``lands_at``); ``None``: ``today`` (if pinned) with the wall clock's time of day.
+        Changed while the server runs through ``POST /_sandbox/clock``.
+    lands_at: the UTC time of day the daily batch lands yesterday's analytics; before it, yesterday
+        is missing from every analytics answer (see :mod:`sandbox.agent_api.analytics_api`).
+        ``None``: every day before today has landed (no batch simulated). ``POST /_sandbox/land``
+        lands the missing day at once.
     reply_delay_seconds: how long the simulated agent "works" before replying to a session message.
     provision_delay_seconds: how long ``install-deps`` keeps a computer in ``provisioning``.
     """
@@ -39,6 +46,8 @@ class SandboxConfig:
     hang_rate: float = 0.0
     hang_seconds: float = 30.0
     today: dt.date | None = None
+    now: dt.datetime | None = None
+    lands_at: dt.time | None = None
     reply_delay_seconds: float = 0.3
     provision_delay_seconds: float = 0.5
 
@@ -49,8 +58,16 @@ class SandboxConfig:
             raise ValueError("api_key and member_key must be non-empty and different")
 
     def current_date(self) -> dt.date:
-        """The sandbox's "today" (UTC unless pinned by ``today``)."""
-        return self.today or dt.datetime.now(dt.timezone.utc).date()
+        """The sandbox's "today" (UTC unless pinned by ``now`` or ``today``)."""
+        return self.current_time().date()
+
+    def current_time(self) -> dt.datetime:
+        """The sandbox's clock, an aware UTC datetime: ``now`` if pinned, else the wall clock (on
+        the pinned ``today`` when there is one)."""
+        if self.now is not None:
+            return self.now.astimezone(dt.timezone.utc)
+        wall = dt.datetime.now(dt.timezone.utc)
+        return wall if self.today is None else dt.datetime.combine(self.today, wall.timetz())
 
 
 def _date(text: str) -> dt.date:
@@ -58,6 +75,14 @@ def _date(text: str) -> dt.date:
         return dt.date.fromisoformat(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a YYYY-MM-DD date: {text!r}") from exc
+
+
+def _time_of_day(text: str) -> dt.time:
+    try:
+        hours, _, minutes = text.partition(":")
+        return dt.time(int(hours), int(minutes), tzinfo=dt.timezone.utc)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a UTC time HH:MM: {text!r}") from exc
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +118,13 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--today", type=_date, default=None, help="pin the sandbox's date (YYYY-MM-DD; default: UTC today)"
     )
+    group.add_argument(
+        "--lands-at",
+        type=_time_of_day,
+        default=None,
+        help="UTC time HH:MM the daily batch lands yesterday's analytics; before it yesterday is missing "
+        "(default: always landed; POST /_sandbox/land lands it now)",
+    )
 
 
 def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
@@ -109,4 +141,5 @@ def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
         hang_rate=getattr(ns, "hang_rate", defaults.hang_rate),
         hang_seconds=getattr(ns, "hang_seconds", defaults.hang_seconds),
         today=getattr(ns, "today", defaults.today),
+        lands_at=getattr(ns, "lands_at", defaults.lands_at),
     )

@@ -45,9 +45,30 @@ class SandboxState:
         self._people_by_email = {p.email.lower(): p for p in self.people}
         self._dated: dict[tuple[str, dt.date], list[dict]] = {}
         self._tasks: set[asyncio.Task] = set()
+        self.landed_early: set[dt.date] = set()
 
     def today(self) -> dt.date:
         return self.config.current_date()
+
+    def landed(self, day: dt.date) -> bool:
+        """Whether the daily batch has landed ``day`` (config ``lands_at``): every day before
+        yesterday has; yesterday once the clock passed ``lands_at`` or ``POST /_sandbox/land`` landed it."""
+        lands_at = self.config.lands_at
+        now = self.config.current_time()
+        if lands_at is None or day < now.date() - dt.timedelta(days=1) or day in self.landed_early:
+            return True
+        return now.timetz().replace(tzinfo=None) >= lands_at.replace(tzinfo=None)
+
+    def last_landed_day(self) -> dt.date:
+        """The latest day analytics answers have rows for."""
+        yesterday = self.today() - dt.timedelta(days=1)
+        return yesterday if self.landed(yesterday) else yesterday - dt.timedelta(days=1)
+
+    def land_now(self) -> dt.date:
+        """Land yesterday at once (``POST /_sandbox/land``); returns the day."""
+        yesterday = self.today() - dt.timedelta(days=1)
+        self.landed_early.add(yesterday)
+        return yesterday
 
     def person_by_email(self, email: str) -> Person | None:
         return self._people_by_email.get(email.lower())

@@ -16,7 +16,8 @@ names from it when it builds slash commands and events.
 | U0AGENTBOT  | agent | (none)              | the bot user itself (``is_bot``)           |
 
 User groups: ``S0OWNERS`` ``@platform-owners`` = [U0OWNER], ``S0MANAGERS`` ``@eng-managers`` =
-[U0MANAGER]. Channels: ``C0GENERAL`` #general, ``C0ENG`` #engineering, ``C0DIGEST`` #agent-digest.
+[U0MANAGER]. Channels: ``C0GENERAL`` #general, ``C0ENG`` #engineering, ``C0DIGEST`` #agent-digest,
+``C0SECRET`` #leadership (private, the bot is not a member).
 Team ``T0EMULATED`` "Emulated Org" (domain ``emulated-org``). The roles themselves live in the bot's
 roles file and the sandbox Agent API's organization users; this module only names the people.
 
@@ -67,6 +68,8 @@ class EmulatedChannel:
     is_private: bool = False
     is_im: bool = False
     user: str | None = None
+    bot_is_member: bool = True
+    is_archived: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,8 +195,8 @@ def channel_json(channel: EmulatedChannel) -> dict:
         "is_group": channel.is_private and not channel.is_im,
         "is_im": channel.is_im,
         "is_private": channel.is_private,
-        "is_archived": False,
-        "is_member": True,
+        "is_archived": channel.is_archived,
+        "is_member": channel.bot_is_member,
     }
     if channel.user:
         data["user"] = channel.user
@@ -214,6 +217,7 @@ DEFAULT_CHANNELS = (
     EmulatedChannel("C0GENERAL", "general"),
     EmulatedChannel("C0ENG", "engineering"),
     EmulatedChannel("C0DIGEST", "agent-digest"),
+    EmulatedChannel("C0SECRET", "leadership", is_private=True, bot_is_member=False),
 )
 
 

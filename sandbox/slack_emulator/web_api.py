@@ -17,9 +17,15 @@ Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<met
 ``auth.test``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
 ``usergroups.users.list``, ``conversations.info``, ``chat.postMessage``, ``chat.postEphemeral``,
 ``chat.update``, ``chat.delete``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
-``views.publish``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``. Anything else
-answers ``unknown_method``. ``GET {url}/files-pri/<id>/<name>`` serves files people shared
-(:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sign-in page otherwise.
+``views.publish``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``,
+``conversations.history`` (top-level messages newest first, ``oldest``/``latest``
+exclusive bounds, ``limit`` default 100, ``has_more``; a message's ``metadata`` only with
+``include_all_metadata``, as Slack does), ``conversations.open`` (``users`` -> the DM channel).
+Anything else answers ``unknown_method``. ``GET {url}/files-pri/<id>/<name>`` serves files people
+shared (:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sign-in page otherwise.
+
+Scripted failures (:meth:`WebApi.fail_next`): the next N calls of a method answer an error of your
+choice (``internal_error``, or HTTP 429 ``ratelimited`` with ``Retry-After``) without doing anything.
 
 Errors, as Slack returns them (HTTP 200, ``{"ok": false, "error": ...}``): ``not_authed`` (no token),
 ``invalid_auth`` (another token), ``invalid_arguments`` with ``response_metadata.messages``
@@ -59,7 +65,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from .directory import Directory, EmulatedChannel, EmulatedUser, channel_json, user_group_json, user_json
+from .directory import (
+    Directory,
+    EmulatedChannel,
+    EmulatedUser,
+    channel_json,
+    dm_channel_id,
+    user_group_json,
+    user_json,
+)
 from .limits import MAX_MESSAGE_BLOCKS, MAX_MESSAGE_TEXT, MAX_VIEW_BLOCKS, block_errors
 from .recorder import (
     ApiCall,
@@ -207,8 +221,12 @@ class WebApi:
             "reactions.add": self.reactions_add,
             "reactions.remove": self.reactions_remove,
             "conversations.replies": self.conversations_replies,
+            "conversations.history": self.conversations_history,
+            "conversations.open": self.conversations_open,
         }
         self.hosted: dict[str, tuple[str, str, bytes]] = {}
+        self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
+        self._scripted_lock = threading.Lock()
         self.app = Starlette(
             routes=[
                 Route("/api/{method}", self._api_endpoint, methods=["GET", "POST"]),
@@ -217,6 +235,21 @@ class WebApi:
                 Route("/files-pri/{file_id}/{name}", self._hosted_file_endpoint, methods=["GET"]),
             ]
         )
+
+    def fail_next(
+        self, method: str, error: str = "internal_error", *, times: int = 1, status: int = 200, retry_after: int | None = None
+    ) -> None:
+        """Make the next ``times`` calls of ``method`` fail with ``error`` (HTTP ``status``; a 429 gets
+        ``Retry-After: retry_after``), before the method does anything."""
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        with self._scripted_lock:
+            for _ in range(times):
+                self._scripted[method].append(SlackApiError(error, status=status, headers=headers))
+
+    def _scripted_failure(self, method: str) -> SlackApiError | None:
+        with self._scripted_lock:
+            queue = self._scripted.get(method)
+            return queue.popleft() if queue else None
 
     def reset_rate_limits(self) -> None:
         if self._rate_limiter:
@@ -238,6 +271,8 @@ class WebApi:
                 raise SlackApiError("not_authed")
             if token != self.bot_token:
                 raise SlackApiError("invalid_auth")
+            if (scripted := self._scripted_failure(method)) is not None:
+                raise scripted
             status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}
         except SlackApiError as error:
             status, headers, body = error.status, error.headers, error.body()
@@ -378,6 +413,34 @@ class WebApi:
 
     def conversations_info(self, args: Args, request: Request) -> dict[str, Any]:
         return {"channel": channel_json(self._channel(args.get("channel")))}
+
+    def conversations_history(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.required("channel", error="channel_not_found"))
+        try:
+            oldest = float(args.get("oldest", 0))
+            latest = float(args.get("latest", "inf"))
+            limit = int(args.get("limit", 100))
+        except ValueError:
+            raise _invalid_arguments("[ERROR] oldest/latest must be timestamps, limit an integer") from None
+        with_metadata = args.flag("include_all_metadata")
+        found = [
+            m
+            for m in reversed(self.recorder.messages(channel.id))
+            if not m.is_reply and oldest < float(m.ts) < latest
+        ]
+        messages = []
+        for m in found[: max(1, min(limit, 999))]:
+            payload = self._bot_message_json(m) if m.user == self.directory.bot.user_id else m.as_payload()
+            if not with_metadata:
+                payload.pop("metadata", None)
+            messages.append(payload)
+        return {"messages": messages, "has_more": len(found) > len(messages), "pin_count": 0}
+
+    def conversations_open(self, args: Args, request: Request) -> dict[str, Any]:
+        user_id = str(args.required("users")).split(",")[0]
+        if self.directory.user(user_id) is None:
+            raise SlackApiError("user_not_found")
+        return {"channel": {"id": dm_channel_id(user_id)}}
 
     # ----------------------------------------------------------------- chat methods
 

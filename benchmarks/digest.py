@@ -1,0 +1,111 @@
+"""Build and post one digest for an organization of 10,000 users; print seconds, Agent API calls,
+peak memory of the bot side and chart time.
+
+    .venv/bin/python benchmarks/digest.py [--users 10000]
+
+The sandbox runs in its own process (``agent-bot sandbox --users N``), so its CPU does not count as
+the bot's. Measured: one ``DigestService.tick`` (landing check, every analytics request, the
+``/users`` walk of 8 days in pages of 100, the chart, ``chat.postMessage`` + ``files_upload_v2`` into
+the Slack emulator); the same ``/users`` walk alone (the API-bound floor); peak memory of the bot
+process (``tracemalloc`` peak of Python allocations during the tick, and the process's max RSS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.api import AgentClient  # noqa: E402
+from bot.digest import DigestRepository, Subscription  # noqa: E402
+from bot.store import Store  # noqa: E402
+from handlers.digest import digest_service  # noqa: E402
+from sandbox.server import free_port  # noqa: E402
+from sandbox.slack_emulator import SlackEmulator  # noqa: E402
+
+NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+DAY = dt.date(2026, 11, 21)
+
+
+def start_sandbox(users: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot.cli", "sandbox", "--port", str(port), "--users", str(users), "--today", "2026-11-22"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            httpx.get(f"{url}/_sandbox/health", timeout=1).raise_for_status()
+            return process, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("sandbox did not start")
+
+
+async def walk_users(url: str) -> tuple[float, int]:
+    async with AgentClient(base_url=url, api_key="sandbox-owner-key", today=lambda: NOW.date(), timeout=300) as agent:
+        started, pages, cursor = time.perf_counter(), 0, None
+        while True:
+            page = await agent.get_users_page(start_date=DAY - dt.timedelta(days=7), end_date=DAY, limit=100, cursor=cursor)
+            pages += 1
+            if not page.meta.has_more:
+                return time.perf_counter() - started, pages
+            cursor = page.meta.next_cursor
+
+
+async def tick(url: str, slack: SlackEmulator, db: str):
+    async with AgentClient(base_url=url, api_key="sandbox-owner-key", today=lambda: NOW.date(), timeout=300) as agent:
+        store = Store(db)
+        service = digest_service(agent=agent, store=store, slack=slack.async_web_client(), now=lambda: NOW)
+        await DigestRepository(store).subscribe(Subscription("C0ENG", created_by="bench", created_at=NOW))
+        tracemalloc.start()
+        started = time.perf_counter()
+        report = await service.tick()
+        seconds = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        store.close()
+        return report, seconds, peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--users", type=int, default=10_000)
+    args = parser.parse_args()
+    sandbox, url = start_sandbox(args.users)
+    try:
+        with SlackEmulator() as slack, tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(walk_users(url))  # warm the sandbox's day cache, so both runs see the same API
+            asyncio.run(tick(url, slack, f"sqlite:///{tmp}/warm.db"))  # the sandbox draws 36 days of 10,000 people once
+            floor, pages = asyncio.run(walk_users(url))
+            report, seconds, peak = asyncio.run(tick(url, slack, f"sqlite:///{tmp}/bench.db"))
+            assert report.posted == ["C0ENG"], report
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"users: {args.users}")
+            print(f"digest tick (build + chart + post): {seconds:.2f} s")
+            print(f"Agent API calls: {report.api_calls} ({pages} of them /users pages)")
+            print(f"/users walk alone (API floor): {floor:.2f} s -> bot overhead {max(seconds - floor, 0):.2f} s "
+                  f"({max(seconds - floor, 0) / seconds:.0%} of the tick)")
+            print(f"chart: {report.chart_seconds:.2f} s")
+            print(f"peak traced Python memory during the tick: {peak / 1e6:.1f} MB; process max RSS {rss_mb:.0f} MB")
+    finally:
+        sandbox.terminate()
+        sandbox.wait()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("AGENT_BOT_LOG_LEVEL", "WARNING")
+    main()

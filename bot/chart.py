@@ -1,0 +1,101 @@
+"""The billable-tokens chart: daily bars and the trailing 7-day average, as a PNG.
+
+Drawn with matplotlib's object-oriented API only (a :class:`matplotlib.figure.Figure` on an Agg
+canvas, matplotlib doc "Embedding in a web application server"): pyplot's global figure manager is
+never touched, so charts drawn in worker threads (``asyncio.to_thread``, the way callers must run
+:func:`render_tokens_chart`, since drawing takes a few hundred milliseconds of CPU) never share state.
+
+Input: :class:`TokenSeries` (one value per UTC day, oldest first). Output: PNG bytes.
+:func:`tokens_series` builds the series from the day totals of ``/tokens?group_by=model`` rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+AVERAGE_DAYS = 7
+CHART_DAYS = 30
+CHART_SIZE_INCHES = (10, 4)
+CHART_DPI = 100
+BAR_COLOR = "#4a90d9"
+LINE_COLOR = "#d9534f"
+
+
+@dataclass(frozen=True)
+class TokenSeries:
+    """Billable tokens per day: ``days`` (UTC dates, oldest first), ``values`` (tokens) and
+    ``averages`` (the trailing mean over up to 7 days ending with each day, tokens)."""
+
+    days: tuple[dt.date, ...]
+    values: tuple[float, ...]
+    averages: tuple[float, ...]
+
+    @property
+    def last(self) -> float:
+        return self.values[-1] if self.values else 0.0
+
+
+def tokens_series(totals: Mapping[dt.date, float], start: dt.date, end: dt.date, *, history: Mapping[dt.date, float] | None = None) -> TokenSeries:
+    """The series from ``start`` to ``end`` (inclusive) out of day totals (a missing day is 0).
+
+    The averages also read the days before ``start`` found in ``totals`` (so the first bars have a
+    full 7-day average when the caller fetched 6 more days); ``history`` is accepted for clarity."""
+    merged = {**(history or {}), **totals}
+    days, values, averages = [], [], []
+    day = start
+    while day <= end:
+        window = [merged[d] for d in (day - dt.timedelta(days=n) for n in range(AVERAGE_DAYS)) if d in merged]
+        days.append(day)
+        values.append(float(merged.get(day, 0.0)))
+        averages.append(sum(window) / len(window) if window else 0.0)
+        day += dt.timedelta(days=1)
+    return TokenSeries(tuple(days), tuple(values), tuple(averages))
+
+
+def day_totals(rows: Iterable[object]) -> dict[dt.date, float]:
+    """Sum ``billable_tokens`` per ``date`` over token rows (grouped or not)."""
+    totals: dict[dt.date, float] = {}
+    for row in rows:
+        totals[row.date] = totals.get(row.date, 0.0) + float(row.billable_tokens)  # type: ignore[attr-defined]
+    return totals
+
+
+def _compact(value: float, _position: object = None) -> str:
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def render_tokens_chart(series: TokenSeries, title: str) -> bytes:
+    """The PNG (1000x400 px) of ``series``: bars of billable tokens, a line of the 7-day average.
+
+    Pure CPU work, no I/O: call it with ``await asyncio.to_thread(render_tokens_chart, ...)``.
+    Raises ``ValueError`` for an empty series."""
+    if not series.days:
+        raise ValueError("nothing to chart: the series has no days")
+    figure = Figure(figsize=CHART_SIZE_INCHES, dpi=CHART_DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    positions = range(len(series.days))
+    axes.bar(positions, series.values, color=BAR_COLOR, label="Billable tokens")
+    axes.plot(positions, series.averages, color=LINE_COLOR, linewidth=2, label=f"{AVERAGE_DAYS}-day average")
+    step = max(1, len(series.days) // 10)
+    axes.set_xticks(list(positions)[::step], [d.strftime("%b %d") for d in series.days][::step])
+    axes.yaxis.set_major_formatter(FuncFormatter(_compact))
+    axes.set_title(title)
+    axes.set_ylabel("billable tokens")
+    axes.legend(loc="upper left")
+    axes.grid(axis="y", alpha=0.3)
+    axes.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    out = io.BytesIO()
+    figure.savefig(out, format="png")
+    return out.getvalue()

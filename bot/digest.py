@@ -1,0 +1,713 @@
+"""Daily digests: subscriptions, landing detection, exactly-once claims and the scheduler's tick.
+
+A channel subscribed with ``/agent digest subscribe`` gets one message a day with the latest UTC
+day's numbers and a chart, posted once that day's analytics have *landed* (the spec: analytics are
+"aggregated by a daily batch job and available the day after", at a time it does not give).
+
+Landing rule (:meth:`DigestService.landed`): the latest day ``D`` (yesterday, UTC) has landed when
+``GET /analytics/activity?startDate=D&endDate=D`` answers with a row dated ``D``. Why: the spec has no
+readiness signal; asking for yesterday is a legal request (its 400 is for today and later), so the
+only evidence of the batch is the row itself. A day with nobody active still gets a row of zeros from
+the batch; an answer without ``D``'s row means "not yet", and the next tick asks again. When the
+digest is then built, every other answer (tokens, tools, productivity) must carry ``D``'s row too,
+else the batch is only part-way through and the tick waits (:class:`NotLandedYet`).
+
+Exactly once per (channel, day), across restarts, failing posts and several replicas (the database
+decides, never the scheduler; see :mod:`bot.scheduler`):
+
+1. claim: a row in ``digest_posts`` keyed (channel_id, day). The first INSERT wins; a row that has
+   no ``message_ts`` yet can be taken over only by a conditional UPDATE once its lease
+   (``lease_until``, :data:`LEASE`) has run out or was released after a failed post.
+2. a taken-over claim (attempt > 1) first looks in the channel's recent history
+   (``conversations.history`` with ``include_all_metadata``) for a message whose Slack ``metadata``
+   is ``{"event_type": "agent_digest", "event_payload": {"channel": ..., "day": ...}}``: a process
+   that posted and crashed before step 4 left exactly that, so it is recorded instead of re-posted.
+3. post ``chat.postMessage`` with that metadata; a 429 waits ``Retry-After`` (at most
+   :data:`MAX_RATE_LIMIT_WAITS` times); another Slack error releases the lease so the next tick retries.
+4. record ``message_ts`` (conditional on still holding the claim); then upload the chart into the
+   digest's thread (``files_upload_v2``). A chart that fails is logged; the text digest stands.
+
+Due: a subscription is due when its local time (``tz``, zoneinfo) has passed ``post_at`` today, on
+every day (``daily``) or Monday to Friday (``weekdays``), and the latest day is not posted yet.
+Catch-up: a bot that was down posts the latest day only, naming the days it skipped (days after the
+channel's last digest, not before the subscription, that were never posted), never a flood.
+Channels are posted one after another (Slack allows about one message a second per channel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import socket
+import statistics
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bot.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals, render_tokens_chart, tokens_series
+from bot.periods import EARLIEST, Period
+from bot.store import Store, metadata
+from bot.usage import UsageSummary, fetch_usage
+
+if TYPE_CHECKING:
+    from bot.api import AgentClient
+
+logger = logging.getLogger(__name__)
+
+EVENT_TYPE = "agent_digest"
+LEASE = dt.timedelta(minutes=10)
+"""How long a claim is held before another tick may take it over (a crashed poster's claim)."""
+MAX_RATE_LIMIT_WAITS = 3
+HISTORY_LIMIT = 200
+DEFAULT_POST_AT = dt.time(9, 0)
+DEFAULT_TZ = "UTC"
+DAYS_CHOICES = ("daily", "weekdays")
+MAX_CATCH_UP_DAYS = 31
+SPIKE_FACTOR = 2.0
+"""A user or tool is called out when the day is at least this many times its usual (7-day) level."""
+MIN_SPIKE_TOKENS = 1_000_000
+MIN_SPIKE_CALLS = 100
+
+digest_subscriptions = Table(
+    "digest_subscriptions",
+    metadata,
+    Column("channel_id", String(32), primary_key=True),
+    Column("post_at", String(5), nullable=False),  # HH:MM, local time
+    Column("tz", String(64), nullable=False),  # IANA zone
+    Column("days", String(16), nullable=False),  # daily | weekdays
+    Column("created_by", String(32), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+)
+
+digest_posts = Table(
+    "digest_posts",
+    metadata,
+    Column("channel_id", String(32), primary_key=True),
+    Column("day", Date, primary_key=True),
+    Column("claimed_by", String(128), nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=False),
+    Column("lease_until", DateTime(timezone=True), nullable=False),
+    Column("attempts", Integer, nullable=False, default=1),
+    Column("message_ts", String(32), nullable=True),
+    Column("posted_at", DateTime(timezone=True), nullable=True),
+    Column("skipped_days", String(512), nullable=False, default=""),  # comma-separated YYYY-MM-DD
+)
+
+
+class NotLandedYet(Exception):
+    """An analytics answer lacks the day's row: the daily batch has not (fully) landed it yet."""
+
+
+# --------------------------------------------------------------------------- subscriptions
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """One channel's digest: post at or after ``post_at`` local time in ``tz``, on ``days``."""
+
+    channel_id: str
+    post_at: dt.time = DEFAULT_POST_AT
+    tz: str = DEFAULT_TZ
+    days: str = "daily"
+    created_by: str = ""
+    created_at: dt.datetime | None = None
+
+    def is_due(self, now: dt.datetime) -> bool:
+        """Whether the local time in ``tz`` has passed ``post_at`` today (on a posting day)."""
+        local = now.astimezone(ZoneInfo(self.tz))
+        if self.days == "weekdays" and local.weekday() >= 5:
+            return False
+        return local.time().replace(tzinfo=None) >= self.post_at
+
+    def posting_day(self, day: dt.date) -> bool:
+        """Whether the digest of ``day`` would normally be posted (the day after is a posting day)."""
+        return self.days == "daily" or (day + dt.timedelta(days=1)).weekday() < 5
+
+
+def parse_post_at(text: str) -> dt.time:
+    """``HH:MM`` (24 h) -> time; raises ``ValueError`` with a readable message."""
+    hours, sep, minutes = text.partition(":")
+    if not (sep and hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
+        raise ValueError(f"`{text}` is not a time: use HH:MM, for example 09:00")
+    try:
+        return dt.time(int(hours), int(minutes))
+    except ValueError:
+        raise ValueError(f"`{text}` is not a time of day: hours 00-23, minutes 00-59") from None
+
+
+def parse_tz(text: str) -> str:
+    """An IANA zone name checked with zoneinfo; raises ``ValueError``."""
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"`{text}` is not a time zone I know: use an IANA name such as Europe/Paris or UTC") from None
+    return text
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A (channel, day) digest this process may post: ``attempt`` 1 for a fresh claim, more for a
+    taken-over one (look in the history first); ``skipped`` the days catch-up leaves out."""
+
+    channel_id: str
+    day: dt.date
+    owner: str
+    attempt: int
+    claimed_at: dt.datetime
+    skipped: tuple[dt.date, ...] = ()
+
+
+class DigestRepository:
+    """The digest tables on the bot's :class:`bot.store.Store` (created here, not in store.py)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        metadata.create_all(store.engine, tables=[digest_subscriptions, digest_posts])
+
+    async def subscribe(self, sub: Subscription) -> bool:
+        """Insert or replace the channel's subscription; True when it is new."""
+
+        def work() -> bool:
+            values = {
+                "post_at": sub.post_at.strftime("%H:%M"),
+                "tz": sub.tz,
+                "days": sub.days,
+                "created_by": sub.created_by,
+                "created_at": sub.created_at or dt.datetime.now(dt.timezone.utc),
+            }
+            with self.store.engine.begin() as conn:
+                changed = conn.execute(
+                    update(digest_subscriptions)
+                    .where(digest_subscriptions.c.channel_id == sub.channel_id)
+                    .values({k: v for k, v in values.items() if k not in ("created_by", "created_at")})
+                ).rowcount
+                if changed:
+                    return False
+                try:
+                    with conn.begin_nested():
+                        conn.execute(insert(digest_subscriptions).values(channel_id=sub.channel_id, **values))
+                except IntegrityError:  # another replica subscribed it at the same moment
+                    return False
+                return True
+
+        return await self.store._run(work)
+
+    async def unsubscribe(self, channel_id: str) -> bool:
+        """Remove the channel's subscription; False when there was none."""
+
+        def work() -> bool:
+            with self.store.engine.begin() as conn:
+                return conn.execute(delete(digest_subscriptions).where(digest_subscriptions.c.channel_id == channel_id)).rowcount > 0
+
+        return await self.store._run(work)
+
+    async def subscriptions(self) -> list[Subscription]:
+        """Every subscription, by channel id."""
+
+        def work() -> list[Subscription]:
+            with self.store.engine.connect() as conn:
+                rows = conn.execute(select(digest_subscriptions).order_by(digest_subscriptions.c.channel_id)).all()
+            return [
+                Subscription(
+                    r.channel_id, parse_post_at(r.post_at), r.tz, r.days, r.created_by, _aware(r.created_at)
+                )
+                for r in rows
+            ]
+
+        return await self.store._run(work)
+
+    async def posted_channels(self, day: dt.date) -> set[str]:
+        """Channels whose digest of ``day`` is recorded as posted."""
+
+        def work() -> set[str]:
+            with self.store.engine.connect() as conn:
+                rows = conn.execute(
+                    select(digest_posts.c.channel_id).where(digest_posts.c.day == day, digest_posts.c.message_ts.is_not(None))
+                ).all()
+            return {r.channel_id for r in rows}
+
+        return await self.store._run(work)
+
+    async def last_posted(self, channel_id: str) -> dict[str, Any] | None:
+        """The channel's latest posted digest: ``{"day", "message_ts", "posted_at"}`` or None."""
+
+        def work() -> dict[str, Any] | None:
+            with self.store.engine.connect() as conn:
+                row = conn.execute(
+                    select(digest_posts.c.day, digest_posts.c.message_ts, digest_posts.c.posted_at)
+                    .where(digest_posts.c.channel_id == channel_id, digest_posts.c.message_ts.is_not(None))
+                    .order_by(digest_posts.c.day.desc())
+                    .limit(1)
+                ).first()
+            return dict(row._mapping) if row else None
+
+        return await self.store._run(work)
+
+    async def claim(self, channel_id: str, day: dt.date, owner: str, now: dt.datetime, skipped: Iterable[dt.date] = ()) -> Claim | None:
+        """Claim the (channel, day) digest for ``owner``: a new row, or the takeover of an unposted row
+        whose lease ran out. None when it is posted, or held by someone else."""
+        skipped_text = ",".join(d.isoformat() for d in skipped)
+
+        def work() -> Claim | None:
+            key = and_(digest_posts.c.channel_id == channel_id, digest_posts.c.day == day)
+            try:
+                with self.store.engine.begin() as conn:
+                    conn.execute(
+                        insert(digest_posts).values(
+                            channel_id=channel_id, day=day, claimed_by=owner, claimed_at=now,
+                            lease_until=now + LEASE, attempts=1, skipped_days=skipped_text,
+                        )
+                    )
+                return Claim(channel_id, day, owner, 1, now, tuple(skipped))
+            except IntegrityError:
+                pass
+            with self.store.engine.begin() as conn:
+                taken = conn.execute(
+                    update(digest_posts)
+                    .where(key, digest_posts.c.message_ts.is_(None), digest_posts.c.lease_until <= now)
+                    .values(claimed_by=owner, lease_until=now + LEASE, attempts=digest_posts.c.attempts + 1)
+                ).rowcount
+                if not taken:
+                    return None
+                row = conn.execute(select(digest_posts).where(key)).one()
+            days = tuple(dt.date.fromisoformat(d) for d in row.skipped_days.split(",") if d)
+            return Claim(channel_id, day, owner, row.attempts, _aware(row.claimed_at), days)
+
+        return await self.store._run(work)
+
+    async def record(self, claim: Claim, message_ts: str, now: dt.datetime) -> bool:
+        """Record the posted message's ts (only while ``claim`` still holds the row)."""
+
+        def work() -> bool:
+            with self.store.engine.begin() as conn:
+                return conn.execute(
+                    update(digest_posts)
+                    .where(
+                        digest_posts.c.channel_id == claim.channel_id, digest_posts.c.day == claim.day,
+                        digest_posts.c.claimed_by == claim.owner, digest_posts.c.message_ts.is_(None),
+                    )
+                    .values(message_ts=message_ts, posted_at=now)
+                ).rowcount == 1
+
+        return await self.store._run(work)
+
+    async def release(self, claim: Claim, now: dt.datetime) -> None:
+        """Give the claim up after a failed post, so that the next tick retries at once."""
+
+        def work() -> None:
+            with self.store.engine.begin() as conn:
+                conn.execute(
+                    update(digest_posts)
+                    .where(
+                        digest_posts.c.channel_id == claim.channel_id, digest_posts.c.day == claim.day,
+                        digest_posts.c.claimed_by == claim.owner, digest_posts.c.message_ts.is_(None),
+                    )
+                    .values(lease_until=now)
+                )
+
+        await self.store._run(work)
+
+    async def posts(self, channel_id: str | None = None) -> list[dict[str, Any]]:
+        """Every digest_posts row (for tests, ``list`` and the CLI), by channel and day."""
+
+        def work() -> list[dict[str, Any]]:
+            query = select(digest_posts).order_by(digest_posts.c.channel_id, digest_posts.c.day)
+            if channel_id:
+                query = query.where(digest_posts.c.channel_id == channel_id)
+            with self.store.engine.connect() as conn:
+                return [dict(r._mapping) for r in conn.execute(query).all()]
+
+        return await self.store._run(work)
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    if value is not None and value.tzinfo is None:  # SQLite drops the zone
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value
+
+
+# --------------------------------------------------------------------------- the digest's data
+
+
+@dataclass(frozen=True)
+class Callout:
+    """"What changed most": ``kind`` (``user`` or ``tool``), ``name``, the day's ``value`` and the
+    ``usual`` level (mean of the 7 days before), in ``unit`` (``billable tokens`` or ``calls``)."""
+
+    kind: str
+    name: str
+    value: float
+    usual: float
+    unit: str
+
+    @property
+    def factor(self) -> float:
+        return self.value / self.usual if self.usual else float("inf")
+
+
+@dataclass(frozen=True)
+class Digest:
+    """Everything a digest shows about ``day`` (all token counts are billable tokens).
+
+    ``week_ago``: the same weekday a week earlier (None before 2026-01-14); ``week_average``: mean of
+    the 7 days before ``day`` (those on or after 2026-01-14); ``summary``: the day's
+    :class:`bot.usage.UsageSummary` (totals, top models, tools, MCP servers folded by case, users);
+    ``series``: 30 days for the chart; ``callouts``: at most two lines of what changed most."""
+
+    day: dt.date
+    summary: UsageSummary
+    week_ago: float | None
+    week_average: float | None
+    series: TokenSeries
+    callouts: tuple[Callout, ...] = ()
+    api_calls: int = 0
+
+
+def latest_day(now: dt.datetime) -> dt.date:
+    """The latest UTC day analytics can have: yesterday (UTC)."""
+    return now.astimezone(dt.timezone.utc).date() - dt.timedelta(days=1)
+
+
+def _require_day(rows: Iterable[Any], day: dt.date, what: str) -> None:
+    if not any(r.date == day for r in rows):
+        raise NotLandedYet(f"{what} has no row for {day.isoformat()} yet")
+
+
+class CountingClient:
+    """Wraps an :class:`AgentClient` to count the analytics requests one digest makes."""
+
+    def __init__(self, client: AgentClient) -> None:
+        self._client = client
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if name.startswith("get_"):
+            async def counted(*args: Any, **kwargs: Any) -> Any:
+                self.calls += 1
+                return await attr(*args, **kwargs)
+
+            return counted
+        return attr
+
+
+async def fetch_digest(client: AgentClient, day: dt.date) -> Digest:
+    """Fetch and aggregate the digest of ``day``. Raises :class:`NotLandedYet` when an answer lacks
+    ``day``'s row, and the client's :class:`bot.api.AgentAPIError` subclasses.
+
+    Requests: the day and the day before (:func:`bot.usage.fetch_usage`, 8 concurrent), token totals
+    per day for the chart's 30 days plus 6 for the first averages (``/tokens?group_by=model``), the 7
+    days before for the tool callout (``/tools``), and ``/users`` over the 8 days for the user callout
+    (pages of 100, walked sequentially, aggregated as they come: memory stays per user, not per row)."""
+    counting = CountingClient(client)
+    first = max(day - dt.timedelta(days=CHART_DAYS + AVERAGE_DAYS - 2), EARLIEST)
+    week_start = max(day - dt.timedelta(days=7), EARLIEST)
+    summary, grouped, tools = await asyncio.gather(
+        fetch_usage(counting, Period(day, day)),  # type: ignore[arg-type]
+        counting.get_tokens(start_date=first, end_date=day, group_by="model"),
+        counting.get_tools(start_date=week_start, end_date=day),
+    )
+    _require_day(grouped.data, day, "/tokens")
+    _require_day(tools.data, day, "/tools")
+    totals = day_totals(grouped.data)
+    series = tokens_series(totals, max(day - dt.timedelta(days=CHART_DAYS - 1), EARLIEST), day)
+    before = [totals.get(day - dt.timedelta(days=n), 0.0) for n in range(1, 8) if day - dt.timedelta(days=n) >= EARLIEST]
+    week_ago_day = day - dt.timedelta(days=7)
+    callouts = []
+    user = await _user_callout(counting, day, week_start)
+    if user:
+        callouts.append(user)
+    tool = _tool_callout(tools.data, day)
+    if tool:
+        callouts.append(tool)
+    return Digest(
+        day=day,
+        summary=summary,
+        week_ago=totals.get(week_ago_day, 0.0) if week_ago_day >= EARLIEST else None,
+        week_average=statistics.fmean(before) if before else None,
+        series=series,
+        callouts=tuple(callouts),
+        api_calls=counting.calls + _users_pages(counting),
+    )
+
+
+def _users_pages(counting: CountingClient) -> int:
+    return getattr(counting, "users_pages", 0)
+
+
+async def _user_callout(counting: CountingClient, day: dt.date, week_start: dt.date) -> Callout | None:
+    """The user furthest above their usual level (mean of the 7 days before; 0 on days without a row)."""
+    if week_start >= day:
+        return None
+    on_day: dict[str, float] = {}
+    before: dict[str, float] = defaultdict(float)
+    pages = 0
+    cursor = None
+    while True:
+        page = await counting._client.get_users_page(start_date=week_start, end_date=day, limit=100, cursor=cursor)
+        pages += 1
+        for row in page.data:
+            who = row.user_email or row.user_id
+            if row.date == day:
+                on_day[who] = on_day.get(who, 0.0) + float(row.billable_tokens)
+            else:
+                before[who] += float(row.billable_tokens)
+        if not page.meta.has_more or not page.meta.next_cursor:
+            break
+        cursor = page.meta.next_cursor
+    counting.users_pages = pages  # type: ignore[attr-defined]
+    days_before = (day - week_start).days
+    best: Callout | None = None
+    for who, value in on_day.items():
+        usual = before.get(who, 0.0) / days_before
+        if value < MIN_SPIKE_TOKENS or value < SPIKE_FACTOR * usual:
+            continue
+        candidate = Callout("user", who, value, usual, "billable tokens")
+        if best is None or (value - usual, who) > (best.value - best.usual, best.name):
+            best = candidate
+    return best
+
+
+def _tool_callout(rows: list[Any], day: dt.date) -> Callout | None:
+    """The tool (or MCP server, names folded by case) furthest above its usual level."""
+    on_day: Counter = Counter()
+    before: Counter = Counter()
+    days_before = 0
+    for row in rows:
+        target = on_day if row.date == day else before
+        days_before += row.date != day
+        for item in row.by_tool:
+            target[item.tool] += item.invocations
+        for item in row.mcp_by_server:
+            target[f"MCP server {item.server.lower()}"] += item.invocations
+    if not days_before:
+        return None
+    best: Callout | None = None
+    for name, value in sorted(on_day.items()):
+        usual = before.get(name, 0) / days_before
+        if value < MIN_SPIKE_CALLS or value < SPIKE_FACTOR * usual:
+            continue
+        if best is None or value - usual > best.value - best.usual:
+            best = Callout("tool", name, value, usual, "calls")
+    return best
+
+
+# --------------------------------------------------------------------------- the tick
+
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+@dataclass
+class TickReport:
+    """What one tick did: ``day`` looked at, ``landed`` or not, channels ``posted`` (and ``recovered``
+    from history), channels that ``failed``, and the seconds spent drawing the chart."""
+
+    day: dt.date | None = None
+    landed: bool | None = None
+    posted: list[str] = field(default_factory=list)
+    recovered: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    chart_seconds: float = 0.0
+    api_calls: int = 0
+
+    def describe(self) -> str:
+        if self.day is None:
+            return "no digest due"
+        if not self.landed:
+            return f"{self.day.isoformat()} has not landed yet; nothing posted"
+        parts = [f"day {self.day.isoformat()}: posted {len(self.posted)}"]
+        if self.posted:
+            parts.append("(" + ", ".join(self.posted) + ")")
+        if self.recovered:
+            parts.append(f"recovered from history {', '.join(self.recovered)}")
+        if self.failed:
+            parts.append(f"failed {', '.join(self.failed)} (retried at the next tick)")
+        return " ".join(parts)
+
+
+class DigestService:
+    """The digest scheduler's work: :meth:`tick` (one pass) and :meth:`build` (preview).
+
+    ``slack`` is an ``AsyncWebClient``; ``now`` the injected clock; ``sleep`` waits a 429's
+    ``Retry-After`` (injectable, so tests never sleep through it); ``formatter`` turns a
+    :class:`Digest` and its skipped days into a payload, ``alt_text`` makes the chart's alt text."""
+
+    def __init__(
+        self,
+        *,
+        agent: AgentClient,
+        store: Store,
+        slack: Any,
+        now: Callable[[], dt.datetime],
+        formatter: Callable[[Digest, tuple[dt.date, ...]], dict],
+        alt_text: Callable[[Digest], str],
+        sleep: Sleep = asyncio.sleep,
+        owner: str | None = None,
+    ) -> None:
+        self.agent = agent
+        self.repo = DigestRepository(store)
+        self.slack = slack
+        self.now = now
+        self.formatter = formatter
+        self.alt_text = alt_text
+        self.sleep = sleep
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    async def landed(self, day: dt.date) -> bool:
+        """The landing rule of the module docstring: ``/activity`` for ``day`` has ``day``'s row."""
+        answer = await self.agent.get_activity(start_date=day, end_date=day)
+        return any(row.date == day for row in answer.data)
+
+    async def build(self, day: dt.date) -> Digest:
+        """The digest of ``day`` (raises :class:`NotLandedYet`, API errors)."""
+        return await fetch_digest(self.agent, day)
+
+    async def chart(self, digest: Digest) -> bytes | None:
+        """The chart PNG, drawn in a worker thread; None (logged) when drawing fails."""
+        try:
+            return await asyncio.to_thread(render_tokens_chart, digest.series, chart_title(digest))
+        except Exception:
+            logger.exception("digest chart of %s failed; the text digest goes out without it", digest.day)
+            return None
+
+    async def tick(self) -> TickReport:
+        """One pass: post every due, landed, unposted digest (module docstring). Never raises for one
+        channel's Slack failure; API errors propagate (the scheduler logs them and ticks again)."""
+        report = TickReport()
+        now = self.now()
+        due = [s for s in await self.repo.subscriptions() if s.is_due(now)]
+        if not due:
+            return report
+        day = latest_day(now)
+        if day < EARLIEST:
+            return report
+        report.day = day
+        posted = await self.repo.posted_channels(day)
+        pending = [s for s in due if s.channel_id not in posted]
+        if not pending:
+            report.landed = True
+            return report
+        if not await self.landed(day):
+            report.landed = False
+            logger.info("digest of %s: the day has not landed yet; %d channel(s) wait", day, len(pending))
+            return report
+        try:
+            digest = await self.build(day)
+        except NotLandedYet as exc:
+            report.landed = False
+            logger.info("digest of %s: %s", day, exc)
+            return report
+        report.landed = True
+        report.api_calls = digest.api_calls + 1
+        started = time.perf_counter()
+        png = await self.chart(digest)
+        report.chart_seconds = time.perf_counter() - started
+        for sub in pending:  # one after another: Slack's per-channel rate limit, 429s honoured
+            await self._post(sub, digest, png, report)
+        return report
+
+    async def _skipped(self, sub: Subscription, day: dt.date) -> tuple[dt.date, ...]:
+        last = await self.repo.last_posted(sub.channel_id)
+        created = (sub.created_at or self.now()).astimezone(dt.timezone.utc).date() - dt.timedelta(days=1)
+        start = max(created, (last["day"] + dt.timedelta(days=1)) if last else created, day - dt.timedelta(days=MAX_CATCH_UP_DAYS))
+        days = []
+        current = start
+        while current < day:
+            if sub.posting_day(current):
+                days.append(current)
+            current += dt.timedelta(days=1)
+        return tuple(days)
+
+    async def _post(self, sub: Subscription, digest: Digest, png: bytes | None, report: TickReport) -> None:
+        from slack_sdk.errors import SlackApiError
+
+        claim = await self.repo.claim(sub.channel_id, digest.day, self.owner, self.now(), await self._skipped(sub, digest.day))
+        if claim is None:
+            return  # posted, or another tick holds it
+        try:
+            ts = await self._find_posted(claim) if claim.attempt > 1 else None
+            recovered = ts is not None
+            if not recovered:
+                payload = self.formatter(digest, claim.skipped)
+                ts = await self._post_message(sub.channel_id, payload, digest.day)
+        except SlackApiError as exc:
+            await self.repo.release(claim, self.now())
+            report.failed.append(sub.channel_id)
+            logger.warning("digest of %s into %s failed (%s); retried at the next tick", digest.day, sub.channel_id, exc.response.get("error"))
+            return
+        if not await self.repo.record(claim, ts, self.now()):
+            logger.warning("digest of %s into %s: claim lost before recording ts %s", digest.day, sub.channel_id, ts)
+            return
+        if recovered:  # its chart's fate is unknown; the text is what counts
+            report.recovered.append(sub.channel_id)
+            return
+        report.posted.append(sub.channel_id)
+        if png is not None:
+            await self._upload_chart(sub.channel_id, ts, png, digest)
+
+    async def _post_message(self, channel: str, payload: dict, day: dt.date) -> str:
+        from slack_sdk.errors import SlackApiError
+
+        waits = 0
+        while True:
+            try:
+                response = await self.slack.chat_postMessage(
+                    channel=channel,
+                    text=payload["text"],
+                    blocks=payload["blocks"],
+                    metadata={"event_type": EVENT_TYPE, "event_payload": {"channel": channel, "day": day.isoformat()}},
+                    unfurl_links=False,
+                )
+                return response["ts"]
+            except SlackApiError as exc:
+                if exc.response.status_code != 429 or waits >= MAX_RATE_LIMIT_WAITS:
+                    raise
+                waits += 1
+                retry_after = float(exc.response.headers.get("Retry-After", exc.response.headers.get("retry-after", 1)))
+                logger.info("Slack rate-limited the digest into %s; waiting %s s", channel, retry_after)
+                await self.sleep(retry_after)
+
+    async def _find_posted(self, claim: Claim) -> str | None:
+        """The ts of this claim's digest when a previous attempt posted it (its message metadata)."""
+        oldest = (claim.claimed_at - dt.timedelta(minutes=1)).timestamp()
+        answer = await self.slack.conversations_history(
+            channel=claim.channel_id, oldest=f"{oldest:.6f}", limit=HISTORY_LIMIT, include_all_metadata=True
+        )
+        for message in answer.get("messages", []):
+            meta = message.get("metadata") or {}
+            payload = meta.get("event_payload") or {}
+            if (
+                meta.get("event_type") == EVENT_TYPE
+                and payload.get("channel") == claim.channel_id
+                and payload.get("day") == claim.day.isoformat()
+            ):
+                logger.info("digest of %s into %s was posted before (ts %s); recorded, not re-posted", claim.day, claim.channel_id, message["ts"])
+                return message["ts"]
+        return None
+
+    async def _upload_chart(self, channel: str, thread_ts: str, png: bytes, digest: Digest) -> None:
+        try:
+            await self.slack.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                content=png,
+                filename=f"agent-usage-{digest.day.isoformat()}.png",
+                title=chart_title(digest),
+                alt_txt=self.alt_text(digest),
+            )
+        except Exception as exc:  # the chart never stops the digest
+            logger.warning("digest chart upload into %s failed: %s", channel, type(exc).__name__)
+
+
+def chart_title(digest: Digest) -> str:
+    return f"Billable tokens, {digest.series.days[0].isoformat()} \u2013 {digest.day.isoformat()}"

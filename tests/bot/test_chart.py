@@ -1,0 +1,37 @@
+"""The tokens chart: a PNG drawn with the object-oriented API, never pyplot."""
+
+import asyncio
+import datetime as dt
+import subprocess
+import sys
+
+import pytest
+
+from bot.chart import render_tokens_chart, tokens_series
+
+DAY = dt.date(2026, 11, 21)
+
+
+def test_series_has_trailing_seven_day_averages_over_the_days_fetched():
+    totals = {DAY - dt.timedelta(days=n): float(n) for n in range(10)}  # 9 .. 0 tokens, oldest first
+    series = tokens_series(totals, DAY - dt.timedelta(days=2), DAY)
+    assert series.days == (DAY - dt.timedelta(days=2), DAY - dt.timedelta(days=1), DAY)
+    assert series.values == (2.0, 1.0, 0.0)
+    assert series.averages == (5.0, 4.0, 3.0)  # mean of 8..2, 7..1, 6..0
+
+
+def test_render_is_a_png_and_works_off_the_event_loop():
+    series = tokens_series({DAY: 5.0, DAY - dt.timedelta(days=1): 3.0}, DAY - dt.timedelta(days=1), DAY)
+    png = asyncio.run(asyncio.to_thread(render_tokens_chart, series, "t"))
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+    with pytest.raises(ValueError):
+        render_tokens_chart(tokens_series({}, DAY, DAY - dt.timedelta(days=1)), "empty")
+
+
+def test_pyplot_is_never_imported():
+    code = (
+        "import datetime as dt, sys; from bot.chart import render_tokens_chart, tokens_series;"
+        "d=dt.date(2026,11,21); render_tokens_chart(tokens_series({d: 1.0}, d, d), 't');"
+        "print('matplotlib.pyplot' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
