@@ -9,7 +9,7 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    (atomic across replicas); any later delivery of the same key is answered ``200`` with no
    processing, so a side effect happens once.
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
-   or ``thread_reply``), resolves the user's role and compares it with the policy table. A refusal is
+   a modal's ``callback_id`` on ``view_submission``, or ``thread_reply``), resolves the user's role and compares it with the policy table. A refusal is
    an ephemeral reply naming the role needed, logged at WARNING; the handler never runs. Requests
    with no policy key (events the bot does not act on) pass through.
 """
@@ -39,6 +39,8 @@ def delivery_key(body: Mapping[str, Any]) -> str | None:
         return f"command:{body['trigger_id']}"
     if body.get("type") == "block_actions" and body.get("trigger_id"):
         return f"action:{body['trigger_id']}"
+    if body.get("type") == "view_submission" and body.get("trigger_id"):
+        return f"view:{body['trigger_id']}"
     return None
 
 
@@ -91,6 +93,8 @@ def build_role_check(
             return policy_key_of_command(body.get("text") or "")
         if body.get("type") == "block_actions" and body.get("actions"):
             return body["actions"][0].get("action_id")
+        if body.get("type") == "view_submission":
+            return (body.get("view") or {}).get("callback_id") or None
         if body.get("type") == "event_callback" and is_thread_reply(body):
             return THREAD_REPLY
         return None
@@ -111,6 +115,11 @@ def build_role_check(
         payload = refusal_message(key, needed.name, user.role.name)
         if body.get("command"):
             return await ack(text=payload["text"], blocks=payload["blocks"])
+        if body.get("type") == "view_submission":  # the refusal shows on the modal's first input
+            inputs = [b.get("block_id") for b in (body.get("view") or {}).get("blocks", []) if b.get("type") == "input"]
+            if inputs and inputs[0]:
+                return await ack(response_action="errors", errors={inputs[0]: payload["text"][:150]})
+            return await ack()
         if body.get("type") == "block_actions":
             await ack()
             if respond is not None:

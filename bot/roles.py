@@ -64,6 +64,18 @@ DEFAULT_POLICY: dict[str, Role] = {
     "users": Role.manager,
     "users.more": Role.manager,
     "thread_reply": Role.member,
+    # credit limits (handlers/limits.py); approvals.approver_role sets the approvers' keys
+    "limits": Role.member,  # reading; a member sees only their own (below limits.read_all)
+    "limits.read_all": Role.manager,
+    "limits set": Role.manager,
+    "limits request": Role.member,
+    "limits history": Role.manager,
+    "limits.file": Role.manager,
+    "limits.approve": Role.manager,
+    "limits.confirm": Role.manager,
+    "limits.reject": Role.manager,
+    "limits.retry": Role.manager,
+    "limits.cancel": Role.member,  # the requester only: checked by the workflow
 }
 
 

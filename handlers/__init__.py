@@ -18,9 +18,9 @@ SLASH_COMMAND = "/agent"
 def register(app: Any, router: Router, services: Any) -> None:
     """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
     # modules register themselves when called, nothing happens at import time
-    from handlers import computers, controls, reports, usage, users  # noqa: PLC0415
+    from handlers import computers, controls, limits, reports, usage, users  # noqa: PLC0415
 
-    for module in (usage, reports, controls, computers, users):
+    for module in (usage, reports, controls, computers, users, limits):
         module.register(app, router, services)
 
     @reported

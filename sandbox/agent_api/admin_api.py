@@ -6,7 +6,8 @@
 * ``POST /_sandbox/faults`` with a JSON object holding any of the five fault fields -> 200 the current
   faults (400 for an unknown field or an out-of-range value; changing ``rate_limit_every`` restarts
   the request count)
-* ``GET /_sandbox/limits`` -> 200 ``{"limits": {email: limit}}`` as set through the v0 limits endpoint
+* ``GET /_sandbox/limits`` -> 200 ``{"limits": {email: limit}, "updates": [[{email, limit}, ...], ...]}``:
+  the limits as set through the v0 limits endpoint, and the ``users`` array of every PUT it took
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ async def set_faults(request: Request) -> JSONResponse:
 
 
 async def limits(request: Request) -> JSONResponse:
-    return JSONResponse({"limits": dict(request.app.state.sandbox.limits)})
+    sandbox = request.app.state.sandbox
+    return JSONResponse({"limits": dict(sandbox.limits), "updates": list(sandbox.limit_updates)})
 
 
 routes = [
