@@ -374,3 +374,85 @@ def test_reading_limits_and_history(stack, block_kit_validator):
     assert everyone == {"response_type": "ephemeral", **fmt.known_limits_message(asyncio.run(workflow(stack).store.known()))}
     assert stack.command("limits history 0", user="U0MANAGER").last["blocks"][0]["text"]["text"].endswith("`n` must be a whole number from 1 to 50.")
     assert stack.command("limits history", user="U0MEMBER").last["text"].startswith(":no_entry:")
+
+
+def test_limits_set_file_opens_a_csv_modal_and_its_submission_files_a_request(stack, people):
+    first, second = next(people), next(people)
+    assert stack.client.send_slash_command("limits set file", user_id="U0MANAGER", channel_id=DEMO_CHANNEL).status_code == 200
+    modal = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.modals(fmt.FILE_CALLBACK))[-1]
+    assert modal.view == fmt.file_modal(DEMO_CHANNEL)
+    view = {**modal.view, "id": modal.view_id}
+    bad = stack.client.send_view_submission(view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: "email,limit\nonly-one-cell"}}, user_id="U0MANAGER")
+    assert bad.json() == {"response_action": "errors", "errors": {fmt.FILE_BLOCK: "line 2: expected `email,limit`, got `only-one-cell`"}}
+    refused = stack.client.send_view_submission(view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: f"{first},10"}}, user_id="U0MEMBER")
+    assert refused.json()["response_action"] == "errors" and "needs the *manager* role" in refused.json()["errors"][fmt.FILE_BLOCK]
+    before = {m.ts for m in request_messages(stack)}
+    csv_text = f"email,limit\n{first},1000\n\n{second.upper()}, 2000\n"
+    sent = stack.client.send_view_submission(view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: csv_text}, fmt.FILE_REASON_BLOCK: {fmt.FILE_INPUT: "new team"}}, user_id="U0MANAGER")
+    assert sent.status_code == 200 and not sent.body
+    message = stack.slack.recorder.wait_for(lambda: [m for m in request_messages(stack) if m.ts not in before])[-1]
+    filed = stored(stack, request_id_of(message))
+    assert filed.entries == (LimitEntry(first, 1000), LimitEntry(second, 2000)) and filed.reason == "new team"
+    [notice] = stack.slack.recorder.wait_for(lambda: [e for e in stack.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER") if e.text == fmt.FILED_FALLBACK.format(id=filed.id)])
+    assert notice.blocks == fmt.filed_notice(filed, None)["blocks"]
+
+
+def test_a_member_cannot_submit_the_reject_modal(stack, people):
+    _, message = ask(stack, f"limits set {next(people)} 5", "U0MANAGER")
+    request_id = request_id_of(message)
+    view = {**fmt.reject_modal(stored(stack, request_id)), "id": "V0FORGED"}
+    sent = stack.client.send_view_submission(view, {fmt.REJECT_BLOCK: {fmt.REJECT_INPUT: "no"}}, user_id="U0MEMBER")
+    assert sent.json()["response_action"] == "errors"
+    assert stored(stack, request_id).state == PENDING
+
+
+def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
+    """Two bot replicas (two servers, one PostgreSQL database); approvals land on both at once."""
+    import os
+
+    import sqlalchemy
+
+    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    pytest.importorskip("psycopg")
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS limit_requests, known_limits"))
+    except sqlalchemy.exc.OperationalError:
+        pytest.skip("PostgreSQL not reachable")
+    finally:
+        engine.dispose()
+    settings = stack.bot.services.settings.model_copy(update={"database_url": url})
+    key = settings.agent_api_key.get_secret_value()
+    bots = [create_bot(settings, agent=AgentClient(base_url=stack.sandbox.url, api_key=key, today=lambda: TODAY), today=lambda: TODAY, now=clock) for _ in range(2)]
+    servers = [serve_in_thread(bot.asgi()) for bot in bots]
+    clients = [stack.slack.client(server.url) for server in servers]
+    try:
+        updates_before = len(sandbox_limits(stack)["updates"])
+        before = {m.ts for m in request_messages(stack)}
+        clients[0].send_slash_command("limits set erin@example.com 4321", user_id="U0MANAGER", channel_id=DEMO_CHANNEL)
+        message = stack.slack.recorder.wait_for(lambda: [m for m in request_messages(stack) if m.ts not in before])[-1]
+        request_id = request_id_of(message)
+        store = bots[1].services.extras["limits"].store
+        sent: list = []
+
+        def approve(i):
+            client = clients[i % 2]
+            sent.append(client.send_block_action(fmt.APPROVE_ACTION, user_id="U0OWNER", channel_id=DEMO_CHANNEL, message_ts=message.ts, message=message.as_payload()))
+
+        threads = [threading.Thread(target=approve, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        done = stack.slack.recorder.wait_for(lambda: (r := asyncio.run(store.get(request_id))).state == APPLIED and r, timeout=10)
+        stack.slack.recorder.wait_for(lambda: len([x for s in sent for x in stack.slack.recorder.responses(s.response_url_id)]) >= 5)
+        assert done.decided_by == "U0OWNER"
+        assert sandbox_limits(stack)["updates"][updates_before:] == [[{"email": "erin@example.com", "limit": 4321}]]
+    finally:
+        for client in clients:
+            client.close()
+        for server in servers:
+            server.stop()
+        for bot in bots:
+            bot.services.store.close()
