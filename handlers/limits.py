@@ -45,8 +45,6 @@ from bot.commands import SubCommand
 from bot.errors import reported
 from bot.limits import (
     APPROVED,
-    EXPIRED,
-    NOT_APPLIED,
     PENDING,
     ApprovalsConfig,
     LimitEntry,
