@@ -184,7 +184,10 @@ TOUR: Sequence[tuple[str, str]] = (
     ("bob", "help digest subscribe"),
     ("bob", "usage 30d chart"),
     ("bob", "digest list"),
+    ("bob", 'limits set carol@example.com 5000 reason="Q4 migration"'),
 )
+"""Besides these commands, the demo's credit-limit step (:func:`_limits_step`) has alice approve bob's
+request with a click and prints the request message, the thread and bob's DM."""
 
 
 def tick_digests(stack: Stack, now: Any = None) -> Any:
@@ -314,6 +317,45 @@ def _run_line(stack: Stack, line: str, out: TextIO) -> None:
     _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
 
 
+LIMITS_AFTER: Sequence[tuple[str, str]] = (("carol", "limits"), ("bob", "limits history 5"))
+
+
+def _limits_step(stack: Stack, out: TextIO) -> None:
+    """alice approves the credit-limit request bob filed in the tour; print what everyone sees."""
+    requests = [
+        m for m in stack.slack.recorder.messages(DEMO_CHANNEL)
+        if m.blocks and m.blocks[0].get("type") == "header" and "Credit-limit request" in m.blocks[0]["text"]["text"]
+    ]
+    if not requests:
+        out.write("\n(no credit-limit request was posted)\n")
+        return
+    message = requests[-1]
+    out.write(f"\n\u2500\u2500 in #{DEMO_CHANNEL}, the request message bob's command posted:\n")
+    out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+    out.write("\n\u2500\u2500 alice clicks Approve\n")
+    stack.client.send_block_action("limits.approve", user_id=PEOPLE["alice"], channel_id=DEMO_CHANNEL, message_ts=message.ts)
+    try:
+        thread = stack.slack.recorder.wait_for(
+            lambda: (t := stack.slack.recorder.messages(DEMO_CHANNEL, message.ts))[1:] and t, timeout=10.0, what="the outcome"
+        )
+    except AssertionError:
+        out.write("(no outcome within 10 s)\n")
+        return
+    edited = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
+    out.write("the request message, edited in place:\n")
+    out.write(render_text({"text": edited.text, "blocks": edited.blocks}, users=None) + "\n")
+    out.write("in its thread:\n")
+    for reply in thread[1:]:
+        out.write(render_text({"text": reply.text, "blocks": reply.blocks}, users=None) + "\n")
+    try:
+        dms = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.messages("D" + PEOPLE["bob"][1:]), timeout=5.0)
+        out.write("bob's DM:\n" + render_text({"text": dms[-1].text, "blocks": dms[-1].blocks}, users=None) + "\n")
+    except AssertionError:
+        out.write("(no DM to bob within 5 s)\n")
+    for who, text in LIMITS_AFTER:
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
 def run_demo(
     *, interactive: bool = False, users: int = 40, seed: int = 7, out: TextIO = sys.stdout, lines: TextIO = sys.stdin,
     chart_dir: Path | None = None,
@@ -335,6 +377,7 @@ def run_demo(
         except WaitTimeout as exc:  # a demo step that did not happen is reported, not a traceback
             out.write(f"\n(the session tour stopped: {exc})\n")
         _digest_step(stack, out, chart_dir or Path.cwd())
+        _limits_step(stack, out)
         if interactive:
             out.write("\nType /agent lines (or `as carol /agent usage`); an empty line or Ctrl-D ends.\n")
             while True:

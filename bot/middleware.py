@@ -41,6 +41,8 @@ def delivery_key(body: Mapping[str, Any]) -> str | None:
         return f"command:{body['trigger_id']}"
     if body.get("type") == "block_actions" and body.get("trigger_id"):
         return f"action:{body['trigger_id']}"
+    if body.get("type") == "view_submission" and body.get("trigger_id"):
+        return f"view:{body['trigger_id']}"
     return None
 
 
@@ -129,9 +131,9 @@ def build_role_check(
         payload = refusal_message(key, needed.name, user.role.name)
         if body.get("command"):
             return await ack(text=payload["text"], blocks=payload["blocks"])
-        if body.get("type") == "view_submission":
+        if body.get("type") == "view_submission":  # the refusal shows on the modal's first input
             inputs = [b.get("block_id") for b in (body.get("view") or {}).get("blocks", []) if b.get("type") == "input"]
-            if inputs:
+            if inputs and inputs[0]:
                 return await ack(response_action="errors", errors={inputs[0]: payload["text"][:150]})
             return await ack()
         if body.get("type") == "block_actions":

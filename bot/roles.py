@@ -67,6 +67,18 @@ DEFAULT_POLICY: dict[str, Role] = {
     "session": Role.member,  # session start / status / set / archive, and the session.* buttons
     "sessions": Role.member,
     "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
+    # credit limits (handlers/limits.py); approvals.approver_role sets the approvers' keys
+    "limits": Role.member,  # reading; a member sees only their own (below limits.read_all)
+    "limits.read_all": Role.manager,
+    "limits set": Role.manager,
+    "limits request": Role.member,
+    "limits history": Role.manager,
+    "limits.file": Role.manager,
+    "limits.approve": Role.manager,
+    "limits.confirm": Role.manager,
+    "limits.reject": Role.manager,
+    "limits.retry": Role.manager,
+    "limits.cancel": Role.member,  # the requester only: checked by the workflow
 }
 
 

@@ -6,7 +6,8 @@
 * ``POST /_sandbox/faults`` with a JSON object holding any of the five fault fields -> 200 the current
   faults (400 for an unknown field or an out-of-range value; changing ``rate_limit_every`` restarts
   the request count)
-* ``GET /_sandbox/limits`` -> 200 ``{"limits": {email: limit}}`` as set through the v0 limits endpoint
+* ``GET /_sandbox/limits`` -> 200 ``{"limits": {email: limit}, "updates": [[{email, limit}, ...], ...]}``:
+  the limits as set through the v0 limits endpoint, and the ``users`` array of every PUT it took
 * ``GET /_sandbox/batch`` -> 200 ``{"now", "lands_at", "last_landed_day"}`` (the daily batch)
 * ``POST /_sandbox/batch`` with ``{"lands_at": "HH:MM"}`` (UTC; ``null``: no batch) -> 200 the batch state
 * ``POST /_sandbox/land`` -> 200 ``{"landed": "YYYY-MM-DD", ...}``: the daily batch lands yesterday now
@@ -51,7 +52,8 @@ async def set_faults(request: Request) -> JSONResponse:
 
 
 async def limits(request: Request) -> JSONResponse:
-    return JSONResponse({"limits": dict(request.app.state.sandbox.limits)})
+    sandbox = request.app.state.sandbox
+    return JSONResponse({"limits": dict(sandbox.limits), "updates": list(sandbox.limit_updates)})
 
 
 def _batch(sandbox) -> dict:

@@ -16,7 +16,8 @@ Choices where the spec says "not shown" (errors use ``{"error": {code, message, 
 * ``PUT .../limits/users``: ``users`` must be an array of 1-100 entries (else 400). Per entry, a
   non-object, a malformed e-mail, a ``limit`` that is not a non-negative integer, or an e-mail of no
   organization user (case-insensitive) goes to ``errors`` with a message; the others are stored
-  (``state.limits``, lower-cased e-mail -> limit) and echoed in ``updated``.
+  (``state.limits``, lower-cased e-mail -> limit) and echoed in ``updated``. Every accepted body's
+  ``users`` array is kept in ``state.limit_updates`` (tests count the PUTs).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ async def set_user_limits(request: Request) -> JSONResponse:
     entries = (await json_object(request)).get("users")
     if not isinstance(entries, list) or not 1 <= len(entries) <= LIMIT_ENTRIES_MAX:
         raise bad_request(f"users must be an array of 1 to {LIMIT_ENTRIES_MAX} entries {{email, limit}}")
+    sandbox.limit_updates.append(entries)
     updated, errors = [], []
     for entry in entries:
         problem = _limit_problem(entry, sandbox)

@@ -3,7 +3,8 @@
 Attributes tests may read: ``config``, ``people`` (:class:`~sandbox.agent_api.people.Person` list, ID
 order), ``dataset`` (:class:`~sandbox.agent_api.usage.Dataset`), ``faults``
 (:class:`~sandbox.agent_api.faults.Faults`), ``limits`` (lower-cased e-mail -> credit limit, set by
-``PUT /api/v0/organization/usage/limits/users``, kept for the server's life), ``sessions``
+``PUT /api/v0/organization/usage/limits/users``, kept for the server's life; ``limit_updates`` the
+``users`` array of every such PUT that passed the 1-100 check, oldest first), ``sessions``
 (:class:`~sandbox.agent_api.sessions.SessionStore`), ``fleet`` (:class:`~sandbox.agent_api.computers.Fleet`),
 ``roles`` (API key -> role). Readiness reports and the enterprise-control history depend on ``today``
 and are rebuilt when the date changes.
@@ -40,6 +41,7 @@ class SandboxState:
         )
         self.roles = {config.api_key: "owner", config.member_key: "member"}
         self.limits: dict[str, int] = {}
+        self.limit_updates: list[list] = []
         self.sessions = SessionStore(self.spawn, config.reply_delay_seconds)
         self.fleet = Fleet(self.spawn, config.provision_delay_seconds)
         self._people_by_email = {p.email.lower(): p for p in self.people}

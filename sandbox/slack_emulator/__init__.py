@@ -11,7 +11,7 @@ It stands in for Slack on both sides of a bot:
 
 It is an independent implementation of Slack's documented behaviour (each module names the Slack
 doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``. Not emulated: OAuth and
-scopes, Socket Mode, modals and view submissions, the RTM API, Slack's own delivery timeouts and
+scopes, Socket Mode, the RTM API, Slack's own delivery timeouts and
 retries (tests send retries explicitly), message search and history methods.
 """
 
@@ -32,6 +32,7 @@ from .recorder import (
     Ephemeral,
     Message,
     MessageUpdate,
+    ModalView,
     PublishedView,
     Recorder,
     ResponseUrlReply,
@@ -58,6 +59,7 @@ __all__ = [
     "Ephemeral",
     "Message",
     "MessageUpdate",
+    "ModalView",
     "PublishedView",
     "Recorder",
     "ResponseUrlOrigin",

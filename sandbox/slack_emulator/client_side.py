@@ -14,6 +14,8 @@ Slack docs followed:
   ``response_url``, ``trigger_id``);
 - block actions: https://api.slack.com/reference/interaction-payloads/block-actions (a form field
   ``payload`` holding the JSON);
+- view submissions: https://api.slack.com/reference/interaction-payloads/views (``view_submission``,
+  a form field ``payload``; ``view.state.values`` is ``{block_id: {action_id: element state}}``);
 - events: https://api.slack.com/apis/events-api (``event_callback`` envelope with ``event_id``,
   ``event_time``, ``authorizations``; ``url_verification`` challenge; retries carry
   ``X-Slack-Retry-Num`` and ``X-Slack-Retry-Reason``);
@@ -26,7 +28,7 @@ same request as Slack's retries do (same body, same ``event_id``), pass ``sent.r
 ``send(..., retry_num=1)``.
 
 A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broadcast``: a person's words) is also recorded as a user message (``source="user"``) in
-the emulator's recorder, so a thread reads complete. Not emulated: view submissions, shortcuts,
+the emulator's recorder, so a thread reads complete. Not emulated: ``view_closed``, shortcuts,
 Socket Mode, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
 """
 
@@ -70,7 +72,7 @@ class SlackRequest:
     """A request as Slack would send it, before signing. ``payload`` is the decoded content: the
     slash command's form fields, the block action payload or the event envelope."""
 
-    kind: str  # "slash_command" | "block_actions" | "event_callback" | "url_verification"
+    kind: str  # "slash_command" | "block_actions" | "view_submission" | "event_callback" | "url_verification"
     body: str
     content_type: str
     payload: dict[str, Any]
@@ -230,6 +232,62 @@ class _ClientSide(Generic[R]):
         body = urlencode({"payload": json.dumps(payload)})
         request = SlackRequest("block_actions", body, FORM, payload, response_url_id, response_url)
         return self.send(request, **delivery)
+
+    def send_view_submission(
+        self,
+        view: dict[str, Any],
+        values: dict[str, dict[str, Any]],
+        *,
+        user_id: str,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """The submission of modal ``view`` (as ``views.open`` answered it, or a recorded
+        ``ModalView.view`` with ``id``) by ``user_id``, with the inputs' ``values``:
+        ``{block_id: {action_id: value}}``. A string value becomes a ``plain_text_input`` state
+        (``{"type": "plain_text_input", "value": ...}``); a dict is sent as the element state itself.
+        ``callback_id``, ``private_metadata`` and ``hash`` are taken from ``view``. The bot's answer
+        (``response_action`` ``errors``/``update``/``clear``, or empty) is the response body."""
+        team = self.emulator.directory.team
+        user_name = self._user_name(user_id)
+        state = {
+            block_id: {
+                action_id: value if isinstance(value, dict) else {"type": "plain_text_input", "value": value}
+                for action_id, value in inputs.items()
+            }
+            for block_id, inputs in values.items()
+        }
+        submitted = {
+            "id": view.get("id"),
+            "team_id": team.id,
+            "type": view.get("type", "modal"),
+            "blocks": view.get("blocks", []),
+            "private_metadata": view.get("private_metadata", ""),
+            "callback_id": view.get("callback_id", ""),
+            "state": {"values": state},
+            "hash": view.get("hash", ""),
+            "title": view.get("title"),
+            "close": view.get("close"),
+            "submit": view.get("submit"),
+            "previous_view_id": None,
+            "root_view_id": view.get("id"),
+            "app_id": self.emulator.directory.bot.app_id,
+            "external_id": view.get("external_id", ""),
+            "bot_id": self.emulator.directory.bot.bot_id,
+        }
+        payload = {
+            "type": "view_submission",
+            "team": {"id": team.id, "domain": team.domain},
+            "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team.id},
+            "api_app_id": self.emulator.directory.bot.app_id,
+            "token": self.emulator.verification_token,
+            "trigger_id": self._trigger_id(),
+            "view": submitted,
+            "response_urls": [],
+            "is_enterprise_install": False,
+            "enterprise": None,
+        }
+        body = urlencode({"payload": json.dumps(payload)})
+        return self.send(SlackRequest("view_submission", body, FORM, payload), **delivery)
 
     def send_event(
         self, event: dict[str, Any], *, event_id: str | None = None, **delivery: Unpack[DeliveryOptions]

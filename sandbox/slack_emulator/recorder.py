@@ -1,4 +1,4 @@
-"""What the emulated Slack saw: every Web API call, message, ephemeral, edit, file, view and reply.
+"""What the emulated Slack saw: every Web API call, message, ephemeral, edit, file, view, modal and reply.
 
 The :class:`Recorder` is written by the emulator's server thread and read by tests in another
 thread (or another event loop), so every method takes one lock; the records are frozen
@@ -180,6 +180,26 @@ class PublishedView:
     view: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ModalView:
+    """A modal as it is now: opened by ``views.open`` (with ``trigger_id``), then maybe replaced by
+    ``views.update`` (``updates`` counts them; ``hash`` changes each time)."""
+
+    view_id: str
+    view: dict[str, Any]
+    trigger_id: str | None = None
+    hash: str = ""
+    updates: int = 0
+
+    @property
+    def callback_id(self) -> str | None:
+        return self.view.get("callback_id")
+
+    @property
+    def external_id(self) -> str | None:
+        return self.view.get("external_id")
+
+
 def _truthy(value: Any) -> bool:
     return value is True or (isinstance(value, str) and value.lower() in {"true", "1"})
 
@@ -194,6 +214,7 @@ class _Store:
     files: dict[str, UploadedFile] = field(default_factory=dict)
     views: list[PublishedView] = field(default_factory=list)
     reactions: dict[tuple[str, str], dict[str, list[str]]] = field(default_factory=dict)
+    modals: dict[str, ModalView] = field(default_factory=dict)
 
 
 class Recorder:
@@ -268,6 +289,18 @@ class Recorder:
         """The reactions on a message now: ``name -> [user ids]`` (empty names dropped)."""
         with self._changed:
             return {name: list(users) for name, users in self._store.reactions.get((channel, ts), {}).items() if users}
+
+    def modals(self, callback_id: str | None = None) -> list[ModalView]:
+        """Modals opened by ``views.open`` as they are now (after any ``views.update``), oldest first."""
+        with self._changed:
+            return [m for m in self._store.modals.values() if callback_id in (None, m.callback_id)]
+
+    def modal(self, *, view_id: str | None = None, external_id: str | None = None) -> ModalView | None:
+        """The modal with ``view_id`` (or ``external_id``), or ``None``."""
+        with self._changed:
+            if view_id:
+                return self._store.modals.get(view_id)
+            return next((m for m in self._store.modals.values() if external_id and m.external_id == external_id), None)
 
     # ----------------------------------------------------------------- waiting
 
@@ -380,6 +413,11 @@ class Recorder:
     def add_view(self, view: PublishedView) -> None:
         with self._change() as store:
             store.views.append(view)
+
+    def add_modal(self, modal: ModalView) -> None:
+        """Record a modal opened or updated (keyed by its ``view_id``)."""
+        with self._change() as store:
+            store.modals[modal.view_id] = modal
 
     def clear(self) -> None:
         """Forget everything (between the steps of a demo, say); timestamps keep increasing."""

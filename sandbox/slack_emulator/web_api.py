@@ -17,7 +17,7 @@ Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<met
 ``auth.test``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
 ``usergroups.users.list``, ``conversations.info``, ``chat.postMessage``, ``chat.postEphemeral``,
 ``chat.update``, ``chat.delete``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
-``views.publish``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``,
+``views.publish``, ``views.open``, ``views.update``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``,
 ``conversations.history`` (top-level messages newest first, ``oldest``/``latest``
 exclusive bounds, ``limit`` default 100, ``has_more``; a message's ``metadata`` only with
 ``include_all_metadata``, as Slack does), ``conversations.open`` (``users`` -> the DM channel).
@@ -26,6 +26,12 @@ shared (:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sig
 
 Scripted failures (:meth:`WebApi.fail_next`): the next N calls of a method answer an error of your
 choice (``internal_error``, or HTTP 429 ``ratelimited`` with ``Retry-After``) without doing anything.
+
+``views.open`` needs a ``trigger_id`` (any non-empty one; Slack's 3-second validity is not
+emulated) and a modal ``view`` (``type: modal``, ``title`` of at most 24 characters, at most 100
+blocks); it answers the view with a new ``id`` (``V...``) and records a :class:`.recorder.ModalView`.
+``views.update`` takes ``view_id`` (or ``external_id``) of an opened modal and a ``view``; an
+unknown id answers ``not_found``, a ``hash`` other than the current one ``hash_conflict``.
 
 Errors, as Slack returns them (HTTP 200, ``{"ok": false, "error": ...}``): ``not_authed`` (no token),
 ``invalid_auth`` (another token), ``invalid_arguments`` with ``response_metadata.messages``
@@ -74,11 +80,12 @@ from .directory import (
     user_group_json,
     user_json,
 )
-from .limits import MAX_MESSAGE_BLOCKS, MAX_MESSAGE_TEXT, MAX_VIEW_BLOCKS, block_errors
+from .limits import MAX_MESSAGE_BLOCKS, MAX_MESSAGE_TEXT, MAX_MODAL_TITLE, MAX_VIEW_BLOCKS, block_errors
 from .recorder import (
     ApiCall,
     Ephemeral,
     Message,
+    ModalView,
     PublishedView,
     Recorder,
     ResponseUrlReply,
@@ -223,6 +230,8 @@ class WebApi:
             "conversations.replies": self.conversations_replies,
             "conversations.history": self.conversations_history,
             "conversations.open": self.conversations_open,
+            "views.open": self.views_open,
+            "views.update": self.views_update,
         }
         self.hosted: dict[str, tuple[str, str, bytes]] = {}
         self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
@@ -617,6 +626,55 @@ class WebApi:
         view_id = f"V{next(self._ids):08d}"
         self.recorder.add_view(PublishedView(user_id, view_id, view))
         return {"view": {**view, "id": view_id, "team_id": self.directory.team.id, "hash": view_id}}
+
+    def _modal(self, args: Args) -> dict[str, Any]:
+        view = args.json("view")
+        if not isinstance(view, dict):
+            raise _invalid_arguments("[ERROR] missing required field: view")
+        if view.get("type") != "modal":
+            raise _invalid_arguments("[ERROR] view.type must be modal [json-pointer:/view/type]")
+        title = (view.get("title") or {}).get("text")
+        if not isinstance(title, str) or not 0 < len(title) <= MAX_MODAL_TITLE:
+            raise _invalid_arguments(
+                f"[ERROR] must be 1 to {MAX_MODAL_TITLE} characters [json-pointer:/view/title/text]"
+            )
+        if errors := block_errors(view.get("blocks", []), max_blocks=MAX_VIEW_BLOCKS):
+            raise _invalid_arguments(*errors)
+        return view
+
+    def _view_json(self, modal: ModalView) -> dict[str, Any]:
+        return {
+            "view": {
+                **modal.view,
+                "id": modal.view_id,
+                "team_id": self.directory.team.id,
+                "hash": modal.hash,
+                "state": {"values": {}},
+            }
+        }
+
+    def views_open(self, args: Args, request: Request) -> dict[str, Any]:
+        trigger_id = args.required("trigger_id")
+        view = self._modal(args)
+        view_id = f"V{next(self._ids):08d}"
+        modal = ModalView(view_id, view, trigger_id=trigger_id, hash=f"h{view_id}.1")
+        self.recorder.add_modal(modal)
+        return self._view_json(modal)
+
+    def views_update(self, args: Args, request: Request) -> dict[str, Any]:
+        view_id, external_id = args.get("view_id"), args.get("external_id")
+        if not (view_id or external_id):
+            raise _invalid_arguments("[ERROR] missing required field: view_id")
+        current = self.recorder.modal(view_id=view_id, external_id=external_id)
+        if current is None:
+            raise SlackApiError("not_found")
+        if args.get("hash") and args.get("hash") != current.hash:
+            raise SlackApiError("hash_conflict")
+        view = self._modal(args)
+        version = int(current.hash.rsplit(".", 1)[-1]) + 1
+        modal = replace(current, view=view, hash=f"h{current.view_id}.{version}", updates=current.updates + 1)
+        self.recorder.add_modal(modal)
+        return self._view_json(modal)
 
 
 # --------------------------------------------------------------------- body parsing helpers

@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from bot.demo import DEMO_CHANNEL
 from formatters.notices import REFUSED
-from formatters.sessions import ARCHIVE_ACTION, PICK_ACTION, WORKED
+from formatters.sessions import ARCHIVE_ACTION, PICK_ACTION, START_VIEW, WORKED
 from handlers.sessions import NOT_ACTIVE
 from tests.conftest import block_texts, sandbox_get
 
@@ -123,8 +123,6 @@ def test_an_inactive_or_unknown_computer_is_refused_with_what_to_do(stack, block
     assert NOT_ACTIVE.format(name="GPU workstation", status="provisioning").replace("*", "") in text.replace("*", "")
     reply = stack.command("session start computer=nope do it", user="U0MEMBER")
     assert "No computer is called" in " ".join(block_texts(reply.last))
-    reply = stack.command("session start computer=ci", user="U0MEMBER")  # options but no prompt: the modal opens
-    assert reply.status == 200
 
 
 def test_several_active_computers_offer_a_menu_only_the_asker_can_use(stack, block_kit_validator):
@@ -271,6 +269,41 @@ def test_sessions_list_status_and_set(stack, block_kit_validator):
     assert "cannot set" in " ".join(block_texts(bad))
     missing = stack.command("session status no-such-session", user="U0MEMBER").last
     assert "do not know a session" in " ".join(block_texts(missing))
+
+
+def test_without_a_prompt_a_form_opens_shows_field_errors_and_a_double_submit_starts_one_session(stack, block_kit_validator):
+    recorder = stack.slack.recorder
+    sent = stack.client.send_slash_command("session start cwd=~/src", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+    assert sent.status_code == 200
+    trigger = sent.request.payload["trigger_id"]
+    [modal] = recorder.wait_for(lambda: [m for m in recorder.modals(START_VIEW) if m.trigger_id == trigger], what="the form")
+    view = modal.view
+    block_kit_validator({"text": "form", "blocks": view["blocks"]})
+    options = {o["value"] for o in view["blocks"][0]["element"]["options"]}
+    assert options == {"cmp-dev-laptop", "cmp-ci-sandbox"}  # active computers only
+
+    def pick(computer_id):
+        return {"type": "static_select", "selected_option": {"value": computer_id}}
+
+    inactive = stack.client.send_view_submission(
+        view, {"computer": {"value": pick("cmp-gpu-box")}, "prompt": {"value": "train the model"}}, user_id="U0MEMBER"
+    )
+    assert inactive.json()["response_action"] == "errors" and set(inactive.json()["errors"]) == {"computer"}
+    too_long = stack.client.send_view_submission(
+        view, {"computer": {"value": pick("cmp-ci-sandbox")}, "cwd": {"value": "x" * 5000}, "prompt": {"value": "go"}},
+        user_id="U0MEMBER",
+    )
+    assert set(too_long.json()["errors"]) == {"cwd"}
+    good = {"computer": {"value": pick("cmp-ci-sandbox")}, "cwd": {"value": "~/src/web"}, "prompt": {"value": "build the docs\nand report"}}
+    first = stack.client.send_view_submission(view, good, user_id="U0MEMBER")
+    second = stack.client.send_view_submission(view, good, user_id="U0MEMBER")  # a double submit
+    assert first.status_code == second.status_code == 200
+    parent = parent_of(stack, "build the docs")
+    answers(stack, parent, "build the docs")
+    parents = [m for m in bot_messages(stack) if not m.is_reply and any("build the docs" in t for t in block_texts(m.as_payload()))]
+    assert len(parents) == 1
+    link = link_of(stack, parent)
+    assert (link.origin, link.cwd, link.computer_id) == ("modal", "~/src/web", "cmp-ci-sandbox")
 
 
 def test_a_session_start_without_a_prompt_or_by_a_guest(stack):

@@ -421,7 +421,10 @@ def test_credit_limits(client, server) -> None:
             "/organization/usage/limits/users", json={"users": [{"email": "dave@example.com", "limit": 300}]}
         )
     )
-    assert client.get(server.url + "/_sandbox/limits").json()["limits"]["dave@example.com"] == 300
+    read_back = client.get(server.url + "/_sandbox/limits").json()
+    assert read_back["limits"]["dave@example.com"] == 300
+    assert read_back["updates"][-1] == [{"email": "dave@example.com", "limit": 300}]
+    assert len(read_back["updates"][-2]) == 9  # every PUT is kept as sent, failed entries too
 
 
 @pytest.mark.parametrize(

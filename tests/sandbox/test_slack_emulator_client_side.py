@@ -35,6 +35,23 @@ APPROVAL_BLOCKS = [
 ]
 
 
+REASON_MODAL = {
+    "type": "modal",
+    "callback_id": "reason",
+    "private_metadata": "limit-42",
+    "title": {"type": "plain_text", "text": "Reject"},
+    "submit": {"type": "plain_text", "text": "Reject"},
+    "blocks": [
+        {
+            "type": "input",
+            "block_id": "reason",
+            "label": {"type": "plain_text", "text": "Why?"},
+            "element": {"type": "plain_text_input", "action_id": "text"},
+        }
+    ],
+}
+
+
 def build_bolt_app(slack: SlackEmulator, received: list[AsyncBoltRequest]) -> Starlette:
     app = AsyncApp(client=slack.async_web_client(), signing_secret=slack.signing_secret)
 
@@ -52,6 +69,20 @@ def build_bolt_app(slack: SlackEmulator, received: list[AsyncBoltRequest]) -> St
     async def approve(ack, respond, body, action):
         await ack()
         await respond(replace_original=True, text=f"Approved {action['value']} by {body['user']['name']}")
+
+    @app.action("reject")
+    async def reject(ack, body, client):
+        await ack()
+        await client.views_open(trigger_id=body["trigger_id"], view=REASON_MODAL)
+
+    @app.view("reason")
+    async def reason(ack, view, body, client):
+        text = view["state"]["values"]["reason"]["text"]["value"] or ""
+        if not text.strip():
+            await ack(response_action="errors", errors={"reason": "A reason is required."})
+            return
+        await ack()
+        await client.chat_postMessage(channel="C0ENG", text=f"{body['user']['name']} rejected {view['private_metadata']}: {text}")
 
     @app.event("message")
     async def thread_reply(event, say):
@@ -226,3 +257,41 @@ async def test_the_async_client_side_sends_the_same_requests(slack: SlackEmulato
     assert sent.status_code == 200
     [reply] = await slack.recorder.wait_for_async(lambda: slack.recorder.responses(sent.response_url_id))
     assert reply.text == "echo: usage from alice in #agent-digest"
+
+
+def test_a_button_opens_a_modal_and_its_submission_reaches_the_app(slack: SlackEmulator, client) -> None:
+    blocks = [{"type": "actions", "elements": [{"type": "button", "action_id": "reject", "value": "x", "text": {"type": "plain_text", "text": "Reject"}}]}]
+    posted = slack.web_client().chat_postMessage(channel="C0ENG", text="Raise?", blocks=blocks)
+    client.send_block_action("reject", user_id="U0OWNER", channel_id="C0ENG", message_ts=posted["ts"])
+    [modal] = slack.recorder.wait_for(lambda: slack.recorder.modals("reason"))
+    assert modal.view == REASON_MODAL and modal.trigger_id and modal.view_id.startswith("V")
+
+    empty = client.send_view_submission({**modal.view, "id": modal.view_id}, {"reason": {"text": " "}}, user_id="U0OWNER")
+    assert (empty.status_code, empty.json()) == (200, {"response_action": "errors", "errors": {"reason": "A reason is required."}})
+    payload = empty.request.payload
+    assert (payload["type"], payload["view"]["id"], payload["view"]["callback_id"]) == ("view_submission", modal.view_id, "reason")
+    assert payload["view"]["state"]["values"] == {"reason": {"text": {"type": "plain_text_input", "value": " "}}}
+
+    sent = client.send_view_submission({**modal.view, "id": modal.view_id}, {"reason": {"text": "too much"}}, user_id="U0OWNER")
+    assert sent.status_code == 200
+    [message] = slack.recorder.wait_for(lambda: [m for m in slack.recorder.messages("C0ENG") if "rejected" in m.text])
+    assert message.text == "alice rejected limit-42: too much"
+
+
+def test_views_open_and_update_check_their_arguments(slack: SlackEmulator) -> None:
+    web = slack.web_client()
+    opened = web.views_open(trigger_id="1.2.abc", view=REASON_MODAL)["view"]
+    assert opened["callback_id"] == "reason" and opened["id"].startswith("V")
+    changed = {**REASON_MODAL, "title": {"type": "plain_text", "text": "Rejected"}, "blocks": []}
+    updated = web.views_update(view_id=opened["id"], view=changed, hash=opened["hash"])["view"]
+    assert slack.recorder.modal(view_id=opened["id"]).view == changed and updated["hash"] != opened["hash"]
+    for call, error in (
+        (lambda: web.views_update(view_id=opened["id"], view=changed, hash=opened["hash"]), "hash_conflict"),
+        (lambda: web.views_update(view_id="V404", view=changed), "not_found"),
+        (lambda: web.views_open(trigger_id="1.2.abc", view={**REASON_MODAL, "type": "home"}), "invalid_arguments"),
+        (lambda: web.views_open(trigger_id="1.2.abc", view={**REASON_MODAL, "title": {"type": "plain_text", "text": "x" * 25}}), "invalid_arguments"),
+        (lambda: web.views_open(view=REASON_MODAL), "invalid_arguments"),
+    ):
+        with pytest.raises(Exception) as caught:
+            call()
+        assert caught.value.response["error"] == error
