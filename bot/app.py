@@ -97,6 +97,8 @@ class Bot:
         async def healthz(_request: Request) -> Response:
             return JSONResponse(*await health(self.services))
 
+        hooks = self.hook_route()
+
         @contextlib.asynccontextmanager
         async def lifespan(_app: Starlette) -> AsyncIterator[None]:
             if self.run_jobs:
@@ -108,9 +110,28 @@ class Bot:
                 await self.services.agent.aclose()
 
         return Starlette(
-            routes=[Route("/slack/events", events, methods=["POST"]), Route("/healthz", healthz, methods=["GET"])],
+            routes=[
+                Route("/slack/events", events, methods=["POST"]),
+                Route("/healthz", healthz, methods=["GET"]),
+                hooks,
+            ],
             lifespan=lifespan,
         )
+
+
+    def hook_route(self) -> Route:
+        """``POST /hooks/agent``: agent hook events (see :mod:`handlers.hooks`)."""
+
+        async def agent_hook(request: Request) -> Response:
+            body = await request.body()
+            status, answer = await self.services.extras["hooks"](request.headers, body)
+            return JSONResponse(answer, status_code=status)
+
+        return Route("/hooks/agent", agent_hook, methods=["POST"])
+
+    def hooks_asgi(self) -> Starlette:
+        """The small HTTP listener of Socket Mode (``AGENT_BOT_HOOK_PORT``): ``POST /hooks/agent`` only."""
+        return Starlette(routes=[self.hook_route()])
 
 
 async def health(services: Services) -> tuple[dict[str, str], int]:

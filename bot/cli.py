@@ -5,6 +5,8 @@
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
     agent-bot demo [--interactive]         sandbox + Slack emulator + bot in one process, a tour
     agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
+    agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
+    agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
 
 Exit codes: 0 success, 2 bad usage or configuration (the message names what is missing).
 Only ``sandbox`` and ``demo`` import the :mod:`sandbox` package, lazily.
@@ -57,10 +59,18 @@ def _socket(_args: argparse.Namespace) -> int:
 
     async def run() -> None:
         bot.scheduler.start()
+        listener = None
+        if settings.hook_port:  # agent hooks need an HTTP listener even in Socket Mode
+            import uvicorn
+
+            config = uvicorn.Config(bot.hooks_asgi(), host="0.0.0.0", port=settings.hook_port, lifespan="off", access_log=False)
+            listener = asyncio.create_task(uvicorn.Server(config).serve())
         try:
             await AsyncSocketModeHandler(bot.app, settings.slack_app_token.get_secret_value()).start_async()
         finally:
             bot.scheduler.shutdown()
+            if listener is not None:
+                listener.cancel()
 
     asyncio.run(run())
     return 0
@@ -127,6 +137,46 @@ def _digest_tick(args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def _read_stdin(limit: int, timeout: float) -> str:
+    """At most ``limit`` characters of standard input, waiting at most ``timeout`` seconds for it."""
+    import threading
+
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(sys.stdin.read(limit)), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return box[0] if box else ""
+
+
+def _hook(args: argparse.Namespace) -> int:
+    """``agent-bot hook``: always exits 0 and within its timeout; what went wrong is one line on stderr."""
+    import json
+    import os
+    import shlex
+
+    from bot.hooks import MAX_BODY_BYTES, RELAY_TIMEOUT, HookError, hooks_config, relay
+
+    if args.action == "print-config":
+        events = [e.strip() for e in (args.events or "").split(",") if e.strip()]
+        try:
+            command = f"{shlex.quote(os.path.abspath(sys.argv[0]))} hook" if sys.argv[0].endswith("agent-bot") else "agent-bot hook"
+            print(json.dumps(hooks_config(command, events) if events else hooks_config(command), indent=2))
+        except HookError as exc:
+            print(f"agent-bot hook: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    try:
+        settings = Settings()
+        data = _read_stdin(MAX_BODY_BYTES + 1, RELAY_TIMEOUT)
+        secret = settings.hook_secret.get_secret_value() if settings.hook_secret else None
+        relay(data, url=settings.hook_url, secret=secret, user=settings.hook_user)
+    except HookError as exc:
+        print(f"agent-bot hook: {exc}", file=sys.stderr)
+    except Exception as exc:  # never fail or block the agent (management-api-v0.md, "Events", rule 3)
+        print(f"agent-bot hook: {type(exc).__name__}; nothing was sent", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-bot", description="Run the coding-agent platform from Slack.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -159,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     tick = digest_commands.add_parser("tick", help="one pass of the digest scheduler (post what is due and landed), then exit")
     tick.add_argument("--now", help="act as if it were this UTC time (ISO 8601; replays and tests), default: now")
     tick.set_defaults(run=_digest_tick)
+
+    hook = commands.add_parser("hook", help="run by the agent's client as a hook: relay the event on stdin to the bot")
+    hook.add_argument("action", nargs="?", choices=("relay", "print-config"), default="relay",
+                      help="relay (default): send stdin's event; print-config: the hooks settings to paste")
+    hook.add_argument("--events", help="print-config: comma-separated events (default Notification,Stop,SessionEnd)")
+    hook.set_defaults(run=_hook)
     return parser
 
 

@@ -13,7 +13,10 @@ organization users (carol is one: member). dave's Slack e-mail is outside the or
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import json
+import time
 import datetime as dt
 import shutil
 import sys
@@ -24,9 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import httpx
+
 from bot.api import AgentClient, RetryPolicy
 from bot.app import Bot, create_bot, utc_today
 from bot.config import Settings
+from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import RunningServer, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
@@ -38,6 +44,7 @@ GUEST_EMAIL = "dave@contractor.example"
 PEOPLE = {"alice": "U0OWNER", "bob": "U0MANAGER", "carol": "U0MEMBER", "dave": "U0GUEST"}
 ROLES_YAML = "roles:\n  owners: [alice@example.com]\n  managers: [bob@example.com]\n"
 DEMO_CHANNEL = "C0ENG"
+HOOK_SECRET = "demo-hook-secret"
 
 
 @dataclass
@@ -135,6 +142,7 @@ def start_stack(
         AGENT_API_KEY=config.api_key,
         database_url=database_url or f"sqlite:///{workdir / 'agent-bot.db'}",
         config_file=str(roles),
+        hook_secret=HOOK_SECRET,
     )
     clock = (lambda: today) if today else (lambda: now().date()) if now else utc_today
     agent = AgentClient(
@@ -295,6 +303,7 @@ def session_tour(stack: Stack, out: TextIO) -> None:
     recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, root.ts, "You asked", 2), timeout=30, what="the second answer")
     recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, root.ts), timeout=10, what="the done reaction")
     _print_thread(out, stack, DEMO_CHANNEL, root.ts, "the session's thread in #engineering (carol replied in it)")
+    hook_step(stack, out, root.ts)
 
     sent = stack.client.send_mention(f"<@{bot}> computer=alice {MENTION_PROMPT}", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL)
     mention_ts = sent.request.payload["event"]["ts"]
@@ -303,6 +312,24 @@ def session_tour(stack: Stack, out: TextIO) -> None:
     _print_thread(out, stack, DEMO_CHANNEL, mention_ts, "bob mentioned @agent in #engineering")
     for who, text in (("carol", "sessions"), ("dave", f"session start computer=ci {SESSION_PROMPT}")):
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
+def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
+    """The agent's client on carol's machine runs `agent-bot hook` on a Notification: the bot hears
+    it at once (a signed ``POST /hooks/agent``) and says so in the session's thread."""
+    recorder = stack.slack.recorder
+    row = asyncio.run(stack.bot.services.extras["sessions"].store.by_thread(DEMO_CHANNEL, thread_ts))
+    event = {"hook_event_name": "Notification", "session_id": row.session_id, "cwd": "~/src/web",
+             "message": "Permission needed to run `npm publish`", "user": "carol@example.com"}
+    body = json.dumps(event).encode()
+    stamp = str(int(time.time()))
+    answer = httpx.post(
+        f"{stack.bot_server.url}/hooks/agent", content=body,
+        headers={"Content-Type": "application/json", TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: sign(HOOK_SECRET, stamp, body)},
+    )
+    out.write(f"\n\u2500\u2500 carol's agent runs `agent-bot hook` (Notification): HTTP {answer.status_code} {answer.json()}\n")
+    last = [m for m in recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.ts != thread_ts][-1]
+    out.write(f"[agent (bot)] in the session's thread:\n{render_text(last.as_payload())}\n")
 
 
 def _run_line(stack: Stack, line: str, out: TextIO) -> None:

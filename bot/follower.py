@@ -22,7 +22,8 @@ One :class:`Follower` per process. Its :meth:`Follower.tick` runs every second a
 4. edits the parent message in place (``chat.update``) when status, message count or token usage
    changed, and sets the state reaction on the thread's root (running, done, error);
 5. schedules the next poll: :data:`RUNNING_POLL` while the agent works, slower while it is idle
-   (:data:`IDLE_POLLS`), :data:`HOOKED_POLL` for a session whose client sends hooks, and stops
+   (:data:`IDLE_POLLS`), :data:`HOOKED_POLL` for a session whose client sends hooks (a hook wakes
+   it at once), and stops
    following a session idle for longer than ``AGENT_BOT_SESSION_FOLLOW_HOURS`` (a thread reply, a
    hook or Refresh wakes it). A 429 waits its ``Retry-After``; a 5xx, timeout or unreachable API
    backs off exponentially (:data:`BACKOFF_MAX`), and in both cases the place is kept (the cursor is
@@ -246,6 +247,8 @@ class Follower:
             values["failures"] = 0
             if session.status in ("running", "pending") or dirty:
                 wait = WORKING_EDIT_SECONDS if (dirty and session.status not in ("running", "pending")) else RUNNING_POLL
+                if link.hooks and not dirty:  # its client says when it waits or is done (handlers/hooks.py)
+                    wait = HOOKED_POLL
             elif now - last_activity > self.follow_for:
                 values.update(following=False, lease_owner=None, lease_until=None)
                 wait = None
@@ -371,7 +374,11 @@ class Follower:
 
     async def note(self, link: SessionLink, text: str) -> None:
         """A short note in the session's thread."""
-        await self._slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **thread_note(text))
+        await self.post_in_thread(link, thread_note(text))
+
+    async def post_in_thread(self, link: SessionLink, payload: dict[str, Any]) -> Any:
+        """Post a Block Kit payload in the session's thread; None when Slack refused (logged)."""
+        return await self._slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
 
 
 def _after(messages: list[Message], last_id: str | None) -> list[Message]:

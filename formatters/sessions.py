@@ -345,6 +345,38 @@ def _ms(value: float | int | None) -> str:
         return "n/a"
 
 
+HOOK_WAITING = ":bell: {who} The agent is waiting for you: {message}"
+HOOK_DONE = ":checkered_flag: {who} Done. The final answer follows."
+HOOK_ENDED = ":stop_sign: The session ended ({reason}). I stopped following it."
+HOOK_DM = {
+    "Notification": ":bell: Your agent is waiting for you in `{cwd}`: {message}",
+    "Stop": ":checkered_flag: Your agent finished a task in `{cwd}`.",
+    "SessionEnd": ":stop_sign: Your agent session in `{cwd}` ended ({reason}).",
+}
+
+
+def hook_note(name: str, event: dict[str, Any], slack_user: str) -> Payload:
+    """What a hook event says in its session's thread (``Notification``, ``Stop``, ``SessionEnd``)."""
+    who = f"<@{slack_user}>"
+    if name == "Notification":
+        text = HOOK_WAITING.format(who=who, message=one_line(event.get("message") or "(no message)", 1000))
+    elif name == "Stop":
+        text = HOOK_DONE.format(who=who)
+    else:
+        text = HOOK_ENDED.format(reason=one_line(event.get("reason") or "no reason given", 100))
+    return message([section(text)], text)
+
+
+def hook_dm(name: str, event: dict[str, Any]) -> Payload:
+    """The direct message for a hook of a session the bot does not follow."""
+    text = HOOK_DM[name].format(
+        cwd=one_line(event.get("cwd") or "?", 300),
+        message=one_line(event.get("message") or "(no message)", 1000),
+        reason=one_line(event.get("reason") or "no reason given", 100),
+    )
+    return message([section(text), context(f"Session `{one_line(event.get('session_id'), 100)}`")], text)
+
+
 def thread_note(text: str) -> Payload:
     """A short note in a session's thread (a skipped file, a failed reply)."""
     return message([section(text)], text)
