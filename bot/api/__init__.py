@@ -30,6 +30,13 @@ from bot.api.errors import (
     UnauthorizedError,
 )
 from bot.api.models import (
+    CLIENT_TYPES,
+    COMPUTER_STATUSES,
+    DELEGATION_LEVELS,
+    MESSAGE_ROLES,
+    MODEL_TIERS,
+    REASONING_EFFORTS,
+    SESSION_STATUSES,
     ActivityRow,
     AnalyticsMeta,
     AnalyticsResponse,
@@ -94,6 +101,13 @@ from bot.api.validation import EARLIEST_ANALYTICS_DATE
 __all__ = [
     "DEFAULT_MAX_PAGES",
     "EARLIEST_ANALYTICS_DATE",
+    "CLIENT_TYPES",
+    "COMPUTER_STATUSES",
+    "DELEGATION_LEVELS",
+    "MESSAGE_ROLES",
+    "MODEL_TIERS",
+    "REASONING_EFFORTS",
+    "SESSION_STATUSES",
     "ActivityRow",
     "AgentAPIError",
     "AgentAPIHTTPError",
