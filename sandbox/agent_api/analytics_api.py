@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from . import hostile
 from .errors import bad_request
 from .params import page_limit
 from .people import ORG_ID
@@ -93,14 +94,16 @@ def daily_endpoint(name: str):
     async def endpoint(request: Request) -> JSONResponse:
         start, end = _date_range(request)
         group_by = _group_by(request, accepted)
-        dataset = request.app.state.sandbox.dataset
+        sandbox = request.app.state.sandbox
+        dataset = sandbox.dataset
+        odd_row, odd_grouped = hostile.ROWS[name] if sandbox.config.hostile else (None, None)
         data: list[dict] = []
         for offset in range((end - start).days + 1):
             day = dataset.day(start + dt.timedelta(days=offset))
             if group_by:
-                data.extend(grouped(day))
+                data.extend(odd_grouped(grouped(day)) if odd_grouped else grouped(day))
             else:
-                data.append(row(day))
+                data.append(odd_row(row(day)) if odd_row else row(day))
         return _envelope(data, start, end)
 
     endpoint.__name__ = f"analytics_{name}"
@@ -111,9 +114,10 @@ async def users(request: Request) -> JSONResponse:
     start, end = _date_range(request)
     _group_by(request, None)
     limit = page_limit(request)
-    rows, next_cursor = request.app.state.sandbox.dataset.user_rows(
-        start, end, limit, request.query_params.get("cursor")
-    )
+    sandbox = request.app.state.sandbox
+    rows, next_cursor = sandbox.dataset.user_rows(start, end, limit, request.query_params.get("cursor"))
+    if sandbox.config.hostile:
+        rows = [hostile.user_row(row, n) for n, row in enumerate(rows)]
     return _envelope(rows, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
 
 

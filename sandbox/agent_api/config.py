@@ -27,6 +27,8 @@ class SandboxConfig:
         ``None`` means the current UTC date, read at every request.
     reply_delay_seconds: how long the simulated agent "works" before replying to a session message.
     provision_delay_seconds: how long ``install-deps`` keeps a computer in ``provisioning``.
+    hostile: fill free-text fields and lists with spec-legal data nobody planned for
+        (:mod:`sandbox.agent_api.hostile`).
     """
 
     seed: int = 7
@@ -41,6 +43,7 @@ class SandboxConfig:
     today: dt.date | None = None
     reply_delay_seconds: float = 0.3
     provision_delay_seconds: float = 0.5
+    hostile: bool = False
 
     def __post_init__(self) -> None:
         if self.users < 1:
@@ -91,6 +94,11 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         "--hang-seconds", type=float, default=defaults.hang_seconds, help="how long a hang lasts"
     )
     group.add_argument(
+        "--hostile",
+        action="store_true",
+        help="hostile but spec-legal data: pings, links, markup, RTL, 5,000-character values, huge lists",
+    )
+    group.add_argument(
         "--today", type=_date, default=None, help="pin the sandbox's date (YYYY-MM-DD; default: UTC today)"
     )
 
@@ -109,4 +117,5 @@ def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
         hang_rate=getattr(ns, "hang_rate", defaults.hang_rate),
         hang_seconds=getattr(ns, "hang_seconds", defaults.hang_seconds),
         today=getattr(ns, "today", defaults.today),
+        hostile=getattr(ns, "hostile", defaults.hostile),
     )
