@@ -14,17 +14,20 @@ Query rules, each failure a 400 with the analytics error body:
   last user ID, else null.
 
 Every response is ``{"data": [...], "meta": {"org_id", "start_date", "end_date", ...}}``; days without
-activity still have a row (ungrouped) and grouped rows keep date order.
+activity still have a row (ungrouped) and grouped rows keep date order. Answers are joined from each
+day's rows cached as JSON (:meth:`sandbox.agent_api.usage.Dataset.encoded`); ``--hostile`` rewrites
+the rows as dicts instead (:mod:`sandbox.agent_api.hostile`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Callable
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from . import hostile
@@ -87,6 +90,12 @@ def _envelope(data: list[dict], start: dt.date, end: dt.date, **meta: object) ->
     )
 
 
+def _encoded_envelope(data: bytes, start: dt.date, end: dt.date, **meta: object) -> Response:
+    head = {"org_id": ORG_ID, "start_date": start.isoformat(), "end_date": end.isoformat(), **meta}
+    body = b'{"data":' + data + b',"meta":' + json.dumps(head, separators=(",", ":")).encode() + b"}"
+    return Response(body, media_type="application/json")
+
+
 def daily_endpoint(name: str):
     """The handler of a one-row-per-day endpoint (tokens, tools, activity, productivity)."""
     row, accepted, grouped = DAILY[name]
@@ -96,7 +105,10 @@ def daily_endpoint(name: str):
         group_by = _group_by(request, accepted)
         sandbox = request.app.state.sandbox
         dataset = sandbox.dataset
-        odd_row, odd_grouped = hostile.ROWS[name] if sandbox.config.hostile else (None, None)
+        if not sandbox.config.hostile:
+            kind = f"{name}:{group_by}" if group_by else name
+            return _encoded_envelope(dataset.encoded_rows(kind, start, end), start, end)
+        odd_row, odd_grouped = hostile.ROWS[name]
         data: list[dict] = []
         for offset in range((end - start).days + 1):
             day = dataset.day(start + dt.timedelta(days=offset))
@@ -115,9 +127,12 @@ async def users(request: Request) -> JSONResponse:
     _group_by(request, None)
     limit = page_limit(request)
     sandbox = request.app.state.sandbox
-    rows, next_cursor = sandbox.dataset.user_rows(start, end, limit, request.query_params.get("cursor"))
-    if sandbox.config.hostile:
-        rows = [hostile.user_row(row, n) for n, row in enumerate(rows)]
+    cursor = request.query_params.get("cursor")
+    if not sandbox.config.hostile:
+        data, next_cursor = sandbox.dataset.encoded_user_rows(start, end, limit, cursor)
+        return _encoded_envelope(data, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
+    rows, next_cursor = sandbox.dataset.user_rows(start, end, limit, cursor)
+    rows = [hostile.user_row(row, n) for n, row in enumerate(rows)]
     return _envelope(rows, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
 
 
