@@ -144,6 +144,40 @@ class TokenRow(_SnakeModel):
     by_user: list[UserTokens]
 
 
+class _LeanModel(_SnakeModel):
+    """Base of the lean views of large answers: members not declared are skipped while parsing
+    (never turned into Python objects), which is what makes them cheap."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", protected_namespaces=())
+
+
+class UserTokenTotal(_LeanModel):
+    """Item of `TokenSummaryRow.by_user`: a `by_user` item without its `by_model`."""
+
+    user_id: str
+    user_email: str | None
+    billable_tokens: Number
+
+
+class TokenTotalsRow(_LeanModel):
+    """A lean view of a `/tokens` row: the day's token totals only (no by_model, no by_user)."""
+
+    date: date
+    billable_tokens: Number
+    input_tokens: Number
+    output_tokens: Number
+    cache_read_tokens: Number
+    cache_write_tokens: Number
+
+
+class TokenSummaryRow(TokenTotalsRow):
+    """A lean view of a `/tokens` row: totals, `by_model`, and per-user billable tokens
+    (`by_user` without each user's `by_model`, which at 10,000 users is most of the answer)."""
+
+    by_model: list[ModelTokens]
+    by_user: list[UserTokenTotal]
+
+
 class GroupedTokenRow(_SnakeModel):
     """`/tokens?group_by=model` row: one model on one day; `group_key` is the model id."""
 

@@ -28,6 +28,7 @@ from bot.api.testing import (
     json_response,
     org_user_payload,
     readiness_report_payload,
+    token_row,
     user_row,
     RecordingTransport,
 )
@@ -112,6 +113,8 @@ async def test_usage_by_user_by_client_and_one_user_read_unlisted_values():
             return json_response(analytics_envelope([user_row(delegation_level="turbo", primary_model_tier="ultra")]))
         if request.url.path.endswith("/activity"):
             return json_response(analytics_envelope([grouped_activity_row(group_key="ide-plugin")]))
+        if request.url.path.endswith("/tokens"):
+            return json_response(analytics_envelope([token_row()]))
         raise AssertionError(request.url)
 
     client = fake_client(RecordingTransport(handler))
