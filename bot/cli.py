@@ -3,7 +3,7 @@
     agent-bot serve [--host H] [--port P]   HTTP mode: POST /slack/events, GET /healthz
     agent-bot socket                       Socket Mode (needs SLACK_APP_TOKEN)
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
-    agent-bot demo [--interactive]         sandbox + Slack emulator + bot in one process, a tour
+    agent-bot demo [--interactive] [--hostile]   sandbox + Slack emulator + bot in one process, a tour
 
 Exit codes: 0 success, 2 bad usage or configuration (the message names what is missing).
 Only ``sandbox`` and ``demo`` import the :mod:`sandbox` package, lazily.
@@ -80,7 +80,7 @@ def _sandbox(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from bot.demo import run_demo
 
-    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed)
+    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed, hostile=args.hostile)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--interactive", action="store_true", help="type /agent lines yourself after the tour")
     demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")
+    demo.add_argument("--hostile", action="store_true", help="the tour against hostile but spec-legal sandbox data")
     demo.set_defaults(run=_demo)
     return parser
 
