@@ -133,7 +133,7 @@ async def users(request: Request) -> JSONResponse:
         return _encoded_envelope(data, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
     rows, next_cursor = sandbox.dataset.user_rows(start, end, limit, cursor)
     rows = [hostile.user_row(row, n) for n, row in enumerate(rows)]
-    return _envelope(rows, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
+    return _envelope(rows, start, end, hasMore=next_cursor is not None, nextCursor=next_cursor)  # the prose's spelling
 
 
 routes = [Route(f"{PREFIX}/{name}", daily_endpoint(name), methods=["GET"]) for name in DAILY] + [

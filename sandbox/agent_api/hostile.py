@@ -10,7 +10,8 @@ applications, :data:`TOOLS` tools a day, :data:`REVISIONS` revisions, :data:`CUS
 models); optional fields are null or absent; enumerations carry values the spec does not list
 (``delegation_level "turbo"``, ``primary_model_tier "ultra"``, client ``"ide-plugin"``, reasoning
 effort ``"extreme"``, computer status ``"hibernating"``); date-time strings include a leap second and
-``9999-12-31T23:00:00-01:00``; the v0 paginations use ``hasMore``/``nextCursor`` as always.
+``9999-12-31T23:00:00-01:00``; the analytics ``/users`` meta says ``hasMore``/``nextCursor`` (the
+spelling of the spec's prose) instead of ``has_more``/``next_cursor``.
 
 What stays friendly, so a client can still be exercised: IDs, cursors, numbers, dates of analytics
 rows, the five fixed people's e-mails (roles are resolved by e-mail), and the slug ``acme/web``.
