@@ -644,8 +644,7 @@ class Dataset:
             self._encoded.move_to_end(day)
             return cached
         data = self._days.get(day)
-        fresh = data is None
-        if fresh:  # built once: not kept in the DayData LRU as well
+        if data is None:  # built for the encoding only, not kept in the DayData LRU as well
             data = DayData(
                 date=day,
                 user_days=generate_activity(self.seed, self.people, day, _bit_indices(self.active_mask(day))),
