@@ -3,7 +3,7 @@
     agent-bot serve [--host H] [--port P]   HTTP mode: POST /slack/events, GET /healthz
     agent-bot socket                       Socket Mode (needs SLACK_APP_TOKEN)
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
-    agent-bot demo [--interactive]         sandbox + Slack emulator + bot in one process, a tour
+    agent-bot demo [--interactive] [--hostile]   sandbox + Slack emulator + bot in one process, a tour
     agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
     agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
@@ -93,7 +93,9 @@ def _demo(args: argparse.Namespace) -> int:
 
     from pathlib import Path
 
-    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir))
+    return run_demo(
+        interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir), hostile=args.hostile
+    )
 
 
 def _digest_tick(args: argparse.Namespace) -> int:
@@ -202,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--chart-dir", default=".", help="where the digest's chart PNG is saved (default: the current directory)")
     demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")
+    demo.add_argument("--hostile", action="store_true", help="the tour against hostile but spec-legal sandbox data")
     demo.set_defaults(run=_demo)
 
     digest = commands.add_parser("digest", help="daily digests")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,12 +94,15 @@ class SettingChange:
 @dataclass(frozen=True)
 class RevisionInfo:
     """Who changed the settings and when: ``revision`` number, author name and e-mail (either may
-    be ``None``), ``updated_at`` (aware, UTC; a naive time from the API is taken as UTC)."""
+    be ``None``), ``updated_at`` (aware, UTC; a naive time from the API is taken as UTC; a leap
+    second ``23:59:60`` reads as ``23:59:59``; ``None`` when the moment is not representable in
+    UTC, such as ``9999-12-31T23:00:00-01:00``) and ``updated_at_text``, the value as sent."""
 
     revision: int
     author_name: str | None
     author_email: str | None
-    updated_at: datetime
+    updated_at: datetime | None
+    updated_at_text: str = ""
 
 
 @dataclass(frozen=True)
@@ -401,10 +405,29 @@ def summarize(settings: Mapping[str, Any]) -> SettingsSummary:
 # ---- reading the history ---------------------------------------------------------------------
 
 
+_LEAP_SECOND = re.compile(r"(T\d\d:\d\d:)60")
+
+
+def utc_moment(value: datetime | str) -> datetime | None:
+    """``value`` as an aware UTC datetime: naive is taken as UTC, a leap second (``...:60``) as
+    ``...:59``; ``None`` for text that is no date-time or a moment outside years 1..9999 in UTC."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(_LEAP_SECOND.sub(r"\g<1>59", value.replace("z", "Z")))
+        except ValueError:
+            return None
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
 def revision_info(change: EnterpriseControlChange) -> RevisionInfo:
-    """The :class:`RevisionInfo` of an API change."""
-    when = change.updated_at if change.updated_at.tzinfo else change.updated_at.replace(tzinfo=UTC)
-    return RevisionInfo(change.revision, change.user.name or None, change.user.email or None, when.astimezone(UTC))
+    """The :class:`RevisionInfo` of an API change (one odd ``updatedAt`` never fails the reply)."""
+    raw = change.updated_at if isinstance(change.updated_at, str) else change.updated_at.isoformat()
+    return RevisionInfo(
+        change.revision, change.user.name or None, change.user.email or None, utc_moment(change.updated_at), raw
+    )
 
 
 def _changes_of(change: EnterpriseControlChange, previous: EnterpriseControlChange | None) -> RevisionChanges:

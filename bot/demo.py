@@ -384,15 +384,17 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
 
 
 def run_demo(
-    *, interactive: bool = False, users: int = 40, seed: int = 7, out: TextIO = sys.stdout, lines: TextIO = sys.stdin,
-    chart_dir: Path | None = None,
+    *, interactive: bool = False, users: int = 40, seed: int = 7, hostile: bool = False,
+    out: TextIO = sys.stdout, lines: TextIO = sys.stdin, chart_dir: Path | None = None,
 ) -> int:
-    """Run the tour (and the interactive loop); returns the exit code (0)."""
+    """Run the tour (and the interactive loop); returns the exit code (0). ``hostile``: against the
+    sandbox's hostile data (``agent-bot sandbox --hostile``)."""
     import logging
 
     logging.basicConfig(level=logging.ERROR)
     out.write("Starting the sandbox Agent API, the Slack emulator and the bot on loopback...\n")
-    with running_stack(users=users, seed=seed, analytics_cache_ttl=300.0) as stack:
+    options = {"sandbox_options": {"hostile": True}} if hostile else {}
+    with running_stack(users=users, seed=seed, analytics_cache_ttl=300.0, **options) as stack:
         out.write(
             f"sandbox API {stack.sandbox.url} | Slack emulator {stack.slack.url} | bot {stack.bot_server.url}\n"
             "People: alice (owner), bob (manager), carol (member), dave (guest).\n"

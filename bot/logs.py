@@ -4,6 +4,12 @@
 configured secret value (API key, bot token, signing secret, app token) and anything shaped like a
 Slack token (``xoxb-``, ``xapp-``...) or a bearer credential with ``[redacted]``, in the message and
 in the formatted arguments and traceback, so that no secret reaches a log line even by accident.
+
+The same filter neutralizes the message (API values are logged as arguments): line breaks, other
+control characters (terminal escapes) and the invisible formatting characters of
+:data:`INVISIBLE` (bidirectional overrides, zero-width characters) become visible escapes
+(``\\n``, ``\\x1b``, ``\\u202e``), so that a value can neither forge a log line nor hide or
+reorder text in a terminal. A traceback keeps its line breaks (its values are redacted).
 """
 
 from __future__ import annotations
@@ -14,6 +20,19 @@ from collections.abc import Iterable
 
 _TOKENISH = re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s'\"]+")
 REDACTED = "[redacted]"
+INVISIBLE = (
+    "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+)
+"""Invisible format characters, as the body of a regex character class: Arabic letter mark,
+zero-width space/joiners, LRM/RLM, line and paragraph separators, bidi embeddings, overrides and
+isolates, word joiner, BOM, interlinear annotations."""
+_UNSAFE = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{INVISIBLE}]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def neutralize(text: str) -> str:
+    """``text`` with line breaks, control and invisible characters as visible escapes (one line)."""
+    return _UNSAFE.sub(lambda m: _NAMED.get(m.group(), m.group().encode("unicode_escape").decode("ascii")), text)
 
 
 class RedactingFilter(logging.Filter):
@@ -32,7 +51,7 @@ class RedactingFilter(logging.Filter):
         message = record.getMessage()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        record.msg, record.args = self.redact(message), None
+        record.msg, record.args = neutralize(self.redact(message)), None
         if record.exc_text:
             record.exc_text = self.redact(record.exc_text)
         return True

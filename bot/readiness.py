@@ -13,8 +13,10 @@ How the listing is walked (the spec is silent on order, page size and the meanin
 
 - Pages of :data:`PAGE_SIZE` reports, at most :data:`MAX_PAGES` pages; every :class:`Walk` says how
   far it went and whether it stopped at that bound (``hit_page_bound``) with more reports listed.
-- The listing ends with an *empty* page. A short page is not taken as the end: the server's maximum
-  ``limit`` is not shown, so a page shorter than asked may just be the server's cap.
+- The listing ends with an empty page, or with a page shorter than asked (one round trip for a
+  listing that fits a page). The server's maximum ``limit`` is not shown, and a server that capped
+  it silently would send pages of its cap, a round number: a short page of a multiple of
+  :data:`CAP_STEP` reports is therefore not taken as the end, and one more page confirms it.
 - ``repoId`` is not used: what a "repository ID" is, is not shown. Repositories are matched on
   ``repoUrl`` here (:class:`RepoQuery`).
 - The walk stops early only when the reports seen so far are newest first (``createdAt`` never
@@ -49,6 +51,8 @@ if TYPE_CHECKING:  # the data types here are imported by formatters, which stay 
 PAGE_SIZE = 50
 """Reports asked for per page (``limit``); read at call time, so tests may lower it."""
 MAX_PAGES = 20
+CAP_STEP = 10
+"""A short page of a multiple of this many reports may be a server's silent cap (see above)."""
 """The most pages one command walks (``PAGE_SIZE * MAX_PAGES`` reports); read at call time."""
 
 Outcome = Literal["passing", "partial", "failing"]
@@ -344,12 +348,15 @@ class _Listing:
         return not self.complete and self.pages < self.max_pages
 
     async def read_page(self) -> list[Report]:
-        """The next page's new reports; sets ``complete`` on an empty page."""
+        """The next page's new reports; sets ``complete`` on an empty page or a short page that is
+        no possible server cap (see the module docstring)."""
         page = await self.agent.list_readiness_reports(limit=self.page_size, start_after=self._cursor)
         self.pages += 1
         if not page.reports:
             self.complete = True
             return []
+        if len(page.reports) < self.page_size and len(page.reports) % CAP_STEP:
+            self.complete = True
         self._cursor = page.reports[-1].report_id  # spec rule 4: the last reportId of the page
         fresh = [Report.from_api(r) for r in page.reports if r.report_id not in self._ids]
         if not fresh:

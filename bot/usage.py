@@ -7,6 +7,21 @@ before 2026-01-14), top models, tools, clients and users. :func:`fetch_breakdown
 ``/agent usage <period> by model|client|tool|user``; :func:`fetch_user_usage` one person's numbers
 from ``/users``.
 
+Speed at 10,000 users (issue 11): a reply should take about as long as the slowest single API call
+it needs, so
+
+- ``/tokens`` is read through lean views (:meth:`bot.api.AgentClient.get_token_summary`, and
+  :meth:`~bot.api.AgentClient.get_token_totals` for the previous period): the per-user ``by_model``
+  lists, most of a large answer, are skipped while parsing, and each answer is parsed once.
+- ``by user`` ranks ``/tokens`` ``by_user`` (the same billable tokens per user and day as ``/users``
+  rows), one call instead of walking ``/users``.
+- one person: their user id and active days come from ``/tokens`` ``by_user``; ``/users`` is then
+  asked for the page that starts right after the preceding user id (the spec: the cursor *is* a
+  user ID), one call. The rows are checked (their user id and every active day); what is missing is
+  read day by day the same way, and a day that still lacks its row is walked to its end, days
+  concurrently (at most :data:`USERS_CONCURRENCY` requests at a time). A person who is in no
+  ``by_user`` of the period (no e-mail match; a null ``user_email`` never matches) has no usage.
+
 How the day rows are combined (analytics-and-readiness-api.md, row tables):
 
 - sums over days: billable, input, output, cache read/write tokens; sessions; messages; tool calls;
@@ -24,14 +39,17 @@ import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import date
 from typing import TYPE_CHECKING
 
 from bot.periods import Period
 
 if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
-    from bot.api import AgentClient
+    from bot.api import AgentClient, UserRow
 
 TOP_N = 5
+USERS_CONCURRENCY = 8
+"""Most ``/users`` requests one reply has in flight."""
 
 
 @dataclass(frozen=True)
@@ -118,10 +136,10 @@ def rank(counter: Counter | dict, limit: int | None = TOP_N) -> list[Ranked]:
     return [Ranked(name, value, value / total) for name, value in items[:limit]]
 
 
-async def _period_rows(client: AgentClient, period: Period) -> tuple[list, list, list, list]:
+async def _period_rows(client: AgentClient, period: Period, *, totals_only: bool = False) -> tuple[list, list, list, list]:
     kwargs = {"start_date": period.start, "end_date": period.end}
     tokens, activity, tools, productivity = await asyncio.gather(
-        client.get_tokens(**kwargs),
+        client.get_token_totals(**kwargs) if totals_only else client.get_token_summary(**kwargs),
         client.get_activity(**kwargs),
         client.get_tools(**kwargs),
         client.get_productivity(**kwargs),
@@ -162,7 +180,7 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
     previous_period = period.previous()
     current_rows, previous_rows = await asyncio.gather(
         _period_rows(client, period),
-        _period_rows(client, previous_period) if previous_period else _nothing(),
+        _period_rows(client, previous_period, totals_only=True) if previous_period else _nothing(),
     )
     tokens, activity, tools, _productivity = current_rows
     days = len(activity) or 1
@@ -198,8 +216,9 @@ BREAKDOWNS = ("model", "client", "tool", "user")
 
 async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int = 15) -> Breakdown:
     """Rank the period by ``dimension`` (one of :data:`BREAKDOWNS`) with the API's ``group_by``:
-    models by billable tokens, tools by calls, clients by average DAU, users (``/users`` walked to
-    the end) by billable tokens. Raises ``ValueError`` for another dimension."""
+    models by billable tokens, tools by calls, clients by average DAU, users by billable tokens
+    (``/tokens`` ``by_user``; a user without e-mail by user id). Raises ``ValueError`` for another
+    dimension."""
     kwargs = {"start_date": period.start, "end_date": period.end}
     if dimension == "model":
         rows = (await client.get_tokens(**kwargs, group_by="model")).data
@@ -214,18 +233,63 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
         counter = _sum_by((str(r.group_key), r.daily_active_users / period.days) for r in rows)
         measure = "average daily active users"
     elif dimension == "user":
-        counter = _sum_by([(u.user_email or u.user_id, u.billable_tokens) async for u in client.iter_users(**kwargs)])
+        rows = (await client.get_token_summary(**kwargs)).data
+        counter = _sum_by((u.user_email or u.user_id, u.billable_tokens) for r in rows for u in r.by_user)
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
     return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()))
 
 
+async def _seek(client: AgentClient, start: date, end: date, user_id: str, before: str | None) -> list[UserRow]:
+    """The ``/users`` rows of ``user_id`` on the page after cursor ``before`` (one request)."""
+    page = await client.get_users_page(start_date=start, end_date=end, limit=1, cursor=before)
+    return [row for row in page.data if row.user_id == user_id]
+
+
+async def _walk_day(client: AgentClient, day: date, user_id: str) -> list[UserRow]:
+    """Every ``/users`` row of ``user_id`` on ``day``, following the day's cursor to its end."""
+    return [row async for row in client.iter_users(start_date=day, end_date=day) if row.user_id == user_id]
+
+
+def _preceding(ids: Iterable[str], user_id: str) -> str | None:
+    lower = [other for other in ids if other < user_id]
+    return max(lower) if lower else None
+
+
+async def _user_rows(client: AgentClient, period: Period, tokens: list, user_id: str) -> list[UserRow]:
+    """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
+    days = {row.date: {u.user_id for u in row.by_user} for row in tokens}
+    active = {day for day, ids in days.items() if user_id in ids}
+    everyone = set().union(*days.values()) if days else set()
+    rows = await _seek(client, period.start, period.end, user_id, _preceding(everyone, user_id))
+    missing = sorted(active - {row.date for row in rows})
+    if not missing:
+        return rows
+    limit = asyncio.Semaphore(USERS_CONCURRENCY)
+
+    async def one_day(day: date) -> list[UserRow]:
+        async with limit:
+            found = await _seek(client, day, day, user_id, _preceding(days[day], user_id))
+        if any(row.date == day for row in found):
+            return found
+        async with limit:
+            return await _walk_day(client, day, user_id)
+
+    for found in await asyncio.gather(*(one_day(day) for day in missing)):
+        rows += [row for row in found if row.date in missing]
+    return rows
+
+
 async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> UserUsage | None:
-    """One person's usage, matched by e-mail (case-insensitive) over ``/users`` walked to the end;
-    ``None`` when the person has no row in the period."""
+    """One person's usage, matched by e-mail (case-insensitive): their user id and active days
+    from ``/tokens`` ``by_user``, their rows from ``/users`` (see the module docstring); ``None``
+    when the person has no row in the period."""
     wanted = email.lower()
-    rows = [u async for u in client.iter_users(start_date=period.start, end_date=period.end) if (u.user_email or "").lower() == wanted]
+    tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
+    ids = sorted({u.user_id for r in tokens for u in r.by_user if (u.user_email or "").lower() == wanted})
+    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in ids))
+    rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:
         return None
     models = Counter(r.primary_model for r in rows)

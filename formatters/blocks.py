@@ -7,7 +7,14 @@ Text that would not fit is cut with an ellipsis instead of failing at Slack.
 
 Every string that came from the Agent API or from a user must pass through :func:`esc` before it
 goes into mrkdwn, so that ``<!channel>`` or ``<https://evil|click>`` shows as text, never as a
-ping or a link (Slack doc "Formatting text for app surfaces", escaping).
+ping or a link (Slack doc "Formatting text for app surfaces", escaping). :func:`esc` also makes a
+value one harmless run of text: line breaks become spaces (a value cannot fake a line of the
+reply), a backtick becomes ``ˋ`` (U+02CB; a value cannot leave the code span it is shown in), and
+invisible format characters (bidi overrides and isolates, zero-width spaces, see
+:data:`INVISIBLE`) are dropped (a value cannot reorder or hide text around it). Our own copy that
+carries mrkdwn (code spans, several lines) goes through :func:`esc_text`, which only escapes
+``&<>`` and drops invisible characters. Plain-text objects (:func:`header`, :func:`button`) get
+:func:`plain`.
 
 :func:`message` is the one way a formatter returns a payload: ``{"text": fallback, "blocks": [...]}``,
 at most :data:`MAX_BLOCKS` blocks, with a context line "and N more" when blocks had to be dropped.
@@ -44,11 +51,50 @@ UP, DOWN = "\u25b2", "\u25bc"
 Payload = dict[str, Any]
 
 
+INVISIBLE = frozenset(
+    "\u061c\u180e\u200b\u200c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\u206a\u206b\u206c\u206d\u206e\u206f"
+    "\ufeff\ufff9\ufffa\ufffb"
+)
+"""Invisible format characters dropped from every API/user string: Arabic letter mark, Mongolian
+vowel separator, zero-width space and non-joiner, LRM/RLM, bidi embeddings, overrides and isolates,
+word joiner and invisible operators, BOM, interlinear annotations. The zero-width *joiner* (U+200D)
+stays: emoji sequences need it."""
+BACKTICK_STAND_IN = "\u02cb"
+_DROP = dict.fromkeys(map(ord, INVISIBLE))
+_ONE_LINE = {
+    **_DROP,
+    **dict.fromkeys(map(ord, "\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029"), " "),
+    ord("`"): BACKTICK_STAND_IN,
+    ord("&"): "&amp;",
+    ord("<"): "&lt;",
+    ord(">"): "&gt;",
+}
+_TEXT = {**_DROP, ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;"}
+_PLAIN = {key: value for key, value in _ONE_LINE.items() if key not in (ord("&"), ord("<"), ord(">"), ord("`"))}
+
+
 def esc(value: object) -> str:
-    """Escape ``&``, ``<`` and ``>`` of an API or user string for mrkdwn (``None`` -> ``""``)."""
+    """An API or user string made safe for mrkdwn (``None`` -> ``""``): ``&<>`` escaped, line
+    breaks as spaces, backticks as ``ˋ``, invisible format characters dropped (module docstring)."""
     if value is None:
         return ""
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return str(value).translate(_ONE_LINE)
+
+
+def esc_text(text: object) -> str:
+    """Our own mrkdwn copy that may carry a user's words: ``&<>`` escaped and invisible format
+    characters dropped; line breaks and code spans kept (``None`` -> ``""``)."""
+    if text is None:
+        return ""
+    return str(text).translate(_TEXT)
+
+
+def plain(value: object) -> str:
+    """A string for a plain-text object (header, button): one line, invisible characters dropped."""
+    if value is None:
+        return ""
+    return str(value).translate(_PLAIN)
 
 
 def cut(text: str, limit: int) -> str:
@@ -66,7 +112,7 @@ def cut(text: str, limit: int) -> str:
 
 def header(text: str) -> HeaderBlock:
     """A header block; ``text`` is plain text (no escaping needed), cut to 150 characters."""
-    return HeaderBlock(text=PlainTextObject(text=cut(text or " ", HEADER_TEXT_MAX), emoji=True))
+    return HeaderBlock(text=PlainTextObject(text=cut(plain(text).strip() or " ", HEADER_TEXT_MAX), emoji=True))
 
 
 def section(text: str, *, fields: Sequence[str] = (), accessory: Any = None, block_id: str | None = None) -> SectionBlock:
@@ -98,7 +144,7 @@ def button(text: str, action_id: str, value: str = "", *, style: str | None = No
     """A button; ``text`` plain, ``value`` at most 2000 characters (longer raises ``ValueError``)."""
     if len(value) > BUTTON_VALUE_MAX:
         raise ValueError(f"button value longer than {BUTTON_VALUE_MAX} characters")
-    return ButtonElement(text=PlainTextObject(text=cut(text, BUTTON_TEXT_MAX)), action_id=action_id, value=value or None, style=style)
+    return ButtonElement(text=PlainTextObject(text=cut(plain(text), BUTTON_TEXT_MAX)), action_id=action_id, value=value or None, style=style)
 
 
 def actions(*elements: Any, block_id: str | None = None) -> ActionsBlock:

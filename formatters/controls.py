@@ -36,6 +36,7 @@ from formatters.blocks import (
     cut,
     divider,
     esc,
+    esc_text,
     fields,
     header,
     message,
@@ -62,6 +63,8 @@ AVAILABLE_REVISIONS = "Available: revisions {low} to {high} ({count} in all)."
 SECRET = "(redacted)"
 UNKNOWN_AUTHOR = "unknown"
 NOT_SET = "not set"
+UNKNOWN_TIME = "unknown time"
+DATE_MAX = 40
 
 VALUE_MAX = 120
 PATH_MAX = 150
@@ -91,7 +94,7 @@ def compact(value: Any) -> str:
 
 def _code(text: str, limit: int = VALUE_MAX) -> str:
     """``text`` escaped, cut, as a code span (a backtick inside would end it, so it is replaced)."""
-    return "`" + cut(esc(text.replace("`", "\u02cb")), limit) + "`"
+    return "`" + cut(esc(text), limit) + "`"
 
 
 def _value(value: Any) -> str:
@@ -133,7 +136,17 @@ def _author(info: RevisionInfo) -> str:
     return esc(info.author_name or info.author_email or UNKNOWN_AUTHOR)
 
 
-def _when(moment: dt.datetime, today: dt.date) -> str:
+def _day(info: RevisionInfo) -> str:
+    if info.updated_at is None:
+        return esc(cut(info.updated_at_text or UNKNOWN_TIME, DATE_MAX))
+    return f"{info.updated_at:%Y-%m-%d}"
+
+
+def _when(info: RevisionInfo, today: dt.date) -> str:
+    """``2026-02-01 12:30 UTC (2 days ago)``; an instant that has no UTC form shows as sent."""
+    moment = info.updated_at
+    if moment is None:
+        return _code(info.updated_at_text or UNKNOWN_TIME, DATE_MAX)
     stamp = moment.strftime("%Y-%m-%d %H:%M UTC")
     days = (today - moment.date()).days
     if days < 0:
@@ -253,7 +266,7 @@ def controls_overview(overview: ControlsOverview, *, today: dt.date) -> Payload:
     info = current.info
     head: list = [
         header(OVERVIEW_TITLE.format(revision=info.revision)),
-        context(CHANGED_BY.format(author=_author(info), when=_when(info.updated_at, today))),
+        context(CHANGED_BY.format(author=_author(info), when=_when(info, today))),
         *fields(summary_fields(overview.summary)),
         divider(),
     ]
@@ -265,10 +278,10 @@ def controls_overview(overview: ControlsOverview, *, today: dt.date) -> Payload:
         outcome = f"{_plural(len(current.changes), 'change')} from revision {current.previous}"
         if not current.changes:
             head.append(section(NO_CHANGES))
-    blocks = _capped(head, [change_line(c) for c in current.changes], [context(esc(OVERVIEW_HINT))], esc(MORE_CHANGES))
+    blocks = _capped(head, [change_line(c) for c in current.changes], [context(esc_text(OVERVIEW_HINT))], esc_text(MORE_CHANGES))
     text = (
         f"Enterprise controls revision {info.revision}, changed by {_author(info)} "
-        f"on {info.updated_at:%Y-%m-%d}: {outcome}."
+        f"on {_day(info)}: {outcome}."
     )
     return message(blocks, text)
 
@@ -286,7 +299,7 @@ def _paths(entry: RevisionChanges) -> str:
 def history_entry(entry: RevisionChanges, today: dt.date) -> str:
     """One revision of the history as escaped mrkdwn: number, author, time, changed paths."""
     info = entry.info
-    return f"*Revision {info.revision}* \u00b7 {_author(info)} \u00b7 {_when(info.updated_at, today)}\n{_paths(entry)}"
+    return f"*Revision {info.revision}* \u00b7 {_author(info)} \u00b7 {_when(info, today)}\n{_paths(entry)}"
 
 
 def controls_history(history: ControlsHistory, *, today: dt.date) -> Payload:
@@ -296,7 +309,7 @@ def controls_history(history: ControlsHistory, *, today: dt.date) -> Payload:
     title = HISTORY_TITLE if count == history.requested else HISTORY_TITLE_ALL
     head: list = [header(title.format(revisions=_plural(count, "revision")))]
     entries = [history_entry(entry, today) for entry in revisions]
-    blocks = _capped(head, entries, [context(esc(HISTORY_HINT))], esc(MORE_REVISIONS), per_section=5)
+    blocks = _capped(head, entries, [context(esc_text(HISTORY_HINT))], esc_text(MORE_REVISIONS), per_section=5)
     span = f" ({revisions[0].info.revision} to {revisions[-1].info.revision})" if revisions else ""
     return message(blocks, f"The last {_plural(count, 'enterprise-control revision')}{span}.")
 
@@ -308,12 +321,12 @@ def controls_diff(diff: ControlsDiff, *, today: dt.date) -> Payload:
     head: list = [
         header(DIFF_TITLE.format(old=old.revision, new=new.revision)),
         context(
-            f"*Revision {old.revision}*: {_author(old)} \u00b7 {_when(old.updated_at, today)}",
-            f"*Revision {new.revision}*: {_author(new)} \u00b7 {_when(new.updated_at, today)}",
+            f"*Revision {old.revision}*: {_author(old)} \u00b7 {_when(old, today)}",
+            f"*Revision {new.revision}*: {_author(new)} \u00b7 {_when(new, today)}",
         ),
         section(CHANGE_COUNT.format(count=count, noun="setting" if count == 1 else "settings") if count else NO_CHANGES),
     ]
-    blocks = _capped(head, [change_line(c) for c in diff.changes], [], esc(MORE_CHANGES))
+    blocks = _capped(head, [change_line(c) for c in diff.changes], [], esc_text(MORE_CHANGES))
     text = f"Enterprise controls, revision {old.revision} \u2192 {new.revision}: {_plural(count, 'change')}."
     return message(blocks, text)
 

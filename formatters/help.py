@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.commands import SubCommand
-from formatters.blocks import Payload, context, divider, esc, header, message, section
+from formatters.blocks import Payload, context, divider, esc, esc_text, header, message, section
 
 HELP_TITLE = "/agent: the coding-agent platform from Slack"
 HELP_FOOTER = "Type `/agent help <sub-command>` for details, e.g. `/agent help usage`."
@@ -23,8 +23,8 @@ def help_message(commands: Sequence[SubCommand], *, unknown: str | None = None) 
         blocks.append(section(UNKNOWN_SUB_COMMAND.format(text=esc(unknown))))
     lines = []
     for spec in commands:
-        example = f"  e.g. `{esc(spec.examples[0])}`" if spec.examples else ""
-        lines.append(f"*{esc(spec.name)}*: {esc(spec.summary)}{example}")
+        example = f"  e.g. `{esc_text(spec.examples[0])}`" if spec.examples else ""
+        lines.append(f"*{esc(spec.name)}*: {esc_text(spec.summary)}{example}")
     blocks.append(section("\n".join(lines)))
     blocks.append(context(HELP_FOOTER))
     names = ", ".join(spec.name for spec in commands)
@@ -33,13 +33,13 @@ def help_message(commands: Sequence[SubCommand], *, unknown: str | None = None) 
 
 def sub_command_help(spec: SubCommand, related: Sequence[SubCommand] = ()) -> Payload:
     """Details of one sub-command: usage line, description, examples, related sub-commands."""
-    blocks: list = [header(f"/agent {spec.name}"), section(f"{esc(spec.summary)}\n`{esc(spec.usage)}`")]
+    blocks: list = [header(f"/agent {spec.name}"), section(f"{esc_text(spec.summary)}\n`{esc_text(spec.usage)}`")]
     if spec.details:
-        blocks.append(section(esc(spec.details)))
+        blocks.append(section(esc_text(spec.details)))
     if spec.examples:
         blocks.append(divider())
-        blocks.append(section("*Examples*\n" + "\n".join(f"`{esc(e)}`" for e in spec.examples)))
+        blocks.append(section("*Examples*\n" + "\n".join(f"`{esc_text(e)}`" for e in spec.examples)))
     for other in related:
         if other.name != spec.name:
-            blocks.append(context(f"`{esc(other.usage)}`: {esc(other.summary)}"))
+            blocks.append(context(f"`{esc_text(other.usage)}`: {esc_text(other.summary)}"))
     return message(blocks, f"/agent {spec.name}: {spec.summary}")

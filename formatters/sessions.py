@@ -4,7 +4,8 @@
 Inputs are plain typed values (:class:`SessionView`, :class:`bot.api.Session`, :class:`bot.api.Computer`);
 outputs are ``{"text", "blocks"}`` payloads (:func:`formatters.blocks.message`) or, for the modal,
 a ``view`` dict. Every string from the API, the agent or a person is escaped (``&``, ``<``, ``>``)
-and stripped of bidirectional-override characters before it goes into mrkdwn.
+and stripped of invisible characters before it goes into mrkdwn; a value is kept on one line
+(:func:`formatters.blocks.esc`), the agent's own text keeps its lines and code (``esc_text``).
 
 The agent's text is split at paragraph boundaries (then lines, then characters; never inside a
 character) into sections of at most :data:`CHUNK_MAX` characters; past :data:`LONG_TEXT` characters
@@ -14,7 +15,6 @@ only the beginning is shown and the whole text goes into a file in the thread (t
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +28,7 @@ from formatters.blocks import (
     context,
     cut,
     esc,
+    esc_text,
     fields,
     header,
     message,
@@ -80,17 +81,16 @@ FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
 SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
 ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
-
 
 def clean(value: object) -> str:
-    """``value`` escaped for mrkdwn and stripped of bidirectional-override characters (multi-line kept)."""
-    return _BIDI.sub("", esc(value))
+    """The agent's own text for mrkdwn: ``&<>`` escaped, invisible characters dropped, line breaks
+    and code spans kept (:func:`formatters.blocks.esc_text`)."""
+    return esc_text(value)
 
 
 def one_line(value: object, limit: int) -> str:
-    """``value`` cleaned, on one line, cut to ``limit`` characters."""
-    return cut(" ".join(clean(value).split()), limit)
+    """An API or user value on one line (:func:`formatters.blocks.esc`), cut to ``limit`` characters."""
+    return cut(" ".join(esc(value).split()), limit)
 
 
 @dataclass(frozen=True)

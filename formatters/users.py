@@ -8,7 +8,8 @@ actions block with the ``users.more`` button while more users may exist. At most
 :data:`bot.org_users.SCREEN` users, so a screen stays well under 50 blocks.
 
 ``createdAt``/``lastSignInAt`` are strings (management-api-v0.md, "Organization user"); an ISO 8601
-value is shown as a UTC date, anything else as sent (escaped).
+value is shown as a UTC date, anything else (a leap second, a moment that is past year 9999 or
+before year 1 in UTC) as sent (escaped, cut): one odd value degrades its own line, never the reply.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def _moment(value: str | None) -> dt.datetime | None:
         return None
     try:
         moment = dt.datetime.fromisoformat(value)
-    except ValueError:
+        return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
+    except (ValueError, OverflowError):  # not ISO 8601, a leap second, or past year 9999 in UTC
         return None
-    return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
 
 
 def age(days: int) -> str:

@@ -8,8 +8,9 @@ Follows `spec/analytics-and-readiness-api.md` ("Resources and their fields") and
   dump with `model_dump(by_alias=True)` to get the wire form.
 - Unknown fields are tolerated and kept (`extra="allow"`, reachable via `model_extra`).
 - A field the spec calls "number" is `Number` (int or float, as sent); "integer" is `int`.
-- Enumerations whose values the spec lists are `Literal`s (an unlisted value is a schema
-  mismatch, never guessed); enumerations whose values are "not shown" are plain `str`.
+- Enumerations of response fields are plain `str`: the values the spec lists are constants
+  (`CLIENT_TYPES`, `COMPUTER_STATUSES`...), and a value it does not list is kept as sent, never
+  a schema mismatch of the whole answer. Request-side choices stay `Literal`s.
 - Analytics rows: every field a table lists is required. Readiness and v0 resources: fields the
   tables mark required are required, the rest default to None.
 - Timestamps in Unix milliseconds stay numbers; `*_datetime` properties convert them to aware UTC
@@ -29,14 +30,32 @@ from bot.api.redaction import redact_settings
 Number = int | float
 """A JSON number as sent: int when the server sends an integer, float otherwise."""
 
-ClientType = Literal["terminal-ui", "web", "non-interactive-cli"]
-DelegationLevel = Literal["auto-high", "auto-medium", "auto-low", "spec", "manual"]
-ModelTier = Literal["standard", "thinking"]
-ReasoningEffort = Literal["low", "medium", "high", "off"]
-SessionStatus = Literal["idle", "pending", "running"]
-MessageRole = Literal["user", "assistant", "tool", "system"]
+# Enumerations of response fields: the values the spec lists are constants, and the field type is
+# `str`, so that a value the spec does not list ("turbo", "ide-plugin", "hibernating") is kept as
+# sent instead of failing the whole answer (issue 11: a platform adds values before a spec does).
+CLIENT_TYPES = ("terminal-ui", "web", "non-interactive-cli")
+DELEGATION_LEVELS = ("auto-high", "auto-medium", "auto-low", "spec", "manual")
+MODEL_TIERS = ("standard", "thinking")
+REASONING_EFFORTS = ("low", "medium", "high", "off")
+SESSION_STATUSES = ("idle", "pending", "running")
+MESSAGE_ROLES = ("user", "assistant", "tool", "system")
+COMPUTER_STATUSES = ("provisioning", "active", "error")
+ClientType = str
+"""A client type: one of :data:`CLIENT_TYPES`, or another string the platform sends."""
+DelegationLevel = str
+"""A delegation level: one of :data:`DELEGATION_LEVELS`, or another string."""
+ModelTier = str
+"""A model tier: one of :data:`MODEL_TIERS`, or another string."""
+ReasoningEffort = str
+"""A reasoning effort: one of :data:`REASONING_EFFORTS`, or another string."""
+SessionStatus = str
+"""A session status: one of :data:`SESSION_STATUSES`, or another string."""
+MessageRole = str
+"""A message role: one of :data:`MESSAGE_ROLES`, or another string."""
+ComputerStatus = str
+"""A computer status: one of :data:`COMPUTER_STATUSES`, or another string."""
 MessageRoleFilter = Literal["user", "assistant", "tool"]
-ComputerStatus = Literal["provisioning", "active", "error"]
+"""The `role` filter of the messages list (a request value: only what the spec lists is sent)."""
 CriterionOutcome = Literal["passing", "partial", "failing"]
 
 
@@ -123,6 +142,40 @@ class TokenRow(_SnakeModel):
     cache_write_tokens: Number
     by_model: list[ModelTokens]
     by_user: list[UserTokens]
+
+
+class _LeanModel(_SnakeModel):
+    """Base of the lean views of large answers: members not declared are skipped while parsing
+    (never turned into Python objects), which is what makes them cheap."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", protected_namespaces=())
+
+
+class UserTokenTotal(_LeanModel):
+    """Item of `TokenSummaryRow.by_user`: a `by_user` item without its `by_model`."""
+
+    user_id: str
+    user_email: str | None
+    billable_tokens: Number
+
+
+class TokenTotalsRow(_LeanModel):
+    """A lean view of a `/tokens` row: the day's token totals only (no by_model, no by_user)."""
+
+    date: date
+    billable_tokens: Number
+    input_tokens: Number
+    output_tokens: Number
+    cache_read_tokens: Number
+    cache_write_tokens: Number
+
+
+class TokenSummaryRow(TokenTotalsRow):
+    """A lean view of a `/tokens` row: totals, `by_model`, and per-user billable tokens
+    (`by_user` without each user's `by_model`, which at 10,000 users is most of the answer)."""
+
+    by_model: list[ModelTokens]
+    by_user: list[UserTokenTotal]
 
 
 class GroupedTokenRow(_SnakeModel):
@@ -485,14 +538,14 @@ class Message(_CamelModel):
     created_at: Number
     updated_at: Number
     parent_id: str | None = None
-    visibility: Literal["both", "llm_only", "user_only"] | None = None
+    visibility: str | None = None
     provider_a_message_id: str | None = None
-    provider_a_phase: Literal["commentary", "final_answer"] | None = None
+    provider_a_phase: str | None = None
     provider_a_encrypted_content: str | None = None
     provider_a_reasoning_id: str | None = None
     provider_a_reasoning_summary: str | None = None
     provider_b_thought_signature: str | None = None
-    chat_completion_reasoning_field: Literal["reasoning", "reasoning_content"] | None = None
+    chat_completion_reasoning_field: str | None = None
     chat_completion_reasoning_content: str | None = None
     is_user_visible: bool | None = None
     is_error: bool | None = None
@@ -621,12 +674,15 @@ class EnterpriseControlChange(_CamelModel):
     `customModels[].apiKey`, every `extraHeaders` value and every string under a member whose name
     looks like a credential becomes `"[redacted sha256:xxxxxxxx]"`, so a rotation still shows up as
     a change, while neither the value nor a validation error's input ever carries the secret.
+
+    `updatedAt` is a datetime when it parses as one; a valid RFC 3339 value Python cannot hold (a
+    leap second, `23:59:60`) stays the string as sent, so one odd revision never fails the page.
     """
 
     revision: int
     settings: dict[str, Any]
     user: ChangeAuthor
-    updated_at: datetime
+    updated_at: datetime | str = Field(union_mode="left_to_right")
 
     @model_validator(mode="before")
     @classmethod

@@ -20,19 +20,23 @@ The daily batch (``--lands-at HH:MM``, :meth:`SandboxState.landed`): until yeste
 that includes it is answered 200 as for a day without data: the day has no row at all (ungrouped or
 grouped), ``/users`` has no row of that day, ``meta`` still echoes the requested dates. The spec's
 400 stays for today and later only, so asking for yesterday is never an error, just an answer without
-its row (spec: "aggregated by a daily batch job and is available the day after").
+its row (spec: "aggregated by a daily batch job and is available the day after"). Answers are joined from each
+day's rows cached as JSON (:meth:`sandbox.agent_api.usage.Dataset.encoded`); ``--hostile`` rewrites
+the rows as dicts instead (:mod:`sandbox.agent_api.hostile`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Callable
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from . import hostile
 from .errors import bad_request
 from .params import page_limit
 from .people import ORG_ID
@@ -92,6 +96,12 @@ def _envelope(data: list[dict], start: dt.date, end: dt.date, **meta: object) ->
     )
 
 
+def _encoded_envelope(data: bytes, start: dt.date, end: dt.date, **meta: object) -> Response:
+    head = {"org_id": ORG_ID, "start_date": start.isoformat(), "end_date": end.isoformat(), **meta}
+    body = b'{"data":' + data + b',"meta":' + json.dumps(head, separators=(",", ":")).encode() + b"}"
+    return Response(body, media_type="application/json")
+
+
 def daily_endpoint(name: str):
     """The handler of a one-row-per-day endpoint (tokens, tools, activity, productivity)."""
     row, accepted, grouped = DAILY[name]
@@ -99,7 +109,14 @@ def daily_endpoint(name: str):
     async def endpoint(request: Request) -> JSONResponse:
         start, end = _date_range(request)
         group_by = _group_by(request, accepted)
-        dataset = request.app.state.sandbox.dataset
+        sandbox = request.app.state.sandbox
+        dataset = sandbox.dataset
+        if not sandbox.config.hostile:
+            kind = f"{name}:{group_by}" if group_by else name
+            landed_end = min(end, sandbox.last_landed_day())  # days the daily batch has produced
+            data = dataset.encoded_rows(kind, start, landed_end) if landed_end >= start else b"[]"
+            return _encoded_envelope(data, start, end)
+        odd_row, odd_grouped = hostile.ROWS[name]
         data: list[dict] = []
         sandbox = request.app.state.sandbox
         for offset in range((end - start).days + 1):
@@ -107,9 +124,9 @@ def daily_endpoint(name: str):
                 continue  # the daily batch has not produced this day yet: no row
             day = dataset.day(start + dt.timedelta(days=offset))
             if group_by:
-                data.extend(grouped(day))
+                data.extend(odd_grouped(grouped(day)) if odd_grouped else grouped(day))
             else:
-                data.append(row(day))
+                data.append(odd_row(row(day)) if odd_row else row(day))
         return _envelope(data, start, end)
 
     endpoint.__name__ = f"analytics_{name}"
@@ -122,10 +139,15 @@ async def users(request: Request) -> JSONResponse:
     limit = page_limit(request)
     sandbox = request.app.state.sandbox
     landed_end = min(end, sandbox.last_landed_day())
-    if landed_end < start:
+    if landed_end < start:  # the daily batch has not produced these days yet: no rows
         return _envelope([], start, end, has_more=False, next_cursor=None)
-    rows, next_cursor = sandbox.dataset.user_rows(start, landed_end, limit, request.query_params.get("cursor"))
-    return _envelope(rows, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
+    cursor = request.query_params.get("cursor")
+    if not sandbox.config.hostile:
+        data, next_cursor = sandbox.dataset.encoded_user_rows(start, landed_end, limit, cursor)
+        return _encoded_envelope(data, start, end, has_more=next_cursor is not None, next_cursor=next_cursor)
+    rows, next_cursor = sandbox.dataset.user_rows(start, landed_end, limit, cursor)
+    rows = [hostile.user_row(row, n) for n, row in enumerate(rows)]
+    return _envelope(rows, start, end, hasMore=next_cursor is not None, nextCursor=next_cursor)  # the prose's spelling
 
 
 routes = [Route(f"{PREFIX}/{name}", daily_endpoint(name), methods=["GET"]) for name in DAILY] + [

@@ -34,6 +34,8 @@ class SandboxConfig:
         lands the missing day at once.
     reply_delay_seconds: how long the simulated agent "works" before replying to a session message.
     provision_delay_seconds: how long ``install-deps`` keeps a computer in ``provisioning``.
+    hostile: fill free-text fields and lists with spec-legal data nobody planned for
+        (:mod:`sandbox.agent_api.hostile`).
     """
 
     seed: int = 7
@@ -50,6 +52,7 @@ class SandboxConfig:
     lands_at: dt.time | None = None
     reply_delay_seconds: float = 0.3
     provision_delay_seconds: float = 0.5
+    hostile: bool = False
 
     def __post_init__(self) -> None:
         if self.users < 1:
@@ -116,6 +119,11 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         "--hang-seconds", type=float, default=defaults.hang_seconds, help="how long a hang lasts"
     )
     group.add_argument(
+        "--hostile",
+        action="store_true",
+        help="hostile but spec-legal data: pings, links, markup, RTL, 5,000-character values, huge lists",
+    )
+    group.add_argument(
         "--today", type=_date, default=None, help="pin the sandbox's date (YYYY-MM-DD; default: UTC today)"
     )
     group.add_argument(
@@ -142,4 +150,5 @@ def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
         hang_seconds=getattr(ns, "hang_seconds", defaults.hang_seconds),
         today=getattr(ns, "today", defaults.today),
         lands_at=getattr(ns, "lands_at", defaults.lands_at),
+        hostile=getattr(ns, "hostile", defaults.hostile),
     )

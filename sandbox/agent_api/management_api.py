@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from . import hostile
 from .errors import bad_request, not_found
 from .params import json_object, page_limit, paginate
 from .sessions import ROLES, Session, validate_attachments, validate_settings
@@ -52,6 +53,8 @@ async def enterprise_history(request: Request) -> JSONResponse:
 async def organization_users(request: Request) -> JSONResponse:
     sandbox = request.app.state.sandbox
     today = sandbox.today()
+    if sandbox.config.hostile:
+        return _page(request, sandbox.people, lambda p: p.id, "users", lambda p: hostile.v0_user(p.to_v0(today), p.index))
     return _page(request, sandbox.people, lambda p: p.id, "users", lambda p: p.to_v0(today))
 
 

@@ -16,6 +16,7 @@ import asyncio
 import datetime as dt
 from collections.abc import Coroutine
 
+from . import hostile
 from .computers import Fleet
 from .config import SandboxConfig
 from .controls import generate_history
@@ -30,6 +31,8 @@ class SandboxState:
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         self.people = generate_people(config.seed, config.users)
+        if config.hostile:
+            self.people = hostile.people(self.people)
         self.dataset = Dataset(config.seed, self.people)
         self.faults = Faults(
             latency_ms=config.latency_ms,
@@ -44,6 +47,8 @@ class SandboxState:
         self.limit_updates: list[list] = []
         self.sessions = SessionStore(self.spawn, config.reply_delay_seconds)
         self.fleet = Fleet(self.spawn, config.provision_delay_seconds)
+        if config.hostile:
+            self.fleet.add(hostile.computers(self.fleet.created_ms))
         self._people_by_email = {p.email.lower(): p for p in self.people}
         self._dated: dict[tuple[str, dt.date], list[dict]] = {}
         self._tasks: set[asyncio.Task] = set()
@@ -77,13 +82,17 @@ class SandboxState:
 
     def reports(self) -> list[dict]:
         """Readiness reports, newest first."""
-        return self._for_today("reports", lambda today: generate_reports(self.config.seed, today))
+        build = lambda today: generate_reports(self.config.seed, today)  # noqa: E731
+        if self.config.hostile:
+            return self._for_today("reports", lambda today: hostile.reports(build(today)))
+        return self._for_today("reports", build)
 
     def history(self) -> list[dict]:
         """Enterprise-control changes, newest first."""
-        return self._for_today(
-            "history", lambda today: generate_history(self.config.seed, self.people, today)
-        )
+        build = lambda today: generate_history(self.config.seed, self.people, today)  # noqa: E731
+        if self.config.hostile:
+            return self._for_today("history", lambda today: hostile.history(build(today)))
+        return self._for_today("history", build)
 
     def _for_today(self, kind: str, build) -> list[dict]:
         today = self.today()

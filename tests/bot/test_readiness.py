@@ -126,23 +126,30 @@ async def test_walks_pages_with_start_after_until_latest_and_previous_are_found(
 async def test_default_page_size_and_a_single_report_has_no_previous():
     result, transport = await lookup([[report("r1", "acme/web", 0)]], "web")
     assert transport.requests[0].url.params["limit"] == str(PAGE_SIZE)
-    assert cursors(transport) == [None, "r1"]  # the listing ends with an empty page
+    assert cursors(transport) == [None]  # a page shorter than asked ends the listing
     assert result.previous is None and result.comparison is None
     assert result.walk.complete
 
 
-async def test_a_short_page_is_not_taken_as_the_end():
-    pages = [[report("r1", "acme/web", 0)], [report("r2", "acme/web", 5)]]
-    result, transport = await lookup(pages, "acme/web", page_size=10)
-    assert (result.latest.report_id, result.previous.report_id) == ("r1", "r2")
-    assert cursors(transport) == [None, "r1"]
+async def test_a_short_page_ends_the_listing_in_one_round_trip():
+    pages = [[report("r1", "acme/web", 0), report("r2", "acme/api", 1)], [report("r3", "acme/web", 5)]]
+    result, transport = await lookup(pages, "web", page_size=10)
+    assert cursors(transport) == [None]
+    assert result.previous is None and result.walk.complete
+
+
+async def test_a_short_page_of_a_round_length_may_be_a_server_cap_and_is_confirmed():
+    pages = [[report(f"r{n}", "acme/api", n) for n in range(10)], [report("r10", "acme/web", 11)]]
+    result, transport = await lookup(pages, "web", page_size=50)
+    assert cursors(transport) == [None, "r9"]
+    assert result.latest.report_id == "r10" and result.walk.complete
 
 
 async def test_a_listing_not_newest_first_is_walked_to_the_end_and_ranked_by_created_at():
     pages = [[report("r1", "acme/web", 9), report("r2", "acme/web", 5)], [report("r3", "acme/web", 1)]]
     result, transport = await lookup(pages, "https://github.com/acme/web", page_size=2)
     assert (result.latest.report_id, result.previous.report_id) == ("r3", "r2")
-    assert cursors(transport) == [None, "r2", "r3"]
+    assert cursors(transport) == [None, "r2"]  # the second page is short: the end
 
 
 async def test_an_ambiguous_bare_name_lists_every_candidate_after_walking_everything():
@@ -236,7 +243,7 @@ async def test_overview_is_worst_first_by_pass_rate_then_score():
         ("acme/b", "b1", 1),
         ("acme/d", "d1", 1),
     ]
-    assert result.walk.complete and result.walk.pages == 3
+    assert result.walk.complete and result.walk.pages == 2
 
 
 async def test_find_report_walks_until_it_meets_the_id():

@@ -4,6 +4,7 @@ from formatters.blocks import (
     change,
     cut,
     esc,
+    esc_text,
     fields,
     header,
     message,
@@ -69,3 +70,16 @@ def test_error_fallback_text_is_escaped_like_the_blocks():
     payload = error_message("No repository <!channel>", "Try <https://evil|click>")
     assert "<!channel>" not in payload["text"] and "&lt;!channel&gt;" in payload["text"]
     assert "<https://evil|click>" not in str(payload)
+
+
+def test_esc_keeps_a_value_on_one_line_inside_its_code_span_and_drops_invisible_characters():
+    value = "evil\u202egnp.exe\u200b`code`\n*Approved* by <@U123>\r\n\u2028x\u2066y\u2069 \U0001f468\u200d\U0001f469"
+    assert esc(value) == (
+        "evilgnp.exe\u02cbcode\u02cb *Approved* by &lt;@U123&gt;   xy \U0001f468\u200d\U0001f469"
+    )
+    assert esc_text("`/agent usage`\nline two \u202e<!here>") == "`/agent usage`\nline two &lt;!here&gt;"
+
+
+def test_plain_text_objects_are_one_line_without_invisible_characters():
+    assert header("a\nb\u202ec").to_dict()["text"]["text"] == "a bc"
+    assert header("\n").to_dict()["text"]["text"] == " "

@@ -45,7 +45,7 @@ def test_notification_and_stop_reach_the_thread_and_stop_posts_the_final_answer_
     parent, link = started(stack, "review the pull request")
     answer = post_hook(stack, {"hook_event_name": "Notification", "session_id": link.session_id, "cwd": "~", "message": "Allow `rm` <!channel>?"})
     assert answer.status_code == 200
-    expected = HOOK_WAITING.format(who="<@U0MEMBER>", message="Allow `rm` &lt;!channel&gt;?")
+    expected = HOOK_WAITING.format(who="<@U0MEMBER>", message="Allow \u02cbrm\u02cb &lt;!channel&gt;?")  # one line, no code span
     assert expected in thread_texts(stack, parent)
     # the agent works on without the follower knowing; only the Stop hook can make it look now
     feature = stack.bot.services.extras["sessions"]
