@@ -11,6 +11,7 @@ missing (the message names the environment variables).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import logging
@@ -29,14 +30,18 @@ from starlette.routing import Route
 import handlers
 from bot.api import AgentAPIError, AgentClient
 from bot.config import Settings
-from bot.errors import apologize
-from bot.middleware import EventPolicy, build_dedupe, build_role_check, default_event_policy
+from bot.errors import apologize, drain_listeners
+from bot.middleware import EventPolicy, tag_request, build_dedupe, build_role_check, default_event_policy
 from bot.roles import Role, RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
 from bot.store import Store
 from handlers.router import Router
 
 logger = logging.getLogger(__name__)
+
+
+DELIVERY_KEEP = dt.timedelta(days=1)
+"""How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
 
 
 class ConfigurationError(RuntimeError):
@@ -88,14 +93,18 @@ class Bot:
     run_jobs: bool = True
 
     def asgi(self) -> Starlette:
-        """The HTTP-mode ASGI app: ``POST /slack/events`` and ``GET /healthz``."""
+        """The HTTP-mode ASGI app: ``POST /slack/events``, ``POST /hooks/agent``, ``GET /healthz``
+        (liveness) and ``GET /readyz`` (database and Agent API)."""
         handler = AsyncSlackRequestHandler(self.app)
 
         async def events(request: Request) -> Response:
             return await handler.handle(request)
 
         async def healthz(_request: Request) -> Response:
-            return JSONResponse(*await health(self.services))
+            return JSONResponse({"status": "ok"})  # liveness: no database or Agent API call
+
+        async def readyz(_request: Request) -> Response:
+            return JSONResponse(*await readiness(self.services))
 
         hooks = self.hook_route()
 
@@ -105,14 +114,16 @@ class Bot:
                 self.scheduler.start()
             try:
                 yield
-            finally:
+            finally:  # SIGTERM: uvicorn stopped taking requests; finish acked work, then close
                 self.scheduler.shutdown()
+                await drain_listeners(DRAIN_SECONDS)
                 await self.services.agent.aclose()
 
         return Starlette(
             routes=[
                 Route("/slack/events", events, methods=["POST"]),
                 Route("/healthz", healthz, methods=["GET"]),
+                Route("/readyz", readyz, methods=["GET"]),
                 hooks,
             ],
             lifespan=lifespan,
@@ -134,21 +145,29 @@ class Bot:
         return Starlette(routes=[self.hook_route()])
 
 
-async def health(services: Services) -> tuple[dict[str, str], int]:
-    """The state of the database and of the Agent API, never a secret: ``({...}, status)``.
+READY_TIMEOUT = 2.0
+"""Seconds ``GET /readyz`` waits for the database and for the Agent API, each."""
+DRAIN_SECONDS = 10.0
+"""On shutdown, how long acknowledged work (listeners still running) may take to finish."""
 
-    200 when the database answers (the Agent API's state is reported either way), 503 when not."""
+
+async def readiness(services: Services, timeout: float = READY_TIMEOUT) -> tuple[dict[str, str], int]:
+    """Whether the bot can serve: the database and the Agent API, each within ``timeout`` seconds.
+
+    ``({"database", "agent_api", "status"}, 200)`` when both answer, else ``503`` naming which failed
+    (the exception's class only, never a secret). ``GET /healthz`` is liveness and calls neither."""
     state = {"database": "ok", "agent_api": "ok"}
     try:
-        await services.store.ping()
+        await asyncio.wait_for(services.store.ping(), timeout)
     except Exception as exc:
         state["database"] = f"unavailable ({type(exc).__name__})"
     try:
-        await services.agent.list_organization_users(limit=1)
-    except AgentAPIError as exc:
+        await asyncio.wait_for(services.agent.list_organization_users(limit=1), timeout)
+    except (AgentAPIError, asyncio.TimeoutError) as exc:
         state["agent_api"] = f"unavailable ({type(exc).__name__})"
-    state["status"] = "ok" if all(v == "ok" for v in state.values()) else "degraded"
-    return state, 200 if state["database"] == "ok" else 503
+    ok = all(v == "ok" for v in state.values())
+    state["status"] = "ready" if ok else "not ready"
+    return state, 200 if ok else 503
 
 
 def create_bot(
@@ -194,6 +213,7 @@ def create_bot(
         name="agent-chatops",
     )
     router = Router()
+    app.middleware(tag_request)
     app.middleware(build_dedupe(store))
 
     async def event_policy(body: Any) -> str | None:
@@ -203,4 +223,10 @@ def create_bot(
     app.middleware(build_role_check(resolver, services.policy, router.policy_key, event_policy))
     app.error(apologize)
     handlers.register(app, router, services)
+
+    async def prune_deliveries() -> None:
+        removed = await store.prune(services.now() - DELIVERY_KEEP)
+        logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
+
+    services.jobs.append(PeriodicJob("deliveries.prune", 3600.0, prune_deliveries))
     return Bot(app, services, router, Scheduler(services.jobs))

@@ -10,21 +10,40 @@ every listener of ours is wrapped.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.logs import request_id
 from formatters.notices import internal_error_message
 
 logger = logging.getLogger(__name__)
 
 
+_in_flight: "weakref.WeakSet[asyncio.Task[Any]]" = weakref.WeakSet()
+
+
+async def drain_listeners(timeout: float) -> int:
+    """Wait up to ``timeout`` seconds for listeners still running (work Slack was already told we
+    took on); returns how many were still unfinished when the time ran out."""
+    pending = [task for task in list(_in_flight) if not task.done() and task is not asyncio.current_task()]
+    if not pending:
+        return 0
+    _done, unfinished = await asyncio.wait(pending, timeout=timeout)
+    if unfinished:
+        logger.warning("shutdown: %s listener(s) still running after %s s", len(unfinished), timeout)
+    return len(unfinished)
+
+
 async def apologize(error: BaseException, respond: Any = None, logger: logging.Logger = logger) -> str:
-    """Log ``error`` with its trace under a new reference id and, when ``respond`` is given, send the
-    apology ephemerally (never replacing the original message). Returns the reference id."""
-    ref = uuid.uuid4().hex[:10]
+    """Log ``error`` with its trace under the request's id (a new one outside a request) and, when
+    ``respond`` is given, send the apology ephemerally (never replacing the original message) with
+    that id as its reference. Returns the reference id."""
+    ref = request_id.get() or uuid.uuid4().hex[:10]
     logger.error("unhandled error, reference %s", ref, exc_info=error)
     if respond is not None:
         try:
@@ -41,6 +60,9 @@ def reported(listener: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable
 
     @functools.wraps(listener)
     async def wrapper(**kwargs: Any) -> Any:
+        task = asyncio.current_task()
+        if task is not None:
+            _in_flight.add(task)  # drained on shutdown (drain_listeners)
         try:
             return await listener(**kwargs)
         except Exception as error:

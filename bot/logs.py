@@ -10,13 +10,30 @@ control characters (terminal escapes) and the invisible formatting characters of
 :data:`INVISIBLE` (bidirectional overrides, zero-width characters) become visible escapes
 (``\\n``, ``\\x1b``, ``\\u202e``), so that a value can neither forge a log line nor hide or
 reorder text in a terminal. A traceback keeps its line breaks (its values are redacted).
+
+Every line carries the id of the Slack request it belongs to (:data:`request_id`, a context variable
+that follows the request into its listener's task): ``... bot.follower [3f9a0c1d2e]: ...``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 from collections.abc import Iterable
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
+"""The id of the Slack request being handled (set by :func:`bot.middleware.tag_request`); every log
+line of that request carries it, and an apology shows it as its reference."""
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds ``record.request_id`` (``-`` outside a request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get() or "-"
+        return True
 
 _TOKENISH = re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s'\"]+")
 REDACTED = "[redacted]"
@@ -61,7 +78,8 @@ def configure_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redac
     """Log to stderr at ``level`` through a :class:`RedactingFilter`; returns the filter."""
     redactor = RedactingFilter(secrets)
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(RequestIdFilter())
     handler.addFilter(redactor)
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -19,11 +19,13 @@ middleware"; a refusal returns a response instead of calling ``next()``):
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from slack_bolt.response import BoltResponse
 
+from bot.logs import request_id
 from bot.roles import Role, RoleResolver, minimum_role
 from bot.store import Store
 from formatters.notices import refusal_message
@@ -79,6 +81,19 @@ EventPolicy = Callable[[Mapping[str, Any]], Awaitable[str | None]]
 async def default_event_policy(body: Mapping[str, Any]) -> str | None:
     """Without a sessions feature: every thread reply is ``thread_reply``; other events have no key."""
     return THREAD_REPLY if is_thread_reply(body) else None
+
+
+async def tag_request(body: dict, context: dict, next: Callable[[], Awaitable[None]]) -> Any:
+    """First middleware: give the request an id (:data:`bot.logs.request_id`) that every log line
+    of its life carries and that an apology shows; log what arrived (kind and user, never content)."""
+    rid = uuid.uuid4().hex[:10]
+    request_id.set(rid)
+    context["request_id"] = rid
+    kind = body.get("command") or body.get("type") or "request"
+    if body.get("type") == "event_callback":
+        kind = f"event {(body.get('event') or {}).get('type', '?')}"
+    logger.info("received %s from %s", kind, request_user(body) or "?")
+    return await next()
 
 
 def build_dedupe(store: Store) -> Callable[..., Awaitable[Any]]:

@@ -8,6 +8,7 @@ Tables:
 - ``deliveries``: one row per Slack delivery the bot has taken on (an event's ``event_id``, a slash
   command's or a click's ``trigger_id``). The primary key makes :meth:`Store.claim` atomic across
   replicas, which is how a retried delivery (``X-Slack-Retry-Num``) never repeats a side effect.
+  Rows older than a day are pruned by a periodic job (:meth:`Store.prune`): Slack retries within minutes.
 
 The engine is synchronous; the async methods run it in a worker thread so the event loop never
 blocks on the database.
@@ -20,7 +21,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, event, insert, select, text
+from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, event, insert, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -68,6 +69,15 @@ class Store:
         def work() -> bool:
             with self.engine.connect() as conn:
                 return conn.execute(select(deliveries.c.key).where(deliveries.c.key == key[:255])).first() is not None
+
+        return await self._run(work)
+
+    async def prune(self, before: dt.datetime) -> int:
+        """Delete the delivery records received before ``before``; returns how many went."""
+
+        def work() -> int:
+            with self.engine.begin() as conn:
+                return conn.execute(delete(deliveries).where(deliveries.c.received_at < before)).rowcount
 
         return await self._run(work)
 

@@ -44,18 +44,28 @@ def test_a_retried_event_runs_no_handler_twice(stack):
     assert asyncio.run(stack.bot.services.store.was_claimed(f"event:{sent.request.event_id}"))
 
 
-def test_healthz_reports_database_and_agent_api_without_secrets(stack):
-    response = httpx.get(f"{stack.bot_server.url}/healthz")
+def test_healthz_is_liveness_only_and_answers_even_when_the_agent_api_fails(stack, faults):
+    faults(error_rate=1.0, latency_ms=3000)
+    response = httpx.get(f"{stack.bot_server.url}/healthz", timeout=2)
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_readyz_checks_the_database_and_the_agent_api_without_secrets(stack):
+    response = httpx.get(f"{stack.bot_server.url}/readyz")
     assert response.status_code == 200
-    assert response.json() == {"database": "ok", "agent_api": "ok", "status": "ok"}
+    assert response.json() == {"database": "ok", "agent_api": "ok", "status": "ready"}
     secret = stack.bot.services.settings.agent_api_key.get_secret_value()
     assert secret not in response.text
 
 
-def test_healthz_says_when_the_agent_api_is_failing(stack, faults):
+def test_readyz_says_which_part_is_failing_with_503(stack, faults):
     faults(error_rate=1.0)
-    body = httpx.get(f"{stack.bot_server.url}/healthz", timeout=30).json()
-    assert body["status"] == "degraded" and body["agent_api"] == "unavailable (ServerError)"
+    response = httpx.get(f"{stack.bot_server.url}/readyz", timeout=30)
+    assert response.status_code == 503
+    assert response.json() == {"database": "ok", "agent_api": "unavailable (ServerError)", "status": "not ready"}
+    faults(error_rate=0.0, hang_rate=1.0, hang_seconds=10)
+    response = httpx.get(f"{stack.bot_server.url}/readyz", timeout=30)
+    assert response.status_code == 503 and response.json()["agent_api"] == "unavailable (TimeoutError)"
 
 
 def test_an_unexpected_failure_becomes_an_apology_with_a_reference_and_a_logged_trace(stack, caplog):
@@ -74,6 +84,111 @@ def test_an_unexpected_failure_becomes_an_apology_with_a_reference_and_a_logged_
         time.sleep(0.05)
     logged = [r for r in caplog.records if ref in r.getMessage()]
     assert logged and logged[0].exc_info and "kaboom" in str(logged[0].exc_info[1])
+
+
+async def test_an_apology_inside_a_request_uses_the_request_id_as_its_reference():
+    from bot.errors import apologize
+    from bot.logs import request_id
+
+    sent: list[dict] = []
+
+    async def respond(**payload) -> None:
+        sent.append(payload)
+
+    token = request_id.set("abc123def4")
+    try:
+        ref = await apologize(RuntimeError("boom"), respond)
+    finally:
+        request_id.reset(token)
+    assert ref == "abc123def4" and "`abc123def4`" in sent[0]["text"]
+    assert len(await apologize(RuntimeError("outside a request"))) == 10
+
+
+def test_log_lines_carry_the_request_id_set_by_the_first_middleware():
+    import asyncio
+    import logging
+
+    from bot.logs import LOG_FORMAT, RequestIdFilter, request_id
+    from bot.middleware import tag_request
+
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Collect()
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.addFilter(RequestIdFilter())
+    log = logging.getLogger("tests.request_id")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    context: dict = {}
+
+    async def listener() -> None:  # runs in its own task, as Bolt runs a listener after the ack
+        await asyncio.sleep(0)
+        log.info("inside the listener")
+
+    async def next_() -> None:
+        await asyncio.create_task(listener())
+
+    async def run() -> None:
+        await tag_request({"command": "/agent", "user_id": "U1"}, context, next_)
+
+    asyncio.run(run())
+    log.info("outside any request")
+    log.removeHandler(handler)
+    rid = context["request_id"]
+    assert len(rid) == 10 and request_id.get() == ""
+    assert lines[-2].endswith(f"tests.request_id [{rid}]: inside the listener")
+    assert lines[-1].endswith("tests.request_id [-]: outside any request")
+
+
+async def test_old_delivery_records_are_pruned_and_new_ones_kept(tmp_path):
+    import datetime as dt
+
+    from sqlalchemy import update
+
+    from bot.store import Store, deliveries
+
+    store = Store(f"sqlite:///{tmp_path / 'bot.db'}")
+    await store.claim("event:old")
+    await store.claim("event:new")
+    old = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
+    with store.engine.begin() as conn:
+        conn.execute(update(deliveries).where(deliveries.c.key == "event:old").values(received_at=old))
+    assert await store.prune(dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc)) == 1
+    assert not await store.was_claimed("event:old") and await store.was_claimed("event:new")
+    store.close()
+
+
+def test_the_pruning_runs_as_a_periodic_job(stack):
+    names = {job.name: job.seconds for job in stack.bot.scheduler.jobs}
+    assert names["deliveries.prune"] == 3600.0 and names["sessions.follow"] == 1.0
+
+
+async def test_shutdown_waits_for_acknowledged_work_within_its_bound():
+    import asyncio
+
+    from bot.errors import drain_listeners, reported
+
+    finished: list[str] = []
+
+    @reported
+    async def slow_listener() -> None:
+        await asyncio.sleep(0.05)
+        finished.append("slow")
+
+    @reported
+    async def stuck_listener() -> None:
+        await asyncio.sleep(3600)
+
+    slow = asyncio.create_task(slow_listener())
+    stuck = asyncio.create_task(stuck_listener())
+    await asyncio.sleep(0)
+    assert await drain_listeners(timeout=0.5) == 1  # the stuck one is given up on, not waited for forever
+    assert finished == ["slow"] and slow.done() and not stuck.done()
+    stuck.cancel()
 
 
 def test_missing_settings_name_the_variables(monkeypatch):
