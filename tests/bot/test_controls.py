@@ -1,5 +1,5 @@
 """The enterprise-control service: redaction where data enters, the generic diff, the summary, and
-reading the history through the client (bot.api.testing's recording transport, no network)."""
+reading the history through the client (tests.api_fakes's recording transport, no network)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from bot.api.redaction import (
     public_value,
     redact_settings,
 )
-from bot.api.testing import RecordingTransport, change_payload, fake_client, json_response
+from tests.api_fakes import RecordingTransport, change_payload, fake_client, json_response
 from bot.controls import (
     ChangeKind,
     SettingChange,

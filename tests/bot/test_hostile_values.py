@@ -18,7 +18,7 @@ from bot.api import (
     ReadinessReport,
     UserRow,
 )
-from bot.api.testing import (
+from tests.api_fakes import (
     activity_row,
     analytics_envelope,
     change_payload,

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bot.api import MalformedResponseError, OrganizationUser
-from bot.api.testing import RecordingTransport, fake_client, json_response, org_user_payload
+from tests.api_fakes import RecordingTransport, fake_client, json_response, org_user_payload
 from bot.org_users import (
     MAX_PAGES_PER_SCREEN,
     QUERY_PAGE_SIZE,

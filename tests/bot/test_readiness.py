@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from bot.api import MalformedResponseError, ServerError
-from bot.api.testing import RecordingTransport, fake_client, json_response, readiness_report_payload
+from tests.api_fakes import RecordingTransport, fake_client, json_response, readiness_report_payload
 from bot.readiness import (
     PAGE_SIZE,
     AmbiguousRepository,

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from bot.api import AgentClient, RetryPolicy
-from bot.api.testing import RecordingTransport, analytics_envelope, fake_client, json_response, token_row, user_row
+from tests.api_fakes import RecordingTransport, analytics_envelope, fake_client, json_response, token_row, user_row
 from bot.periods import parse_period
 from bot.usage import fetch_breakdown, fetch_user_usage
 

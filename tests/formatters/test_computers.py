@@ -1,7 +1,7 @@
 """Formatter tests of ``/agent computers``: whole blocks, Block Kit schema, escaping, cuts."""
 
 from bot.api import Computer
-from bot.api.testing import computer_payload
+from tests.api_fakes import computer_payload
 from formatters.computers import (
     ALREADY_RETRYING,
     COMPUTER_GONE,

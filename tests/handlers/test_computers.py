@@ -193,7 +193,7 @@ class Responder:
 def _services(answers):
     import types
 
-    from bot.api.testing import RecordingTransport, fake_client
+    from tests.api_fakes import RecordingTransport, fake_client
 
     transport = RecordingTransport(responses=answers)
     return types.SimpleNamespace(agent=fake_client(transport), store=FakeStore()), transport
@@ -204,13 +204,13 @@ def _body(value=LEGACY, ts="1.000001"):
 
 
 def _computer(status):
-    from bot.api.testing import computer_payload
+    from tests.api_fakes import computer_payload
 
     return computer_payload(id=LEGACY, name="Legacy build VM", status=status)
 
 
 async def test_the_re_poll_is_bounded_and_only_updates_on_a_change():
-    from bot.api.testing import SleepRecorder, json_response
+    from tests.api_fakes import SleepRecorder, json_response
     from handlers.computers import POLL_DELAYS, retry_install
 
     listing = lambda status: json_response({"computers": [_computer(status)]})  # noqa: E731
@@ -224,7 +224,7 @@ async def test_the_re_poll_is_bounded_and_only_updates_on_a_change():
 
 
 async def test_when_the_fleet_cannot_be_re_read_the_retried_computer_is_shown_alone():
-    from bot.api.testing import SleepRecorder, json_response
+    from tests.api_fakes import SleepRecorder, json_response
     from handlers.computers import retry_install
 
     services, _ = _services([json_response(_computer("provisioning"), 202), json_response({"oops": 1}, 503)])

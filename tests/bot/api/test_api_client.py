@@ -31,7 +31,7 @@ from bot.api import (
     ToolRow,
     UserRow,
 )
-from bot.api.testing import (
+from tests.api_fakes import (
     TEST_API_KEY,
     RecordingTransport,
     activity_row,

@@ -21,7 +21,7 @@ from bot.api import (
     UnauthorizedError,
 )
 from bot.api.errors import parse_retry_after
-from bot.api.testing import (
+from tests.api_fakes import (
     TEST_API_KEY,
     RecordingTransport,
     analytics_envelope,

@@ -21,7 +21,7 @@ from bot.api import (
     TokenRow,
     UserRow,
 )
-from bot.api.testing import (
+from tests.api_fakes import (
     analytics_envelope,
     change_payload,
     computer_payload,

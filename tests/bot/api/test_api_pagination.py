@@ -10,7 +10,7 @@ from bot.api import (
     MalformedResponseError,
     PageLimitExceededError,
 )
-from bot.api.testing import (
+from tests.api_fakes import (
     RecordingTransport,
     analytics_envelope,
     change_payload,

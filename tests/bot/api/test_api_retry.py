@@ -13,7 +13,7 @@ from bot.api import (
     RetryPolicy,
     ServerError,
 )
-from bot.api.testing import (
+from tests.api_fakes import (
     RecordingTransport,
     SleepRecorder,
     analytics_envelope,

@@ -20,7 +20,7 @@ from bot.api import (
     CreditLimitUpdateResult,
     validation,
 )
-from bot.api.testing import (
+from tests.api_fakes import (
     FIXED_TODAY,
     RecordingTransport,
     analytics_envelope,
