@@ -29,7 +29,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.api import AgentClient  # noqa: E402
-from bot.digest import DigestRepository, Subscription  # noqa: E402
+from bot.services.digest import DigestRepository, Subscription  # noqa: E402
 from bot.store import Store  # noqa: E402
 from handlers.digest import digest_service  # noqa: E402
 from sandbox.server import free_port  # noqa: E402

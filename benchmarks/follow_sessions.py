@@ -3,7 +3,7 @@
     python benchmarks/follow_sessions.py [--sessions 100] [--seconds 60] [--every 5]
 
 The sandbox Agent API and the Slack emulator each run in their own process; this process is the
-bot's follower alone (``bot.follower.Follower`` on a SQLite file, ticking every second as the
+bot's follower alone (``bot.services.follower.Follower`` on a SQLite file, ticking every second as the
 scheduler does). ``--sessions`` sessions are started; a driver sends each one a new user message
 every ``--every`` seconds (spread out), and the sandbox's agent answers each after 0.3 s with a tool
 step and an answer; after each message it wakes the follower for that session, as a reply in the
@@ -29,8 +29,8 @@ from pathlib import Path
 import httpx
 
 from bot.api import AgentClient, RetryPolicy
-from bot.follower import Follower
-from bot.sessions import NewStart, SessionStore
+from bot.services.follower import Follower
+from bot.services.sessions import NewStart, SessionStore
 from bot.store import Store
 from sandbox.server import free_port
 

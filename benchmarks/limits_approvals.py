@@ -22,7 +22,7 @@ from pathlib import Path
 
 import sqlalchemy
 
-from bot.limits import LimitEntry, LimitsStore, Outcome, TransitionRefused
+from bot.services.limits import LimitEntry, LimitsStore, Outcome, TransitionRefused
 from bot.store import Store
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)

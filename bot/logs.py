@@ -12,7 +12,7 @@ control characters (terminal escapes) and the invisible formatting characters of
 reorder text in a terminal. A traceback keeps its line breaks (its values are redacted).
 
 Every line carries the id of the Slack request it belongs to (:data:`request_id`, a context variable
-that follows the request into its listener's task): ``... bot.follower [3f9a0c1d2e]: ...``.
+that follows the request into its listener's task): ``... bot.services.follower [3f9a0c1d2e]: ...``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Block Kit for ``/agent controls``: one revision with its summary, the history, a diff.
 
-Input: :class:`bot.controls.ControlsOverview`, :class:`bot.controls.ControlsHistory`,
-:class:`bot.controls.ControlsDiff` (public values only: secrets arrive as a flag, never as a value),
+Input: :class:`bot.services.controls.ControlsOverview`, :class:`bot.services.controls.ControlsHistory`,
+:class:`bot.services.controls.ControlsDiff` (public values only: secrets arrive as a flag, never as a value),
 and ``today`` (a date, for "2 days ago"). Output: ``{"text", "blocks"}`` (see
 :func:`formatters.blocks.message`).
 
@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bot.controls import (
+from bot.services.controls import (
     ChangeKind,
     ControlsDiff,
     ControlsHistory,

@@ -1,6 +1,6 @@
 """Block Kit for the daily digest, the chart's alt text, and the ``/agent digest`` replies.
 
-Input: a :class:`bot.digest.Digest` (the day's :class:`bot.usage.UsageSummary`, the token series,
+Input: a :class:`bot.services.digest.Digest` (the day's :class:`bot.services.usage.UsageSummary`, the token series,
 the week-ago and 7-day-average comparisons, the callouts) and the days catch-up skipped. Output:
 ``{"text", "blocks"}`` (at most 50 blocks; about 12 are used). Every string from the API (model,
 tool, MCP server, user e-mail) goes through :func:`formatters.blocks.esc`.
@@ -16,7 +16,7 @@ from formatters.blocks import Payload, bullet_list, change, context, divider, es
 from formatters.usage import _ranked_lines
 
 if TYPE_CHECKING:
-    from bot.digest import Callout, Digest, Subscription
+    from bot.services.digest import Callout, Digest, Subscription
 
 TITLE = "Agent digest: {weekday} {day}"
 CATCH_UP = (

@@ -1,6 +1,6 @@
 """Block Kit for credit-limit requests: the request message, its outcome, notices, reads, the modals.
 
-Input: :class:`bot.limits.LimitRequest` / :class:`bot.limits.KnownLimit` (plain data). Output:
+Input: :class:`bot.services.limits.LimitRequest` / :class:`bot.services.limits.KnownLimit` (plain data). Output:
 ``{"text", "blocks"}`` payloads (:func:`formatters.blocks.message`) and modal views. Times are
 shown with Slack's ``<!date^...>`` token (each reader's time zone) with a UTC fallback. Every
 e-mail, reason and API error text is escaped.
@@ -18,7 +18,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 
-from bot.limits import (
+from bot.services.limits import (
     APPLIED,
     APPROVED,
     CANCELLED,

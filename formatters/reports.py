@@ -1,6 +1,6 @@
 """Block Kit for ``/agent reports``: one repository's readiness report, the overview, the details.
 
-Input: the typed results of :mod:`bot.readiness`, and ``now`` (an aware UTC datetime) for ages.
+Input: the typed results of :mod:`bot.services.readiness`, and ``now`` (an aware UTC datetime) for ages.
 Output: ``{"text", "blocks"}`` payloads (:func:`formatters.blocks.message`), or a list of them for
 the details. Every API string (repository, criterion id, rationale, model, branch...) is escaped.
 
@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.readiness import (
+from bot.services.readiness import (
     AmbiguousRepository,
     Comparison,
     Criterion,

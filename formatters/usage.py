@@ -1,6 +1,6 @@
 """Block Kit for ``/agent usage``: the period summary, a breakdown, one person's usage.
 
-Input: :class:`bot.usage.UsageSummary`, :class:`bot.usage.Breakdown`, :class:`bot.usage.UserUsage`.
+Input: :class:`bot.services.usage.UsageSummary`, :class:`bot.services.usage.Breakdown`, :class:`bot.services.usage.UserUsage`.
 Output: ``{"text", "blocks"}`` (see :func:`formatters.blocks.message`). Token counts are shown
 compact (``12.3M``), other counts with thousands separators; each headline number carries its change
 against the previous period of the same length when that period has data.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
+from bot.services.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
 from formatters.blocks import Payload, change, context, divider, esc, fields, header, message, number, section
 
 NO_PREVIOUS = "no comparison: the previous period starts before 2026-01-14"

@@ -1,11 +1,11 @@
 """Block Kit for ``/agent users [query]``: a screen of organization users with a "More" button.
 
-Input: :class:`bot.org_users.UsersScreen` (users are :class:`bot.api.OrganizationUser`) and
+Input: :class:`bot.services.org_users.UsersScreen` (users are :class:`bot.api.OrganizationUser`) and
 ``today`` (a UTC date, for the age of a sign-in). Output: ``{"text", "blocks"}`` (see
 :func:`formatters.blocks.message`): a header, one section per user (name, e-mail, last sign-in as
 date and age or "never", join date), a context line saying where in the list this screen is, and an
 actions block with the ``users.more`` button while more users may exist. At most
-:data:`bot.org_users.SCREEN` users, so a screen stays well under 50 blocks.
+:data:`bot.services.org_users.SCREEN` users, so a screen stays well under 50 blocks.
 
 ``createdAt``/``lastSignInAt`` are strings (management-api-v0.md, "Organization user"); an ISO 8601
 value is shown as a UTC date, anything else (a leap second, a moment that is past year 9999 or
@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bot.api.models import OrganizationUser
-from bot.org_users import UsersScreen, encode_more
+from bot.services.org_users import UsersScreen, encode_more
 from formatters.blocks import Payload, actions, button, context, cut, esc, header, message, section
 
 MORE_ACTION = "users.more"

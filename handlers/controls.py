@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.commands import SubCommand
-from bot.controls import DEFAULT_HISTORY, MAX_HISTORY, UnknownRevisionError, fetch_diff, fetch_history, fetch_overview
+from bot.services.controls import DEFAULT_HISTORY, MAX_HISTORY, UnknownRevisionError, fetch_diff, fetch_history, fetch_overview
 from formatters.controls import controls_diff, controls_history, controls_overview, no_history, unknown_revision
 from handlers.router import CommandRequest, Router, UserInputError
 

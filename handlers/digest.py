@@ -11,7 +11,7 @@ The channel defaults to the one the command was typed in. Before subscribing, th
 Policy key ``digest`` (manager): the digest shows organization analytics.
 
 :func:`register` also adds the scheduler's job: every ``AGENT_BOT_DIGEST_CHECK_SECONDS`` a
-:meth:`bot.digest.DigestService.tick` (see :mod:`bot.digest` for landing and exactly-once).
+:meth:`bot.services.digest.DigestService.tick` (see :mod:`bot.services.digest` for landing and exactly-once).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from bot.commands import SubCommand
-from bot.digest import DAYS_CHOICES, DEFAULT_POST_AT, DEFAULT_TZ, DigestService, NotLandedYet, Subscription, latest_day, parse_post_at, parse_tz
+from bot.services.digest import DAYS_CHOICES, DEFAULT_POST_AT, DEFAULT_TZ, DigestService, NotLandedYet, Subscription, latest_day, parse_post_at, parse_tz
 from bot.scheduler import PeriodicJob
 from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
 from handlers.router import CommandRequest, Router, UserInputError
@@ -159,7 +159,7 @@ async def handle_preview(request: CommandRequest) -> None:
 
 
 def digest_service(*, agent: Any, store: Any, slack: Any, now: Any, sleep: Any = asyncio.sleep) -> DigestService:
-    """A :class:`bot.digest.DigestService` with this project's formatters (also used by tests and benchmarks)."""
+    """A :class:`bot.services.digest.DigestService` with this project's formatters (also used by tests and benchmarks)."""
     return DigestService(
         agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, sleep=sleep
     )

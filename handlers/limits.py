@@ -10,7 +10,7 @@ Users are e-mails or @mentions (resolved with ``users.info``); each must be an o
 the Agent platform (GET /api/v0/organization/users); credits are non-negative whole numbers; no user
 twice. Nothing is filed until the whole request is valid; every bad entry is named.
 
-A valid request is stored ``pending`` (:mod:`bot.limits`) and posted as one message in the approvals
+A valid request is stored ``pending`` (:mod:`bot.services.limits`) and posted as one message in the approvals
 channel (``approvals.channel``, default: where it was asked) with buttons Approve / Reject / Cancel
 whose value is only the request id (action ids ``limits.approve`` ... are policy keys: the
 role-check middleware decides who may click; ``approvals.approver_role`` sets the approvers' keys).
@@ -43,7 +43,7 @@ from bot.api import AgentAPIError
 from bot.api.errors import PartialLimitsUpdateError
 from bot.commands import SubCommand
 from bot.errors import reported
-from bot.limits import (
+from bot.services.limits import (
     APPROVED,
     PENDING,
     ApprovalsConfig,

@@ -7,7 +7,7 @@
 to choose from; an unknown one gets the list of known repositories. The reply's Details button
 (action id ``reports.details``, value: the ``reportId``) answers ephemerally with every rationale in
 full. Policy key ``reports`` (member); the button's ``reports.details`` falls back to it. How the
-listing is walked, and its page bound, is in :mod:`bot.readiness`.
+listing is walked, and its page bound, is in :mod:`bot.services.readiness`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
 from bot.errors import reported
-from bot.readiness import (
+from bot.services.readiness import (
     AmbiguousRepository,
     RepoQuery,
     UnknownRepository,

@@ -11,7 +11,7 @@
 Three ways to start, one code path (:func:`start_session` then :func:`launch`): the computer is
 the one named (id, or name case-insensitively, or a unique name prefix), else the user's last-used
 one, else the only ``active`` one; several active and none named: a select menu (only the asker
-sees it, it expires after :data:`bot.sessions.CHOICE_TTL`); a computer that is not ``active`` is
+sees it, it expires after :data:`bot.services.sessions.CHOICE_TTL`); a computer that is not ``active`` is
 refused with its status. Then ``POST /sessions`` (``computerId``, ``cwd``, ``sessionSettings.model``)
 and ``POST /messages`` with the prompt (management-api-v0.md, "Endpoints"); one parent message in
 the channel (edited in place as things change) whose thread is the session's.
@@ -45,10 +45,10 @@ from bot.api import AgentAPIError, NotFoundError
 from bot.api.models import Computer
 from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
-from bot.follower import REACTIONS, Follower, view_of
+from bot.services.follower import REACTIONS, Follower, view_of
 from bot.middleware import THREAD_REPLY
 from bot.scheduler import PeriodicJob
-from bot.sessions import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
+from bot.services.sessions import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
 from formatters.notices import error_message
 from formatters.sessions import (
     ARCHIVE_ACTION,

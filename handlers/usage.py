@@ -5,11 +5,11 @@
     /agent usage user <email|@mention> [period]
 
 ``chart``: the summary as usual, plus a PNG of billable tokens per day with the 7-day average
-(:mod:`bot.chart`, drawn in a worker thread) uploaded into the asker's direct message with the bot
+(:mod:`bot.services.chart`, drawn in a worker thread) uploaded into the asker's direct message with the bot
 (``conversations.open`` then ``files_upload_v2``, with an alt text of the key numbers). A chart that
 fails is reported in one line; the summary is still sent.
 
-Periods are those of :mod:`bot.periods` (default ``yesterday``). Needs the manager role (policy
+Periods are those of :mod:`bot.services.periods` (default ``yesterday``). Needs the manager role (policy
 key ``usage``): the analytics API itself answers only Managers and Owners.
 """
 
@@ -22,8 +22,8 @@ import re
 from typing import Any
 
 from bot.commands import SubCommand
-from bot.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
-from bot.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
+from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
+from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
 from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
 from formatters.blocks import message, section
 from formatters.notices import error_message
@@ -116,8 +116,8 @@ CHART_FAILED = "I could not make or send the chart ({reason}); the numbers above
 
 async def _send_chart(request: CommandRequest, period: Period) -> None:
     """Draw the period's tokens chart off the event loop and upload it into the asker's DM."""
-    from bot.chart import AVERAGE_DAYS, day_totals, render_tokens_chart, tokens_series
-    from bot.periods import EARLIEST
+    from bot.services.chart import AVERAGE_DAYS, day_totals, render_tokens_chart, tokens_series
+    from bot.services.periods import EARLIEST
     from formatters.digest import usage_chart_alt_text
 
     first = max(period.start - dt.timedelta(days=AVERAGE_DAYS - 1), EARLIEST)

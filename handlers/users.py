@@ -3,7 +3,7 @@
     /agent users                 everyone, 20 a screen
     /agent users <query>         first name, last name or e-mail containing the query (any case)
 
-Reads ``GET /api/v0/organization/users`` through :func:`bot.org_users.fetch_screen` and answers
+Reads ``GET /api/v0/organization/users`` through :func:`bot.services.org_users.fetch_screen` and answers
 ephemerally with :func:`formatters.users.users_screen`. While more users may exist the reply has a
 "More" button (action id ``users.more``, value JSON ``{cursor, skip, start, query}``); a click fetches
 the next screen from that position and replaces the clicked message with it
@@ -22,7 +22,7 @@ from typing import Any
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
 from bot.errors import reported
-from bot.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
+from bot.services.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
 from formatters.notices import error_message
 from formatters.users import MORE_ACTION, users_screen
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error

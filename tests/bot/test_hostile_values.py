@@ -32,11 +32,11 @@ from tests.api_fakes import (
     user_row,
     RecordingTransport,
 )
-from bot.controls import fetch_diff, fetch_history, fetch_overview, revision_info
+from bot.services.controls import fetch_diff, fetch_history, fetch_overview, revision_info
 from bot.logs import RedactingFilter
-from bot.org_users import UsersScreen
-from bot.periods import parse_period
-from bot.usage import fetch_breakdown, fetch_user_usage
+from bot.services.org_users import UsersScreen
+from bot.services.periods import parse_period
+from bot.services.usage import fetch_breakdown, fetch_user_usage
 from formatters.controls import controls_diff, controls_history, controls_overview
 from formatters.users import users_screen
 

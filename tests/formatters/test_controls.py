@@ -7,7 +7,7 @@ import datetime as dt
 import json
 
 from bot.api.redaction import fingerprint
-from bot.controls import (
+from bot.services.controls import (
     ChangeKind,
     ControlsDiff,
     ControlsHistory,

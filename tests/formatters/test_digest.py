@@ -2,10 +2,10 @@
 
 import datetime as dt
 
-from bot.chart import tokens_series
-from bot.digest import Callout, Digest
-from bot.periods import Period
-from bot.usage import Ranked, Totals, UsageSummary
+from bot.services.chart import tokens_series
+from bot.services.digest import Callout, Digest
+from bot.services.periods import Period
+from bot.services.usage import Ranked, Totals, UsageSummary
 from formatters.digest import CATCH_UP, NOTHING_STOOD_OUT, chart_alt_text, digest_message
 from tests.conftest import block_texts
 

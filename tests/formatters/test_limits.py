@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from bot.limits import (
+from bot.services.limits import (
     APPLIED,
     APPROVED,
     CANCELLED,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from bot.readiness import (
+from bot.services.readiness import (
     AmbiguousRepository,
     Criterion,
     FoundReport,

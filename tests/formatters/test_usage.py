@@ -1,7 +1,7 @@
 import datetime as dt
 
-from bot.periods import Period
-from bot.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
+from bot.services.periods import Period
+from bot.services.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
 from formatters.usage import usage_breakdown, usage_summary, user_usage
 from tests.conftest import block_texts
 

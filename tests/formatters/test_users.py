@@ -7,7 +7,7 @@ import pytest
 
 from bot.api import OrganizationUser
 from tests.api_fakes import org_user_payload
-from bot.org_users import Position, UsersScreen, decode_more
+from bot.services.org_users import Position, UsersScreen, decode_more
 from formatters.users import BOUNDED, MORE_ACTION, NO_MATCH, NO_USERS, TOO_LONG, age, sign_in, users_screen
 from tests.conftest import block_texts
 

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 
 from bot.api import AgentClient, RetryPolicy
 from bot.demo import start_stack
-from bot.digest import EVENT_TYPE, DigestRepository
+from bot.services.digest import EVENT_TYPE, DigestRepository
 from bot.store import Store
 from formatters.digest import NOT_SUBSCRIBED, SUBSCRIBED, UNSUBSCRIBED
 from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service

@@ -13,7 +13,7 @@ from sqlalchemy import update
 
 from bot.demo import DEMO_CHANNEL, HOOK_SECRET
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from bot.sessions import agent_sessions
+from bot.services.sessions import agent_sessions
 from formatters.sessions import HOOK_DM, HOOK_WAITING
 from tests.conftest import block_texts, sandbox_get
 from tests.handlers.test_sessions import answers, clean_sessions, link_of, parent_of  # noqa: F401

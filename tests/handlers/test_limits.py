@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.api import AgentClient, RetryPolicy
 from bot.app import create_bot
 from bot.demo import DEMO_CHANNEL, start_stack
-from bot.limits import APPLIED, APPROVED, CANCELLED, EXPIRED, NOT_APPLIED, PENDING, REJECTED, LimitEntry
+from bot.services.limits import APPLIED, APPROVED, CANCELLED, EXPIRED, NOT_APPLIED, PENDING, REJECTED, LimitEntry
 from formatters import limits as fmt
 from formatters.notices import REFUSED
 from handlers.limits import NOT_ORG_USER, STALLED, TWICE

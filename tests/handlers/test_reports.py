@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-import bot.readiness
+import bot.services.readiness
 from formatters.blocks import esc
 from formatters.notices import REFUSED
 from formatters.reports import DETAILS_ACTION, PAGE_BOUND
@@ -147,8 +147,8 @@ def test_details_button_replies_ephemerally_with_every_full_rationale(stack, blo
 
 
 def test_the_page_bound_is_said_end_to_end(stack, monkeypatch, block_kit_validator):
-    monkeypatch.setattr(bot.readiness, "PAGE_SIZE", 2)
-    monkeypatch.setattr(bot.readiness, "MAX_PAGES", 2)
+    monkeypatch.setattr(bot.services.readiness, "PAGE_SIZE", 2)
+    monkeypatch.setattr(bot.services.readiness, "MAX_PAGES", 2)
     reports = all_reports(stack)
     assert len(reports) > 4  # the sandbox lists more than two pages of two
     note = PAGE_BOUND.format(pages=2, reports=4, consequence="")

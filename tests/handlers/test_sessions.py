@@ -27,7 +27,7 @@ def clean_sessions(stack):
 
     from sqlalchemy import update
 
-    from bot.sessions import agent_sessions
+    from bot.services.sessions import agent_sessions
 
     def stop() -> None:
         with feature.store.store.engine.begin() as conn:

@@ -20,7 +20,7 @@ from bot.api.redaction import (
     redact_settings,
 )
 from tests.api_fakes import RecordingTransport, change_payload, fake_client, json_response
-from bot.controls import (
+from bot.services.controls import (
     ChangeKind,
     SettingChange,
     UnknownRevisionError,

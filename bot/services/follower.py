@@ -4,7 +4,7 @@ One :class:`Follower` per process. Its :meth:`Follower.tick` runs every second a
 (:mod:`bot.scheduler`); tests call it with a moved clock. Each tick:
 
 1. picks the followed sessions whose next poll is due and that no other replica holds, and takes
-   each one's lease (:meth:`bot.sessions.SessionStore.take_lease`, a conditional UPDATE);
+   each one's lease (:meth:`bot.services.sessions.SessionStore.take_lease`, a conditional UPDATE);
 2. polls each (at most :data:`CONCURRENCY` at once): GET the session, then GET its messages from the
    page cursor it reached, skipping what it handled before (management-api-v0.md, "Message",
    "Pagination object": the cursor is opaque, so the bot keeps the cursor of the page it is reading
@@ -44,7 +44,7 @@ from typing import Any
 
 from bot.api import AgentAPIError, NotFoundError, RateLimitedError
 from bot.api.models import Message
-from bot.sessions import SessionLink, SessionStore, last_steps, total_tokens
+from bot.services.sessions import SessionLink, SessionStore, last_steps, total_tokens
 from formatters.sessions import (
     SESSION_ENDED_GONE,
     SessionView,

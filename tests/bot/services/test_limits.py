@@ -11,7 +11,7 @@ import os
 import pytest
 import sqlalchemy
 
-from bot.limits import (
+from bot.services.limits import (
     APPLIED,
     APPROVED,
     CANCELLED,

@@ -10,8 +10,8 @@ import pytest
 
 from bot.api import AgentClient, RetryPolicy
 from tests.api_fakes import RecordingTransport, analytics_envelope, fake_client, json_response, token_row, user_row
-from bot.periods import parse_period
-from bot.usage import fetch_breakdown, fetch_user_usage
+from bot.services.periods import parse_period
+from bot.services.usage import fetch_breakdown, fetch_user_usage
 
 TODAY = dt.date(2026, 3, 1)
 DAYS = ("2026-02-01", "2026-02-02")

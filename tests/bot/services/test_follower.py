@@ -18,8 +18,8 @@ import pytest
 import sqlalchemy
 
 from bot.api import AgentClient, RateLimitedError, RetryPolicy, ServerError
-from bot.follower import BACKOFF_MAX, POST_METADATA_TYPE, WORKING_EDIT_SECONDS, Follower, _backoff_seconds
-from bot.sessions import NewStart, SessionStore, session_posts
+from bot.services.follower import BACKOFF_MAX, POST_METADATA_TYPE, WORKING_EDIT_SECONDS, Follower, _backoff_seconds
+from bot.services.sessions import NewStart, SessionStore, session_posts
 from bot.store import Store
 from formatters.sessions import WORKED, WORKING
 from sandbox.agent_api import SandboxConfig, create_app

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
-from bot.periods import Period
+from bot.services.periods import Period
 
 if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
     from bot.api import AgentClient, UserRow

@@ -1,4 +1,4 @@
-"""bot.readiness: walking the readiness listing with ``startAfter``, matching repositories, the page
+"""bot.services.readiness: walking the readiness listing with ``startAfter``, matching repositories, the page
 bound, ambiguity, comparison; against bot.api's recording MockTransport (no network)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from bot.api import MalformedResponseError, ServerError
 from tests.api_fakes import RecordingTransport, fake_client, json_response, readiness_report_payload
-from bot.readiness import (
+from bot.services.readiness import (
     PAGE_SIZE,
     AmbiguousRepository,
     Criterion,

@@ -1,4 +1,4 @@
-"""``bot.org_users``: matching, the screen walk along the v0 cursor, and the More button value."""
+"""``bot.services.org_users``: matching, the screen walk along the v0 cursor, and the More button value."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 
 from bot.api import MalformedResponseError, OrganizationUser
 from tests.api_fakes import RecordingTransport, fake_client, json_response, org_user_payload
-from bot.org_users import (
+from bot.services.org_users import (
     MAX_PAGES_PER_SCREEN,
     QUERY_PAGE_SIZE,
     SCREEN,

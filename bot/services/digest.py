@@ -53,10 +53,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals, render_tokens_chart, tokens_series
-from bot.periods import EARLIEST, Period
+from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals, render_tokens_chart, tokens_series
+from bot.services.periods import EARLIEST, Period
 from bot.store import Store, metadata
-from bot.usage import UsageSummary, fetch_usage
+from bot.services.usage import UsageSummary, fetch_usage
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -360,7 +360,7 @@ class Digest:
 
     ``week_ago``: the same weekday a week earlier (None before 2026-01-14); ``week_average``: mean of
     the 7 days before ``day`` (those on or after 2026-01-14); ``summary``: the day's
-    :class:`bot.usage.UsageSummary` (totals, top models, tools, MCP servers folded by case, users);
+    :class:`bot.services.usage.UsageSummary` (totals, top models, tools, MCP servers folded by case, users);
     ``series``: 30 days for the chart; ``callouts``: at most two lines of what changed most."""
 
     day: dt.date
@@ -404,7 +404,7 @@ async def fetch_digest(client: AgentClient, day: dt.date) -> Digest:
     """Fetch and aggregate the digest of ``day``. Raises :class:`NotLandedYet` when an answer lacks
     ``day``'s row, and the client's :class:`bot.api.AgentAPIError` subclasses.
 
-    Requests: the day and the day before (:func:`bot.usage.fetch_usage`, 8 concurrent), token totals
+    Requests: the day and the day before (:func:`bot.services.usage.fetch_usage`, 8 concurrent), token totals
     per day for the chart's 30 days plus 6 for the first averages (``/tokens?group_by=model``), the 7
     days before for the tool callout (``/tools``), and ``/users`` over the 8 days for the user callout
     (pages of 100, walked sequentially, aggregated as they come: memory stays per user, not per row)."""

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from bot.periods import EARLIEST, Period, PeriodError, looks_like_period, parse_period
+from bot.services.periods import EARLIEST, Period, PeriodError, looks_like_period, parse_period
 
 TODAY = dt.date(2026, 11, 22)
 YESTERDAY = dt.date(2026, 11, 21)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bot.chart import render_tokens_chart, tokens_series
+from bot.services.chart import render_tokens_chart, tokens_series
 
 DAY = dt.date(2026, 11, 21)
 
@@ -30,7 +30,7 @@ def test_render_is_a_png_and_works_off_the_event_loop():
 
 def test_pyplot_is_never_imported():
     code = (
-        "import datetime as dt, sys; from bot.chart import render_tokens_chart, tokens_series;"
+        "import datetime as dt, sys; from bot.services.chart import render_tokens_chart, tokens_series;"
         "d=dt.date(2026,11,21); render_tokens_chart(tokens_series({d: 1.0}, d, d), 't');"
         "print('matplotlib.pyplot' in sys.modules)"
     )
