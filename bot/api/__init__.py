@@ -90,12 +90,12 @@ from bot.api.models import (
     TokenRow,
     TokenSummaryRow,
     TokenTotalsRow,
-    UserTokenTotal,
     TokenUsage,
     ToolInvocations,
     ToolRow,
     UserRow,
     UserTokens,
+    UserTokenTotal,
 )
 from bot.api.pagination import DEFAULT_MAX_PAGES
 from bot.api.retry import RetryPolicy
