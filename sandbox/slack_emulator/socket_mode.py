@@ -27,8 +27,11 @@ https://docs.slack.dev/reference/methods/apps.connections.open (app-level token 
 Emulated differently or not at all: the URL is ``ws://`` on loopback; each URL (its ``ticket``) opens
 one connection; Slack's own retries of unacknowledged envelopes (tests re-deliver explicitly, with
 ``retry_attempt``), the 10-connection limit and the periodic refresh are not emulated. A dropped
-connection (:meth:`SocketModeHub.drop`) is closed with a WebSocket close frame (code 1001), which is
-how slack_sdk's aiohttp client learns at once that it must reconnect.
+connection (:meth:`SocketModeHub.drop`) is closed with a WebSocket close frame (code 1001): slack_sdk's
+aiohttp client reconnects on a CLOSE at once (``receive_messages`` -> ``connect_to_new_endpoint``: a
+new ``apps.connections.open``, a new URL), and on a ``disconnect`` message with ``force=True``; a
+connection lost without a close frame is only noticed by its ping monitor (``ping_interval``, 10 s in
+slack-bolt's ``AsyncSocketModeHandler``), which the tests do not wait for.
 
 Threads: the WebSocket endpoint runs on the emulator server's event loop; the test-side methods
 (``deliver``, ``wait_ack``, ``drop``...) are blocking and thread-safe, and hand their sends to that
