@@ -383,6 +383,49 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
 
 
+SOCKET_TOUR: Sequence[tuple[str, str]] = (("bob", "help usage"), ("bob", "usage 7d"))
+"""Sent over Socket Mode to a separate ``agent-bot socket`` process by :func:`socket_step`."""
+
+
+def socket_step(stack: Stack, out: TextIO, *, startup_timeout: float = 30.0) -> None:
+    """``agent-bot socket`` as its own process, connected to the emulator's Socket Mode: two commands,
+    a dropped connection the bot re-opens, and one more command. Problems are printed, never raised."""
+    import os
+    import subprocess
+
+    settings = stack.bot.services.settings
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "AGENT_"))}
+    env.update(
+        SLACK_BOT_TOKEN=stack.slack.bot_token, SLACK_APP_TOKEN=stack.slack.app_token, SLACK_API_URL=stack.slack.api_url,
+        AGENT_API_URL=stack.sandbox.url, AGENT_API_KEY=settings.agent_api_key.get_secret_value(),
+        AGENT_BOT_DATABASE_URL=f"sqlite:///{stack.workdir / 'socket.db'}", AGENT_BOT_CONFIG=settings.config_file or "",
+        AGENT_BOT_LOG_LEVEL="WARNING",
+    )
+    hub = stack.slack.socket_mode
+    before = max((c.id for c in hub.connections), default=0)
+    out.write("\n\u2500\u2500 Socket Mode: starting `agent-bot socket` (SLACK_APP_TOKEN, no public URL)...\n")
+    with (stack.workdir / "socket.log").open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "socket"], env=env, cwd=stack.workdir, stdout=log, stderr=log)
+    try:
+        first = hub.wait_connected(after=before, timeout=startup_timeout)
+        out.write(f"connected over the emulator's WebSocket (connection {first.id})\n")
+        over_socket = dataclasses.replace(stack, client=stack.slack.socket_client(timeout=20))
+        for who, text in SOCKET_TOUR:
+            _print_reply(out, f"{who} (Socket Mode)", text, over_socket.command(text, user=PEOPLE[who]), stack)
+        hub.drop(first)
+        again = hub.wait_connected(after=first.id, timeout=startup_timeout)
+        out.write(f"\nthe emulator dropped connection {first.id}; the bot opened connection {again.id}\n")
+        _print_reply(out, "bob (Socket Mode)", "help", over_socket.command("help", user=PEOPLE["bob"]), stack)
+    except (AssertionError, OSError) as exc:
+        out.write(f"(the Socket Mode step stopped: {exc})\n")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def run_demo(
     *, interactive: bool = False, users: int = 40, seed: int = 7, hostile: bool = False,
     out: TextIO = sys.stdout, lines: TextIO = sys.stdin, chart_dir: Path | None = None,
@@ -407,6 +450,7 @@ def run_demo(
             out.write(f"\n(the session tour stopped: {exc})\n")
         _digest_step(stack, out, chart_dir or Path.cwd())
         _limits_step(stack, out)
+        socket_step(stack, out)
         if interactive:
             out.write("\nType /agent lines (or `as carol /agent usage`); an empty line or Ctrl-D ends.\n")
             while True:

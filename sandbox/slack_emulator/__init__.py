@@ -7,11 +7,14 @@ It stands in for Slack on both sides of a bot:
   ``response_url``s (5 uses within 30 minutes). Everything received is kept in a :class:`Recorder`.
 - Slack's deliveries to the bot's Request URL: slash commands, block actions and events, signed
   with the signing secret (:class:`SlackClientSide`, :class:`AsyncSlackClientSide`).
+- Slack's Socket Mode: ``apps.connections.open`` and a WebSocket carrying envelopes to an app
+  (:class:`SocketModeHub`), and :class:`SocketModeClientSide` sending the same requests over it.
 - :func:`render_text` turns Block Kit into readable text for the demo.
 
 It is an independent implementation of Slack's documented behaviour (each module names the Slack
-doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``. Not emulated: OAuth and
-scopes, Socket Mode, the RTM API, Slack's own delivery timeouts and
+doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``.
+
+Not emulated: OAuth and scopes, the RTM API, Slack's own delivery timeouts and
 retries (tests send retries explicitly), message search and history methods.
 """
 
@@ -40,9 +43,16 @@ from .recorder import (
     WaitTimeout,
 )
 from .render import render_mrkdwn, render_text
+from .socket_mode import DEFAULT_APP_TOKEN, Ack, Envelope, SocketModeClientSide, SocketModeHub, SocketModeTimeout
 from .response_urls import LIFETIME_SECONDS, MAX_USES, ResponseUrlOrigin, ResponseUrlRegistry
 
 __all__ = [
+    "DEFAULT_APP_TOKEN",
+    "Ack",
+    "Envelope",
+    "SocketModeClientSide",
+    "SocketModeHub",
+    "SocketModeTimeout",
     "DEFAULT_BOT_TOKEN",
     "DEFAULT_SIGNING_SECRET",
     "DEFAULT_VERIFICATION_TOKEN",

@@ -29,6 +29,7 @@ from .client_side import EVENTS_PATH, AsyncSlackClientSide, SlackClientSide
 from .directory import Directory, default_directory
 from .recorder import Recorder
 from .response_urls import ResponseUrlOrigin, ResponseUrlRegistry
+from .socket_mode import DEFAULT_APP_TOKEN, SocketModeClientSide, SocketModeHub
 from .web_api import WebApi
 
 DEFAULT_BOT_TOKEN = "xoxb-emulated-bot-token"
@@ -52,8 +53,10 @@ class SlackEmulator:
         verification_token: str = DEFAULT_VERIFICATION_TOKEN,
         post_message_rate_limit: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        app_token: str = DEFAULT_APP_TOKEN,
     ) -> None:
         self.directory = directory or default_directory()
+        self.socket_mode = SocketModeHub(app_token=app_token, app_id=self.directory.bot.app_id)
         self.bot_token = bot_token
         self.signing_secret = signing_secret
         self.verification_token = verification_token
@@ -66,6 +69,7 @@ class SlackEmulator:
             bot_token=bot_token,
             post_message_rate_limit=post_message_rate_limit,
             clock=clock,
+            socket_mode=self.socket_mode,
         )
         self._server: RunningServer | None = None
 
@@ -97,6 +101,7 @@ class SlackEmulator:
         self.recorder.clear()
         self.response_urls.clear()
         self.web_api.reset_rate_limits()
+        self.socket_mode.clear()
 
     @property
     def url(self) -> str:
@@ -129,6 +134,16 @@ class SlackEmulator:
     ) -> AsyncSlackClientSide:
         """The same as :meth:`client`, with coroutine methods."""
         return AsyncSlackClientSide(self, bot_url, path=path, timeout=timeout)
+
+    @property
+    def app_token(self) -> str:
+        """The app-level token (``xapp-...``, ``SLACK_APP_TOKEN``) that opens Socket Mode connections."""
+        return self.socket_mode.app_token
+
+    def socket_client(self, *, timeout: float = 10.0) -> SocketModeClientSide:
+        """A blocking client side that sends the same requests as :meth:`client` as Socket Mode
+        envelopes to the app connected with :attr:`app_token` (see :mod:`.socket_mode`)."""
+        return SocketModeClientSide(self, self.socket_mode, timeout=timeout)
 
     def web_client(self) -> WebClient:
         """slack_sdk's ``WebClient`` pointed at this emulator with the bot token."""

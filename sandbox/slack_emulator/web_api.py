@@ -20,7 +20,9 @@ Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<met
 ``views.publish``, ``views.open``, ``views.update``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``,
 ``conversations.history`` (top-level messages newest first, ``oldest``/``latest``
 exclusive bounds, ``limit`` default 100, ``has_more``; a message's ``metadata`` only with
-``include_all_metadata``, as Slack does), ``conversations.open`` (``users`` -> the DM channel).
+``include_all_metadata``, as Slack does), ``conversations.open`` (``users`` -> the DM channel),
+``apps.connections.open`` (app-level token only; the Socket Mode URL, see :mod:`.socket_mode`, whose
+WebSocket is served at ``{url}/link/``; a bot token answers ``not_allowed_token_type``).
 Anything else answers ``unknown_method``. ``GET {url}/files-pri/<id>/<name>`` serves files people
 shared (:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sign-in page otherwise.
 
@@ -69,7 +71,7 @@ from urllib.parse import parse_qsl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from .directory import (
     Directory,
@@ -92,6 +94,7 @@ from .recorder import (
     UploadedFile,
 )
 from .response_urls import ResponseUrlOrigin, ResponseUrlRefused, ResponseUrlRegistry
+from .socket_mode import LINK_PATH, SocketModeHub
 
 
 class SlackApiError(Exception):
@@ -191,6 +194,9 @@ def message_content(source: Args, *, max_blocks: int = MAX_MESSAGE_BLOCKS) -> di
 
 Handler = Callable[[Args, Request], dict[str, Any]]
 
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+"""Methods called with the app-level token (``xapp-...``), never the bot token."""
+
 
 class WebApi:
     """The Starlette app (``.app``) plus the method handlers; state lives in the recorder/registry."""
@@ -204,8 +210,10 @@ class WebApi:
         bot_token: str,
         post_message_rate_limit: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        socket_mode: SocketModeHub | None = None,
     ) -> None:
         self.directory = directory
+        self.socket_mode = socket_mode
         self.recorder = recorder
         self.response_urls = response_urls
         self.bot_token = bot_token
@@ -232,6 +240,7 @@ class WebApi:
             "conversations.open": self.conversations_open,
             "views.open": self.views_open,
             "views.update": self.views_update,
+            "apps.connections.open": self.apps_connections_open,
         }
         self.hosted: dict[str, tuple[str, str, bytes]] = {}
         self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
@@ -242,6 +251,7 @@ class WebApi:
                 Route("/upload/{file_id}", self._upload_endpoint, methods=["POST", "PUT"]),
                 Route("/response/{response_url_id}", self._response_url_endpoint, methods=["POST"]),
                 Route("/files-pri/{file_id}/{name}", self._hosted_file_endpoint, methods=["GET"]),
+                *([WebSocketRoute(LINK_PATH, socket_mode.endpoint)] if socket_mode else []),
             ]
         )
 
@@ -278,8 +288,10 @@ class WebApi:
                 raise SlackApiError("unknown_method")
             if not token:
                 raise SlackApiError("not_authed")
-            if token != self.bot_token:
-                raise SlackApiError("invalid_auth")
+            if method in APP_TOKEN_METHODS:
+                self._check_app_token(token, request)
+            elif token != self.bot_token:
+                raise SlackApiError("not_allowed_token_type" if self._is_app_token(token) else "invalid_auth")
             if (scripted := self._scripted_failure(method)) is not None:
                 raise scripted
             status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}
@@ -287,6 +299,17 @@ class WebApi:
             status, headers, body = error.status, error.headers, error.body()
         self.recorder.record_call(ApiCall(method, data, status, body, time.time()))
         return JSONResponse(body, status_code=status, headers=headers)
+
+    def _is_app_token(self, token: str) -> bool:
+        return self.socket_mode is not None and token == self.socket_mode.app_token
+
+    def _check_app_token(self, token: str, request: Request) -> None:
+        """App-level methods take the app token only, in the Authorization header (Slack: passing it as
+        a POST parameter is an error)."""
+        if token == self.bot_token:
+            raise SlackApiError("not_allowed_token_type")
+        if not self._is_app_token(token) or _bearer_token(request) != token:
+            raise SlackApiError("invalid_auth")
 
     async def _upload_endpoint(self, request: Request) -> PlainTextResponse:
         file = self.recorder.file(request.path_params["file_id"])
@@ -613,6 +636,11 @@ class WebApi:
                 )
             )
         return {"files": file_objects}
+
+    def apps_connections_open(self, args: Args, request: Request) -> dict[str, Any]:
+        if self.socket_mode is None:  # Socket Mode is off for this app
+            raise SlackApiError("invalid_auth")
+        return self.socket_mode.connections_open(str(request.base_url).rstrip("/"))
 
     def views_publish(self, args: Args, request: Request) -> dict[str, Any]:
         user_id = args.required("user_id")

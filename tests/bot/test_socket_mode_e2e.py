@@ -1,0 +1,159 @@
+"""``agent-bot socket`` end to end: the same commands as over HTTP, a dropped connection, no double work.
+
+Two real bot processes share one sandbox Agent API and one Slack emulator (both in this process, on
+loopback): ``agent-bot serve`` (HTTP mode, signed requests) and ``agent-bot socket`` (Socket Mode:
+``apps.connections.open`` with ``SLACK_APP_TOKEN``, then envelopes over the emulator's WebSocket).
+Each has its own SQLite database. What one sees and does is compared with the other, and the
+side effects are counted on the sandbox's side (sessions, their messages, install-deps retries).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
+from sandbox.agent_api import SandboxConfig, create_app
+from sandbox.server import serve_in_thread
+from sandbox.slack_emulator import SlackEmulator
+from tests.bot.bot_processes import bot_environment, start_serve, start_socket
+from tests.conftest import block_texts
+
+LEGACY = "cmp-legacy-build"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """``(sandbox state, emulator, http bot, socket bot)``, all running; stopped after the module."""
+    tmp = tmp_path_factory.mktemp("socket-e2e")
+    config = SandboxConfig(seed=7, users=40)
+    sandbox_app = create_app(config)
+    sandbox = serve_in_thread(sandbox_app)
+    slack = SlackEmulator(directory=demo_directory()).start()
+    roles = tmp / "roles.yaml"
+    roles.write_text(ROLES_YAML)
+
+    def env(name: str) -> dict[str, str]:
+        return bot_environment(
+            slack, agent_api_url=sandbox.url, agent_api_key=config.api_key,
+            database_url=f"sqlite:///{tmp / name}.db", roles_file=roles,
+        )
+
+    http_bot = start_serve(env("http"), tmp / "http.log")
+    socket_bot = start_socket(env("socket"), tmp / "socket.log", slack)
+    try:
+        yield sandbox_app.state.sandbox, slack, http_bot, socket_bot
+    finally:
+        for process in (socket_bot, http_bot):
+            process.stop()
+        slack.stop()
+        sandbox.stop()
+
+
+def command(slack, client, text: str, *, user: str = "U0MANAGER") -> list[dict]:
+    """``/agent <text>``: the ack's body, or else what the bot posted to the command's response_url."""
+    sent = client.send_slash_command(text, user_id=user, channel_id=DEMO_CHANNEL)
+    assert sent.status_code == 200, f"/agent {text}: no ack ({sent.status_code})"
+    if sent.body.strip():
+        return [sent.json()]
+    replies = slack.recorder.wait_for(lambda: slack.recorder.responses(sent.response_url_id), timeout=20, what=text)
+    return [r.payload for r in replies]
+
+
+def sessions_with_prompt(state, prompt: str) -> list:
+    return [s for s in list(state.sessions.sessions.values()) if any(prompt in text for text in user_messages(s))]
+
+
+def user_messages(session) -> list[str]:
+    return [m["content"][0]["text"] for m in list(session.messages) if m["role"] == "user"]
+
+
+def test_help_and_usage_answer_the_same_in_socket_mode_as_over_http(world, block_kit_validator):
+    _state, slack, http_bot, _socket_bot = world
+    over_http, over_socket = slack.client(http_bot.url), slack.socket_client(timeout=20)
+    for text in ("help", "help usage", "usage 7d"):
+        http_payloads = command(slack, over_http, text)
+        socket_payloads = command(slack, over_socket, text)
+        assert socket_payloads == http_payloads, text
+        block_kit_validator(socket_payloads[-1])
+    assert "billable tokens" in socket_payloads[-1]["text"]
+
+
+def test_a_click_over_the_socket_retries_install_once_and_its_redelivery_is_dropped(world):
+    state, slack, _http_bot, socket_bot = world
+    client = slack.socket_client(timeout=20)
+    computer = state.fleet.get(LEGACY)
+    assert computer.status == "error" and computer.generation == 0
+    [listing] = command(slack, client, "computers")
+    message = {"type": "message", "ts": "1700000000.000100", "text": listing["text"], "blocks": listing["blocks"]}
+    click = client.send_block_action(
+        RETRY_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=message["ts"], message=message
+    )
+    assert click.status_code == 200 and click.body == ""
+    first_envelope = client.last_envelope
+    [update, *_] = slack.recorder.wait_for(lambda: slack.recorder.responses(click.response_url_id), timeout=20, what="the update")
+    assert update.replace_original and "retried the dependency install" in " ".join(block_texts(update.payload))
+    assert computer.generation == 1
+
+    # Slack re-delivers the very same click (same trigger_id) in a new envelope: acked, nothing done
+    again = client.send(click.request)
+    assert again.status_code == 200 and again.body == ""
+    assert client.last_envelope.envelope_id != first_envelope.envelope_id
+    assert client.last_envelope.payload == first_envelope.payload
+    deadline = time.monotonic() + 5
+    while "duplicate delivery action:" not in socket_bot.log_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert f"duplicate delivery action:{click.request.payload['trigger_id']}" in socket_bot.log_text()
+    time.sleep(0.3)
+    notices = [r for r in slack.recorder.responses(click.response_url_id) if ALREADY_RETRYING.split("{")[0] in r.text]
+    assert notices == [] and computer.generation == 1
+
+
+def test_a_mention_and_thread_replies_over_a_dropped_connection_reach_the_agent_once(world):
+    state, slack, _http_bot, socket_bot = world
+    hub, client = slack.socket_mode, slack.socket_client(timeout=20)
+    bot_user = slack.directory.bot.user_id
+
+    # a mention: two deliveries (app_mention and message), one session
+    mention = client.send_mention(f"<@{bot_user}> computer=ci summarize the socket tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+    assert mention.status_code == 200
+    thread_ts = mention.request.payload["event"]["ts"]
+    answered = slack.recorder.wait_for(
+        lambda: [m for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))],
+        timeout=20, what="the agent's answer in the mention's thread",
+    )
+    assert len(answered) == 1
+    [session] = sessions_with_prompt(state, "summarize the socket tests")
+
+    # a thread reply, acked; then the connection drops and the bot opens a new one
+    reply = client.send_message("and list the flaky ones", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=thread_ts)
+    assert reply.status_code == 200
+    old = hub.drop()
+    new = hub.wait_connected(after=old.id, timeout=20)
+    assert new.id > old.id and old.closed_by == "emulator"
+
+    # Slack re-delivers the reply on the new connection (retry_attempt 1, same event_id): dropped
+    retried = client.send(reply.request, retry_num=1)
+    assert retried.status_code == 200 and client.last_envelope.connection_id == new.id
+    assert client.last_envelope.retry_attempt == 1
+    slack.recorder.wait_for(
+        lambda: len([m for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))]) >= 2,
+        timeout=20, what="the answer to the thread reply",
+    )
+    time.sleep(0.5)
+    assert user_messages(session) == ["summarize the socket tests", "and list the flaky ones"]
+    assert f"duplicate delivery event:{reply.request.event_id} (retry 1)" in socket_bot.log_text()
+
+    # a slash command after a `disconnect` message: one more reconnect, one session for two deliveries
+    hub.send_disconnect("refresh_requested")
+    hub.wait_connected(after=new.id, timeout=20)
+    started = client.send_slash_command("session start computer=ci tidy the socket fixtures", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+    assert started.status_code == 200
+    assert client.send(started.request).status_code == 200
+    slack.recorder.wait_for(lambda: sessions_with_prompt(state, "tidy the socket fixtures"), timeout=20, what="the session")
+    time.sleep(0.5)
+    assert len(sessions_with_prompt(state, "tidy the socket fixtures")) == 1
+    assert len(hub.open_connections()) == 1
