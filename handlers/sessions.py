@@ -283,7 +283,7 @@ class Sessions:
     async def launch(self, row: SessionLink) -> SessionLink:
         """The one path after a claim: parent message, POST /sessions, POST /messages, follow."""
         agent = self.services.agent
-        parent = await self.follower._slack(
+        parent = await self.follower.call_slack(
             "chat_postMessage", channel=row.channel, thread_ts=row.thread_ts, **parent_message(view_of(row, status="starting"))
         )
         parent_ts = (parent or {}).get("ts") if parent else None
@@ -318,7 +318,7 @@ class Sessions:
 
     async def _edit_parent(self, row: SessionLink, *, status: str | None = None) -> None:
         if row.parent_ts:
-            await self.follower._slack(
+            await self.follower.call_slack(
                 "chat_update", channel=row.channel, ts=row.parent_ts, **parent_message(view_of(row, status=status))
             )
 
@@ -373,13 +373,13 @@ class Sessions:
         if not await self.services.store.claim(f"forward:{channel}:{ts}"):
             return
         slack = self.follower
-        await slack._slack("reactions_add", channel=channel, timestamp=ts, name="eyes")
+        await slack.call_slack("reactions_add", channel=channel, timestamp=ts, name="eyes")
         text = _LEADING_MENTION.sub("", unescape_slack(event.get("text") or "")).strip()
         images, files, notes = await self.attachments(event.get("files") or [])
         for note in notes:
             await slack.note(link, note)
         if not text and not images and not files:
-            await slack._slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
+            await slack.call_slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
             return
         try:
             assert link.session_id is not None
@@ -389,12 +389,12 @@ class Sessions:
         except AgentAPIError as exc:
             what, hint = describe_api_error(exc)
             logger.warning("forwarding a reply to session row %s failed: %s", link.id, type(exc).__name__)
-            await slack._slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
-            await slack._slack("reactions_add", channel=channel, timestamp=ts, name="x")
+            await slack.call_slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
+            await slack.call_slack("reactions_add", channel=channel, timestamp=ts, name="x")
             await slack.note(link, REPLY_FAILED.format(what=one_line(f"{what} {hint}", 500)))
             return
-        await slack._slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
-        await slack._slack("reactions_add", channel=channel, timestamp=ts, name="white_check_mark")
+        await slack.call_slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
+        await slack.call_slack("reactions_add", channel=channel, timestamp=ts, name="white_check_mark")
         await self.store.wake(link.id, self.services.now())
 
     async def attachments(self, files: list[dict]) -> tuple[list[dict], list[dict], list[str]]:

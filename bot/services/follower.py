@@ -274,7 +274,7 @@ class Follower:
         await self.sessions.stop_following(link.id)
         fresh = await self.sessions.get(link.id)
         if fresh is not None and fresh.parent_ts:
-            await self._slack("chat_update", channel=link.channel, ts=fresh.parent_ts, **parent_message(view_of(fresh, status="gone")))
+            await self.call_slack("chat_update", channel=link.channel, ts=fresh.parent_ts, **parent_message(view_of(fresh, status="gone")))
 
     # ------------------------------------------------------------------ Slack side
 
@@ -292,7 +292,7 @@ class Follower:
                 return
         text = message_text(msg)
         payload, attach = agent_message(text, is_error=bool(msg.is_error))
-        result = await self._slack(
+        result = await self.call_slack(
             "chat_postMessage",
             channel=link.channel,
             thread_ts=link.thread_ts,
@@ -304,7 +304,7 @@ class Follower:
         await self.sessions.record_post(link.session_id, msg.id, result.get("ts") or "")
         posted[msg.id] = result.get("ts") or ""
         if attach:
-            await self._slack(
+            await self.call_slack(
                 "files_upload_v2",
                 channel=link.channel,
                 thread_ts=link.thread_ts,
@@ -316,7 +316,7 @@ class Follower:
 
     async def _already_in_thread(self, link: SessionLink, message_id: str) -> str | None:
         """The ``ts`` of the thread reply that carries this agent message's metadata, or None."""
-        result = await self._slack(
+        result = await self.call_slack(
             "conversations_replies", channel=link.channel, ts=link.thread_ts, include_all_metadata=True, limit=200
         )
         for reply in (result or {}).get("messages", []) if result else []:
@@ -327,11 +327,11 @@ class Follower:
 
     async def _post_working(self, link: SessionLink, steps: list[str], count: int, *, done: bool = False) -> str | None:
         payload = working_message(steps, count, done=done)
-        result = await self._slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
+        result = await self.call_slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
         return (result or {}).get("ts") if result else None
 
     async def _edit_working(self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False) -> None:
-        await self._slack("chat_update", channel=link.channel, ts=ts, **working_message(steps, count, done=done))
+        await self.call_slack("chat_update", channel=link.channel, ts=ts, **working_message(steps, count, done=done))
 
     async def _show_state(self, link: SessionLink, session: Any, *, answered: bool, errored: bool) -> None:
         fresh = await self.sessions.get(link.id)
@@ -341,7 +341,7 @@ class Follower:
             (link.status, link.message_count, total_tokens(link.token_usage), link.title)
             != (fresh.status, fresh.message_count, total_tokens(fresh.token_usage), fresh.title)
         ):
-            await self._slack("chat_update", channel=fresh.channel, ts=fresh.parent_ts, **parent_message(view_of(fresh)))
+            await self.call_slack("chat_update", channel=fresh.channel, ts=fresh.parent_ts, **parent_message(view_of(fresh)))
         wanted = link.reaction
         if errored:
             wanted = REACTIONS["error"]
@@ -356,12 +356,12 @@ class Follower:
         if wanted == link.reaction or not link.thread_ts:
             return
         if link.reaction:
-            await self._slack("reactions_remove", channel=link.channel, timestamp=link.thread_ts, name=link.reaction)
+            await self.call_slack("reactions_remove", channel=link.channel, timestamp=link.thread_ts, name=link.reaction)
         if wanted:
-            await self._slack("reactions_add", channel=link.channel, timestamp=link.thread_ts, name=wanted)
+            await self.call_slack("reactions_add", channel=link.channel, timestamp=link.thread_ts, name=wanted)
         await self.sessions.save_progress(link.id, owner=self.owner, reaction=wanted)
 
-    async def _slack(self, method: str, **kwargs: Any) -> Any:
+    async def call_slack(self, method: str, **kwargs: Any) -> Any:
         """Call a Web API method; a Slack error is logged (never with the token) and gives None."""
         try:
             return await getattr(self.slack, method)(**kwargs)
@@ -378,7 +378,7 @@ class Follower:
 
     async def post_in_thread(self, link: SessionLink, payload: dict[str, Any]) -> Any:
         """Post a Block Kit payload in the session's thread; None when Slack refused (logged)."""
-        return await self._slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
+        return await self.call_slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
 
 
 def _after(messages: list[Message], last_id: str | None) -> list[Message]:
