@@ -62,7 +62,7 @@ def faults(stack):
         httpx.post(f"{stack.sandbox.url}/_sandbox/faults", json=values).raise_for_status()
 
     yield set_faults
-    set_faults(latency_ms=0, error_rate=0.0, rate_limit_every=0, hang_rate=0.0)
+    set_faults(latency_ms=0, error_rate=0.0, rate_limit_every=0, hang_rate=0.0, malformed="")
 
 
 def sandbox_get(stack, path, **params):

@@ -6,7 +6,10 @@ Per request, in this order:
 2. ``latency_ms``: every request sleeps that long;
 3. ``rate_limit_every`` N > 0: every Nth API request (counting from the last change of N) is answered
    ``429`` with ``Retry-After: 1``;
-4. ``error_rate``: that fraction of requests is answered ``500``.
+4. ``error_rate``: that fraction of requests is answered ``500``;
+5. ``malformed`` (a string, ``""`` off): every request is answered with a broken body instead of the
+   real one (:data:`MALFORMED`): ``truncated`` JSON (200), an ``html`` error page of a proxy (502,
+   ``text/html``), or JSON of the ``wrong_shape`` (200).
 
 Draws come from one ``random.Random(seed)``, so a run with the same requests sees the same faults.
 ``POST /_sandbox/faults`` changes any field at run time (see :meth:`Faults.update`).
@@ -30,6 +33,12 @@ FAULT_RULES: dict[str, tuple[type, float, float | None]] = {
     "hang_rate": (float, 0.0, 1.0),
     "hang_seconds": (float, 0.0, None),
 }
+#: ``malformed`` kind -> (HTTP status, content type, body)
+MALFORMED: dict[str, tuple[int, str, bytes]] = {
+    "truncated": (200, "application/json", b'{"data": [{"date": "2026-11-2'),
+    "html": (502, "text/html", b"<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>"),
+    "wrong_shape": (200, "application/json", b'{"ok": true, "result": "this is not the documented shape"}'),
+}
 
 
 @dataclass
@@ -41,6 +50,7 @@ class Faults:
     rate_limit_every: int = 0
     hang_rate: float = 0.0
     hang_seconds: float = 30.0
+    malformed: str = ""
     seed: int = 7
     requests: int = field(default=0, init=False)
     _rng: random.Random = field(init=False, repr=False)
@@ -49,14 +59,18 @@ class Faults:
         self._rng = rng_for(self.seed, "faults")
 
     def as_dict(self) -> dict:
-        """The five fault fields and ``requests``."""
-        return {name: getattr(self, name) for name in (*FAULT_RULES, "requests")}
+        """The fault fields and ``requests``."""
+        return {name: getattr(self, name) for name in (*FAULT_RULES, "malformed", "requests")}
 
     def update(self, changes: dict) -> None:
         """Apply ``changes`` (a subset of the fault fields); nothing changes unless all of them are valid."""
-        unknown = sorted(set(changes) - set(FAULT_RULES))
+        unknown = sorted(set(changes) - set(FAULT_RULES) - {"malformed"})
         if unknown:
             raise bad_request(f"unknown fault field(s): {', '.join(unknown)}")
+        changes = dict(changes)
+        malformed = changes.pop("malformed", None)
+        if malformed is not None and malformed not in ("", *MALFORMED):
+            raise bad_request(f"malformed must be one of: '', {', '.join(MALFORMED)}")
         for name, value in changes.items():
             kind, low, high = FAULT_RULES[name]
             numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -66,6 +80,8 @@ class Faults:
                 raise bad_request(f"{name} must be {'an integer' if kind is int else 'a number'} {bound}")
         for name, value in changes.items():
             setattr(self, name, FAULT_RULES[name][0](value))
+        if malformed is not None:
+            self.malformed = malformed
         if "rate_limit_every" in changes:
             self.requests = 0
 

@@ -10,9 +10,11 @@ untouched: no key, no faults.
 from __future__ import annotations
 
 from starlette.datastructures import Headers
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .errors import ApiError, error_response
+from .faults import MALFORMED
 
 ADMIN_PREFIX = "/_sandbox"
 ANY_ROLE = frozenset({"owner", "member"})
@@ -40,6 +42,10 @@ class GateMiddleware:
             self.authorize(path, Headers(scope=scope).get("authorization", ""))
         except ApiError as exc:
             await error_response(path, exc.status, exc.message, exc.headers)(scope, receive, send)
+            return
+        if self.sandbox.faults.malformed:
+            status, media_type, body = MALFORMED[self.sandbox.faults.malformed]
+            await Response(body, status_code=status, media_type=media_type)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

@@ -121,6 +121,7 @@ def test_initial_faults_come_from_the_config(http) -> None:
             "rate_limit_every": 1,
             "hang_rate": 0.0,
             "hang_seconds": 30.0,
+            "malformed": "",
             "requests": 0,
         }
         assert http.get(running.url + COMPUTERS, headers=OWNER).status_code == 429
@@ -135,9 +136,31 @@ def test_initial_faults_come_from_the_config(http) -> None:
         {"hang_rate": "x"},
         {"colour": 1},
         {"latency_ms": True},
+        {"malformed": "garbled"},
     ],
 )
 def test_bad_fault_updates_are_400(http, server, changes) -> None:
     response = http.post(server.url + "/_sandbox/faults", json=changes)
     assert response.status_code == 400 and response.json()["error"]["code"] == "bad_request"
     assert http.get(server.url + "/_sandbox/faults").json()["latency_ms"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "media_type"),
+    [("truncated", 200, "application/json"), ("html", 502, "text/html"), ("wrong_shape", 200, "application/json")],
+)
+def test_malformed_answers_replace_the_real_body(http, server, kind, status, media_type) -> None:
+    assert http.post(server.url + "/_sandbox/faults", json={"malformed": kind}).status_code == 200
+    try:
+        response = http.get(server.url + COMPUTERS, headers=OWNER)
+        assert response.status_code == status and response.headers["content-type"].startswith(media_type)
+        if kind == "truncated":
+            with pytest.raises(ValueError):
+                response.json()
+        elif kind == "wrong_shape":
+            assert "computers" not in response.json()
+        else:
+            assert response.text.startswith("<html>")
+    finally:
+        http.post(server.url + "/_sandbox/faults", json={"malformed": ""})
+    assert http.get(server.url + COMPUTERS, headers=OWNER).json()["computers"]
