@@ -38,6 +38,31 @@ def block_kit_validator():
     return validate
 
 
+POSTGRES_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+def postgres_url(*tables: str) -> str:
+    """The test PostgreSQL URL (``AGENT_BOT_TEST_POSTGRES_URL``, default database ``test`` on
+    127.0.0.1) with ``tables`` dropped first, so each test starts from empty tables; skips the test
+    when psycopg is missing or PostgreSQL cannot be reached."""
+    import os
+
+    import sqlalchemy
+
+    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", POSTGRES_DEFAULT)
+    pytest.importorskip("psycopg")
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for table in tables:
+                conn.execute(sqlalchemy.text(f"DROP TABLE IF EXISTS {table} CASCADE"))
+    except sqlalchemy.exc.OperationalError:
+        pytest.skip("PostgreSQL not reachable")
+    finally:
+        engine.dispose()
+    return url
+
+
 TODAY = __import__("datetime").date(2026, 11, 22)
 
 

@@ -1,27 +1,16 @@
 import asyncio
-import os
 
 import pytest
-import sqlalchemy
 
 from bot.store import Store
+from tests.conftest import postgres_url
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'bot.db'}"
-    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    pytest.importorskip("psycopg")
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS deliveries"))
-    except sqlalchemy.exc.OperationalError:
-        pytest.skip("PostgreSQL not reachable")
-    finally:
-        engine.dispose()
-    return url
+    return postgres_url("deliveries")
 
 
 async def test_a_key_is_claimed_once(database_url):

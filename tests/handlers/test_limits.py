@@ -24,7 +24,7 @@ from formatters.notices import REFUSED
 from handlers.limits import NOT_ORG_USER, STALLED, TWICE
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import dm_channel_id
-from tests.conftest import TODAY, block_texts
+from tests.conftest import postgres_url, TODAY, block_texts
 
 START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
 
@@ -408,20 +408,7 @@ def test_a_member_cannot_submit_the_reject_modal(stack, people):
 
 def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
     """Two bot replicas (two servers, one PostgreSQL database); approvals land on both at once."""
-    import os
-
-    import sqlalchemy
-
-    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    pytest.importorskip("psycopg")
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS limit_requests, known_limits"))
-    except sqlalchemy.exc.OperationalError:
-        pytest.skip("PostgreSQL not reachable")
-    finally:
-        engine.dispose()
+    url = postgres_url("limit_requests", "known_limits")
     settings = stack.bot.services.settings.model_copy(update={"database_url": url})
     key = settings.agent_api_key.get_secret_value()
     bots = [create_bot(settings, agent=AgentClient(base_url=stack.sandbox.url, api_key=key, today=lambda: TODAY), today=lambda: TODAY, now=clock) for _ in range(2)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
 import time
 
 import httpx
@@ -25,6 +24,7 @@ from formatters.sessions import WORKED, WORKING
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
+from tests.conftest import postgres_url
 
 CHANNEL = "C0ENG"
 T0 = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.timezone.utc)
@@ -51,19 +51,6 @@ def world():
     sandbox.stop()
 
 
-def postgres_url(request) -> str:
-    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    pytest.importorskip("psycopg")
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS session_posts"))
-            conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS agent_sessions"))
-    except sqlalchemy.exc.OperationalError:
-        pytest.skip("PostgreSQL not reachable")
-    finally:
-        engine.dispose()
-    return url
 
 
 class Replica:
@@ -153,7 +140,7 @@ async def test_a_restart_resumes_where_it_stopped_with_nothing_lost_or_doubled(w
 
 async def test_two_replicas_on_postgresql_post_each_message_once(world, request):
     _sandbox, slack = world
-    url = postgres_url(request)
+    url = postgres_url("session_posts", "agent_sessions")
     clock = Clock()
     one, two = Replica(url, world, clock), Replica(url, world, clock)
     links = [await start_link((one, two)[n % 2], clock, f"explain module {n}") for n in range(4)]

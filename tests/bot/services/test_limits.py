@@ -6,10 +6,8 @@ approving the same request at once: exactly one wins.
 
 import asyncio
 import datetime as dt
-import os
 
 import pytest
-import sqlalchemy
 
 from bot.services.limits import (
     APPLIED,
@@ -28,6 +26,7 @@ from bot.services.limits import (
 )
 from bot.roles import Role, RolesConfigError
 from bot.store import Store
+from tests.conftest import postgres_url
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
 LATER = NOW + dt.timedelta(days=2)
@@ -38,17 +37,7 @@ ENTRIES = (LimitEntry("carol@example.com", 500), LimitEntry("dave@example.com", 
 def database_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'bot.db'}"
-    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    pytest.importorskip("psycopg")
-    engine = sqlalchemy.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS limit_requests, known_limits"))
-    except sqlalchemy.exc.OperationalError:
-        pytest.skip("PostgreSQL not reachable")
-    finally:
-        engine.dispose()
-    return url
+    return postgres_url("limit_requests", "known_limits")
 
 
 @pytest.fixture
