@@ -247,9 +247,10 @@ class Sessions:
 
     # ------------------------------------------------------------------ starting
 
-    async def start_session(self, request: StartRequest, tell: Tell, *, ask: Tell) -> SessionLink | None:
-        """Resolve the computer and start (or ask which computer, with ``ask``); errors raise
-        :class:`UserInputError` or :class:`bot.api.AgentAPIError` for the caller to show with ``tell``."""
+    async def start_session(self, request: StartRequest, *, ask: Tell) -> SessionLink | None:
+        """Resolve the computer and start; returns the session's row (or None after asking which
+        computer with ``ask``: a menu). Raises :class:`UserInputError` (bad input, no usable computer)
+        or :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
         if not request.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START.usage}`")
         cwd = check_cwd(request.cwd)
@@ -279,6 +280,16 @@ class Sessions:
             logger.info("start %s was claimed before; not starting again", request.start_key)
             return row
         return await self.launch(row)
+
+    async def start_telling(self, request: StartRequest, tell: Tell) -> None:
+        """:meth:`start_session` for a start that has no ``respond`` (a form, a mention): the menu and
+        any refusal or API failure go to the person with ``tell`` (an ephemeral message)."""
+        try:
+            await self.start_session(request, ask=tell)
+        except UserInputError as exc:
+            await tell(error_message(exc.message, exc.hint))
+        except AgentAPIError as exc:
+            await tell(error_message(*describe_api_error(exc)))
 
     async def launch(self, row: SessionLink) -> SessionLink:
         """The one path after a claim: parent message, POST /sessions, POST /messages, follow."""
@@ -508,7 +519,7 @@ def register(app: Any, router: Router, services: Any) -> None:
         async def ask(payload: dict) -> None:
             await request.reply(payload)
 
-        row = await feature.start_session(start, request.reply, ask=ask)
+        row = await feature.start_session(start, ask=ask)
         if row is not None and row.thread_ts:
             link = thread_link(row.channel, row.thread_ts)
             if row.state == "failed":
@@ -549,12 +560,9 @@ def register(app: Any, router: Router, services: Any) -> None:
             raise UserInputError("Which session? Give its id.", f"Usage: `{spec.usage}`; `/agent sessions` lists them.")
         return request.command.args[0]
 
-    async def show(request: CommandRequest, session_id: str, note: str | None = None) -> None:
-        try:
-            session = await services.agent.get_session(session_id=session_id)
-        except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), "`/agent sessions` lists the sessions started here.") from None
-        row = await feature.store.by_session_id(session_id)
+    async def show(request: CommandRequest, session: Any, note: str | None = None) -> None:
+        """Reply with one session as the API returned it, with its computer and thread when known."""
+        row = await feature.store.by_session_id(session.session_id)
         await request.reply(
             session_status(
                 session,
@@ -565,7 +573,12 @@ def register(app: Any, router: Router, services: Any) -> None:
         )
 
     async def handle_status(request: CommandRequest) -> None:
-        await show(request, session_id_arg(request, STATUS))
+        session_id = session_id_arg(request, STATUS)
+        try:
+            session = await services.agent.get_session(session_id=session_id)
+        except NotFoundError:
+            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), "`/agent sessions` lists the sessions started here.") from None
+        await show(request, session)
 
     async def handle_set(request: CommandRequest) -> None:
         session_id = session_id_arg(request, SET)
@@ -580,15 +593,7 @@ def register(app: Any, router: Router, services: Any) -> None:
             session = await services.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:
             raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
-        row = await feature.store.by_session_id(session_id)
-        await request.reply(
-            session_status(
-                session,
-                computer=row.computer_name if row else None,
-                link=thread_link(row.channel, row.thread_ts) if row else None,
-                note=SET_DONE,
-            )
-        )
+        await show(request, session, SET_DONE)
 
     async def archive(session_id: str, user_id: str) -> SessionLink | None:
         stamp = services.now().isoformat().replace("+00:00", "Z")
@@ -700,12 +705,7 @@ def register(app: Any, router: Router, services: Any) -> None:
         async def tell(payload: dict) -> None:
             await client.chat_postEphemeral(channel=channel, user=user_id, **payload)
 
-        try:
-            await feature.start_session(start, tell, ask=tell)
-        except UserInputError as exc:
-            await tell(error_message(exc.message, exc.hint))
-        except AgentAPIError as exc:
-            await tell(error_message(*describe_api_error(exc)))
+        await feature.start_telling(start, tell)
 
     app.action(REFRESH_ACTION)(on_refresh)
     app.action(ARCHIVE_ACTION)(on_archive)
@@ -746,12 +746,7 @@ def register(app: Any, router: Router, services: Any) -> None:
         async def tell(payload: dict) -> None:
             await client.chat_postEphemeral(channel=channel, user=user_id, thread_ts=where, **payload)
 
-        try:
-            await feature.start_session(start, tell, ask=tell)
-        except UserInputError as exc:
-            await tell(error_message(exc.message, exc.hint))
-        except AgentAPIError as exc:
-            await tell(error_message(*describe_api_error(exc)))
+        await feature.start_telling(start, tell)
 
     @reported
     async def on_mention(ack: Any, event: dict, client: Any, context: dict) -> None:
