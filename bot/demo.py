@@ -375,7 +375,10 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
     for reply in thread[1:]:
         out.write(render_text({"text": reply.text, "blocks": reply.blocks}, users=None) + "\n")
     try:
-        dms = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.messages("D" + PEOPLE["bob"][1:]), timeout=5.0)
+        def outcome_dms() -> list[Any]:  # bob's DM also holds the chart of his `usage 30d chart`
+            return [m for m in stack.slack.recorder.messages("D" + PEOPLE["bob"][1:]) if "request #" in (m.text or "").lower()]
+
+        dms = stack.slack.recorder.wait_for(outcome_dms, timeout=5.0)
         out.write("bob's DM:\n" + render_text({"text": dms[-1].text, "blocks": dms[-1].blocks}, users=None) + "\n")
     except AssertionError:
         out.write("(no DM to bob within 5 s)\n")
