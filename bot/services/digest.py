@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, or_, select, update
+from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals, render_tokens_chart, tokens_series
@@ -406,8 +406,8 @@ async def fetch_digest(client: AgentClient, day: dt.date) -> Digest:
 
     Requests: the day and the day before (:func:`bot.services.usage.fetch_usage`, 8 concurrent), token totals
     per day for the chart's 30 days plus 6 for the first averages (``/tokens?group_by=model``), the 7
-    days before for the tool callout (``/tools``), and ``/users`` over the 8 days for the user callout
-    (pages of 100, walked sequentially, aggregated as they come: memory stays per user, not per row)."""
+    days before for the tool callout (``/tools``), and ``/tokens`` over the 8 days for the user callout
+    (each day's ``by_user``; no ``/users`` walk)."""
     counting = CountingClient(client)
     first = max(day - dt.timedelta(days=CHART_DAYS + AVERAGE_DAYS - 2), EARLIEST)
     week_start = max(day - dt.timedelta(days=7), EARLIEST)
@@ -436,35 +436,27 @@ async def fetch_digest(client: AgentClient, day: dt.date) -> Digest:
         week_average=statistics.fmean(before) if before else None,
         series=series,
         callouts=tuple(callouts),
-        api_calls=counting.calls + _users_pages(counting),
+        api_calls=counting.calls,
     )
 
 
-def _users_pages(counting: CountingClient) -> int:
-    return getattr(counting, "users_pages", 0)
-
-
 async def _user_callout(counting: CountingClient, day: dt.date, week_start: dt.date) -> Callout | None:
-    """The user furthest above their usual level (mean of the 7 days before; 0 on days without a row)."""
+    """The user furthest above their usual level (mean of the 7 days before; 0 on days without a row).
+
+    Read from one ``/tokens`` answer over the 8 days (each day's ``by_user`` billable tokens, parsed
+    without each user's per-model list), not from the paginated ``/users`` walk."""
     if week_start >= day:
         return None
     on_day: dict[str, float] = {}
     before: dict[str, float] = defaultdict(float)
-    pages = 0
-    cursor = None
-    while True:
-        page = await counting._client.get_users_page(start_date=week_start, end_date=day, limit=100, cursor=cursor)
-        pages += 1
-        for row in page.data:
-            who = row.user_email or row.user_id
+    answer = await counting.get_token_summary(start_date=week_start, end_date=day)
+    for row in answer.data:
+        for user in row.by_user:
+            who = user.user_email or user.user_id
             if row.date == day:
-                on_day[who] = on_day.get(who, 0.0) + float(row.billable_tokens)
+                on_day[who] = on_day.get(who, 0.0) + float(user.billable_tokens)
             else:
-                before[who] += float(row.billable_tokens)
-        if not page.meta.has_more or not page.meta.next_cursor:
-            break
-        cursor = page.meta.next_cursor
-    counting.users_pages = pages  # type: ignore[attr-defined]
+                before[who] += float(user.billable_tokens)
     days_before = (day - week_start).days
     best: Callout | None = None
     for who, value in on_day.items():
