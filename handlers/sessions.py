@@ -148,6 +148,8 @@ SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
 SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
 SET_DONE = ":white_check_mark: Settings changed (only the ones you named were sent)."
 ARCHIVED = ":file_cabinet: Session archived; I stopped following it."
+CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
+CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
 
 Tell = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -285,7 +287,9 @@ class Sessions:
         """:meth:`start_session` for a start that has no ``respond`` (a form, a mention): the menu and
         any refusal or API failure go to the person with ``tell`` (an ephemeral message)."""
         try:
-            await self.start_session(request, ask=tell)
+            row = await self.start_session(request, ask=tell)
+            if row is not None and row.state == "failed" and not row.parent_ts:
+                await tell(error_message(row.error or CANNOT_POST, CANNOT_POST_HINT))
         except UserInputError as exc:
             await tell(error_message(exc.message, exc.hint))
         except AgentAPIError as exc:
@@ -298,10 +302,13 @@ class Sessions:
             "chat_postMessage", channel=row.channel, thread_ts=row.thread_ts, **parent_message(view_of(row, status="starting"))
         )
         parent_ts = (parent or {}).get("ts") if parent else None
-        if parent_ts:
-            thread_ts = row.thread_ts or parent_ts
-            await self.store.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent_ts)
-            row.thread_ts, row.parent_ts = thread_ts, parent_ts
+        if not parent_ts:  # nowhere to follow it: start nothing rather than a session nobody sees
+            await self.store.mark_failed(row.id, CANNOT_POST)
+            logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
+            return await self.store.get(row.id) or row
+        thread_ts = row.thread_ts or parent_ts
+        await self.store.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent_ts)
+        row.thread_ts, row.parent_ts = thread_ts, parent_ts
         try:
             session = await agent.create_session(
                 computer_id=row.computer_id,
@@ -520,12 +527,15 @@ def register(app: Any, router: Router, services: Any) -> None:
             await request.reply(payload)
 
         row = await feature.start_session(start, ask=ask)
-        if row is not None and row.thread_ts:
-            link = thread_link(row.channel, row.thread_ts)
-            if row.state == "failed":
-                await request.reply(error_message(row.error or "The session could not be started.", "See the message in the channel."))
-            elif link:
-                await request.reply(started_notice(row.computer_name or row.computer_id or "", link))
+        if row is None:
+            return  # the menu was offered
+        if row.state == "failed":
+            hint = "See the message in the channel." if row.parent_ts else CANNOT_POST_HINT
+            await request.reply(error_message(row.error or "The session could not be started.", hint))
+        elif row.thread_ts:
+            await request.reply(started_notice(row.computer_name or row.computer_id or "", thread_link(row.channel, row.thread_ts) or ""))
+        else:
+            await request.reply(error_message(ALREADY_STARTED))
 
     async def open_modal(request: CommandRequest, options: dict[str, str]) -> None:
         computers = [c for c in await services.agent.list_computers() if c.status == "active"]

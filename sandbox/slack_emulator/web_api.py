@@ -497,6 +497,8 @@ class WebApi:
 
     def chat_post_message(self, args: Args, request: Request) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
+        if channel.is_private and not channel.is_im and not channel.bot_is_member:
+            raise SlackApiError("channel_not_found")  # Slack: a private channel the bot is not in
         content = message_content(args)
         if self._rate_limiter and (wait := self._rate_limiter.retry_after(channel.id)) is not None:
             raise SlackApiError(

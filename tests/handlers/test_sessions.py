@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from bot.demo import DEMO_CHANNEL
 from formatters.notices import REFUSED
 from formatters.sessions import ARCHIVE_ACTION, PICK_ACTION, START_VIEW, WORKED
-from handlers.sessions import NOT_ACTIVE
+from handlers.sessions import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
 from tests.conftest import block_texts, sandbox_get
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
@@ -304,6 +304,17 @@ def test_without_a_prompt_a_form_opens_shows_field_errors_and_a_double_submit_st
     assert len(parents) == 1
     link = link_of(stack, parent)
     assert (link.origin, link.cwd, link.computer_id) == ("modal", "~/src/web", "cmp-ci-sandbox")
+
+
+def test_a_channel_the_bot_cannot_post_in_starts_nothing_and_says_what_to_do(stack, block_kit_validator):
+    before = len([s for s in stack.sandbox_state.sessions.sessions.values()])
+    reply = stack.command("session start computer=ci summarize the roadmap", user="U0OWNER", channel="C0SECRET")
+    payload = block_kit_validator(reply.last)
+    assert [b["text"]["text"] if b["type"] == "section" else b["elements"][0]["text"] for b in payload["blocks"]] == [
+        f":warning: {CANNOT_POST}",
+        CANNOT_POST_HINT,
+    ]
+    assert len(stack.sandbox_state.sessions.sessions) == before  # POST /sessions was never called
 
 
 def test_a_session_start_without_a_prompt_or_by_a_guest(stack):
