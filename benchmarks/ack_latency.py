@@ -16,33 +16,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
-import sys
 import time
 
 import httpx
+from processes import sandbox_process
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from starlette.applications import Starlette
 from starlette.routing import Route
 
 from bot.demo import start_stack
-from sandbox.server import RunningServer, free_port, serve_in_thread
-
-
-def sandbox_process() -> tuple[subprocess.Popen, str]:
-    """The sandbox Agent API in its own process, so that its CPU does not compete with the bot's."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "sandbox", "--port", str(port)], stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            httpx.get(f"{url}/_sandbox/health").raise_for_status()
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("the sandbox process did not start")
+from sandbox.server import RunningServer, serve_in_thread
 
 
 def bare_bolt_app(signing_secret: str, token: str, api_url: str) -> Starlette:

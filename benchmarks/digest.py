@@ -16,42 +16,24 @@ import asyncio
 import datetime as dt
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from processes import sandbox_process  # noqa: E402
 
 from bot.api import AgentClient  # noqa: E402
 from bot.services.digest import DigestRepository, Subscription  # noqa: E402
 from bot.store import Store  # noqa: E402
 from handlers.digest import digest_service  # noqa: E402
-from sandbox.server import free_port  # noqa: E402
 from sandbox.slack_emulator import SlackEmulator  # noqa: E402
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
 DAY = dt.date(2026, 11, 21)
-
-
-def start_sandbox(users: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "sandbox", "--port", str(port), "--users", str(users), "--today", "2026-11-22"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            httpx.get(f"{url}/_sandbox/health", timeout=1).raise_for_status()
-            return process, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError("sandbox did not start")
 
 
 async def slowest_call(url: str) -> tuple[float, str]:
@@ -93,7 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--users", type=int, default=10_000)
     args = parser.parse_args()
-    sandbox, url = start_sandbox(args.users)
+    sandbox, url = sandbox_process("--users", str(args.users), "--today", "2026-11-22")
     try:
         with SlackEmulator() as slack, tempfile.TemporaryDirectory() as tmp:
             asyncio.run(tick(url, slack, f"sqlite:///{tmp}/warm.db"))  # the sandbox draws 36 days of 10,000 people once

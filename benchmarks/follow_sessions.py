@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import httpx
+from processes import wait_up
 
 from bot.api import AgentClient, RetryPolicy
 from bot.services.follower import Follower
@@ -44,16 +45,6 @@ EMULATOR = (
     "print('ready', flush=True)\n"
     "while True: time.sleep(3600)\n"
 )
-
-
-def wait_up(url: str) -> None:
-    for _ in range(300):
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} did not come up")
 
 
 class CountingTransport(httpx.AsyncHTTPTransport):

@@ -31,7 +31,8 @@ from sandbox.slack_emulator import SlackEmulator  # noqa: E402
 from tests.bot.bot_processes import bot_environment, start_serve  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ack_latency import percentile, sandbox_process  # noqa: E402
+from ack_latency import percentile  # noqa: E402
+from processes import sandbox_process  # noqa: E402
 
 MIX = (
     ("U0MANAGER", "help"),

@@ -25,35 +25,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import statistics
-import subprocess
-import sys
 import time
 
 import httpx
+from processes import sandbox_process
 
 from bot.demo import start_stack
-from sandbox.server import RunningServer, free_port
+from sandbox.server import RunningServer
 
 TODAY = dt.date(2026, 11, 22)
 KEY = "sandbox-owner-key"
 ANALYTICS = "/api/v1/analytics"
 EMAIL = "alice@example.com"
-
-
-def sandbox_process(users: int) -> tuple[subprocess.Popen, str]:
-    """The sandbox in its own process, so that its CPU does not compete with the bot's."""
-    port = free_port()
-    command = [sys.executable, "-m", "bot.cli", "sandbox", "--port", str(port), "--users", str(users), "--today", TODAY.isoformat()]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            httpx.get(f"{url}/_sandbox/health").raise_for_status()
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("the sandbox process did not start")
 
 
 def period(days: int) -> tuple[dict, dict]:
@@ -91,7 +74,7 @@ def slowest_call(http: httpx.Client, calls: list[tuple[str, dict]]) -> float:
 
 
 def run(users: int, day_counts: list[int], latency_ms: int, reps: int) -> list[str]:
-    proc, url = sandbox_process(users)
+    proc, url = sandbox_process("--users", str(users), "--today", TODAY.isoformat())
     rows: list[str] = []
     try:
         http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=600)
