@@ -36,7 +36,7 @@ import base64
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -155,22 +155,6 @@ PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this threa
 Tell = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
-@dataclass(frozen=True)
-class StartRequest:
-    """A start asked for in any of the three ways: who, where, what (the prompt and options)."""
-
-    start_key: str
-    slack_user: str
-    user_email: str | None
-    channel: str
-    origin: str
-    prompt: str
-    computer: str | None = None
-    cwd: str | None = None
-    model: str | None = None
-    thread_ts: str | None = None
-
-
 def split_options(text: str) -> tuple[str, dict[str, str]]:
     """``computer=``, ``cwd=`` and ``model=`` taken out of ``text``; the rest (newlines kept) is the prompt."""
     options: dict[str, str] = {}
@@ -249,45 +233,35 @@ class Sessions:
 
     # ------------------------------------------------------------------ starting
 
-    async def start_session(self, request: StartRequest, *, ask: Tell) -> SessionLink | None:
-        """Resolve the computer and start; returns the session's row (or None after asking which
-        computer with ``ask``: a menu). Raises :class:`UserInputError` (bad input, no usable computer)
-        or :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
-        if not request.prompt.strip():
+    async def start_session(self, start: NewStart, computer: str | None, *, ask: Tell) -> SessionLink | None:
+        """Resolve the computer (``computer``: what was asked for, id or name, or None) and start;
+        returns the session's row (or None after asking which computer with ``ask``: a menu). Raises
+        :class:`UserInputError` (bad input, no usable computer) or :class:`bot.api.AgentAPIError`
+        (listing the computers failed) for the caller to show."""
+        if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START.usage}`")
-        cwd = check_cwd(request.cwd)
+        start = replace(start, cwd=check_cwd(start.cwd))
         computers = await self.services.agent.list_computers()
-        last_used = await self.store.last_computer(request.slack_user)
-        chosen = resolve_computer(computers, request.computer, last_used)
-        start = NewStart(
-            start_key=request.start_key,
-            slack_user=request.slack_user,
-            user_email=request.user_email,
-            channel=request.channel,
-            origin=request.origin,
-            prompt=request.prompt,
-            cwd=cwd,
-            model=request.model,
-            thread_ts=request.thread_ts,
-        )
+        last_used = await self.store.last_computer(start.slack_user)
+        chosen = resolve_computer(computers, computer, last_used)
         now = self.services.now()
         if isinstance(chosen, list):
             row, created = await self.store.claim_start(start, state=CHOOSING, now=now)
             if created:
                 await ask(computer_choice(chosen, row.id, minutes=int(CHOICE_TTL.total_seconds() // 60)))
             return None
-        start = NewStart(**{**start.__dict__, "computer_id": chosen.id, "computer_name": chosen.name})
+        start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
         row, created = await self.store.claim_start(start, state=STARTING, now=now)
         if not created:
-            logger.info("start %s was claimed before; not starting again", request.start_key)
+            logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
         return await self.launch(row)
 
-    async def start_telling(self, request: StartRequest, tell: Tell) -> None:
+    async def start_telling(self, start: NewStart, computer: str | None, tell: Tell) -> None:
         """:meth:`start_session` for a start that has no ``respond`` (a form, a mention): the menu and
         any refusal or API failure go to the person with ``tell`` (an ephemeral message)."""
         try:
-            row = await self.start_session(request, ask=tell)
+            row = await self.start_session(start, computer, ask=tell)
             if row is not None and row.state == "failed" and not row.parent_ts:
                 await tell(error_message(row.error or CANNOT_POST, CANNOT_POST_HINT))
         except UserInputError as exc:
@@ -511,14 +485,13 @@ def register(app: Any, router: Router, services: Any) -> None:
         if not prompt:
             await open_modal(request, options)
             return
-        start = StartRequest(
+        start = NewStart(
             start_key=f"command:{request.body.get('trigger_id') or request.body.get('response_url')}",
             slack_user=request.user.user_id,
             user_email=request.user.email,
             channel=request.channel_id,
             origin="command",
             prompt=prompt,
-            computer=options.get("computer"),
             cwd=options.get("cwd"),
             model=options.get("model"),
         )
@@ -526,7 +499,7 @@ def register(app: Any, router: Router, services: Any) -> None:
         async def ask(payload: dict) -> None:
             await request.reply(payload)
 
-        row = await feature.start_session(start, ask=ask)
+        row = await feature.start_session(start, options.get("computer"), ask=ask)
         if row is None:
             return  # the menu was offered
         if row.state == "failed":
@@ -700,14 +673,13 @@ def register(app: Any, router: Router, services: Any) -> None:
         user = context.get("agent_user")
         user_id = (body.get("user") or {}).get("id", "")
         channel = view.get("private_metadata") or user_id
-        start = StartRequest(
+        start = NewStart(
             start_key=f"view:{view.get('id')}",
             slack_user=user_id,
             user_email=getattr(user, "email", None),
             channel=channel,
             origin="modal",
             prompt=prompt,
-            computer=computer_id,
             cwd=cwd,
             model=value("model"),
         )
@@ -715,7 +687,7 @@ def register(app: Any, router: Router, services: Any) -> None:
         async def tell(payload: dict) -> None:
             await client.chat_postEphemeral(channel=channel, user=user_id, **payload)
 
-        await feature.start_telling(start, tell)
+        await feature.start_telling(start, computer_id, tell)
 
     app.action(REFRESH_ACTION)(on_refresh)
     app.action(ARCHIVE_ACTION)(on_archive)
@@ -740,14 +712,13 @@ def register(app: Any, router: Router, services: Any) -> None:
         text = _LEADING_MENTION.sub("", unescape_slack(event.get("text") or ""))
         prompt, options = split_options(text)
         where = thread_ts or event.get("ts")
-        start = StartRequest(
+        start = NewStart(
             start_key=f"mention:{channel}:{event.get('ts')}",
             slack_user=user_id,
             user_email=getattr(user, "email", None),
             channel=channel,
             origin="mention",
             prompt=prompt,
-            computer=options.get("computer"),
             cwd=options.get("cwd"),
             model=options.get("model"),
             thread_ts=where,
@@ -756,7 +727,7 @@ def register(app: Any, router: Router, services: Any) -> None:
         async def tell(payload: dict) -> None:
             await client.chat_postEphemeral(channel=channel, user=user_id, thread_ts=where, **payload)
 
-        await feature.start_telling(start, tell)
+        await feature.start_telling(start, options.get("computer"), tell)
 
     @reported
     async def on_mention(ack: Any, event: dict, client: Any, context: dict) -> None:
