@@ -5,7 +5,8 @@
 For each organization size, starts the sandbox Agent API in its own process (``--today 2026-11-22``,
 so figures are reproducible), warms its per-day cache (one request over the whole span, not
 measured), then sets its latency and starts the Slack emulator and the bot in this process
-(``bot.demo.start_stack``, analytics cache off, so every reply makes its calls), and sends one
+(``bot.demo.start_stack``, analytics cache off, so every reply makes its calls; then
+``bot.app.settle_heap()`` as ``agent-bot serve`` does), and sends one
 unmeasured command (the bot's connections to the sandbox open then). For every form it measures,
 median of ``--reps``:
 
@@ -30,6 +31,7 @@ import time
 import httpx
 from processes import sandbox_process
 
+from bot.app import settle_heap
 from bot.demo import start_stack
 from sandbox.server import RunningServer
 
@@ -85,6 +87,7 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int) -> list[s
         http.post("/_sandbox/faults", json={"latency_ms": latency_ms}).raise_for_status()
         external = RunningServer(url=url, host="127.0.0.1", port=int(url.rsplit(":", 1)[1]), _server=None, _thread=None)  # type: ignore[arg-type]
         stack = start_stack(external_sandbox=external, today=TODAY, analytics_cache_ttl=0.0, api_timeout=120.0)
+        settle_heap()  # as `agent-bot serve` does after start-up
         try:
             stack.command(f"usage {min(day_counts)}d", timeout=600)  # opens the bot's connections; not measured
             for days in day_counts:

@@ -37,11 +37,12 @@ def _secrets(settings: Settings) -> list[str]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from bot.app import create_bot
+    from bot.app import create_bot, settle_heap
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings))
     bot = create_bot(settings)
+    settle_heap()
     uvicorn.run(bot.asgi(), host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False)
     return 0
 
@@ -49,13 +50,14 @@ def _serve(args: argparse.Namespace) -> int:
 def _socket(_args: argparse.Namespace) -> int:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-    from bot.app import ConfigurationError, create_bot
+    from bot.app import ConfigurationError, create_bot, settle_heap
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings))
     if settings.slack_app_token is None:
         raise ConfigurationError("missing settings: SLACK_APP_TOKEN (Socket Mode needs an app-level token)")
     bot = create_bot(settings, socket_mode=True)
+    settle_heap()
 
     async def run() -> None:
         bot.scheduler.start()

@@ -22,6 +22,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
+from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before Python 3.12
+
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -151,8 +153,11 @@ class _LeanModel(_SnakeModel):
     model_config = ConfigDict(populate_by_name=True, extra="ignore", protected_namespaces=())
 
 
-class UserTokenTotal(_LeanModel):
-    """Item of `TokenSummaryRow.by_user`: a `by_user` item without its `by_model`."""
+class UserTokenTotal(TypedDict):
+    """Item of `TokenSummaryRow.by_user`: a `by_user` item without its `by_model`, as a plain dict
+    (`item["user_id"]`, `item["user_email"]`, `item["billable_tokens"]`). A dict, not a model: at
+    10,000 users a 30-day answer holds about 100,000 of them, and a dict costs a third of a
+    model instance to build. Members not declared are skipped while parsing."""
 
     user_id: str
     user_email: str | None
