@@ -24,6 +24,8 @@ AVERAGE_DAYS = 7
 CHART_DAYS = 30
 CHART_SIZE_INCHES = (10, 4)
 CHART_DPI = 100
+CHART_MARGINS = {"left": 0.08, "right": 0.98, "bottom": 0.09, "top": 0.92}
+"""Fractions of the figure (matplotlib ``Figure.subplots_adjust``)."""
 BAR_COLOR = "#4a90d9"
 LINE_COLOR = "#d9534f"
 
@@ -95,7 +97,9 @@ def render_tokens_chart(series: TokenSeries, title: str) -> bytes:
     axes.legend(loc="upper left")
     axes.grid(axis="y", alpha=0.3)
     axes.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
+    # Fixed margins, not tight_layout(): that draws the figure once more only to measure it (0.06 s
+    # of the 0.15 s a chart takes); these fit the widest compact tick label ("999.9M") and the title.
+    figure.subplots_adjust(**CHART_MARGINS)
     out = io.BytesIO()
     figure.savefig(out, format="png")
     return out.getvalue()

@@ -25,7 +25,8 @@ decides, never the scheduler; see :mod:`bot.scheduler`):
 3. post ``chat.postMessage`` with that metadata; a 429 waits ``Retry-After`` (at most
    :data:`MAX_RATE_LIMIT_WAITS` times); another Slack error releases the lease so the next tick retries.
 4. record ``message_ts`` (conditional on still holding the claim); then upload the chart into the
-   digest's thread (``files_upload_v2``). A chart that fails is logged; the text digest stands.
+   digest's thread (``files_upload_v2``). The chart is drawn in a worker thread while the text is
+   posted; a chart that fails is logged and the text digest stands.
 
 Due: a subscription is due when its local time (``tz``, zoneinfo) has passed ``post_at`` today, on
 every day (``daily``) or Monday to Friday (``weekdays``), and the latest day is not posted yet.
@@ -400,30 +401,44 @@ class CountingClient:
         return attr
 
 
-async def fetch_digest(client: AgentClient, day: dt.date) -> Digest:
+async def fetch_digest(
+    client: AgentClient, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None
+) -> Digest:
     """Fetch and aggregate the digest of ``day``. Raises :class:`NotLandedYet` when an answer lacks
     ``day``'s row, and the client's :class:`bot.api.AgentAPIError` subclasses.
 
-    Requests: the day and the day before (:func:`bot.services.usage.fetch_usage`, 8 concurrent), token totals
-    per day for the chart's 30 days plus 6 for the first averages (``/tokens?group_by=model``), the 7
-    days before for the tool callout (``/tools``), and ``/tokens`` over the 8 days for the user callout
-    (each day's ``by_user``; no ``/users`` walk)."""
+    Requests, all at once: the day and the day before (:func:`bot.services.usage.fetch_usage`, 8),
+    token totals per day for the chart's 30 days plus 6 for the first averages
+    (``/tokens?group_by=model``), the 7 days before for the tool callout (``/tools``), and ``/tokens``
+    over the 8 days for the user callout (each day's ``by_user``; no ``/users`` walk).
+
+    ``on_series`` is called with the chart's :class:`TokenSeries` as soon as its (small) answer is in
+    and has ``day``'s row, before the others are: the caller can start drawing the chart while the
+    large answers are still arriving."""
     counting = CountingClient(client)
     first = max(day - dt.timedelta(days=CHART_DAYS + AVERAGE_DAYS - 2), EARLIEST)
     week_start = max(day - dt.timedelta(days=7), EARLIEST)
-    summary, grouped, tools = await asyncio.gather(
+
+    async def chart_rows() -> tuple[list[Any], TokenSeries]:
+        grouped = await counting.get_tokens(start_date=first, end_date=day, group_by="model")
+        series = tokens_series(day_totals(grouped.data), max(day - dt.timedelta(days=CHART_DAYS - 1), EARLIEST), day)
+        if on_series is not None and any(row.date == day for row in grouped.data):
+            on_series(series)
+        return grouped.data, series
+
+    summary, (grouped, series), tools, by_user = await asyncio.gather(
         fetch_usage(counting, Period(day, day)),  # type: ignore[arg-type]
-        counting.get_tokens(start_date=first, end_date=day, group_by="model"),
+        chart_rows(),
         counting.get_tools(start_date=week_start, end_date=day),
+        counting.get_token_summary(start_date=week_start, end_date=day) if week_start < day else _no_rows(),
     )
-    _require_day(grouped.data, day, "/tokens")
+    _require_day(grouped, day, "/tokens")
     _require_day(tools.data, day, "/tools")
-    totals = day_totals(grouped.data)
-    series = tokens_series(totals, max(day - dt.timedelta(days=CHART_DAYS - 1), EARLIEST), day)
+    totals = day_totals(grouped)
     before = [totals.get(day - dt.timedelta(days=n), 0.0) for n in range(1, 8) if day - dt.timedelta(days=n) >= EARLIEST]
     week_ago_day = day - dt.timedelta(days=7)
     callouts = []
-    user = await _user_callout(counting, day, week_start)
+    user = _user_callout(by_user.data, day, week_start) if by_user else None
     if user:
         callouts.append(user)
     tool = _tool_callout(tools.data, day)
@@ -440,17 +455,19 @@ async def fetch_digest(client: AgentClient, day: dt.date) -> Digest:
     )
 
 
-async def _user_callout(counting: CountingClient, day: dt.date, week_start: dt.date) -> Callout | None:
+async def _no_rows() -> None:
+    return None
+
+
+def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout | None:
     """The user furthest above their usual level (mean of the 7 days before; 0 on days without a row).
 
-    Read from one ``/tokens`` answer over the 8 days (each day's ``by_user`` billable tokens, parsed
-    without each user's per-model list), not from the paginated ``/users`` walk."""
-    if week_start >= day:
-        return None
+    ``rows``: one ``/tokens`` answer over the 8 days, read as :class:`bot.api.TokenSummaryRow` (each
+    day's ``by_user`` billable tokens, parsed without each user's per-model list), fetched with the
+    digest's other requests, not the paginated ``/users`` walk."""
     on_day: dict[str, float] = {}
     before: dict[str, float] = defaultdict(float)
-    answer = await counting.get_token_summary(start_date=week_start, end_date=day)
-    for row in answer.data:
+    for row in rows:
         for user in row.by_user:
             who = user["user_email"] or user["user_id"]
             if row.date == day:
@@ -560,16 +577,17 @@ class DigestService:
         answer = await self.agent.get_activity(start_date=day, end_date=day)
         return any(row.date == day for row in answer.data)
 
-    async def build(self, day: dt.date) -> Digest:
-        """The digest of ``day`` (raises :class:`NotLandedYet`, API errors)."""
-        return await fetch_digest(self.agent, day)
+    async def build(self, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None) -> Digest:
+        """The digest of ``day`` (raises :class:`NotLandedYet`, API errors); ``on_series`` as
+        :func:`fetch_digest`."""
+        return await fetch_digest(self.agent, day, on_series=on_series)
 
-    async def chart(self, digest: Digest) -> bytes | None:
-        """The chart PNG, drawn in a worker thread; None (logged) when drawing fails."""
+    async def chart(self, series: TokenSeries) -> bytes | None:
+        """The chart PNG of ``series``, drawn in a worker thread; None (logged) when drawing fails."""
         try:
-            return await asyncio.to_thread(render_tokens_chart, digest.series, chart_title(digest))
+            return await asyncio.to_thread(render_tokens_chart, series, chart_title(series))
         except Exception:
-            logger.exception("digest chart of %s failed; the text digest goes out without it", digest.day)
+            logger.exception("digest chart of %s failed; the text digest goes out without it", series.days[-1])
             return None
 
     async def tick(self) -> TickReport:
@@ -593,20 +611,36 @@ class DigestService:
             report.landed = False
             logger.info("digest of %s: the day has not landed yet; %d channel(s) wait", day, len(pending))
             return report
+        # The chart is drawn in a worker thread from the moment its series is known (its answer is
+        # small) while the large answers arrive and the text digests are posted: it is needed only
+        # for the upload into a posted digest's thread, so nobody waits for it to read the text.
+        charts: list[asyncio.Future[bytes | None]] = []
+
+        def start_chart(series: TokenSeries) -> None:
+            charts.append(asyncio.ensure_future(self._timed_chart(series, report)))
+
         try:
-            digest = await self.build(day)
-        except NotLandedYet as exc:
-            report.landed = False
-            logger.info("digest of %s: %s", day, exc)
-            return report
-        report.landed = True
-        report.api_calls = digest.api_calls + 1
-        started = time.perf_counter()
-        png = await self.chart(digest)
-        report.chart_seconds = time.perf_counter() - started
-        for sub in pending:  # one after another: Slack's per-channel rate limit, 429s honoured
-            await self._post(sub, digest, png, report)
+            try:
+                digest = await self.build(day, on_series=start_chart)
+            except NotLandedYet as exc:
+                report.landed = False
+                logger.info("digest of %s: %s", day, exc)
+                return report
+            report.landed = True
+            report.api_calls = digest.api_calls + 1
+            [chart] = charts  # started: a built digest has the chart's answer with its day
+            for sub in pending:  # one after another: Slack's per-channel rate limit, 429s honoured
+                await self._post(sub, digest, chart, report)
+        finally:
+            await asyncio.gather(*charts, return_exceptions=True)  # never left running past the tick
         return report
+
+    async def _timed_chart(self, series: TokenSeries, report: TickReport) -> bytes | None:
+        started = time.perf_counter()
+        try:
+            return await self.chart(series)
+        finally:
+            report.chart_seconds = time.perf_counter() - started
 
     async def _skipped(self, sub: Subscription, day: dt.date) -> tuple[dt.date, ...]:
         last = await self.repo.last_posted(sub.channel_id)
@@ -620,7 +654,7 @@ class DigestService:
             current += dt.timedelta(days=1)
         return tuple(days)
 
-    async def _post(self, sub: Subscription, digest: Digest, png: bytes | None, report: TickReport) -> None:
+    async def _post(self, sub: Subscription, digest: Digest, chart: Awaitable[bytes | None], report: TickReport) -> None:
         from slack_sdk.errors import SlackApiError
 
         claim = await self.repo.claim(sub.channel_id, digest.day, self.owner, self.now(), await self._skipped(sub, digest.day))
@@ -644,6 +678,7 @@ class DigestService:
             report.recovered.append(sub.channel_id)
             return
         report.posted.append(sub.channel_id)
+        png = await chart
         if png is not None:
             await self._upload_chart(sub.channel_id, ts, png, digest)
 
@@ -694,12 +729,13 @@ class DigestService:
                 thread_ts=thread_ts,
                 content=png,
                 filename=f"agent-usage-{digest.day.isoformat()}.png",
-                title=chart_title(digest),
+                title=chart_title(digest.series),
                 alt_txt=self.alt_text(digest),
             )
         except Exception as exc:  # the chart never stops the digest
             logger.warning("digest chart upload into %s failed: %s", channel, type(exc).__name__)
 
 
-def chart_title(digest: Digest) -> str:
-    return f"Billable tokens, {digest.series.days[0].isoformat()} \u2013 {digest.day.isoformat()}"
+def chart_title(series: TokenSeries) -> str:
+    """``Billable tokens, <first day> – <last day>`` of the chart's series."""
+    return f"Billable tokens, {series.days[0].isoformat()} \u2013 {series.days[-1].isoformat()}"
