@@ -16,6 +16,10 @@ median of ``--reps``:
   API call it needs"). The calls a form needs: ``usage Nd`` /tokens, /activity, /tools and
   /productivity for the period and the previous one; ``by model|client|tool`` the grouped endpoint;
   ``by user`` /tokens; ``user <email>`` /tokens and one /users page;
+- API alone: seconds the form's calls take made the way the bot makes them (all at once; ``user
+  <email>``: ``/tokens``, then the ``/users`` page), with httpx and nothing else: what the reply would
+  take if the bot cost nothing. Against this single-process sandbox, calls made at once share its
+  one core, so for ``usage Nd`` (two large ``/tokens`` at once) this is well above the slowest call;
 - CPU: this process's CPU seconds during the reply (the bot, plus the emulator's small share).
 
 Prints a Markdown table for the README ("Benchmarks"); nothing is asserted.
@@ -24,6 +28,7 @@ Prints a Markdown table for the README ("Benchmarks"); nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import statistics
 import time
@@ -75,6 +80,25 @@ def slowest_call(http: httpx.Client, calls: list[tuple[str, dict]]) -> float:
     return slowest
 
 
+def api_alone(url: str, text: str, calls: list[tuple[str, dict]]) -> float:
+    """Seconds the form's calls take made as the bot makes them, with nothing else (no parsing, no
+    Slack): all at once, except ``usage user``'s ``/users`` page, which needs the ``/tokens`` answer."""
+
+    async def run() -> float:
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=600) as http:
+            await http.get(calls[0][0], params=calls[0][1])  # opens a connection; not measured
+            started = time.perf_counter()
+            if text.startswith("usage user"):
+                for path, params in calls:
+                    (await http.get(path, params=params)).raise_for_status()
+            else:
+                for answer in await asyncio.gather(*(http.get(path, params=params) for path, params in calls)):
+                    answer.raise_for_status()
+            return time.perf_counter() - started
+
+    return asyncio.run(run())
+
+
 def run(users: int, day_counts: list[int], latency_ms: int, reps: int) -> list[str]:
     proc, url = sandbox_process("--users", str(users), "--today", TODAY.isoformat())
     rows: list[str] = []
@@ -92,17 +116,19 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int) -> list[s
             stack.command(f"usage {min(day_counts)}d", timeout=600)  # opens the bot's connections; not measured
             for days in day_counts:
                 for text, calls in forms(days):
-                    replies, calls_s, cpus = [], [], []
+                    replies, calls_s, alone_s, cpus = [], [], [], []
                     for _ in range(reps):
                         calls_s.append(slowest_call(http, calls))
+                        alone_s.append(api_alone(url, text, calls))
                         cpu, wall = time.process_time(), time.perf_counter()
                         reply = stack.command(text, timeout=600)
                         replies.append(time.perf_counter() - wall)
                         cpus.append(time.process_time() - cpu)
                         assert reply.payloads, f"no reply to {text}"
-                    reply_s, call_s = statistics.median(replies), statistics.median(calls_s)
+                    reply_s, call_s, alone = (statistics.median(v) for v in (replies, calls_s, alone_s))
                     rows.append(
-                        f"| {users:,} | {text} | {reply_s:.2f} | {call_s:.2f} | {reply_s / call_s:.1f}x | {statistics.median(cpus):.2f} |"
+                        f"| {users:,} | {text} | {reply_s:.2f} | {call_s:.2f} | {reply_s / call_s:.1f}x "
+                        f"| {alone:.2f} | {reply_s / alone:.1f}x | {statistics.median(cpus):.2f} |"
                     )
                     print(rows[-1], flush=True)
         finally:
@@ -120,7 +146,10 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=int, default=100)
     parser.add_argument("--reps", type=int, default=2)
     args = parser.parse_args()
-    header = ["| users | command | reply s | slowest call s | reply / call | bot CPU s |", "|---|---|---|---|---|---|"]
+    header = [
+        "| users | command | reply s | slowest call s | reply / slowest call | API alone s | reply / API alone | bot CPU s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     rows: list[str] = []
     for users in args.users:
         rows += run(users, args.days, args.latency_ms, args.reps)

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
+import msgspec
 from pydantic import BaseModel
 
 from bot.api import validation
@@ -19,8 +20,8 @@ from bot.api.models import (
     GroupedToolRow,
     ProductivityRow,
     TokenRow,
-    TokenSummaryRow,
-    TokenTotalsRow,
+    TokenSummaryAnswer,
+    TokenTotalsAnswer,
     ToolRow,
     UserRow,
 )
@@ -65,7 +66,7 @@ class AnalyticsAPI:
     ) -> AnalyticsResponse[Any]:
         spec = _ANALYTICS[endpoint]
         start, end = validation.analytics_range(start_date, end_date, today=self._today())
-        row = view or spec.row
+        row = view or spec.row  # a view is a whole answer type (a msgspec Struct), not a row
         if group_by is not None:
             allowed = (spec.group_by,) if spec.group_by else ()
             validation.choice(group_by, name="group_by", allowed=allowed)
@@ -78,12 +79,8 @@ class AnalyticsAPI:
     async def _fetch_analytics_uncached(
         self, endpoint: str, row: type, params: tuple[tuple[str, str | None], ...]
     ) -> AnalyticsResponse[Any]:
-        return await self._request(
-            "GET",
-            f"{ANALYTICS_PATH}/{endpoint}",
-            AnalyticsResponse[row],  # type: ignore[valid-type]
-            params=dict(params),
-        )
+        answer = row if issubclass(row, msgspec.Struct) else AnalyticsResponse[row]  # type: ignore[valid-type]
+        return await self._request("GET", f"{ANALYTICS_PATH}/{endpoint}", answer, params=dict(params))
 
     @overload
     async def get_tokens(
@@ -109,20 +106,17 @@ class AnalyticsAPI:
             "tokens", start_date=start_date, end_date=end_date, group_by=group_by
         )
 
-    async def get_token_summary(
-        self, *, start_date: DateInput, end_date: DateInput
-    ) -> AnalyticsResponse[TokenSummaryRow]:
-        """`/tokens` (no group_by) read as `TokenSummaryRow`s: totals, by_model, and each user's
-        billable tokens, skipping `by_user[].by_model` while parsing (at 10,000 users that is
-        most of the answer). Cached apart from `get_tokens`. Dates and errors as `get_tokens`."""
-        return await self._analytics("tokens", start_date=start_date, end_date=end_date, view=TokenSummaryRow)
+    async def get_token_summary(self, *, start_date: DateInput, end_date: DateInput) -> TokenSummaryAnswer:
+        """`/tokens` (no group_by) read as `TokenSummaryRow`s (`answer.data`, `answer.meta`):
+        totals, by_model, and each user's billable tokens, skipping `by_user[].by_model` while
+        decoding (at 10,000 users that is most of the answer). Cached apart from `get_tokens`.
+        Dates and errors as `get_tokens`."""
+        return await self._analytics("tokens", start_date=start_date, end_date=end_date, view=TokenSummaryAnswer)
 
-    async def get_token_totals(
-        self, *, start_date: DateInput, end_date: DateInput
-    ) -> AnalyticsResponse[TokenTotalsRow]:
+    async def get_token_totals(self, *, start_date: DateInput, end_date: DateInput) -> TokenTotalsAnswer:
         """`/tokens` (no group_by) read as `TokenTotalsRow`s: each day's totals only, the rest
-        skipped while parsing. Dates and errors as `get_tokens`."""
-        return await self._analytics("tokens", start_date=start_date, end_date=end_date, view=TokenTotalsRow)
+        skipped while decoding. Dates and errors as `get_tokens`."""
+        return await self._analytics("tokens", start_date=start_date, end_date=end_date, view=TokenTotalsAnswer)
 
     @overload
     async def get_tools(

@@ -20,6 +20,7 @@ overloads, so `get_tokens(..., group_by="model")` is an `AnalyticsResponse[Group
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -29,6 +30,7 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+import msgspec
 import pydantic
 from async_lru import alru_cache
 from pydantic import SecretStr
@@ -77,6 +79,11 @@ def _schema_problems(exc: pydantic.ValidationError, limit: int = 3) -> str:
     )
     more = len(errors) - limit
     return shown + (f"; and {more} more" if more > 0 else "")
+
+
+@functools.cache
+def _lean_decoder(model: type) -> msgspec.json.Decoder:
+    return msgspec.json.Decoder(model)
 
 
 ANALYTICS_CACHE_SIZE = 512
@@ -272,6 +279,8 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
             status=response.status_code,
             request_id=response.headers.get("x-request-id"),
         )
+        if issubclass(model, msgspec.Struct):  # a lean view (bot.api.models)
+            return self._decode_lean(response, model, method, path, context)
         try:  # one pass over the bytes: JSON parsing and validation together
             return model.model_validate_json(response.content)
         except pydantic.ValidationError as exc:
@@ -283,6 +292,21 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
             raise MalformedResponseError(
                 f"{method} {path}: the response does not match the spec: {_schema_problems(exc)}",
                 **context,
+            ) from exc
+
+    @staticmethod
+    def _decode_lean(
+        response: httpx.Response, model: type[ModelT], method: str, path: str, context: dict[str, Any]
+    ) -> ModelT:
+        try:
+            return _lean_decoder(model).decode(response.content)
+        except msgspec.ValidationError as exc:  # its message names the place, never the value
+            raise MalformedResponseError(
+                f"{method} {path}: the response does not match the spec: {exc}", **context
+            ) from exc
+        except msgspec.DecodeError as exc:
+            raise MalformedResponseError(
+                f"{method} {path}: the response (HTTP {response.status_code}) is not JSON", **context
             ) from exc
 
     def _iterate(

@@ -6,9 +6,11 @@ from datetime import date
 from typing import TypeVar
 from urllib.parse import quote
 
+import msgspec
 from pydantic import BaseModel
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound=BaseModel | msgspec.Struct)
+"""An answer type: a pydantic model, or a lean view decoded by msgspec (`bot.api.models`)."""
 ItemT = TypeVar("ItemT")
 
 DateInput = date | str

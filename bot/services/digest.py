@@ -469,11 +469,11 @@ def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout
     before: dict[str, float] = defaultdict(float)
     for row in rows:
         for user in row.by_user:
-            who = user["user_email"] or user["user_id"]
+            who = user.user_email or user.user_id
             if row.date == day:
-                on_day[who] = on_day.get(who, 0.0) + float(user["billable_tokens"])
+                on_day[who] = on_day.get(who, 0.0) + float(user.billable_tokens)
             else:
-                before[who] += float(user["billable_tokens"])
+                before[who] += float(user.billable_tokens)
     days_before = (day - week_start).days
     best: Callout | None = None
     for who, value in on_day.items():

@@ -187,7 +187,7 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
     users: Counter = Counter()
     for row in tokens:
         for user in row.by_user:
-            users[user["user_email"] or user["user_id"]] += user["billable_tokens"]
+            users[user.user_email or user.user_id] += user.billable_tokens
     clients: dict[str, float] = defaultdict(float)
     for row in activity:
         for client_type, count in row.daily_active_users_by_client.items():
@@ -234,7 +234,7 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
         measure = "average daily active users"
     elif dimension == "user":
         rows = (await client.get_token_summary(**kwargs)).data
-        counter = _sum_by((u["user_email"] or u["user_id"], u["billable_tokens"]) for r in rows for u in r.by_user)
+        counter = _sum_by((u.user_email or u.user_id, u.billable_tokens) for r in rows for u in r.by_user)
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
@@ -259,7 +259,7 @@ def _preceding(ids: Iterable[str], user_id: str) -> str | None:
 
 async def _user_rows(client: AgentClient, period: Period, tokens: list, user_id: str) -> list[UserRow]:
     """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
-    days = {row.date: {u["user_id"] for u in row.by_user} for row in tokens}
+    days = {row.date: {u.user_id for u in row.by_user} for row in tokens}
     active = {day for day, ids in days.items() if user_id in ids}
     everyone = set().union(*days.values()) if days else set()
     rows = await _seek(client, period.start, period.end, user_id, _preceding(everyone, user_id))
@@ -287,7 +287,7 @@ async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> U
     when the person has no row in the period."""
     wanted = email.lower()
     tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
-    ids = sorted({u["user_id"] for r in tokens for u in r.by_user if (u["user_email"] or "").lower() == wanted})
+    ids = sorted({u.user_id for r in tokens for u in r.by_user if (u.user_email or "").lower() == wanted})
     found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in ids))
     rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:

@@ -19,18 +19,25 @@ from bot.api import (
     GroupedTokenRow,
     GroupedToolRow,
     ImageAttachment,
+    MalformedResponseError,
     Message,
     MessageList,
     MessageSubmission,
+    ModelTokenTotal,
     OrganizationUserList,
     ProductivityRow,
     ReadinessReportList,
     Session,
     SessionSettings,
     TokenRow,
+    TokenSummaryAnswer,
+    TokenSummaryRow,
+    TokenTotalsRow,
     ToolRow,
     UserRow,
+    UserTokenTotal,
 )
+from bot.api.models import LeanMeta
 from tests.api_fakes import (
     TEST_API_KEY,
     RecordingTransport,
@@ -438,3 +445,55 @@ async def test_debug_log_has_method_path_status_and_no_query_or_headers(caplog):
     assert record.levelname == "DEBUG"
     assert record.getMessage().startswith("GET /api/v1/analytics/users -> 200 in ")
     assert "u_secret_cursor" not in record.getMessage()
+
+
+# ---- lean views of /tokens (decoded by msgspec) ----------------------------------------------
+
+
+async def test_token_summary_keeps_totals_models_and_each_users_tokens_and_skips_the_rest():
+    row = token_row(by_user=[
+        {"user_id": "u_1", "user_email": "ada@example.com", "billable_tokens": 1500, "by_model": [{"x": 1}], "new": "kept out"},
+        {"user_id": "u_2", "user_email": None, "billable_tokens": 2.5, "by_model": []},
+    ], unlisted_member={"deep": [1, 2, 3]})
+    result, request = await call("get_token_summary", RANGE, json_response(analytics_envelope([row])))
+    assert dict(request.url.params) == RANGE_QUERY
+    assert result == TokenSummaryAnswer(
+        data=[TokenSummaryRow(
+            date=date(2026, 2, 1), billable_tokens=1500, input_tokens=1200, output_tokens=400,
+            cache_read_tokens=300, cache_write_tokens=50,
+            by_model=[ModelTokenTotal("model-large", "thinking", 1500, 1200, 400)],
+            by_user=[UserTokenTotal("u_1", "ada@example.com", 1500), UserTokenTotal("u_2", None, 2.5)],
+        )],
+        meta=LeanMeta(org_id="org_1", start_date=date(2026, 2, 1), end_date=date(2026, 2, 1)),
+    )
+    assert type(result.data[0].by_user[0].billable_tokens) is int  # numbers as sent
+
+
+async def test_token_totals_keep_only_the_days_totals():
+    result, _ = await call("get_token_totals", RANGE, json_response(analytics_envelope([token_row()])))
+    assert result.data == [TokenTotalsRow(date(2026, 2, 1), 1500, 1200, 400, 300, 50)]
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            json_response(analytics_envelope([token_row(by_user=[{"user_email": "<!channel> sk-secret", "billable_tokens": 1}])])),
+            "GET /api/v1/analytics/tokens: the response does not match the spec: "
+            "Object missing required field `user_id` - at `$.data[0].by_user[0]`",
+        ),
+        (
+            json_response(analytics_envelope([token_row(billable_tokens="<!here> 12")])),
+            "GET /api/v1/analytics/tokens: the response does not match the spec: "
+            "Expected `int | float`, got `str` - at `$.data[0].billable_tokens`",
+        ),
+        (httpx.Response(200, text='{"data": [{"date": "2026-02-01", "billa'), "GET /api/v1/analytics/tokens: the response (HTTP 200) is not JSON"),
+        (httpx.Response(200, text="<html>sign in</html>"), "GET /api/v1/analytics/tokens: the response (HTTP 200) is not JSON"),
+    ],
+)
+async def test_a_lean_answer_that_does_not_match_is_malformed_and_never_quotes_its_values(answer, message):
+    async with fake_client(RecordingTransport(responses=[answer])) as client:
+        with pytest.raises(MalformedResponseError) as info:
+            await client.get_token_summary(**RANGE)
+    assert str(info.value) == message
+    assert (info.value.status, info.value.url) == (200, "/api/v1/analytics/tokens")
