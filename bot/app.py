@@ -54,7 +54,7 @@ def settle_heap() -> None:
     (``gc.collect()`` then ``gc.freeze()``; Python docs, "gc.freeze").
 
     Call once, after :func:`create_bot` and before serving (``agent-bot serve`` and ``socket`` do).
-    The app, Slack SDK, SQLAlchemy and matplotlib leave about 160,000 long-lived objects; without
+    The app, Slack SDK, SQLAlchemy and matplotlib leave about 150,000 long-lived objects; without
     this, every full collection walks them again, and parsing a large analytics answer (100,000 new
     dicts at 10,000 users) triggers several: ``usage 30d by user`` at 10,000 users spent about
     0.2 s of its 0.7 s of CPU in them (``benchmarks/usage_scale.py``). Objects frozen here are never
