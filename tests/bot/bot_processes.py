@@ -49,7 +49,8 @@ def bot_environment(
 
 @dataclass
 class BotProcess:
-    """A running ``agent-bot`` process: ``mode`` (serve/socket), ``url`` (serve only), its ``log`` file."""
+    """A running ``agent-bot`` process: ``mode`` (serve/socket), ``url`` (serve's server; for socket,
+    its hook listener when the caller started one), its ``log`` file."""
 
     proc: subprocess.Popen
     mode: str

@@ -9,15 +9,19 @@ side effects are counted on the sandbox's side (sessions, their messages, instal
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from bot.demo import DEMO_CHANNEL, HOOK_SECRET, ROLES_YAML, demo_directory
+from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
+from formatters.sessions import HOOK_WAITING
 from sandbox.agent_api import SandboxConfig, create_app
-from sandbox.server import serve_in_thread
+from sandbox.server import free_port, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
 from tests.bot.bot_processes import bot_environment, start_serve, start_socket
 from tests.conftest import block_texts
@@ -43,7 +47,10 @@ def world(tmp_path_factory):
         )
 
     http_bot = start_serve(env("http"), tmp / "http.log")
-    socket_bot = start_socket(env("socket"), tmp / "socket.log", slack)
+    hook_port = free_port()  # Socket Mode serves no HTTP for Slack, but agent hooks still need a listener
+    socket_env = {**env("socket"), "AGENT_BOT_HOOK_PORT": str(hook_port), "AGENT_BOT_HOOK_SECRET": HOOK_SECRET}
+    socket_bot = start_socket(socket_env, tmp / "socket.log", slack)
+    socket_bot.url = f"http://127.0.0.1:{hook_port}"
     try:
         yield sandbox_app.state.sandbox, slack, http_bot, socket_bot
     finally:
@@ -157,3 +164,37 @@ def test_a_mention_and_thread_replies_over_a_dropped_connection_reach_the_agent_
     time.sleep(0.5)
     assert len(sessions_with_prompt(state, "tidy the socket fixtures")) == 1
     assert len(hub.open_connections()) == 1
+
+
+def post_hook(url: str, event: dict, *, secret: str = HOOK_SECRET) -> httpx.Response:
+    """A signed hook delivery to ``url``; retried while the listener is still starting."""
+    body = json.dumps(event).encode()
+    deadline = time.monotonic() + 20
+    while True:
+        stamp = str(int(time.time()))
+        headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: sign(secret, stamp, body)}
+        try:
+            return httpx.post(f"{url}/hooks/agent", content=body, headers=headers, timeout=10)
+        except httpx.ConnectError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_agent_hooks_reach_the_thread_through_the_socket_mode_hook_listener(world):
+    state, slack, _http_bot, socket_bot = world
+    client, bot_user = slack.socket_client(timeout=20), slack.directory.bot.user_id
+    mention = client.send_mention(f"<@{bot_user}> computer=ci check the hook listener", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+    thread_ts = mention.request.payload["event"]["ts"]
+    [session] = slack.recorder.wait_for(lambda: sessions_with_prompt(state, "check the hook listener"), timeout=20, what="the session")
+
+    def thread() -> list[str]:
+        return [t for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) for t in block_texts(m.as_payload())]
+
+    event = {"hook_event_name": "Notification", "session_id": session.id, "cwd": "~", "message": "Allow the deploy?"}
+    assert post_hook(socket_bot.url, event, secret="not the secret").status_code == 401
+    assert post_hook(socket_bot.url, event).status_code == 200
+    waiting = HOOK_WAITING.format(who="<@U0MEMBER>", message="Allow the deploy?")
+    slack.recorder.wait_for(lambda: waiting in thread(), timeout=20, what="the hook's line in the thread")
+    time.sleep(0.3)
+    assert thread().count(waiting) == 1  # the forged delivery posted nothing
