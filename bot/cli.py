@@ -68,7 +68,13 @@ def _socket(_args: argparse.Namespace) -> int:
             config = uvicorn.Config(bot.hooks_asgi(), host="0.0.0.0", port=settings.hook_port, lifespan="off", access_log=False)
             listener = asyncio.create_task(uvicorn.Server(config).serve())
         try:
-            await AsyncSocketModeHandler(bot.app, settings.slack_app_token.get_secret_value()).start_async()
+            # slack_sdk's aiohttp client pings every ping_interval (aiohttp heartbeat) and closes a connection
+            # whose pong is half an interval late; its monitor then opens a new one: a connection lost
+            # without a close frame (NAT, network) is replaced within about 2-3 intervals
+            handler = AsyncSocketModeHandler(
+                bot.app, settings.slack_app_token.get_secret_value(), ping_interval=settings.socket_ping_seconds
+            )
+            await handler.start_async()
         finally:
             bot.scheduler.shutdown()
             if listener is not None:

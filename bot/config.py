@@ -23,6 +23,8 @@ AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events           
 AGENT_BOT_HOOK_URL         the bot's ``/hooks/agent`` URL (for ``agent-bot hook``) none
 AGENT_BOT_HOOK_USER        the developer's e-mail (for ``agent-bot hook``)        none
 AGENT_BOT_HOOK_PORT        Socket Mode: port of the small hook listener           none
+AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: seconds between pings; a connection   ``10``
+                           that misses a pong is replaced (about 2-3 of them)
 =========================  =====================================================  ==========================
 
 Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``; read them with
@@ -73,6 +75,9 @@ class Settings(BaseSettings):
     hook_url: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_URL", "hook_url"))
     hook_user: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_USER", "hook_user"))
     hook_port: int | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_PORT", "hook_port"))
+    socket_ping_seconds: float = Field(
+        default=10.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")
+    )
 
     @model_validator(mode="after")
     def _defaults(self) -> "Settings":

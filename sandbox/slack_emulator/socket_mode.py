@@ -30,8 +30,10 @@ one connection; Slack's own retries of unacknowledged envelopes (tests re-delive
 connection (:meth:`SocketModeHub.drop`) is closed with a WebSocket close frame (code 1001): slack_sdk's
 aiohttp client reconnects on a CLOSE at once (``receive_messages`` -> ``connect_to_new_endpoint``: a
 new ``apps.connections.open``, a new URL), and on a ``disconnect`` message with ``force=True``; a
-connection lost without a close frame is only noticed by its ping monitor (``ping_interval``, 10 s in
-slack-bolt's ``AsyncSocketModeHandler``), which the tests do not wait for.
+connection lost without a close frame is only noticed by pings: slack_sdk's aiohttp client closes a
+connection whose pong is half a ``ping_interval`` late and opens a new one at its next check
+(``AGENT_BOT_SOCKET_PING_SECONDS``); :meth:`SocketModeHub.silence` plays that loss through a
+:class:`.relay.Relay` set as :attr:`SocketModeHub.relay`.
 
 Threads: the WebSocket endpoint runs on the emulator server's event loop; the test-side methods
 (``deliver``, ``wait_ack``, ``drop``...) are blocking and thread-safe, and hand their sends to that
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .client_side import DeliveryOptions, SentRequest, SlackRequest, _ClientSide
+from .relay import Relay
 
 if TYPE_CHECKING:
     from .emulator import SlackEmulator
@@ -144,6 +147,8 @@ class SocketModeHub:
         self.envelopes: list[Envelope] = []
         self.acks: list[Ack] = []
         self.unknown_messages: list[str] = []
+        self.relay: Relay | None = None
+        """When set, ``apps.connections.open`` hands out URLs through this relay (see :meth:`silence`)."""
 
     # ----------------------------------------------------------------- Web API and WebSocket endpoint
 
@@ -152,6 +157,8 @@ class SocketModeHub:
         ticket = uuid.uuid4().hex
         with self._changed:
             self._tickets.add(ticket)
+        if self.relay is not None:
+            base_url = f"http://127.0.0.1:{self.relay.port}"
         ws_url = "ws" + base_url[len("http"):] if base_url.startswith("http") else base_url
         return {"url": f"{ws_url.rstrip('/')}{LINK_PATH}?ticket={ticket}&app_id={self.app_id}"}
 
@@ -280,6 +287,16 @@ class SocketModeHub:
                 future.result(timeout)
             except Exception:  # already closed by the app: nothing left to drop
                 pass
+        return connection
+
+    def silence(self, *, timeout: float = 5.0) -> Connection:
+        """Lose the newest open connection without a close frame: through :attr:`relay` (required),
+        nothing more reaches either end, not even pongs, while both sockets stay open. The hub still
+        counts it open (it heard no close); returns it."""
+        if self.relay is None:
+            raise RuntimeError("silence() needs the hub's relay (sandbox.slack_emulator.relay.Relay)")
+        connection = self.wait_connected(timeout=timeout)
+        self.relay.silence()
         return connection
 
     def clear(self) -> None:

@@ -23,6 +23,7 @@ from formatters.sessions import HOOK_WAITING
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import free_port, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
+from sandbox.slack_emulator.relay import Relay
 from tests.bot.bot_processes import bot_environment, start_serve, start_socket
 from tests.conftest import block_texts
 
@@ -198,3 +199,45 @@ def test_agent_hooks_reach_the_thread_through_the_socket_mode_hook_listener(worl
     slack.recorder.wait_for(lambda: waiting in thread(), timeout=20, what="the hook's line in the thread")
     time.sleep(0.3)
     assert thread().count(waiting) == 1  # the forged delivery posted nothing
+
+
+def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_command_runs_once(tmp_path):
+    """Its own emulator (so that its connections are the only ones) routed through a relay that can go
+    silent. The bot pings every 0.2 s (``AGENT_BOT_SOCKET_PING_SECONDS``): a ping without a pong within
+    half of that closes the connection, and the next check opens a new one, well within the 8 s waited
+    here (with the default 10 s it takes 15-25 s, and this test fails)."""
+    config = SandboxConfig(seed=7, users=40)
+    sandbox_app = create_app(config)
+    sandbox = serve_in_thread(sandbox_app)
+    slack = SlackEmulator(directory=demo_directory()).start()
+    relay = Relay("127.0.0.1", int(slack.api_url.rstrip("/").rsplit(":", 1)[1].split("/")[0])).start()
+    slack.socket_mode.relay = relay
+    roles = tmp_path / "roles.yaml"
+    roles.write_text(ROLES_YAML)
+    env = bot_environment(
+        slack, agent_api_url=sandbox.url, agent_api_key=config.api_key,
+        database_url=f"sqlite:///{tmp_path / 'socket.db'}", roles_file=roles, AGENT_BOT_SOCKET_PING_SECONDS="0.2",
+    )
+    bot = start_socket(env, tmp_path / "socket.log", slack)
+    try:
+        hub, client = slack.socket_mode, slack.socket_client(timeout=20)
+        assert command(slack, client, "help usage")  # the first connection works through the relay
+        lost = hub.silence()
+        # Slack sends the next command on the connection it believes open: it never arrives, no ack
+        quick = slack.socket_client(timeout=2)
+        unheard = quick.send_slash_command("session start computer=ci after the silence", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+        assert unheard.status_code == 0 and hub.acks_of(quick.last_envelope.envelope_id) == []
+        assert quick.last_envelope.connection_id == lost.id
+        new = hub.wait_connected(after=lost.id, timeout=8)
+        assert new.id > lost.id and lost.closed_at is None  # no close frame was ever heard
+        # Slack retries the envelope; it reaches the bot on the new connection and runs once
+        assert client.send(unheard.request).status_code == 200 and client.last_envelope.connection_id == new.id
+        slack.recorder.wait_for(lambda: sessions_with_prompt(sandbox_app.state.sandbox, "after the silence"), timeout=20, what="the session")
+        time.sleep(0.5)
+        assert len(sessions_with_prompt(sandbox_app.state.sandbox, "after the silence")) == 1
+        assert "Reconnecting" in bot.log_text()
+    finally:
+        bot.stop()
+        relay.stop()
+        slack.stop()
+        sandbox.stop()
