@@ -178,6 +178,16 @@ def message(blocks: Sequence[Block | dict], text: str, *, more_label: str = "and
     return {"text": cut(text or " ", FALLBACK_TEXT_MAX), "blocks": rendered}
 
 
+def message_link(channel: str, ts: str | None, *, team_domain: str | None = None) -> str | None:
+    """A link to message ``ts`` in ``channel`` (Slack's archive URL form: ``p`` + the ts without its
+    dot), on the workspace's own host when its domain is known (a request's ``team_domain``), else on
+    ``slack.com``, which opens it in the reader's workspace. ``None`` without a ts."""
+    if not ts:
+        return None
+    host = f"{team_domain}.slack.com" if team_domain else "slack.com"
+    return f"https://{host}/archives/{channel}/p{ts.replace('.', '')}"
+
+
 def number(value: float | int | None, *, compact: bool = False) -> str:
     """A count for people: ``1,234,567``, or with ``compact`` ``1.23M`` / ``45.6K``; ``None`` -> ``n/a``."""
     if value is None:

@@ -56,6 +56,7 @@ from bot.services.limits import (
 from bot.roles import ResolvedUser, Role, minimum_role
 from bot.scheduler import PeriodicJob
 from formatters import limits as fmt
+from formatters.blocks import message_link
 from formatters.notices import error_message
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
 
@@ -182,13 +183,6 @@ def parse_csv(text: str, problems: list[str]) -> list[tuple[str, str]]:
             continue
         pairs.append((cells[0], cells[1]))
     return pairs
-
-
-def _message_link(body: dict, channel: str, ts: str | None) -> str | None:
-    domain = body.get("team_domain") or (body.get("team") or {}).get("domain")
-    if not (domain and ts):
-        return None
-    return f"https://{domain}.slack.com/archives/{channel}/p{ts.replace('.', '')}"
 
 
 class LimitsWorkflow:
@@ -452,7 +446,8 @@ async def _file_or_explain(request: CommandRequest, workflow: LimitsWorkflow, en
     filed = await workflow.file(
         requester_id=request.user.user_id, requester_email=request.user.email, reason=reason, entries=entries, channel=request.channel_id, client=request.client
     )
-    await request.reply(fmt.filed_notice(filed, _message_link(request.body, filed.channel or "", filed.message_ts)))
+    domain = request.body.get("team_domain") or (request.body.get("team") or {}).get("domain")
+    await request.reply(fmt.filed_notice(filed, message_link(filed.channel or "", filed.message_ts, team_domain=domain)))
 
 
 async def handle_request(request: CommandRequest, workflow: LimitsWorkflow) -> None:

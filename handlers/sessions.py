@@ -49,6 +49,7 @@ from bot.services.follower import REACTIONS, Follower, view_of
 from bot.middleware import THREAD_REPLY
 from bot.scheduler import PeriodicJob
 from bot.services.sessions import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
+from formatters.blocks import message_link
 from formatters.notices import error_message
 from formatters.sessions import (
     ARCHIVE_ACTION,
@@ -212,11 +213,6 @@ def check_cwd(cwd: str | None) -> str | None:
     return cwd
 
 
-def thread_link(channel: str, ts: str | None) -> str | None:
-    """A link to a message (Slack's archive URL form, which opens in the person's workspace)."""
-    return f"https://slack.com/archives/{channel}/p{ts.replace('.', '')}" if ts else None
-
-
 class Sessions:
     """The sessions feature of one bot: the store, the follower, and the start / reply logic."""
 
@@ -353,7 +349,7 @@ class Sessions:
         row = await self.store.get(row.id)
         assert row is not None and row.state == STARTING
         started = await self.launch(row)
-        link = thread_link(started.channel, started.thread_ts)
+        link = message_link(started.channel, started.thread_ts)
         if link:
             await respond(**started_notice(chosen.name, link), replace_original=True)
 
@@ -506,7 +502,7 @@ def register(app: Any, router: Router, services: Any) -> None:
             hint = "See the message in the channel." if row.parent_ts else CANNOT_POST_HINT
             await request.reply(error_message(row.error or "The session could not be started.", hint))
         elif row.thread_ts:
-            await request.reply(started_notice(row.computer_name or row.computer_id or "", thread_link(row.channel, row.thread_ts) or ""))
+            await request.reply(started_notice(row.computer_name or row.computer_id or "", message_link(row.channel, row.thread_ts) or ""))
         else:
             await request.reply(error_message(ALREADY_STARTED))
 
@@ -529,7 +525,7 @@ def register(app: Any, router: Router, services: Any) -> None:
                         status="archived" if r.archived else (r.status or "pending"),
                         computer=r.computer_name or r.computer_id or "unknown",
                         slack_user=r.slack_user,
-                        link=thread_link(r.channel, r.thread_ts),
+                        link=message_link(r.channel, r.thread_ts),
                         created_at=r.created_at,
                     )
                     for r in rows
@@ -550,7 +546,7 @@ def register(app: Any, router: Router, services: Any) -> None:
             session_status(
                 session,
                 computer=row.computer_name if row else None,
-                link=thread_link(row.channel, row.thread_ts) if row else None,
+                link=message_link(row.channel, row.thread_ts) if row else None,
                 note=note,
             )
         )

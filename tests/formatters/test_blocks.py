@@ -1,4 +1,5 @@
 from formatters.blocks import (
+    message_link,
     MAX_BLOCKS,
     bullet_list,
     change,
@@ -83,3 +84,9 @@ def test_esc_keeps_a_value_on_one_line_inside_its_code_span_and_drops_invisible_
 def test_plain_text_objects_are_one_line_without_invisible_characters():
     assert header("a\nb\u202ec").to_dict()["text"]["text"] == "a bc"
     assert header("\n").to_dict()["text"]["text"] == " "
+
+
+def test_message_link_uses_the_workspace_host_when_known_and_needs_a_ts():
+    assert message_link("C0ENG", "1795470886.117122", team_domain="acme") == "https://acme.slack.com/archives/C0ENG/p1795470886117122"
+    assert message_link("C0ENG", "1795470886.117122") == "https://slack.com/archives/C0ENG/p1795470886117122"
+    assert message_link("C0ENG", None, team_domain="acme") is None
