@@ -1,5 +1,4 @@
 from formatters.blocks import (
-    message_link,
     MAX_BLOCKS,
     bullet_list,
     change,
@@ -9,6 +8,7 @@ from formatters.blocks import (
     fields,
     header,
     message,
+    message_link,
     number,
     section,
 )
