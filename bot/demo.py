@@ -232,7 +232,7 @@ def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     _print_reply(out, "bob", "digest subscribe at=00:00", stack.command("digest subscribe at=00:00", user=PEOPLE["bob"]), stack)
     out.write(f"digest tick: {tick_digests(stack).describe()}\n")
     landed = httpx.post(f"{stack.sandbox.url}/_sandbox/land").json()["landed"]
-    out.write(f"(the sandbox's daily batch lands {landed})\n")
+    out.write(f"(the sandbox lands {landed} now, as its daily batch would)\n")
     out.write(f"digest tick: {tick_digests(stack).describe()}\n")
     for message in stack.slack.recorder.messages(DEMO_CHANNEL):
         if (message.metadata or {}).get("event_type") and not message.is_reply:
