@@ -154,7 +154,8 @@ class Follower:
             except Exception:
                 logger.exception("following session row %s failed; trying again later", link.id)
                 await self.sessions.save_progress(
-                    link.id, owner=self.owner, next_poll_at=self.now() + dt.timedelta(seconds=BACKOFF_MAX)
+                    link.id, owner=self.owner, polled_due_at=link.next_poll_at,
+                    next_poll_at=self.now() + dt.timedelta(seconds=BACKOFF_MAX),
                 )
             return True
 
@@ -256,7 +257,7 @@ class Follower:
                 wait = HOOKED_POLL if link.hooks else _idle_poll(now - last_activity)
             if wait is not None:
                 values["next_poll_at"] = now + dt.timedelta(seconds=wait)
-        if not await self.sessions.save_progress(link.id, owner=self.owner, **values):
+        if not await self.sessions.save_progress(link.id, owner=self.owner, polled_due_at=link.next_poll_at, **values):
             logger.info("lost the lease of session row %s; another replica follows it", link.id)
 
     async def _back_off(self, link: SessionLink, exc: AgentAPIError) -> None:
@@ -265,6 +266,7 @@ class Follower:
         await self.sessions.save_progress(
             link.id,
             owner=self.owner,
+            polled_due_at=link.next_poll_at,
             failures=failures,
             next_poll_at=self.now() + dt.timedelta(seconds=_backoff_seconds(exc, failures)),
         )

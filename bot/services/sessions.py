@@ -40,7 +40,9 @@ from sqlalchemy import (
     Table,
     Text,
     and_,
+    case,
     insert,
+    literal,
     or_,
     select,
     update,
@@ -343,12 +345,25 @@ class SessionStore:
             lease_until=now + dt.timedelta(seconds=seconds),
         )
 
-    async def save_progress(self, row_id: int, *, owner: str, **values: Any) -> bool:
-        """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it."""
+    async def save_progress(
+        self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any
+    ) -> bool:
+        """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it.
+
+        ``polled_due_at`` is the ``next_poll_at`` the poll read. A :meth:`wake` while the poll was in
+        flight (a thread reply, a hook) moved it; then the wake wins in the same UPDATE: the row stays
+        due now and followed, whatever later poll time or "stop following" the poll computed from
+        what it saw before the reply. Without this, the answer to that reply would wait for the idle
+        interval (up to 2 minutes), or never come after a follow that ended."""
         if "token_usage" in values and not isinstance(values["token_usage"], str):
             values["token_usage"] = json.dumps(values["token_usage"] or {})
         if "steps" in values and not isinstance(values["steps"], str):
             values["steps"] = json.dumps(values["steps"])
+        if polled_due_at is not None:
+            woken = agent_sessions.c.next_poll_at != polled_due_at
+            for name in ("next_poll_at", "last_activity_at", "following"):
+                if name in values:
+                    values[name] = case((woken, agent_sessions.c[name]), else_=literal(values[name], agent_sessions.c[name].type))
         return await self._update_where(
             and_(agent_sessions.c.id == row_id, agent_sessions.c.lease_owner == owner), **values
         )

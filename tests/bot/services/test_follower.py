@@ -267,3 +267,45 @@ async def test_the_working_message_is_edited_at_most_every_few_seconds(world, tm
     assert json.loads(json.dumps(posted[0].metadata))["event_payload"] == {"session_id": "s-1", "message_id": "m7"}
     await agent.aclose()
     store.close()
+
+
+class ReplyDuringPoll:
+    """The Agent API client of a follower whose poll is overtaken by a thread reply: right after the
+    poll has read the session (idle, nothing new), the reply is sent to the agent and the row woken,
+    as ``handlers/sessions.py`` does, before the poll writes what it saw."""
+
+    def __init__(self, agent: AgentClient, sessions: SessionStore, row_id: int, clock: Clock, text: str) -> None:
+        self.agent, self.sessions, self.row_id, self.clock, self.text = agent, sessions, row_id, clock, text
+        self.replied = False
+
+    def __getattr__(self, name: str):
+        return getattr(self.agent, name)
+
+    async def get_session(self, **kwargs):
+        session = await self.agent.get_session(**kwargs)
+        if not self.replied:
+            self.replied = True
+            await self.agent.create_message(session_id=kwargs["session_id"], text=self.text)
+            await self.sessions.wake(self.row_id, self.clock())
+        return session
+
+
+@pytest.mark.parametrize("idle_hours", [0.1, 2.0])  # idle a few minutes (30 s polls); idle past follow_hours
+async def test_a_reply_during_a_poll_is_not_overwritten_by_what_the_poll_saw_before_it(world, tmp_path, idle_hours):
+    _sandbox, slack = world
+    clock = Clock()
+    replica = Replica(f"sqlite:///{tmp_path / 'bot.db'}", world, clock, follow_hours=1)
+    row_id, session_id, thread_ts = await start_link(replica, clock, f"review the diff, idle {idle_hours} h")
+    await agent_done(replica.agent, session_id, 4)
+    assert await replica.follower.tick() == 1 and len(answers_in_thread(slack, thread_ts)) == 1
+    clock.advance(idle_hours * 3600)
+    replica.follower.agent = ReplyDuringPoll(replica.agent, replica.sessions, row_id, clock, "now read the changelog")
+    clock.advance(1)
+    assert await replica.follower.tick() == 1  # the poll that the reply overtook
+    link = await replica.sessions.get(row_id)
+    assert link.following and link.next_poll_at <= clock()  # the wake won: due now, still followed
+    await agent_done(replica.agent, session_id, 7)  # the reply, the agent's step and answer
+    assert await replica.follower.tick() == 1
+    texts = answers_in_thread(slack, thread_ts)
+    assert len(texts) == 2 and "now read the changelog" in texts[1]
+    await replica.close()
