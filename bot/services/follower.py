@@ -164,6 +164,7 @@ class Follower:
     async def poll(self, link: SessionLink) -> None:
         """Poll one session (lease held) and bring what is new into its thread."""
         assert link.session_id is not None
+        polled_at = self.now()
         try:
             session = await self.agent.get_session(session_id=link.session_id)
         except NotFoundError:
@@ -206,7 +207,7 @@ class Follower:
                 break
         except AgentAPIError as exc:
             # keep the place: what was handled is saved, the rest is read again later
-            await self._save(link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, backoff=exc)
+            await self._save(link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, polled_at, backoff=exc)
             return
         now = self.now()
         if dirty and step_count:
@@ -218,12 +219,15 @@ class Follower:
                 await self._edit_working(link, working_ts, steps, step_count)
                 dirty = False
                 link.working_edited_at = now
-        await self._save(link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages)
+        await self._save(link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, polled_at)
         await self._show_state(link, session, answered=answered, errored=errored)
 
     async def _save(
-        self, link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, backoff=None
+        self, link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, polled_at, backoff=None
     ) -> None:
+        """Write what the poll learned and when to poll next. The next poll is counted from when this
+        one began (``polled_at``), not from now: a poll that took 0.2 s and a wait of 1 s then fall
+        due exactly at the tick a second later, instead of just after it (one tick, 1 s, lost)."""
         now = self.now()
         active = session.status in ("running", "pending") or new_messages > 0
         last_activity = now if active else (link.last_activity_at or now)
@@ -256,7 +260,7 @@ class Follower:
             else:
                 wait = HOOKED_POLL if link.hooks else _idle_poll(now - last_activity)
             if wait is not None:
-                values["next_poll_at"] = now + dt.timedelta(seconds=wait)
+                values["next_poll_at"] = polled_at + dt.timedelta(seconds=wait)
         if not await self.sessions.save_progress(link.id, owner=self.owner, polled_due_at=link.next_poll_at, **values):
             logger.info("lost the lease of session row %s; another replica follows it", link.id)
 

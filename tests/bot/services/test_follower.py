@@ -309,3 +309,35 @@ async def test_a_reply_during_a_poll_is_not_overwritten_by_what_the_poll_saw_bef
     texts = answers_in_thread(slack, thread_ts)
     assert len(texts) == 2 and "now read the changelog" in texts[1]
     await replica.close()
+
+
+class SlowAPI:
+    """An Agent API client that takes ``seconds`` of the injected clock to answer ``get_session``."""
+
+    def __init__(self, agent: AgentClient, clock: Clock, seconds: float) -> None:
+        self.agent, self.clock, self.seconds = agent, clock, seconds
+
+    def __getattr__(self, name: str):
+        return getattr(self.agent, name)
+
+    async def get_session(self, **kwargs):
+        session = await self.agent.get_session(**kwargs)
+        self.clock.advance(self.seconds)
+        return session
+
+
+async def test_the_next_poll_is_counted_from_when_the_poll_began_so_the_next_tick_finds_it_due(world, tmp_path):
+    slow_agent = serve_in_thread(create_app(SandboxConfig(reply_delay_seconds=0.5)))  # still running when polled
+    clock = Clock()
+    replica = Replica(f"sqlite:///{tmp_path / 'bot.db'}", (slow_agent, world[1]), clock)
+    row_id, session_id, _thread_ts = await start_link(replica, clock, "review the diff while it runs")
+    replica.follower.agent = SlowAPI(replica.agent, clock, 0.3)
+    began = clock()
+    assert await replica.follower.tick() == 1
+    link = await replica.sessions.get(row_id)
+    assert link.status == "running" and link.next_poll_at == began + dt.timedelta(seconds=1)
+    clock.at = began + dt.timedelta(seconds=1)  # the scheduler's next tick, one second after the last
+    await agent_done(replica.agent, session_id, 4)
+    assert await replica.follower.tick() == 1
+    await replica.close()
+    slow_agent.stop()
