@@ -18,11 +18,9 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -32,15 +30,29 @@ import handlers
 from bot.api import AgentAPIError, AgentClient
 from bot.config import Settings
 from bot.errors import apologize, drain_listeners
-from bot.middleware import EventPolicy, tag_request, build_dedupe, build_role_check, default_event_policy
-from bot.roles import Role, RoleResolver, RolesFile
+from bot.container import Services, utc_now, utc_today
+from bot.identity import Identity
+from bot.middleware import build_dedupe, build_role_check, tag_request
+from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.limits import ApprovalsConfig
+from bot.slack import SlackGateway, web_client
 from bot.store import Store
+from handlers import digest as digest_handlers
+from handlers import hooks
+from handlers import limits as limits_handlers
+from handlers.digest import digest_service
+from handlers.limits import LimitsWorkflow
 from handlers.router import Router
+from handlers.sessions import Sessions
 
 logger = logging.getLogger(__name__)
 
 
+__all__ = ["Bot", "ConfigurationError", "Services", "create_bot", "readiness", "settle_heap", "utc_now", "utc_today"]
+
+FOLLOW_SECONDS = 1.0
+"""How often the session follower looks for sessions due to be polled."""
 DELIVERY_KEEP = dt.timedelta(days=1)
 """How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
 
@@ -62,38 +74,6 @@ def settle_heap() -> None:
     """
     gc.collect()
     gc.freeze()
-
-
-def utc_today() -> dt.date:
-    return dt.datetime.now(dt.timezone.utc).date()
-
-
-def utc_now() -> dt.datetime:
-    """The current time, an aware UTC datetime (the default clock of :class:`Services`)."""
-    return dt.datetime.now(dt.timezone.utc)
-
-
-@dataclass
-class Services:
-    """What handlers use besides Slack: settings, the Agent API client, the store, roles and clocks.
-
-    ``today()`` returns the current UTC date and ``now()`` the current aware UTC datetime (both
-    injectable for tests and the demo; code that depends on time reads these, never the wall clock).
-    ``jobs`` are the periodic jobs feature modules add in ``register()`` (see :mod:`bot.scheduler`);
-    ``slack`` is the bot's Web API client, for work that runs outside a request (jobs)."""
-
-    settings: Settings
-    agent: AgentClient
-    store: Store
-    resolver: RoleResolver
-    roles_file: RolesFile
-    policy: dict[str, Role]
-    today: Callable[[], dt.date] = utc_today
-    extras: dict[str, Any] = field(default_factory=dict)
-    now: Callable[[], dt.datetime] = utc_now
-    jobs: list[PeriodicJob] = field(default_factory=list)
-    slack: Any = None
-    event_policy: EventPolicy | None = None
 
 
 @dataclass
@@ -151,7 +131,7 @@ class Bot:
 
         async def agent_hook(request: Request) -> Response:
             body = await request.body()
-            status, answer = await self.services.extras["hooks"](request.headers, body)
+            status, answer = await hooks.receive(self.services, request.headers, body)
             return JSONResponse(answer, status_code=status)
 
         return Route("/hooks/agent", agent_hook, methods=["POST"])
@@ -211,19 +191,57 @@ def create_bot(
             analytics_cache_ttl=settings.analytics_cache_ttl,
         )
     store = store or Store(settings.database_url)
-    slack = AsyncWebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    client = web_client(settings.slack_bot_token.get_secret_value(), settings.slack_api_url)
+    slack = SlackGateway(client)
+    identity = Identity(slack, ttl=settings.user_cache_ttl)
 
     async def organization_emails() -> set[str]:
         return {user.email.lower() async for user in agent.iter_organization_users() if user.email}
 
     resolver = RoleResolver(
-        roles_file, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
+        roles_file, identity=identity, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
     )
+    sessions = Sessions(
+        agent=agent,
+        store=store,
+        slack=client,
+        now=now,
+        follow_hours=settings.session_follow_hours,
+        bot_token=settings.slack_bot_token,
+    )
+    limits = LimitsWorkflow(
+        agent=agent, store=store, slack=client, now=now, config=ApprovalsConfig.from_extra(roles_file.model_extra)
+    )
+    digest = digest_service(agent=agent, store=store, slack=client, now=now)
+
+    async def prune_deliveries() -> None:
+        removed = await store.prune(now() - DELIVERY_KEEP)
+        logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
+
+    jobs = [
+        PeriodicJob("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
+        PeriodicJob(limits_handlers.EXPIRY_JOB, limits_handlers.EXPIRY_CHECK_SECONDS, limits.tick),
+        PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, digest.tick),
+        PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
+    ]
     services = Services(
-        settings, agent, store, resolver, roles_file, roles_file.effective_policy(), today, now=now, slack=slack
+        settings=settings,
+        agent=agent,
+        store=store,
+        slack=slack,
+        identity=identity,
+        resolver=resolver,
+        roles_file=roles_file,
+        policy=roles_file.effective_policy(),
+        sessions=sessions,
+        limits=limits,
+        digest=digest,
+        today=today,
+        now=now,
+        jobs=jobs,
     )
     app = AsyncApp(
-        client=slack,
+        client=client,
         signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
         request_verification_enabled=not socket_mode,
         name="agent-chatops",
@@ -231,18 +249,7 @@ def create_bot(
     router = Router()
     app.middleware(tag_request)
     app.middleware(build_dedupe(store))
-
-    async def event_policy(body: Any) -> str | None:
-        # set by the sessions handlers at registration; read per request
-        return await (services.event_policy or default_event_policy)(body)
-
-    app.middleware(build_role_check(resolver, services.policy, router.policy_key, event_policy))
+    app.middleware(build_role_check(resolver, services.policy, router.policy_key, sessions.event_policy))
     app.error(apologize)
     handlers.register(app, router, services)
-
-    async def prune_deliveries() -> None:
-        removed = await store.prune(services.now() - DELIVERY_KEEP)
-        logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
-
-    services.jobs.append(PeriodicJob("deliveries.prune", 3600.0, prune_deliveries))
     return Bot(app, services, router, Scheduler(services.jobs))

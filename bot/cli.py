@@ -134,7 +134,7 @@ def _digest_tick(args: argparse.Namespace) -> int:
         # socket_mode=True: this process serves no Slack request, so it needs no signing secret
         bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
         try:
-            report = await bot.services.extras["digest"].tick()
+            report = await bot.services.digest.tick()
         except AgentAPIError as exc:
             print(f"agent-bot: digest tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
             return 1

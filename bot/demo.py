@@ -318,7 +318,7 @@ def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
     """The agent's client on carol's machine runs `agent-bot hook` on a Notification: the bot hears
     it at once (a signed ``POST /hooks/agent``) and says so in the session's thread."""
     recorder = stack.slack.recorder
-    row = asyncio.run(stack.bot.services.extras["sessions"].store.by_thread(DEMO_CHANNEL, thread_ts))
+    row = asyncio.run(stack.bot.services.sessions.store.by_thread(DEMO_CHANNEL, thread_ts))
     event = {"hook_event_name": "Notification", "session_id": row.session_id, "cwd": "~/src/web",
              "message": "Permission needed to run `npm publish`", "user": "carol@example.com"}
     body = json.dumps(event).encode()

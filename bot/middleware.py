@@ -62,17 +62,23 @@ PERSON_SUBTYPES = (None, "file_share", "thread_broadcast")
 """Message subtypes that are a person's words (a reply with a file, a reply also sent to the channel)."""
 
 
-def is_thread_reply(body: Mapping[str, Any]) -> bool:
-    """A person's message inside a thread (not a bot's, not an edit or deletion)."""
-    event = body.get("event") or {}
+def is_person_reply(event: Mapping[str, Any]) -> bool:
+    """The one definition of a person's reply in a thread: a ``message`` (or the ``app_mention``
+    that carries the same words) inside a thread, by a person (a ``user``, no ``bot_id``), not an
+    edit or deletion (subtype absent, ``file_share`` or ``thread_broadcast``)."""
     return (
-        event.get("type") == "message"
+        event.get("type") in ("message", "app_mention")
         and bool(event.get("thread_ts"))
         and event.get("thread_ts") != event.get("ts")
         and not event.get("bot_id")
         and event.get("subtype") in PERSON_SUBTYPES
         and bool(event.get("user"))
     )
+
+
+def is_thread_reply(body: Mapping[str, Any]) -> bool:
+    """Whether an Events API ``body`` carries a person's reply in a thread (:func:`is_person_reply`)."""
+    return is_person_reply(body.get("event") or {})
 
 
 EventPolicy = Callable[[Mapping[str, Any]], Awaitable[str | None]]

@@ -30,6 +30,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.identity import Identity
+from bot.slack import SlackFailure, SlackGateway
+
 logger = logging.getLogger(__name__)
 
 
@@ -168,10 +171,11 @@ class _TTLCache:
 class RoleResolver:
     """Resolve a Slack user ID to a :class:`ResolvedUser`.
 
-    ``slack`` is a ``slack_sdk.web.async_client.AsyncWebClient`` (``users.info``,
-    ``usergroups.list``, ``usergroups.users.list``); ``organization_emails`` returns the lower-cased
-    e-mails of the Agent platform's organization users (``GET /api/v0/organization/users``, walked
-    to the end). Both are cached ``ttl`` seconds. A failing Slack or Agent API look-up is logged and
+    ``identity`` maps a Slack user to an e-mail (:class:`bot.identity.Identity`); ``slack`` is the
+    gateway, for user-group members (``usergroups.list``, ``usergroups.users.list``);
+    ``organization_emails`` returns the lower-cased e-mails of the Agent platform's organization
+    users (``GET /api/v0/organization/users``, walked to the end). Answers are cached ``ttl``
+    seconds on ``clock`` (monotonic seconds). A failing Slack or Agent API look-up is logged and
     counts as "not found": the user gets the role the remaining facts give, never a higher one.
     """
 
@@ -179,12 +183,14 @@ class RoleResolver:
         self,
         roles: RolesFile,
         *,
-        slack: Any,
+        identity: Identity,
+        slack: SlackGateway,
         organization_emails: Callable[[], Awaitable[set[str]]],
         ttl: float = 600.0,
         lookup_timeout: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._identity = identity
         self._slack = slack
         self._organization_emails = organization_emails
         self._timeout = lookup_timeout
@@ -199,7 +205,7 @@ class RoleResolver:
         cached = self._cache.get(f"user:{user_id}")
         if cached is not None:
             return cached
-        email = await self._email_of(user_id)
+        email = await self._identity.email_of(user_id)
         resolved = await self._resolve(user_id, email)
         return self._cache.put(f"user:{user_id}", resolved)
 
@@ -216,29 +222,17 @@ class RoleResolver:
             return ResolvedUser(user_id, email, Role.member, "organization user")
         return ResolvedUser(user_id, email, Role.guest, "not an organization user")
 
-    async def _email_of(self, user_id: str) -> str | None:
-        try:
-            reply = await asyncio.wait_for(self._slack.users_info(user=user_id), self._timeout)
-            return (reply.get("user") or {}).get("profile", {}).get("email") or None
-        except Exception as exc:  # a Slack failure must not open or crash the role check
-            logger.warning("users.info failed for %s: %s", user_id, type(exc).__name__)
-            return None
-
     async def _group_members(self, handle: str) -> set[str]:
         cached = self._cache.get(f"group:{handle}")
         if cached is not None:
             return cached
-        members: set[str] = set()
         try:
-            groups = await asyncio.wait_for(self._slack.usergroups_list(), self._timeout)
-            for group in groups.get("usergroups", []):
-                if f"@{group.get('handle', '').lower()}" == handle:
-                    reply = await asyncio.wait_for(
-                        self._slack.usergroups_users_list(usergroup=group["id"]), self._timeout
-                    )
-                    members = set(reply.get("users", []))
-        except Exception as exc:
-            logger.warning("user-group look-up failed for %s: %s", handle, type(exc).__name__)
+            members = await asyncio.wait_for(self._slack.user_group_members(handle), self._timeout)
+        except asyncio.TimeoutError:
+            logger.warning("user-group look-up of %s took longer than %s s", handle, self._timeout)
+            return set()
+        if isinstance(members, SlackFailure):
+            return set()  # logged by the gateway; not cached: the next request asks again
         return self._cache.put(f"group:{handle}", members)
 
     async def _org_emails(self) -> set[str]:

@@ -7,15 +7,20 @@ services)`` of every handler module. Handlers never check roles (the middleware 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncApp
 
 from bot.errors import reported
 from handlers.router import CommandRequest, Router
 
+if TYPE_CHECKING:
+    from bot.container import Services
+
 SLASH_COMMAND = "/agent"
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
     # modules register themselves when called, nothing happens at import time
     from handlers import computers, controls, digest, hooks, limits, reports, sessions, usage, users  # noqa: PLC0415
@@ -41,10 +46,3 @@ def register(app: Any, router: Router, services: Any) -> None:
         await router.dispatch(request, body.get("text") or "")
 
     app.command(SLASH_COMMAND)(on_agent)
-
-    @reported
-    async def on_other_message(ack: Any) -> None:
-        """Messages the bot does not act on are acknowledged (200), so Slack does not retry them."""
-        await ack()
-
-    app.event("message")(on_other_message)

@@ -22,12 +22,10 @@ from typing import Any
 
 from bot.commands import SubCommand
 from bot.services.digest import DAYS_CHOICES, DEFAULT_POST_AT, DEFAULT_TZ, DigestService, NotLandedYet, Subscription, latest_day, parse_post_at, parse_tz
-from bot.scheduler import PeriodicJob
 from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
 from handlers.router import CommandRequest, Router, UserInputError
 
 JOB_NAME = "digest"
-SERVICE_KEY = "digest"
 
 _COMMON = (
     "The digest goes out once a day, after `at` local time, as soon as the day's analytics have landed "
@@ -109,7 +107,7 @@ async def _check_can_post(request: CommandRequest, channel: str) -> None:
 
 
 def _service(request: CommandRequest) -> DigestService:
-    return request.services.extras[SERVICE_KEY]
+    return request.services.digest
 
 
 async def handle_subscribe(request: CommandRequest) -> None:
@@ -166,10 +164,7 @@ def digest_service(*, agent: Any, store: Any, slack: Any, now: Any, sleep: Any =
 
 
 def register(app: Any, router: Router, services: Any) -> None:
-    """Add the ``/agent digest`` sub-commands and the digest scheduler job."""
-    service = digest_service(agent=services.agent, store=services.store, slack=services.slack, now=services.now)
-    services.extras[SERVICE_KEY] = service
-    services.jobs.append(PeriodicJob(JOB_NAME, services.settings.digest_check_seconds, service.tick))
+    """Add the ``/agent digest`` sub-commands."""
     router.add(SUBSCRIBE, handle_subscribe)
     router.add(UNSUBSCRIBE, handle_unsubscribe)
     router.add(LIST, handle_list)

@@ -26,6 +26,7 @@ import logging
 from typing import Any
 
 from bot.hooks import EVENTS, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+from bot.slack import SlackFailure
 from formatters.sessions import hook_dm, hook_note
 
 logger = logging.getLogger(__name__)
@@ -62,16 +63,18 @@ async def receive(services: Any, headers: Any, body: bytes) -> tuple[int, dict[s
     if name not in EVENTS:
         logger.info("hook event of an unknown kind dropped")
         return 202, {"status": "dropped: unknown event"}
-    feature = services.extras.get("sessions")
-    link = await feature.store.by_session_id(event["session_id"]) if feature else None
+    feature = services.sessions
+    link = await feature.store.by_session_id(event["session_id"])
     if link is not None:
         await to_thread(services, feature, link, name, event)
         return 200, {"status": "posted to the session's thread"}
     user = event.get("user")
     if isinstance(user, str) and user and name in ("Notification", "Stop", "SessionEnd"):
-        slack_user = await _slack_user(services, user)
+        slack_user = await services.identity.user_of_email(user)
         if slack_user:
-            await services.slack.chat_postMessage(channel=slack_user, **hook_dm(name, event))
+            sent = await services.slack.post(slack_user, hook_dm(name, event))
+            if isinstance(sent, SlackFailure):
+                return 502, {"status": f"Slack refused the direct message ({sent.error})"}
             return 200, {"status": "sent as a direct message"}
     logger.info("hook %s for a session the bot does not follow, and no known user: dropped", name)
     return 202, {"status": "dropped: unknown session and user"}
@@ -97,20 +100,7 @@ async def to_thread(services: Any, feature: Any, link: Any, name: str, event: di
     task.add_done_callback(_background.discard)
 
 
-async def _slack_user(services: Any, email: str) -> str | None:
-    try:
-        found = await services.slack.users_lookupByEmail(email=email)
-    except Exception as exc:  # unknown e-mail, or Slack down: the hook is dropped, never raised
-        logger.info("no Slack user for a hook's e-mail (%s)", type(exc).__name__)
-        return None
-    return (found.get("user") or {}).get("id")
-
-
 def register(app: Any, router: Any, services: Any) -> None:
-    """Make :func:`receive` the bot's hook endpoint (served by ``Bot.asgi`` and the Socket Mode listener)."""
-    del app, router
-
-    async def receiver(headers: Any, body: bytes) -> tuple[int, dict[str, str]]:
-        return await receive(services, headers, body)
-
-    services.extras["hooks"] = receiver
+    """Nothing to add to the Bolt app: :func:`receive` is served by ``Bot.asgi`` (``POST
+    /hooks/agent``) and by the Socket Mode hook listener."""
+    del app, router, services

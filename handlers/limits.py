@@ -36,10 +36,12 @@ import datetime as dt
 import io
 import logging
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from bot.api import AgentAPIError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import PartialLimitsUpdateError
 from bot.commands import SubCommand
 from bot.errors import reported
@@ -54,11 +56,14 @@ from bot.services.limits import (
     TransitionRefused,
 )
 from bot.roles import ResolvedUser, Role, minimum_role
-from bot.scheduler import PeriodicJob
+from bot.store import Store
 from formatters import limits as fmt
 from formatters.blocks import message_link
 from formatters.notices import error_message
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 logger = logging.getLogger(__name__)
 
@@ -188,17 +193,21 @@ def parse_csv(text: str, problems: list[str]) -> list[tuple[str, str]]:
 class LimitsWorkflow:
     """Filing, deciding, applying and expiring credit-limit requests (see the module docstring)."""
 
-    def __init__(self, services: Any, config: ApprovalsConfig) -> None:
-        self.services = services
+    def __init__(
+        self, *, agent: AgentClient, store: Store, slack: AsyncWebClient, now: Callable[[], dt.datetime], config: ApprovalsConfig
+    ) -> None:
+        self.agent = agent
+        self.slack = slack
+        self.now = now
         self.config = config
-        self.store = LimitsStore(services.store)
+        self.store = LimitsStore(store)
 
     # ------------------------------------------------------------------ filing
     async def file(self, *, requester_id: str, requester_email: str, reason: str, entries: Sequence[LimitEntry], channel: str, client: Any) -> LimitRequest:
         """Store a pending request and post its message in the approvals channel (``channel`` when
         none is configured). Raises :class:`UserInputError` when the message cannot be posted (the
         request is then cancelled, so nothing stays pending that nobody can see)."""
-        now = self.services.now()
+        now = self.now()
         where = self.config.channel or channel
         request = await self.store.file(
             requester_id=requester_id,
@@ -231,7 +240,7 @@ class LimitsWorkflow:
         request = await self.load(value, tell)
         if request is None:
             return
-        now = self.services.now()
+        now = self.now()
         if request.state != PENDING:
             await tell(fmt.decided_before(request))
             return
@@ -290,7 +299,7 @@ class LimitsWorkflow:
             await tell(fmt.only_requester(request))
             return
         try:
-            request = await self.store.cancel(request.id, user.user_id, self.services.now())
+            request = await self.store.cancel(request.id, user.user_id, self.now())
         except TransitionRefused as refused:
             await tell(fmt.decided_before(refused.request) if refused.request else fmt.missing(value))
             return
@@ -320,7 +329,7 @@ class LimitsWorkflow:
         if request.requester_id == user_id:
             return None, {fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)}
         try:
-            return await self.store.reject(request.id, user_id, reason, self.services.now()), None
+            return await self.store.reject(request.id, user_id, reason, self.now()), None
         except TransitionRefused as refused:
             current = refused.request or request
             return None, {fmt.REJECT_BLOCK: f"Request #{current.id} is already {current.state.replace('_', ' ')}."}
@@ -328,13 +337,13 @@ class LimitsWorkflow:
     # ------------------------------------------------------------------ applying
     async def apply(self, request: LimitRequest, client: Any) -> LimitRequest:
         """The PUT of a request this caller moved to ``approved``, then its outcome shown everywhere."""
-        now = self.services.now
+        now = self.now
         if not request.intact:
             done = await self.store.mark_not_applied(request.id, Outcome(problem=fmt.TAMPERED.format(id=request.id)), now())
             await self.publish(done, client)
             return done
         try:
-            result = await self.services.agent.set_user_limits(entries=[(e.email, e.limit) for e in request.entries])
+            result = await self.agent.set_user_limits(entries=[(e.email, e.limit) for e in request.entries])
         except PartialLimitsUpdateError as exc:
             cause = exc.__cause__ if isinstance(exc.__cause__, AgentAPIError) else exc
             outcome = _outcome(exc.result, problem=describe_api_error(cause)[0])
@@ -382,7 +391,7 @@ class LimitsWorkflow:
     # ------------------------------------------------------------------ the periodic job
     async def _expire(self, request: LimitRequest, client: Any) -> None:
         try:
-            expired = await self.store.expire(request.id, self.services.now())
+            expired = await self.store.expire(request.id, self.now())
         except TransitionRefused:
             return  # decided or expired by someone else meanwhile
         logger.info("credit-limit request %s expired", request.id)
@@ -390,8 +399,8 @@ class LimitsWorkflow:
 
     async def tick(self) -> None:
         """Expire overdue pending requests; make interrupted approvals retryable. Safe on every replica."""
-        client = self.services.slack
-        now = self.services.now()
+        client = self.slack
+        now = self.now()
         for request in await self.store.due(PENDING, "expires_at", now):
             await self._expire(request, client)
         cutoff = now - dt.timedelta(minutes=STALL_MINUTES)
@@ -491,14 +500,13 @@ async def handle_history(request: CommandRequest, workflow: LimitsWorkflow) -> N
 
 
 # ---------------------------------------------------------------------- registration
-def register(app: Any, router: Router, services: Any) -> None:
-    """Add the ``limits`` sub-commands, the buttons, the two modals and the expiry job."""
-    config = ApprovalsConfig.from_extra(services.roles_file.model_extra)
+def register(app: Any, router: Router, services: Services) -> None:
+    """Add the ``limits`` sub-commands, the buttons and the two modals."""
+    config = services.limits.config
     for key in APPROVER_KEYS:  # approvals.approver_role, unless the policy section names the key
         if key not in services.roles_file.policy:
             services.policy[key] = config.approver_role
-    workflow = LimitsWorkflow(services, config)
-    services.extras["limits"] = workflow
+    workflow = services.limits
 
     for spec, handler in ((SET, handle_set), (REQUEST, handle_request), (SHOW, handle_show), (HISTORY, handle_history)):
         router.add(spec, lambda request, handler=handler: handler(request, workflow))
@@ -569,4 +577,3 @@ def register(app: Any, router: Router, services: Any) -> None:
 
     app.view(fmt.FILE_CALLBACK)(on_file_submitted)
 
-    services.jobs.append(PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, workflow.tick))

@@ -5,7 +5,7 @@ spec and an async handler taking a :class:`CommandRequest`). The ``/agent`` list
 :meth:`Router.dispatch` parses the text (longest sub-command first), answers help for ``/agent``,
 ``/agent help [sub-command]`` and anything unknown, and runs the handler.
 
-Failures end in a clear reply, never a stack trace (DEVELOPERS.md, "Bad input gets a clear error"):
+Failures end in a clear reply, never a stack trace:
 :class:`UserInputError` from a handler, the Agent API's errors (:func:`describe_api_error`) and
 a command that cannot be read each become an ephemeral error message. Anything else propagates to
 the app's global error handler (an apology with a reference id; the trace goes to the log).
@@ -16,26 +16,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api import errors as api_errors
+from bot.user_errors import UserInputError, describe_api_error
 from bot.commands import CommandSyntaxError, ParsedCommand, SubCommand, parse
-from bot.roles import ResolvedUser
+from bot.errors import reported
+from bot.roles import ResolvedUser, Role
 from formatters.blocks import Payload
 from formatters.help import help_message, sub_command_help
 from formatters.notices import error_message
 
+if TYPE_CHECKING:
+    from bot.container import Services
+
+__all__ = ["ActionRequest", "CommandRequest", "Router", "UserInputError", "action_listener", "describe_api_error"]
+
 logger = logging.getLogger(__name__)
 
 HELP = SubCommand("help", "Show what I can do, or the details of one sub-command.", "/agent help [sub-command]", ("/agent help usage",))
-
-
-class UserInputError(Exception):
-    """A handler cannot do what was asked because of the input: ``message`` says what, ``hint`` what to do."""
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message, self.hint = message, hint
 
 
 @dataclass
@@ -48,9 +49,9 @@ class CommandRequest:
     user: ResolvedUser
     channel_id: str
     respond: Callable[..., Awaitable[Any]]
-    client: Any
-    services: Any
-    body: dict
+    client: AsyncWebClient
+    services: Services
+    body: dict[str, Any]
 
     async def reply(self, payload: Payload, **kwargs: Any) -> None:
         """Send a Block Kit payload as an ephemeral reply (``response_type`` may be overridden)."""
@@ -61,34 +62,80 @@ class CommandRequest:
 Handler = Callable[[CommandRequest], Awaitable[None]]
 
 
-def describe_api_error(exc: api_errors.AgentAPIError) -> tuple[str, str]:
-    """What an Agent API failure means for the person who asked, and what to do: ``(what, hint)``."""
-    if isinstance(exc, api_errors.AgentAPIValidationError):
-        return str(exc), "Check the value and try again; `/agent help` shows the syntax."
-    if isinstance(exc, api_errors.UnauthorizedError):
-        return "The Agent platform refused the bot's API key.", "Whoever runs the bot should check AGENT_API_KEY."
-    if isinstance(exc, api_errors.ForbiddenError):
-        return (
-            "The bot's API key lacks the role this needs on the Agent platform (analytics need Manager or Owner).",
-            "Whoever runs the bot should use a key of a Manager or Owner.",
+@dataclass
+class ActionRequest:
+    """Everything a button or select-menu listener gets (the twin of :class:`CommandRequest`),
+    built after the ack and the role check: which ``action_id`` with which ``value`` (a button's
+    ``value`` or a menu's selected option, stripped), its ``block_id``, who clicked (``user``, with
+    role), where (``channel_id``, ``message_ts`` of the message clicked), the ``trigger_id`` (for a
+    modal), ``respond`` (Bolt's, bound to the action's response_url), ``services`` and the raw
+    ``body`` (Slack doc "block_actions payload")."""
+
+    action_id: str
+    value: str
+    block_id: str
+    user: ResolvedUser
+    channel_id: str
+    message_ts: str
+    trigger_id: str
+    respond: Callable[..., Awaitable[Any]]
+    services: Services
+    body: dict[str, Any]
+
+    @classmethod
+    def of(cls, body: dict[str, Any], respond: Callable[..., Awaitable[Any]], context: dict[str, Any], services: Services) -> ActionRequest:
+        """Read a ``block_actions`` body; ``context["agent_user"]`` is the role check's answer."""
+        action = (body.get("actions") or [{}])[0]
+        value = action.get("value")
+        if value is None:
+            value = (action.get("selected_option") or {}).get("value")
+        user_id = str((body.get("user") or {}).get("id") or "")
+        user = context.get("agent_user") or ResolvedUser(user_id, None, Role.guest, "not resolved")
+        container = body.get("container") or {}
+        return cls(
+            action_id=str(action.get("action_id") or ""),
+            value=str(value or "").strip(),
+            block_id=str(action.get("block_id") or ""),
+            user=user,
+            channel_id=str((body.get("channel") or {}).get("id") or container.get("channel_id") or ""),
+            message_ts=str((body.get("message") or {}).get("ts") or container.get("message_ts") or ""),
+            trigger_id=str(body.get("trigger_id") or ""),
+            respond=respond,
+            services=services,
+            body=body,
         )
-    if isinstance(exc, api_errors.NotFoundError):
-        return "The Agent platform does not know that item.", "Check the id and try again."
-    if isinstance(exc, api_errors.RateLimitedError):
-        wait = f" about {int(exc.retry_after)} s" if exc.retry_after else " a moment"
-        return "The Agent platform is rate-limiting the bot.", f"Try again in{wait}."
-    if isinstance(exc, api_errors.AgentAPITimeoutError):
-        return "The Agent platform did not answer in time.", "Try again in a minute."
-    if isinstance(exc, api_errors.ConnectionFailedError):
-        return "The bot cannot reach the Agent platform.", "Try again later; whoever runs the bot should check AGENT_API_URL."
-    if isinstance(exc, api_errors.ServerError):
-        return "The Agent platform had an internal error.", "Try again in a few minutes."
-    if isinstance(exc, api_errors.BadRequestError):
-        detail = getattr(exc, "detail", None) or str(exc)
-        return f"The Agent platform rejected the request: {detail}", "Check the command and try again."
-    if isinstance(exc, api_errors.MalformedResponseError):
-        return "The Agent platform sent an answer the bot cannot read.", "Try again later; if it persists, report it."
-    return "The Agent platform call failed.", "Try again later."
+
+    async def reply(self, payload: Payload) -> None:
+        """An ephemeral reply to whoever clicked; the clicked message stays as it is."""
+        await self.respond(text=payload["text"], blocks=payload["blocks"], response_type="ephemeral", replace_original=False)
+
+    async def replace(self, payload: Payload) -> None:
+        """Replace the clicked message (an ephemeral one, such as a menu only the asker sees)."""
+        await self.respond(text=payload["text"], blocks=payload["blocks"], replace_original=True)
+
+
+ActionHandler = Callable[[ActionRequest], Awaitable[None]]
+
+
+def action_listener(services: Services, handler: ActionHandler) -> Callable[..., Awaitable[None]]:
+    """The Bolt listener of a button or menu: ack first (Slack's 3 s), build the
+    :class:`ActionRequest`, run ``handler``; a :class:`UserInputError` or an Agent API error becomes
+    an ephemeral error message to whoever clicked, as :meth:`Router.dispatch` does for commands.
+    Anything else goes to the global error handler (an apology; the trace in the log)."""
+
+    @reported
+    async def listener(ack: Any, body: dict[str, Any], respond: Any, context: dict[str, Any]) -> None:
+        await ack()
+        request = ActionRequest.of(body, respond, context, services)
+        try:
+            await handler(request)
+        except UserInputError as exc:
+            await request.reply(error_message(exc.message, exc.hint))
+        except api_errors.AgentAPIError as exc:
+            logger.warning("action %s: Agent API error %s", request.action_id, type(exc).__name__)
+            await request.reply(error_message(*describe_api_error(exc)))
+
+    return listener
 
 
 class Router:

@@ -33,21 +33,24 @@ token or the ``files:read`` scope is wrong) is an error, not a file. The role ch
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
+from pydantic import SecretStr
+from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.api import AgentAPIError, NotFoundError
+from bot.api import AgentAPIError, AgentClient, NotFoundError
 from bot.api.models import Computer
 from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
 from bot.services.follower import REACTIONS, Follower, view_of
-from bot.middleware import THREAD_REPLY
-from bot.scheduler import PeriodicJob
+from bot.middleware import THREAD_REPLY, is_person_reply
+from bot.store import Store
 from bot.services.sessions import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
 from formatters.blocks import message_link
 from formatters.notices import error_message
@@ -75,6 +78,9 @@ from formatters.sessions import (
     thread_note,
 )
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 logger = logging.getLogger(__name__)
 
@@ -216,16 +222,22 @@ def check_cwd(cwd: str | None) -> str | None:
 class Sessions:
     """The sessions feature of one bot: the store, the follower, and the start / reply logic."""
 
-    def __init__(self, services: Any) -> None:
-        self.services = services
-        self.store = SessionStore(services.store)
-        self.follower = Follower(
-            sessions=self.store,
-            agent=services.agent,
-            slack=services.slack,
-            now=services.now,
-            follow_hours=services.settings.session_follow_hours,
-        )
+    def __init__(
+        self,
+        *,
+        agent: AgentClient,
+        store: Store,
+        slack: AsyncWebClient,
+        now: Callable[[], dt.datetime],
+        follow_hours: float,
+        bot_token: SecretStr,
+    ) -> None:
+        self.agent = agent
+        self.claims = store
+        self.now = now
+        self.bot_token = bot_token
+        self.store = SessionStore(store)
+        self.follower = Follower(sessions=self.store, agent=agent, slack=slack, now=now, follow_hours=follow_hours)
 
     # ------------------------------------------------------------------ starting
 
@@ -237,10 +249,10 @@ class Sessions:
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START.usage}`")
         start = replace(start, cwd=check_cwd(start.cwd))
-        computers = await self.services.agent.list_computers()
+        computers = await self.agent.list_computers()
         last_used = await self.store.last_computer(start.slack_user)
         chosen = resolve_computer(computers, computer, last_used)
-        now = self.services.now()
+        now = self.now()
         if isinstance(chosen, list):
             row, created = await self.store.claim_start(start, state=CHOOSING, now=now)
             if created:
@@ -267,7 +279,7 @@ class Sessions:
 
     async def launch(self, row: SessionLink) -> SessionLink:
         """The one path after a claim: parent message, POST /sessions, POST /messages, follow."""
-        agent = self.services.agent
+        agent = self.agent
         parent = await self.follower.call_slack(
             "chat_postMessage", channel=row.channel, thread_ts=row.thread_ts, **parent_message(view_of(row, status="starting"))
         )
@@ -293,7 +305,7 @@ class Sessions:
             await self._edit_parent(failed, status="failed")
             await self.follower.set_reaction(failed, REACTIONS["error"])
             return failed
-        now = self.services.now()
+        now = self.now()
         await self.store.record_session(row.id, session_id=session.session_id, status=session.status, now=now)
         try:
             await agent.create_message(session_id=session.session_id, text=row.prompt)
@@ -332,7 +344,7 @@ class Sessions:
             await tell(error_message(NOT_YOURS))
             return
         try:
-            computers = await self.services.agent.list_computers()
+            computers = await self.agent.list_computers()
             chosen = resolve_computer(computers, computer_id, None)
         except UserInputError as exc:
             await tell(error_message(exc.message, exc.hint))
@@ -341,7 +353,7 @@ class Sessions:
             await tell(error_message(*describe_api_error(exc)))
             return
         assert isinstance(chosen, Computer)
-        if not await self.store.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.services.now()):
+        if not await self.store.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
             fresh = await self.store.get(row.id)
             taken = fresh is not None and fresh.state != CHOOSING
             await tell(error_message(CHOICE_TAKEN) if taken else error_message(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT))
@@ -358,7 +370,7 @@ class Sessions:
     async def forward(self, event: dict, link: SessionLink, client: Any) -> None:
         """Send a person's thread reply to the session, once; mark it with reactions."""
         channel, ts = event.get("channel", ""), event.get("ts", "")
-        if not await self.services.store.claim(f"forward:{channel}:{ts}"):
+        if not await self.claims.claim(f"forward:{channel}:{ts}"):
             return
         slack = self.follower
         await slack.call_slack("reactions_add", channel=channel, timestamp=ts, name="eyes")
@@ -371,7 +383,7 @@ class Sessions:
             return
         try:
             assert link.session_id is not None
-            await self.services.agent.create_message(
+            await self.agent.create_message(
                 session_id=link.session_id, text=text or EMPTY_TEXT_WITH_FILES, images=images or None, files=files or None
             )
         except AgentAPIError as exc:
@@ -383,14 +395,14 @@ class Sessions:
             return
         await slack.call_slack("reactions_remove", channel=channel, timestamp=ts, name="eyes")
         await slack.call_slack("reactions_add", channel=channel, timestamp=ts, name="white_check_mark")
-        await self.store.wake(link.id, self.services.now())
+        await self.store.wake(link.id, self.now())
 
     async def attachments(self, files: list[dict]) -> tuple[list[dict], list[dict], list[str]]:
         """Download a reply's files with the bot token: ``(images, files, notes about skipped ones)``."""
         images: list[dict] = []
         documents: list[dict] = []
         notes: list[str] = []
-        token = self.services.settings.slack_bot_token.get_secret_value()
+        token = self.bot_token.get_secret_value()
         async with httpx.AsyncClient(timeout=20.0, follow_redirects=True) as http:
             for item in files[:10]:
                 name = str(item.get("name") or item.get("title") or "file")
@@ -450,29 +462,12 @@ class Sessions:
         return None
 
 
-def is_person_reply(event: dict) -> bool:
-    """A person's message in a thread: not a bot's, not an edit or deletion; ``file_share`` and
-    ``thread_broadcast`` count (they are people's replies)."""
-    return (
-        event.get("type") in ("message", "app_mention")
-        and bool(event.get("thread_ts"))
-        and event.get("thread_ts") != event.get("ts")
-        and not event.get("bot_id")
-        and event.get("subtype") in (None, "file_share", "thread_broadcast")
-        and bool(event.get("user"))
-    )
-
-
 # ---------------------------------------------------------------------- handlers
 
 
-def register(app: Any, router: Router, services: Any) -> None:
-    """Add the session sub-commands, the buttons, the modal, mentions and thread replies; and the
-    follower as a periodic job (every second)."""
-    feature = Sessions(services)
-    services.extras["sessions"] = feature
-    services.event_policy = feature.event_policy
-    services.jobs.append(PeriodicJob("sessions.follow", 1.0, feature.follower.tick))
+def register(app: Any, router: Router, services: Services) -> None:
+    """Add the session sub-commands, the buttons, the modal, mentions and thread replies."""
+    feature = services.sessions
 
     async def handle_start(request: CommandRequest) -> None:
         raw = unescape_slack(request.command.text)

@@ -48,12 +48,17 @@ the last second for one channel answers HTTP 429, ``Retry-After: <whole seconds>
 ``{"ok": false, "error": "ratelimited"}`` (Slack docs: "Rate limits", chat.postMessage is about one
 message per second per channel).
 
-Not emulated: scopes, pagination cursors, channel membership, ``reply_broadcast``, unfurling,
+Pagination: ``conversations.history`` and ``conversations.replies`` take ``limit`` and ``cursor`` and
+answer ``response_metadata.next_cursor`` (an opaque string; empty on the last page), as Slack does.
+
+Not emulated: scopes, channel membership, ``reply_broadcast``, unfurling,
 scheduled messages, rich-text parsing of ``text``, real file storage or file permalinks.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import itertools
 import json
 import math
@@ -460,13 +465,15 @@ class WebApi:
             for m in reversed(self.recorder.messages(channel.id))
             if not m.is_reply and oldest < float(m.ts) < latest
         ]
+        start = _cursor_offset(args.get("cursor"))
+        end = start + max(1, min(limit, 999))
         messages = []
-        for m in found[: max(1, min(limit, 999))]:
+        for m in found[start:end]:
             payload = self._bot_message_json(m) if m.user == self.directory.bot.user_id else m.as_payload()
             if not with_metadata:
                 payload.pop("metadata", None)
             messages.append(payload)
-        return {"messages": messages, "has_more": len(found) > len(messages), "pin_count": 0}
+        return {"messages": messages, "has_more": len(found) > end, "pin_count": 0, **_next_cursor(len(found), end)}
 
     def conversations_open(self, args: Args, request: Request) -> dict[str, Any]:
         user_id = str(args.required("users")).split(",")[0]
@@ -577,13 +584,19 @@ class WebApi:
         if not thread:
             raise SlackApiError("thread_not_found")
         with_metadata = args.flag("include_all_metadata")
+        try:
+            limit = int(args.get("limit", 1000))
+        except ValueError:
+            raise _invalid_arguments("[ERROR] limit must be an integer") from None
+        start = _cursor_offset(args.get("cursor"))
+        end = start + max(1, min(limit, 1000))
         messages = []
-        for message in thread:
+        for message in thread[start:end]:
             payload = self._bot_message_json(message) if message.source != "user" else message.as_payload()
             if not with_metadata:
                 payload.pop("metadata", None)
             messages.append(payload)
-        return {"messages": messages, "has_more": False}
+        return {"messages": messages, "has_more": len(thread) > end, **_next_cursor(len(thread), end)}
 
     # ----------------------------------------------------------------- files and views
 
@@ -763,3 +776,27 @@ def _file_json(file: UploadedFile) -> dict[str, Any]:
         "mimetype": mimetypes.guess_type(file.filename)[0] or "application/octet-stream",
         "size": len(file.content),
     }
+
+
+_CURSOR_PREFIX = "offset:"
+
+
+def _cursor_offset(cursor: Any) -> int:
+    """The position a ``cursor`` of :func:`_next_cursor` points at (0 without one); Slack answers
+    ``invalid_cursor`` to a cursor it did not give."""
+    if not cursor:
+        return 0
+    try:
+        text = base64.b64decode(str(cursor).encode(), validate=True).decode()
+        if not text.startswith(_CURSOR_PREFIX):
+            raise ValueError(text)
+        return max(0, int(text[len(_CURSOR_PREFIX):]))
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise SlackApiError("invalid_cursor") from None
+
+
+def _next_cursor(total: int, end: int) -> dict[str, Any]:
+    """``response_metadata.next_cursor`` (an opaque string, as Slack's) when more remain after ``end``."""
+    if total <= end:
+        return {"response_metadata": {"next_cursor": ""}}
+    return {"response_metadata": {"next_cursor": base64.b64encode(f"{_CURSOR_PREFIX}{end}".encode()).decode()}}

@@ -1,26 +1,25 @@
 import pytest
 
+from bot.identity import Identity
 from bot.roles import DEFAULT_MINIMUM, Role, RoleResolver, RolesConfigError, RolesFile, minimum_role
+from bot.slack import SlackFailure
 
 
 class FakeSlack:
-    """Stands in for slack_sdk's AsyncWebClient (a Slack client is an outside system; the
+    """Stands in for the Slack gateway (bot.slack.SlackGateway; Slack is an outside system, the
     integration tests use the emulator over HTTP)."""
 
     def __init__(self, emails, groups=None):
         self.emails, self.groups, self.calls = emails, groups or {}, []
 
-    async def users_info(self, user):
+    async def user_email(self, user):
         self.calls.append(("users.info", user))
         if user not in self.emails:
-            raise RuntimeError("user_not_found")
-        return {"user": {"id": user, "profile": {"email": self.emails[user]}}}
+            return SlackFailure("users.info", "user_not_found", True)
+        return self.emails[user]
 
-    async def usergroups_list(self):
-        return {"usergroups": [{"id": gid, "handle": handle} for handle, (gid, _) in self.groups.items()]}
-
-    async def usergroups_users_list(self, usergroup):
-        return {"users": next(users for gid, users in self.groups.values() if gid == usergroup)}
+    async def user_group_members(self, handle):
+        return set(self.groups.get(handle.lstrip("@"), (None, []))[1])
 
 
 def resolver(roles, slack, org=("member@example.com",), clock=None, ttl=600):
@@ -31,7 +30,9 @@ def resolver(roles, slack, org=("member@example.com",), clock=None, ttl=600):
         return set(org)
 
     kwargs = {"clock": clock} if clock else {}
-    return RoleResolver(RolesFile.model_validate(roles), slack=slack, organization_emails=org_emails, ttl=ttl, **kwargs), calls
+    identity = Identity(slack, ttl=ttl, **kwargs)
+    rolesfile = RolesFile.model_validate(roles)
+    return RoleResolver(rolesfile, identity=identity, slack=slack, organization_emails=org_emails, ttl=ttl, **kwargs), calls
 
 
 async def test_roles_by_email_user_id_and_group_highest_wins():

@@ -48,7 +48,7 @@ def test_notification_and_stop_reach_the_thread_and_stop_posts_the_final_answer_
     expected = HOOK_WAITING.format(who="<@U0MEMBER>", message="Allow \u02cbrm\u02cb &lt;!channel&gt;?")  # one line, no code span
     assert expected in thread_texts(stack, parent)
     # the agent works on without the follower knowing; only the Stop hook can make it look now
-    feature = stack.bot.services.extras["sessions"]
+    feature = stack.bot.services.sessions
     later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
 
     def push_back() -> None:

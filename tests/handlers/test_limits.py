@@ -80,7 +80,7 @@ def sandbox_limits(stack):
 
 
 def workflow(stack):
-    return stack.bot.services.extras["limits"]
+    return stack.bot.services.limits
 
 
 def stored(stack, request_id):
@@ -344,7 +344,7 @@ def test_a_restart_between_approval_and_apply_loses_nothing(stack, clock, people
     server = serve_in_thread(second.asgi())
     try:
         second.run_jobs = False
-        restarted = second.services.extras["limits"]
+        restarted = second.services.limits
         clock.now = START + dt.timedelta(minutes=5)
         asyncio.run(restarted.tick())
         assert stored(stack, request_id).state == APPROVED  # maybe still applying: not touched yet
@@ -420,7 +420,7 @@ def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
         clients[0].send_slash_command("limits set erin@example.com 4321", user_id="U0MANAGER", channel_id=DEMO_CHANNEL)
         message = stack.slack.recorder.wait_for(lambda: [m for m in request_messages(stack) if m.ts not in before])[-1]
         request_id = request_id_of(message)
-        store = bots[1].services.extras["limits"].store
+        store = bots[1].services.limits.store
         sent: list = []
 
         def approve(i):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("clean_sessions")
 def clean_sessions(stack):
     yield
     # sessions of one test must not stay followed into the next one
-    feature = stack.bot.services.extras["sessions"]
+    feature = stack.bot.services.sessions
     import asyncio
 
     from sqlalchemy import update
@@ -66,7 +66,7 @@ def answers(stack, parent, fragment, count=1, timeout=15.0):
 
 
 def link_of(stack, parent):
-    feature = stack.bot.services.extras["sessions"]
+    feature = stack.bot.services.sessions
     import asyncio
 
     return asyncio.run(feature.store.by_thread(DEMO_CHANNEL, parent.ts))
@@ -221,9 +221,9 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
         "text": "see attached", "thread_ts": parent.ts, "files": [shared],
     }
     # with a wrong token Slack answers the download with its HTML sign-in page
-    settings = stack.bot.services.settings
-    real = settings.slack_bot_token
-    settings.slack_bot_token = SecretStr("xoxb-wrong")
+    feature = stack.bot.services.sessions
+    real = feature.bot_token
+    feature.bot_token = SecretStr("xoxb-wrong")
     try:
         stack.client.send_event(event)
         note = stack.slack.recorder.wait_for(
@@ -231,7 +231,7 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
             what="the note about the HTML answer",
         )
     finally:
-        settings.slack_bot_token = real
+        feature.bot_token = real
     assert "notes.txt" in note[0].text
 
 
@@ -330,6 +330,6 @@ def replies_of_thread(stack, thread_ts):
 def link_by_thread(stack, thread_ts):
     import asyncio
 
-    feature = stack.bot.services.extras["sessions"]
+    feature = stack.bot.services.sessions
     return asyncio.run(feature.store.by_thread(DEMO_CHANNEL, thread_ts))
 

@@ -1,0 +1,60 @@
+"""The typed container of what handlers use besides the Slack request: built once by the app
+factory (:func:`bot.app.create_bot`), never changed by a handler's ``register()``.
+
+Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database); ``slack`` (the one
+Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
+and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
+``limits`` and ``digest``; the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime),
+injectable for tests and the demo; and ``jobs``, the periodic jobs the scheduler ticks
+(:mod:`bot.scheduler`). Code that depends on time reads these clocks, never the wall clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bot.api import AgentClient
+from bot.config import Settings
+from bot.identity import Identity
+from bot.roles import Role, RoleResolver, RolesFile
+from bot.scheduler import PeriodicJob
+from bot.slack import SlackGateway
+from bot.store import Store
+
+if TYPE_CHECKING:
+    from bot.services.digest import DigestService
+    from handlers.limits import LimitsWorkflow
+    from handlers.sessions import Sessions
+
+
+def utc_today() -> dt.date:
+    """The current UTC date (the default ``today`` clock)."""
+    return dt.datetime.now(dt.UTC).date()
+
+
+def utc_now() -> dt.datetime:
+    """The current time, an aware UTC datetime (the default ``now`` clock)."""
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass
+class Services:
+    """See the module docstring."""
+
+    settings: Settings
+    agent: AgentClient
+    store: Store
+    slack: SlackGateway
+    identity: Identity
+    resolver: RoleResolver
+    roles_file: RolesFile
+    policy: dict[str, Role]
+    sessions: Sessions
+    limits: LimitsWorkflow
+    digest: DigestService
+    today: Callable[[], dt.date] = utc_today
+    now: Callable[[], dt.datetime] = utc_now
+    jobs: list[PeriodicJob] = field(default_factory=list)

@@ -1,0 +1,416 @@
+"""The one Slack gateway: every post, update, ephemeral message, reaction, upload, view and look-up
+the bot makes through the Web API goes through :class:`SlackGateway`, with one error policy.
+
+Error policy (the same for handlers, the session follower, the digest and the limits workflow):
+
+1. **HTTP 429** (``ratelimited``): slack_sdk's retry handler waits ``Retry-After`` and sends the call
+   again, at most :data:`RATE_LIMIT_RETRIES` times (:class:`RateLimitRetry`, whose wait goes through
+   an injected ``sleep`` so tests never sleep through it). A ``Retry-After`` above
+   :data:`MAX_RETRY_AFTER` seconds is not waited for in-line: the call fails (transient) with
+   :attr:`SlackFailure.retry_after` set.
+2. **Transient failures** (HTTP 500/503, a dropped connection): retried by slack_sdk's
+   ``AsyncServerErrorRetryHandler`` / ``AsyncConnectionErrorRetryHandler``, :data:`SERVER_RETRIES`
+   and :data:`CONNECTION_RETRIES` times (python-slack-sdk, ``http_retry/builtin_async_handlers.py``).
+3. Whatever still fails is **returned**, never raised and never ``None``: a :class:`SlackFailure`
+   with Slack's error code (``channel_not_found``, ``not_in_channel``, ``is_archived``,
+   ``msg_too_long``, ``invalid_blocks``, ``token_revoked``, ...) and whether it is
+   :attr:`~SlackFailure.permanent` (retrying the same call cannot help: :data:`TRANSIENT_ERRORS`
+   lists the codes that can). Callers must handle it: every method's return type is a union with
+   :class:`SlackFailure`, so a type checker refuses code that reads ``.ts`` without checking.
+
+A failure is logged once here (method and error code, never the token or the payload). Reactions
+that are already there (``already_reacted``) or already gone (``no_reaction``) count as done.
+
+The gateway wraps the bot's ``AsyncWebClient`` (:func:`web_client` builds it with the retry
+handlers; the Bolt app is given the same client). Slack docs followed: "Web API" (error
+handling, rate limits), ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
+``conversations.history`` / ``conversations.replies`` (cursor pagination via
+``response_metadata.next_cursor``), ``files.getUploadURLExternal`` (through ``files_upload_v2``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
+
+logger = logging.getLogger(__name__)
+
+RATE_LIMIT_RETRIES: Final = 3
+"""How many times one call is sent again after a 429 (each after its ``Retry-After``)."""
+MAX_RETRY_AFTER: Final = 30.0
+"""Seconds: a longer ``Retry-After`` is not waited for in-line; the call fails (transient)."""
+SERVER_RETRIES: Final = 2
+CONNECTION_RETRIES: Final = 2
+HISTORY_PAGE: Final = 200
+"""Messages asked for per ``conversations.history`` / ``conversations.replies`` page."""
+MAX_PAGES: Final = 25
+"""Pages read at most by :meth:`SlackGateway.find_by_metadata` (5,000 messages)."""
+
+TRANSIENT_ERRORS: Final = frozenset(
+    {
+        "ratelimited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+        "http_500",
+        "http_502",
+        "http_503",
+        "http_504",
+        "connection_failed",
+    }
+)
+"""Error codes where the same call may succeed later; every other code is permanent."""
+DONE_REACTION_ERRORS: Final = frozenset({"already_reacted", "no_reaction"})
+
+Sleep = Callable[[float], Awaitable[Any]]
+Payload = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SlackFailure:
+    """A Web API call that failed after the retries of the error policy.
+
+    ``method`` is the Web API method (``chat.postMessage``); ``error`` Slack's error code, or
+    ``http_<status>``, or ``connection_failed``; ``permanent`` is False when the same call may
+    succeed later (:data:`TRANSIENT_ERRORS`); ``retry_after`` the seconds Slack asked to wait
+    (a 429 whose wait was longer than :data:`MAX_RETRY_AFTER`)."""
+
+    method: str
+    error: str
+    permanent: bool
+    retry_after: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.method}: {self.error}"
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A message that is in Slack: its ``channel`` and ``ts`` (after a post or an update)."""
+
+    channel: str
+    ts: str
+
+
+@dataclass(frozen=True)
+class Done:
+    """A call that succeeded and returns nothing the caller needs (reactions, views, uploads)."""
+
+
+DONE: Final = Done()
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    """What ``conversations.info`` says of a channel: ``id``, ``name``, ``is_private``,
+    ``is_archived``, ``is_member`` (whether the bot is in it), ``is_im`` (a DM)."""
+
+    id: str
+    name: str
+    is_private: bool
+    is_archived: bool
+    is_member: bool
+    is_im: bool
+
+
+class RateLimitRetry(AsyncRateLimitErrorRetryHandler):
+    """slack_sdk's 429 handler with the wait injected (``sleep``) and bounded (:data:`MAX_RETRY_AFTER`)."""
+
+    def __init__(self, *, max_retry_count: int = RATE_LIMIT_RETRIES, sleep: Sleep = asyncio.sleep) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._sleep = sleep
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        return response is not None and response.status_code == 429 and _retry_after(response) <= MAX_RETRY_AFTER
+
+    async def prepare_for_next_attempt_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        state.next_attempt_requested = True
+        await self._sleep(_retry_after(response) if response is not None else 1.0)
+        state.increment_current_attempt()
+
+
+def _retry_after(response: HttpResponse) -> float:
+    for name, values in response.headers.items():
+        if name.lower() == "retry-after" and values:
+            try:
+                return max(0.0, float(values[0]))
+            except ValueError:
+                return 1.0
+    return 1.0
+
+
+def retry_handlers(sleep: Sleep = asyncio.sleep) -> list[AsyncRetryHandler]:
+    """The retry handlers of the error policy (see the module docstring), for an ``AsyncWebClient``."""
+    return [
+        RateLimitRetry(sleep=sleep),
+        AsyncServerErrorRetryHandler(max_retry_count=SERVER_RETRIES),
+        AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
+    ]
+
+
+def web_client(token: str, base_url: str, *, sleep: Sleep = asyncio.sleep, timeout: int = 30) -> AsyncWebClient:
+    """The bot's Web API client with the retry handlers of the error policy attached."""
+    return AsyncWebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=retry_handlers(sleep))
+
+
+def failure_of(method: str, exc: BaseException) -> SlackFailure:
+    """The :class:`SlackFailure` a slack_sdk or transport exception of ``method`` means."""
+    if isinstance(exc, SlackApiError):
+        response = exc.response
+        status = getattr(response, "status_code", 200)
+        data = response.data if isinstance(response.data, dict) else {}
+        error = str(data.get("error") or (f"http_{status}" if status != 200 else "unknown_error"))
+        retry_after: float | None = None
+        if status == 429:
+            error = "ratelimited"
+            header = response.headers.get("Retry-After") or response.headers.get("retry-after")
+            try:
+                retry_after = float(header) if header is not None else None
+            except (TypeError, ValueError):
+                retry_after = None
+        elif status >= 500 and error == "unknown_error":
+            error = f"http_{status}"
+        return SlackFailure(method, error, error not in TRANSIENT_ERRORS, retry_after)
+    if isinstance(exc, SlackClientError) and not _is_transport(exc):
+        return SlackFailure(method, f"client_error:{type(exc).__name__}", True)
+    return SlackFailure(method, "connection_failed", False)
+
+
+def _is_transport(exc: BaseException) -> bool:
+    """A network failure (refused, reset, timed out): ``OSError``, a timeout, or aiohttp's own errors."""
+    return isinstance(exc, OSError | asyncio.TimeoutError) or type(exc).__module__.startswith("aiohttp")
+
+
+class SlackGateway:
+    """Every Web API call of the bot, with the error policy of the module docstring.
+
+    ``client`` is the bot's ``AsyncWebClient`` (built by :func:`web_client`). Every method returns
+    its result or a :class:`SlackFailure`; none raises for a Slack or transport failure."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def call(self, method: str, **arguments: Any) -> dict[str, Any] | SlackFailure:
+        """Call Web API ``method`` (dotted, as Slack names it: ``chat.postMessage``) with ``arguments``;
+        the answer's data, or a :class:`SlackFailure` (logged)."""
+        # the SDK's named method, so each is encoded as Slack expects (JSON, form or query)
+        function = getattr(self.client, method.replace(".", "_"))
+        try:
+            response = await function(**arguments)
+        except Exception as exc:
+            if not isinstance(exc, SlackClientError) and not _is_transport(exc):
+                raise  # a bug of ours, not a Slack failure: the global error handler reports it
+            return self._failed(method, exc)
+        data = response.data
+        return dict(data) if isinstance(data, dict) else {}
+
+    @staticmethod
+    def _failed(method: str, exc: BaseException) -> SlackFailure:
+        failure = failure_of(method, exc)
+        detail = type(exc).__name__ if failure.error == "connection_failed" else failure.error
+        logger.warning("Slack %s failed: %s%s", method, detail, "" if failure.permanent else " (transient)")
+        return failure
+
+    # ------------------------------------------------------------------ messages
+
+    async def post(
+        self,
+        channel: str,
+        payload: Payload,
+        *,
+        thread_ts: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        unfurl_links: bool = False,
+    ) -> Posted | SlackFailure:
+        """``chat.postMessage`` of a Block Kit ``payload`` (``text`` and ``blocks``) into ``channel``
+        (a channel ID, or a user ID for a DM), in ``thread_ts``'s thread when given, with message
+        ``metadata`` (``{"event_type", "event_payload"}``) when given."""
+        arguments: dict[str, Any] = {"channel": channel, **payload, "unfurl_links": unfurl_links}
+        if thread_ts:
+            arguments["thread_ts"] = thread_ts
+        if metadata is not None:
+            arguments["metadata"] = dict(metadata)
+        answer = await self.call("chat.postMessage", **arguments)
+        if isinstance(answer, SlackFailure):
+            return answer
+        return Posted(str(answer.get("channel") or channel), str(answer.get("ts") or ""))
+
+    async def update(self, channel: str, ts: str, payload: Payload) -> Posted | SlackFailure:
+        """``chat.update``: replace the message ``ts`` in ``channel`` with ``payload``."""
+        answer = await self.call("chat.update", channel=channel, ts=ts, **payload)
+        if isinstance(answer, SlackFailure):
+            return answer
+        return Posted(str(answer.get("channel") or channel), str(answer.get("ts") or ts))
+
+    async def ephemeral(self, channel: str, user: str, payload: Payload, *, thread_ts: str | None = None) -> Done | SlackFailure:
+        """``chat.postEphemeral``: ``payload`` seen only by ``user`` in ``channel`` (in a thread when given)."""
+        arguments: dict[str, Any] = {"channel": channel, "user": user, **payload}
+        if thread_ts:
+            arguments["thread_ts"] = thread_ts
+        answer = await self.call("chat.postEphemeral", **arguments)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+    # ------------------------------------------------------------------ reactions, files, views
+
+    async def react(self, channel: str, ts: str, name: str) -> Done | SlackFailure:
+        """``reactions.add``; a reaction already there counts as done."""
+        return self._reaction(await self.call("reactions.add", channel=channel, timestamp=ts, name=name))
+
+    async def unreact(self, channel: str, ts: str, name: str) -> Done | SlackFailure:
+        """``reactions.remove``; a reaction already gone counts as done."""
+        return self._reaction(await self.call("reactions.remove", channel=channel, timestamp=ts, name=name))
+
+    @staticmethod
+    def _reaction(answer: dict[str, Any] | SlackFailure) -> Done | SlackFailure:
+        if isinstance(answer, SlackFailure) and answer.error not in DONE_REACTION_ERRORS:
+            return answer
+        return DONE
+
+    async def upload(
+        self,
+        channel: str,
+        *,
+        content: bytes | str,
+        filename: str,
+        title: str,
+        thread_ts: str | None = None,
+        alt_text: str | None = None,
+        snippet_type: str | None = None,
+    ) -> Done | SlackFailure:
+        """Upload a file into ``channel`` (its thread when given) with ``files_upload_v2``
+        (``files.getUploadURLExternal``, the upload, ``files.completeUploadExternal``)."""
+        arguments: dict[str, Any] = {"channel": channel, "content": content, "filename": filename, "title": title}
+        if thread_ts:
+            arguments["thread_ts"] = thread_ts
+        if alt_text:
+            arguments["alt_txt"] = alt_text
+        if snippet_type:
+            arguments["snippet_type"] = snippet_type
+        try:
+            await self.client.files_upload_v2(**arguments)
+        except Exception as exc:
+            if not isinstance(exc, SlackClientError) and not _is_transport(exc):
+                raise
+            return self._failed("files.upload", exc)
+        return DONE
+
+    async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> Done | SlackFailure:
+        """``views.open``: open the modal ``view`` for the click or command of ``trigger_id``."""
+        answer = await self.call("views.open", trigger_id=trigger_id, view=dict(view))
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+    # ------------------------------------------------------------------ look-ups
+
+    async def channel_info(self, channel: str) -> ChannelInfo | SlackFailure:
+        """``conversations.info`` of ``channel``."""
+        answer = await self.call("conversations.info", channel=channel)
+        if isinstance(answer, SlackFailure):
+            return answer
+        info = answer.get("channel") or {}
+        return ChannelInfo(
+            id=str(info.get("id") or channel),
+            name=str(info.get("name") or ""),
+            is_private=bool(info.get("is_private")),
+            is_archived=bool(info.get("is_archived")),
+            is_member=bool(info.get("is_member")),
+            is_im=bool(info.get("is_im")),
+        )
+
+    async def user_email(self, user_id: str) -> str | None | SlackFailure:
+        """The e-mail of a Slack user (``users.info``, needs ``users:read.email``); None when Slack
+        knows the user but gives no e-mail."""
+        answer = await self.call("users.info", user=user_id)
+        if isinstance(answer, SlackFailure):
+            return answer
+        email = ((answer.get("user") or {}).get("profile") or {}).get("email")
+        return str(email) if email else None
+
+    async def user_by_email(self, email: str) -> str | None | SlackFailure:
+        """The Slack user ID of an e-mail (``users.lookupByEmail``); None when nobody has it."""
+        answer = await self.call("users.lookupByEmail", email=email)
+        if isinstance(answer, SlackFailure):
+            return None if answer.error == "users_not_found" else answer
+        found = (answer.get("user") or {}).get("id")
+        return str(found) if found else None
+
+    async def user_group_members(self, handle: str) -> set[str] | SlackFailure:
+        """The user IDs of the user group ``@handle`` (``usergroups.list`` then
+        ``usergroups.users.list``); empty when no group has that handle."""
+        groups = await self.call("usergroups.list")
+        if isinstance(groups, SlackFailure):
+            return groups
+        wanted = handle.lstrip("@").lower()
+        for group in groups.get("usergroups") or []:
+            if str(group.get("handle") or "").lower() == wanted:
+                members = await self.call("usergroups.users.list", usergroup=group.get("id"))
+                if isinstance(members, SlackFailure):
+                    return members
+                return {str(u) for u in members.get("users") or []}
+        return set()
+
+    async def find_by_metadata(
+        self,
+        channel: str,
+        event_type: str,
+        matches: Callable[[Mapping[str, Any]], bool],
+        *,
+        thread_ts: str | None = None,
+        oldest: float | None = None,
+    ) -> str | None | SlackFailure:
+        """The ``ts`` of the bot's earlier message whose metadata has ``event_type`` and whose
+        ``event_payload`` ``matches``; None when there is none.
+
+        In the thread of ``thread_ts`` (``conversations.replies``) when given, else in the channel's
+        history since ``oldest`` (epoch seconds; ``conversations.history``). Follows
+        ``response_metadata.next_cursor`` page by page (:data:`HISTORY_PAGE` messages a page, at most
+        :data:`MAX_PAGES` pages): a thread can hold hundreds of replies."""
+        method = "conversations.replies" if thread_ts else "conversations.history"
+        arguments: dict[str, Any] = {"channel": channel, "limit": HISTORY_PAGE, "include_all_metadata": True}
+        if thread_ts:
+            arguments["ts"] = thread_ts
+        if oldest is not None:
+            arguments["oldest"] = f"{oldest:.6f}"
+        cursor: str | None = None
+        for _page in range(MAX_PAGES):
+            answer = await self.call(method, **arguments, **({"cursor": cursor} if cursor else {}))
+            if isinstance(answer, SlackFailure):
+                return answer
+            for message in answer.get("messages") or []:
+                meta = message.get("metadata") or {}
+                if meta.get("event_type") == event_type and matches(meta.get("event_payload") or {}):
+                    return str(message.get("ts") or "")
+            cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+            if not cursor:
+                return None
+        logger.warning("%s of %s: no match in the first %d pages", method, channel, MAX_PAGES)
+        return None
