@@ -16,8 +16,9 @@ import contextlib
 import datetime as dt
 import gc
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
@@ -50,6 +51,8 @@ logger = logging.getLogger(__name__)
 
 
 __all__ = ["Bot", "ConfigurationError", "Services", "create_bot", "readiness", "settle_heap", "utc_now", "utc_today"]
+
+T = TypeVar("T")
 
 FOLLOW_SECONDS = 1.0
 """How often the session follower looks for sessions due to be polled."""
@@ -166,6 +169,18 @@ async def readiness(services: Services, timeout: float = READY_TIMEOUT) -> tuple
     return state, 200 if ok else 503
 
 
+async def _on_unhandled(error: BaseException, respond: Callable[..., Awaitable[Any]] | None = None) -> None:
+    """The app's global error handler (Bolt passes ``error`` and, when the request has one, ``respond``)."""
+    await apologize(error, respond)
+
+
+def _required(value: T | None) -> T:
+    """A setting :meth:`Settings.missing` has already checked is set."""
+    if value is None:
+        raise ConfigurationError("a required setting is missing (see README, Configuration)")
+    return value
+
+
 def create_bot(
     settings: Settings,
     *,
@@ -175,23 +190,27 @@ def create_bot(
     now: Callable[[], dt.datetime] = utc_now,
     socket_mode: bool = False,
 ) -> Bot:
-    """Build the bot from ``settings``; ``agent``/``store`` may be given (tests, demo)."""
+    """Build the bot from ``settings``; ``agent``/``store`` may be given (tests, demo); ``today`` and
+    ``now`` are the clocks every feature reads. Raises :class:`ConfigurationError` naming the
+    environment variables that are missing, and :class:`bot.roles.RolesConfigError` for a bad
+    roles file."""
     needed = ["slack_bot_token"] + ([] if socket_mode else ["slack_signing_secret"])
     missing = settings.missing(*needed)
     if agent is None:
         missing += settings.missing("agent_api_url", "agent_api_key")
     if missing:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
+    bot_token = _required(settings.slack_bot_token)
     roles_file = RolesFile.load(settings.config_file)
     if agent is None:
         agent = AgentClient(
-            base_url=settings.agent_api_url,
+            base_url=_required(settings.agent_api_url),
             app_url=settings.agent_app_url,
-            api_key=settings.agent_api_key.get_secret_value(),
+            api_key=_required(settings.agent_api_key).get_secret_value(),
             analytics_cache_ttl=settings.analytics_cache_ttl,
         )
     store = store or Store(settings.database_url)
-    client = web_client(settings.slack_bot_token.get_secret_value(), settings.slack_api_url)
+    client = web_client(bot_token.get_secret_value(), settings.slack_api_url)
     slack = SlackGateway(client)
     identity = Identity(slack, ttl=settings.user_cache_ttl)
 
@@ -207,7 +226,7 @@ def create_bot(
         slack=client,
         now=now,
         follow_hours=settings.session_follow_hours,
-        bot_token=settings.slack_bot_token,
+        bot_token=bot_token,
     )
     limits = LimitsWorkflow(
         agent=agent, store=store, slack=client, now=now, config=ApprovalsConfig.from_extra(roles_file.model_extra)
@@ -250,6 +269,6 @@ def create_bot(
     app.middleware(tag_request)
     app.middleware(build_dedupe(store))
     app.middleware(build_role_check(resolver, services.policy, router.policy_key, sessions.event_policy))
-    app.error(apologize)
+    app.error(_on_unhandled)
     handlers.register(app, router, services)
     return Bot(app, services, router, Scheduler(services.jobs))

@@ -29,7 +29,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         module.register(app, router, services)
 
     @reported
-    async def on_agent(ack: Any, body: dict, respond: Any, client: Any, context: dict) -> None:
+    async def on_agent(ack: Any, body: dict[str, Any], respond: Any, client: Any, context: dict[str, Any]) -> None:
         await ack()  # within Slack's 3 s, before any Agent API call
 
         def request(parsed: Any) -> CommandRequest:
