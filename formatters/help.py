@@ -14,6 +14,9 @@ from formatters.blocks import Payload, context, divider, esc, esc_text, header, 
 HELP_TITLE = "/agent: the coding-agent platform from Slack"
 HELP_FOOTER = "Type `/agent help <sub-command>` for details, e.g. `/agent help usage`."
 UNKNOWN_SUB_COMMAND = "I don't know `{text}`. Here is what I can do:"
+DID_YOU_MEAN = "I don't know `{text}`. Did you mean `/agent {line}`?"
+FAMILY = "I don't know `{text}`. The `{family}` commands are:"
+MORE_HELP = "`/agent help` lists everything I can do."
 
 
 def help_message(commands: Sequence[SubCommand], *, unknown: str | None = None) -> Payload:
@@ -43,3 +46,18 @@ def sub_command_help(spec: SubCommand, related: Sequence[SubCommand] = ()) -> Pa
         if other.name != spec.name:
             blocks.append(context(f"`{esc_text(other.usage)}`: {esc_text(other.summary)}"))
     return message(blocks, f"/agent {spec.name}: {spec.summary}")
+
+
+def did_you_mean(text: str, line: str | None, specs: Sequence[SubCommand]) -> Payload:
+    """The reply to an unknown command line with a likely meaning: the corrected ``line`` (after
+    ``/agent``) and its syntax when one sub-command fits, else the syntax of the ``specs`` of the
+    family its first word names. ``text`` is what was typed (escaped here)."""
+    typed = esc(text[:200])
+    if line is not None:
+        intro = DID_YOU_MEAN.format(text=typed, line=esc(line[:200]))
+    else:
+        intro = FAMILY.format(text=typed, family=esc(specs[0].words[0]))
+    usage = "\n".join(f"`{esc_text(spec.usage)}`: {esc_text(spec.summary)}" for spec in specs[:10])
+    blocks = [section(intro), section(usage), context(MORE_HELP)]
+    fallback = f"I don't know /agent {text[:200]}"
+    return message(blocks, f"{fallback}; did you mean /agent {line[:200]}?" if line is not None else fallback)

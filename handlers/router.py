@@ -2,8 +2,9 @@
 
 Each handler module adds its sub-commands with :meth:`Router.add` (a :class:`bot.commands.SubCommand`
 spec and an async handler taking a :class:`CommandRequest`). The ``/agent`` listener acks first, then
-:meth:`Router.dispatch` parses the text (longest sub-command first), answers help for ``/agent``,
-``/agent help [sub-command]`` and anything unknown, and runs the handler.
+:meth:`Router.dispatch` parses the text (longest sub-command first), answers help for ``/agent`` and
+``/agent help [sub-command]``, the nearest sub-command for a near miss (``usge 7d``: "Did you mean
+``/agent usage 7d``?"), and runs the handler.
 
 Failures end in a clear reply, never a stack trace:
 :class:`UserInputError` from a handler, the Agent API's errors (:func:`describe_api_error`) and
@@ -13,6 +14,7 @@ the app's global error handler (an apology with a reference id; the trace goes t
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,11 +24,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api import errors as api_errors
 from bot.user_errors import UserInputError, describe_api_error
-from bot.commands import CommandSyntaxError, ParsedCommand, SubCommand, parse
+from bot.commands import CommandSyntaxError, ParsedCommand, SubCommand, parse, split_words, unescape_slack
 from bot.errors import reported
 from bot.roles import ResolvedUser, Role
 from formatters.blocks import Payload
-from formatters.help import help_message, sub_command_help
+from formatters.help import did_you_mean, help_message, sub_command_help
 from formatters.notices import error_message
 
 if TYPE_CHECKING:
@@ -170,8 +172,38 @@ class Router:
             return "help"
         return self._routes[parsed.sub_command][0].policy_key
 
+    def suggest(self, text: str) -> Suggestion | None:
+        """What an unknown command line most likely meant, or None when nothing is close.
+
+        A misspelt first word (``usge 7d``, ``report acme/web``) is corrected with :mod:`difflib`
+        against the sub-commands' first words and the rest of the line kept, when the corrected line
+        is a known sub-command: ``Suggestion(line="usage 7d", specs=(usage,))``. A known first word
+        with an unknown rest (``session stop``) gives that family's sub-commands, with ``line`` None.
+        """
+        try:
+            words = split_words(unescape_slack(text))
+        except CommandSyntaxError:
+            return None
+        if not words:
+            return None
+        first = words[0].lower()
+        families: dict[str, list[SubCommand]] = {}
+        for spec in self.specs:
+            families.setdefault(spec.words[0], []).append(spec)
+        if first not in families:
+            close = difflib.get_close_matches(first, list(families), n=1, cutoff=SUGGEST_CUTOFF)
+            if not close:
+                return None
+            line = " ".join([close[0], *words[1:]])
+            parsed = self.parse(line)
+            if parsed.sub_command is not None:
+                return Suggestion(line, (self._routes[parsed.sub_command][0],))
+            first = close[0]
+        return Suggestion(None, tuple(families[first]))
+
     async def dispatch(self, request_factory: Callable[[ParsedCommand], CommandRequest], text: str) -> None:
-        """Parse ``text`` and run its handler with the request ``request_factory`` builds."""
+        """Parse ``text`` and run its handler with the request ``request_factory`` builds; an unknown
+        line gets the nearest sub-command (:meth:`suggest`), else the whole help."""
         try:
             parsed = self.parse(text)
         except CommandSyntaxError as exc:
@@ -180,7 +212,7 @@ class Router:
             return
         request = request_factory(parsed)
         if parsed.sub_command is None:
-            await request.reply(help_message(self.specs, unknown=text.strip() or None))
+            await request.reply(self._unknown(text.strip()))
             return
         _spec, handler = self._routes[parsed.sub_command]
         try:
@@ -191,14 +223,41 @@ class Router:
             logger.warning("sub-command %s: Agent API error %s", parsed.sub_command, type(exc).__name__)
             await request.reply(error_message(*describe_api_error(exc)))
 
+    def _unknown(self, text: str) -> Payload:
+        if not text:
+            return help_message(self.specs)
+        suggestion = self.suggest(text)
+        if suggestion is None:
+            return help_message(self.specs, unknown=text)
+        return did_you_mean(text, suggestion.line, suggestion.specs)
+
     async def _help(self, request: CommandRequest) -> None:
         if request.command.args:
             wanted = " ".join(request.command.args).lower()
             matches = [s for s in self.specs if s.name == wanted or s.name.startswith(wanted + " ")]
+            if not matches:  # a near miss: "help usag", "help limit"
+                suggestion = self.suggest(wanted)
+                if suggestion is not None and suggestion.line is not None:
+                    matches = [s for s in self.specs if s.name == suggestion.specs[0].name]
+                elif suggestion is not None:
+                    matches = list(suggestion.specs)
             if matches:
-                related = [s for s in self.specs if s.name.split()[0] == matches[0].name.split()[0]]
+                related = [s for s in self.specs if s.words[0] == matches[0].words[0]]
                 await request.reply(sub_command_help(matches[0], related))
                 return
             await request.reply(help_message(self.specs, unknown=wanted))
             return
         await request.reply(help_message(self.specs))
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """What an unknown command line most likely meant: the corrected ``line`` (after ``/agent``)
+    when one sub-command fits, and the sub-command ``specs`` to show (one, or a family)."""
+
+    line: str | None
+    specs: tuple[SubCommand, ...]
+
+
+SUGGEST_CUTOFF = 0.6
+"""difflib's similarity (0..1) a misspelt first word needs to be corrected (``usge`` -> ``usage``: 0.89)."""

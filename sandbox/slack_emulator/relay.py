@@ -90,12 +90,21 @@ class Relay:
                 end.close()
 
     async def _carry(self, number: int, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        while data := await source.read(65536):
-            with self._lock:
-                silent = number in self._silenced
-            if silent:
-                continue  # swallowed: the other end hears nothing, not even a close
-            sink.write(data)
-            await sink.drain()
+        try:
+            while data := await source.read(65536):
+                with self._lock:
+                    silent = number in self._silenced
+                if silent:
+                    continue  # swallowed: the other end hears nothing, not even a close
+                sink.write(data)
+                await sink.drain()
+        except OSError:
+            if number not in self._silenced:
+                raise
+            # a silenced link whose one end was reset: the other end must still hear nothing
+            # (closing it here would tell the emulator that the app closed the connection)
+            await asyncio.Event().wait()
         if number not in self._silenced:
             sink.close()
+        else:
+            await asyncio.Event().wait()  # keep the other end open until the relay closes
