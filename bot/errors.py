@@ -24,7 +24,7 @@ from formatters.notices import internal_error_message
 logger = logging.getLogger(__name__)
 
 
-_in_flight: "weakref.WeakSet[asyncio.Task[Any]]" = weakref.WeakSet()
+_in_flight: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
 
 async def drain_listeners(timeout: float) -> int:

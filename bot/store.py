@@ -106,4 +106,4 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)

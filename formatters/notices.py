@@ -9,7 +9,10 @@ from __future__ import annotations
 from formatters.blocks import Payload, context, esc, esc_text, message, section
 
 REFUSED = ":no_entry: `/agent {command}` needs the *{needed}* role; you are *{role}*. Ask an owner of the bot to add you to the roles file."
-INTERNAL_ERROR = ":warning: Something went wrong on my side. Please try again; if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
+INTERNAL_ERROR = (
+    ":warning: Something went wrong on my side. Please try again; "
+    "if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
+)
 
 
 def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payload:

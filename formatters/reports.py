@@ -342,7 +342,7 @@ def report_message(result: RepositoryReports, now: datetime) -> Payload:
     middle: list = [section(text) for text, _ in sections]
     if len(sections) > budget:
         shown = sum(count for _, count in sections[: budget - 1])
-        middle = middle[: budget - 1] + [context(MORE_CRITERIA.format(n=len(report.criteria) - shown))]
+        middle = [*middle[: budget - 1], context(MORE_CRITERIA.format(n=len(report.criteria) - shown))]
     if not sections:
         middle = [section(NO_CRITERIA)]
 
@@ -390,7 +390,7 @@ def overview_message(result: Overview, now: datetime) -> Payload:
     middle: list = [section(text) for text, _ in sections]
     if len(sections) > budget:
         shown = sum(count for _, count in sections[: budget - 1])
-        middle = middle[: budget - 1] + [context(f"and {len(lines) - shown} more repositories not shown")]
+        middle = [*middle[: budget - 1], context(f"and {len(lines) - shown} more repositories not shown")]
     worst = result.repositories[0]
     fallback = (
         f"Agent readiness of {len(lines)} repositories; lowest: {esc(worst.repository.slug)} "

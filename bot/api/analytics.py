@@ -47,8 +47,11 @@ _ANALYTICS: dict[str, _AnalyticsEndpoint] = {
 
 
 class AnalyticsAPI:
-    """Analytics endpoints (spec: analytics-and-readiness-api.md, "Analytics"): tokens, tools, activity, Mixed into :class:`bot.api.client.AgentClient`, whose transport
-    (``_request``, ``_parse``, ``_iterate``, ``_v0_next``) these methods use."""
+    """Analytics endpoints (spec: analytics-and-readiness-api.md, "Analytics"): tokens, token summary
+    and totals, tools, activity, productivity, users.
+
+    Mixed into :class:`bot.api.client.AgentClient`, whose transport (``_request``, ``_parse``,
+    ``_iterate``, ``_v0_next``) these methods use."""
 
     # ---------------------------------------------------------------------------------------
     # analytics (spec: analytics-and-readiness-api.md, "Endpoints")

@@ -41,8 +41,11 @@ _ROLE_FILTERS: tuple[str, ...] = get_args(MessageRoleFilter)
 
 
 class ManagementAPI:
-    """Management endpoints v0 (spec: management-api-v0.md): enterprise-control history, organization Mixed into :class:`bot.api.client.AgentClient`, whose transport
-    (``_request``, ``_parse``, ``_iterate``, ``_v0_next``) these methods use."""
+    """Management endpoints v0 (spec: management-api-v0.md): enterprise-control history, organization
+    users and their credit limits, sessions and their messages, computers.
+
+    Mixed into :class:`bot.api.client.AgentClient`, whose transport (``_request``, ``_parse``,
+    ``_iterate``, ``_v0_next``) these methods use."""
 
     # ---------------------------------------------------------------------------------------
     # v0: organization (spec: management-api-v0.md, "Endpoints")

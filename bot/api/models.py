@@ -23,7 +23,6 @@ from datetime import UTC, date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
-
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 

@@ -16,8 +16,11 @@ READINESS_PATH = "/api/organization/maturity-level-reports"
 
 
 class ReadinessAPI:
-    """Readiness-report endpoint (spec: analytics-and-readiness-api.md, "Readiness reports"): the listing Mixed into :class:`bot.api.client.AgentClient`, whose transport
-    (``_request``, ``_parse``, ``_iterate``, ``_v0_next``) these methods use."""
+    """Readiness-report endpoint (spec: analytics-and-readiness-api.md, "Readiness reports"): the
+    listing of reports, page by page (`startAfter` cursor).
+
+    Mixed into :class:`bot.api.client.AgentClient`, whose transport (``_request``, ``_parse``,
+    ``_iterate``, ``_v0_next``) these methods use."""
 
     # ---------------------------------------------------------------------------------------
     # readiness reports (spec: analytics-and-readiness-api.md, "Readiness report")

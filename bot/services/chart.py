@@ -44,7 +44,9 @@ class TokenSeries:
         return self.values[-1] if self.values else 0.0
 
 
-def tokens_series(totals: Mapping[dt.date, float], start: dt.date, end: dt.date, *, history: Mapping[dt.date, float] | None = None) -> TokenSeries:
+def tokens_series(
+    totals: Mapping[dt.date, float], start: dt.date, end: dt.date, *, history: Mapping[dt.date, float] | None = None
+) -> TokenSeries:
     """The series from ``start`` to ``end`` (inclusive) out of day totals (a missing day is 0).
 
     The averages also read the days before ``start`` found in ``totals`` (so the first bars have a

@@ -182,7 +182,7 @@ class ControlsDiff:
 def _redaction() -> ModuleType:
     """:mod:`bot.api.redaction`, imported on first use: importing it at the top would load the
     ``bot.api`` package and its transport into every formatter that imports the types above."""
-    from bot.api import redaction  # noqa: PLC0415
+    from bot.api import redaction
 
     return redaction
 
@@ -221,16 +221,15 @@ def _same(old: Any, new: Any) -> bool:
     return old == new
 
 
-def _match_key(old: list, new: list) -> str | None:
+def _is_key(values: list[Any]) -> bool:
+    """Every value a non-empty string or an int (not a bool), and no two alike."""
+    usable = all(isinstance(v, str | int) and not isinstance(v, bool) and v != "" for v in values)
+    return usable and len(set(values)) == len(values)
+
+
+def _match_key(old: list[Any], new: list[Any]) -> str | None:
     for key in ("id", "model"):
-        ok = True
-        for items in (old, new):
-            values = [item.get(key) if isinstance(item, dict) else None for item in items]
-            if not all(isinstance(v, str | int) and not isinstance(v, bool) and v != "" for v in values):
-                ok = False
-            elif len(set(values)) != len(values):
-                ok = False
-        if ok:
+        if all(_is_key([item.get(key) if isinstance(item, dict) else None for item in items]) for items in (old, new)):
             return key
     return None
 
