@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from slack_sdk.models.blocks import Block
+
 from bot.api.models import Computer, Session
 from formatters.blocks import (
     SECTION_TEXT_MAX,
@@ -223,7 +225,7 @@ def computer_choice(computers: Sequence[Computer], row_id: int, *, minutes: int)
         "placeholder": {"type": "plain_text", "text": "Choose a computer"},
         "options": options,
     }
-    blocks = [
+    blocks: list[Block | dict[str, Any]] = [
         {"type": "section", "block_id": f"pick:{row_id}", "text": {"type": "mrkdwn", "text": CHOOSE_COMPUTER}, "accessory": menu},
         context(CHOOSE_HINT.format(minutes=minutes)),
     ]

@@ -218,7 +218,7 @@ def _same(old: Any, new: Any) -> bool:
         return old.keys() == new.keys() and all(_same(v, new[k]) for k, v in old.items())
     if isinstance(old, list):
         return len(old) == len(new) and all(_same(a, b) for a, b in zip(old, new, strict=True))
-    return old == new
+    return bool(old == new)
 
 
 def _is_key(values: list[Any]) -> bool:
@@ -271,7 +271,7 @@ class _Differ:
         else:
             self.emit(path, ChangeKind.CHANGED, old, new, name=name)
 
-    def mapping(self, path: str, old: Mapping, new: Mapping) -> None:
+    def mapping(self, path: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         for key, before in old.items():
             child = _member_path(path, key)
             if key in new:
@@ -282,7 +282,7 @@ class _Differ:
             if key not in old:
                 self.emit(_member_path(path, key), ChangeKind.ADDED, new=after, name=str(key))
 
-    def sequence(self, path: str, name: str, old: list, new: list) -> None:
+    def sequence(self, path: str, name: str, old: list[Any], new: list[Any]) -> None:
         if all(isinstance(v, _SCALARS) for v in (*old, *new)):
             self.scalars(path, name, old, new)
             return
@@ -308,7 +308,7 @@ class _Differ:
             if item[key] not in new_keys:
                 self.emit(f"{path}[{index}]", ChangeKind.REMOVED, old=item)
 
-    def scalars(self, path: str, name: str, old: list, new: list) -> None:
+    def scalars(self, path: str, name: str, old: list[Any], new: list[Any]) -> None:
         if self.secret(name, *old, *new):
             self.out.append(SettingChange(path, ChangeKind.CHANGED, secret=True))
             return
