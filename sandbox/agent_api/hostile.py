@@ -1,4 +1,4 @@
-"""``--hostile``: spec-legal data nobody planned for, in every free-text field and list (issue 11).
+"""``--hostile``: spec-legal data nobody planned for, in every free-text field and list.
 
 With ``SandboxConfig.hostile`` the sandbox keeps its normal organization, then makes it hostile where
 the spec allows anything: every free-text field (names, descriptions, rationales, computer and step
