@@ -48,7 +48,7 @@ def bare_bolt_app(signing_secret: str, token: str, api_url: str) -> Starlette:
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 async def measure(slack, url: str, requests: int, concurrency: int) -> tuple[list[float], int]:

@@ -6,7 +6,8 @@ peak memory of the bot side and chart time.
 The sandbox runs in its own process (``agent-bot sandbox --users N``), so its CPU does not count as
 the bot's. Measured: one ``DigestService.tick`` (landing check, every analytics request, the chart,
 ``chat.postMessage`` + ``files_upload_v2`` into the Slack emulator); each of its largest requests alone,
-the slowest of which is the floor (the digest needs that answer); peak memory of the bot process (``tracemalloc`` peak of Python allocations during the tick, and the process's max RSS).
+the slowest of which is the floor (the digest needs that answer); peak memory of the bot process
+(``tracemalloc`` peak of Python allocations during the tick, and the process's max RSS).
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from processes import sandbox_process  # noqa: E402
+from processes import sandbox_process
 
-from bot.api import AgentClient  # noqa: E402
-from bot.app import settle_heap  # noqa: E402
-from bot.services.digest import DigestRepository, Subscription  # noqa: E402
-from bot.store import Store  # noqa: E402
-from handlers.digest import digest_service  # noqa: E402
-from sandbox.slack_emulator import SlackEmulator  # noqa: E402
+from bot.api import AgentClient
+from bot.app import settle_heap
+from bot.services.digest import DigestRepository, Subscription
+from bot.store import Store
+from handlers.digest import digest_service
+from sandbox.slack_emulator import SlackEmulator
 
-NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 DAY = dt.date(2026, 11, 21)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime as dt
 import resource
 import statistics
@@ -99,12 +100,12 @@ async def run(sessions: int, seconds: float, every: float) -> None:
         agent = AgentClient(base_url=api_url, api_key=KEY, transport=counting, retry=RetryPolicy(max_attempts=2))
         driver = AgentClient(base_url=api_url, api_key=KEY)
         slack = TimedSlack(AsyncWebClient(token=TOKEN, base_url=f"{slack_url}/api/"))
-        follower = Follower(sessions=links, agent=agent, slack=slack, now=lambda: dt.datetime.now(dt.timezone.utc))
+        follower = Follower(sessions=links, agent=agent, slack=slack, now=lambda: dt.datetime.now(dt.UTC))
 
         ids = []
         for n in range(sessions):
             parent = await slack.client.chat_postMessage(channel=CHANNEL, text=f"session {n}")
-            now = dt.datetime.now(dt.timezone.utc)
+            now = dt.datetime.now(dt.UTC)
             row, _ = await links.claim_start(
                 NewStart(start_key=f"bench:{n}", slack_user="U0MEMBER", user_email=None, channel=CHANNEL,
                          origin="command", prompt=f"task {n}", computer_id="cmp-ci-sandbox"),
@@ -123,12 +124,10 @@ async def run(sessions: int, seconds: float, every: float) -> None:
             while not stop.is_set():
                 # as a reply in the thread does: send it, then wake the follower for that session
                 await driver.create_message(session_id=session_id, text=f"please run the tests, round {n}")
-                await links.wake(row_id, dt.datetime.now(dt.timezone.utc))
+                await links.wake(row_id, dt.datetime.now(dt.UTC))
                 n += 1
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=every)
-                except asyncio.TimeoutError:
-                    pass
 
         async def ticking() -> None:
             while not stop.is_set():

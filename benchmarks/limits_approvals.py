@@ -25,7 +25,7 @@ import sqlalchemy
 from bot.services.limits import LimitEntry, LimitsStore, Outcome, TransitionRefused
 from bot.store import Store
 
-NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -78,12 +78,15 @@ def main() -> None:
             conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS limit_requests, known_limits"))
         engine.dispose()
         targets.append(("postgresql", args.postgres))
-    print(f"| database | requests | contenders | file p50/p99 ms | contested approve p50/p99 ms | apply p50/p99 ms | winners |")
+    print("| database | requests | contenders | file p50/p99 ms | contested approve p50/p99 ms | apply p50/p99 ms | winners |")
     print("|---|---|---|---|---|---|---|")
     for name, url in targets:
         r = asyncio.run(run(url, args.requests, args.contenders))
         f, a, p = r["file"], r["approve"], r["apply"]
-        print(f"| {name} | {args.requests} | {args.contenders} | {f[0]:.1f} / {f[1]:.1f} | {a[0]:.1f} / {a[1]:.1f} | {p[0]:.1f} / {p[1]:.1f} | {r['winners']} of {args.requests} |")
+        print(
+            f"| {name} | {args.requests} | {args.contenders} | {f[0]:.1f} / {f[1]:.1f} | {a[0]:.1f} / {a[1]:.1f} "
+            f"| {p[0]:.1f} / {p[1]:.1f} | {r['winners']} of {args.requests} |"
+        )
 
 
 if __name__ == "__main__":

@@ -24,15 +24,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.bot.bot_processes
 
-import sqlalchemy  # noqa: E402
+import sqlalchemy
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory  # noqa: E402
-from sandbox.slack_emulator import SlackEmulator  # noqa: E402
-from tests.bot.bot_processes import bot_environment, start_serve  # noqa: E402
+from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from sandbox.slack_emulator import SlackEmulator
+from tests.bot.bot_processes import bot_environment, start_serve
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ack_latency import percentile  # noqa: E402
-from processes import sandbox_process  # noqa: E402
+from ack_latency import percentile
+from processes import sandbox_process
 
 MIX = (
     ("U0MANAGER", "help"),

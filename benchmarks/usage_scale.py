@@ -12,8 +12,8 @@ median of ``--reps``:
 
 - reply: seconds from sending the signed slash command to the reply on its response_url;
 - slowest call: seconds of the slowest single API call the form needs, made alone with httpx
-  (status line to last byte): the yardstick of issue 11 ("every reply within 1.5x the slowest single
-  API call it needs"). The calls a form needs: ``usage Nd`` /tokens, /activity, /tools and
+  (status line to last byte): the yardstick ("every reply within 1.5x the slowest single API call it
+  needs"). The calls a form needs: ``usage Nd`` /tokens, /activity, /tools and
   /productivity for the period and the previous one; ``by model|client|tool`` the grouped endpoint;
   ``by user`` /tokens; ``user <email>`` /tokens and one /users page;
 - API alone: seconds the form's calls take made the way the bot makes them (all at once; ``user

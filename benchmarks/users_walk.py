@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--day", type=dt.date.fromisoformat, default=None, help="default: the latest Wednesday with data")
     args = parser.parse_args()
     config = SandboxConfig(users=args.users)
-    day = args.day or dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=1)
+    day = args.day or dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
     while args.day is None and day.weekday() != 2:  # a weekday: most people are active
         day -= dt.timedelta(days=1)
     with serve_in_thread(create_app(config)) as server:

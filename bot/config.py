@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     )
 
     @model_validator(mode="after")
-    def _defaults(self) -> "Settings":
+    def _defaults(self) -> Settings:
         if not self.slack_api_url.endswith("/"):
             self.slack_api_url += "/"
         if self.agent_app_url is None:

@@ -1,5 +1,5 @@
 """The one way an unexpected failure reaches people: an apology with a reference id in Slack, the
-full trace in the log, never a stack trace in Slack (DEVELOPERS.md, "Bad input gets a clear error").
+full trace in the log, never a stack trace in Slack: bad input gets a clear error.
 
 :func:`apologize` is the app's global error handler (``app.error``). :func:`reported` wraps a
 listener so that its failures go through :func:`apologize` *inside* the listener: slack-bolt's
@@ -24,7 +24,7 @@ from formatters.notices import internal_error_message
 logger = logging.getLogger(__name__)
 
 
-_in_flight: "weakref.WeakSet[asyncio.Task[Any]]" = weakref.WeakSet()
+_in_flight: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 
 
 async def drain_listeners(timeout: float) -> int:

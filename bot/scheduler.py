@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
@@ -58,7 +58,7 @@ class Scheduler:
                 IntervalTrigger(seconds=job.seconds),
                 id=job.name,
                 name=job.name,
-                next_run_time=datetime.now(timezone.utc),
+                next_run_time=datetime.now(UTC),
             )
         scheduler.start()
         self._scheduler = scheduler

@@ -39,9 +39,11 @@ deliveries = Table(
 
 class Store:
     """Access to the bot's tables. ``url`` is a SQLAlchemy URL; raises ``sqlalchemy.exc.ArgumentError``
-    for a malformed one and ``sqlalchemy.exc.OperationalError`` when the database cannot be reached."""
+    for a malformed one and ``sqlalchemy.exc.OperationalError`` when the database cannot be reached.
+    ``now`` is the clock that stamps the rows (an aware UTC datetime; injectable for tests)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, now: Callable[[], dt.datetime] | None = None) -> None:
+        self._now: Callable[[], dt.datetime] = now if now is not None else _utc_now
         self.engine: Engine = create_engine(url, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -56,7 +58,7 @@ class Store:
         def work() -> bool:
             try:
                 with self.engine.begin() as conn:
-                    conn.execute(insert(deliveries).values(key=key[:255], received_at=_now()))
+                    conn.execute(insert(deliveries).values(key=key[:255], received_at=self._now()))
                 return True
             except IntegrityError:
                 return False
@@ -105,5 +107,5 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)

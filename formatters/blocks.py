@@ -144,7 +144,9 @@ def button(text: str, action_id: str, value: str = "", *, style: str | None = No
     """A button; ``text`` plain, ``value`` at most 2000 characters (longer raises ``ValueError``)."""
     if len(value) > BUTTON_VALUE_MAX:
         raise ValueError(f"button value longer than {BUTTON_VALUE_MAX} characters")
-    return ButtonElement(text=PlainTextObject(text=cut(plain(text), BUTTON_TEXT_MAX)), action_id=action_id, value=value or None, style=style)
+    return ButtonElement(
+        text=PlainTextObject(text=cut(plain(text), BUTTON_TEXT_MAX)), action_id=action_id, value=value or None, style=style
+    )
 
 
 def actions(*elements: Any, block_id: str | None = None) -> ActionsBlock:
@@ -174,7 +176,7 @@ def message(blocks: Sequence[Block | dict], text: str, *, more_label: str = "and
     rendered = [b.to_dict() if isinstance(b, Block) else dict(b) for b in blocks]
     if len(rendered) > MAX_BLOCKS:
         dropped = len(rendered) - (MAX_BLOCKS - 1)
-        rendered = rendered[: MAX_BLOCKS - 1] + [context(more_label.format(n=dropped)).to_dict()]
+        rendered = [*rendered[: MAX_BLOCKS - 1], context(more_label.format(n=dropped)).to_dict()]
     return {"text": cut(text or " ", FALLBACK_TEXT_MAX), "blocks": rendered}
 
 

@@ -222,7 +222,8 @@ def summary_fields(summary: SettingsSummary) -> list[tuple[str, str]]:
         [
             f"allowed: {_names(mp.allowed_model_ids)}",
             f"blocked: {_names(mp.blocked_model_ids)}",
-            f"all service models: {_on(mp.allow_all_service_models, 'yes', 'no')} \u00b7 fast models: {_on(mp.fast_models_allowed, 'yes', 'no')}",
+            f"all service models: {_on(mp.allow_all_service_models, 'yes', 'no')} \u00b7 "
+            f"fast models: {_on(mp.fast_models_allowed, 'yes', 'no')}",
             f"custom models: {_on(mp.allow_custom_models, 'allowed', 'not allowed')} \u00b7 {_names(mp.custom_models, 3)}",
             f"allowed base URLs: {_names(mp.allowed_base_urls, 3)}",
         ]

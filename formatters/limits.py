@@ -112,7 +112,7 @@ def when(moment: dt.datetime | None) -> str:
     """A Slack date token (reader's time zone) with the UTC time as fallback; empty for ``None``."""
     if moment is None:
         return ""
-    utc = moment.astimezone(dt.timezone.utc)
+    utc = moment.astimezone(dt.UTC)
     return f"<!date^{int(utc.timestamp())}^{{date_short_pretty}} {{time}}|{utc:%Y-%m-%d %H:%M} UTC>"
 
 
@@ -202,7 +202,10 @@ def request_message(request: LimitRequest) -> Payload:
         if request.state == NOT_APPLIED:
             blocks.append(actions(button("Retry", RETRY_ACTION, rid, style="primary"), block_id=f"limits-{rid}"))
     state = STATE_LABELS.get(request.state, request.state).split(" ", 1)[-1]
-    fallback = f"Credit-limit request #{request.id} by {esc(request.requester_email)}: {users} user(s), {signed(request.total_change)} credits. {state}."
+    fallback = (
+        f"Credit-limit request #{request.id} by {esc(request.requester_email)}: {users} user(s), "
+        f"{signed(request.total_change)} credits. {state}."
+    )
     return message(blocks, fallback)
 
 
@@ -230,7 +233,9 @@ def decided_before(request: LimitRequest) -> Payload:
     verb = {APPROVED: "approved", APPLIED: "approved", NOT_APPLIED: "approved", REJECTED: "rejected", CANCELLED: "cancelled"}
     if request.state == EXPIRED:
         return expired_notice(request)
-    text = DECIDED_BEFORE.format(id=request.id, state=verb.get(request.state, request.state), who=who(request.decided_by), when=when(request.decided_at))
+    text = DECIDED_BEFORE.format(
+        id=request.id, state=verb.get(request.state, request.state), who=who(request.decided_by), when=when(request.decided_at)
+    )
     return message([section(f":information_source: {text}")], f"Request #{request.id} was already decided.")
 
 
@@ -320,7 +325,12 @@ def history_message(requests: Sequence[LimitRequest]) -> Payload:
         blocks.append(
             section(
                 HISTORY_LINE.format(
-                    id=request.id, state=state, requester=who(request.requester_id), when=when(request.created_at), decided=decided, entries=entries
+                    id=request.id,
+                    state=state,
+                    requester=who(request.requester_id),
+                    when=when(request.created_at),
+                    decided=decided,
+                    entries=entries,
                 )
             )
         )

@@ -6,15 +6,20 @@ tests import it instead of repeating the string.
 
 from __future__ import annotations
 
+from slack_sdk.models.blocks import Block
+
 from formatters.blocks import Payload, context, esc, esc_text, message, section
 
 REFUSED = ":no_entry: `/agent {command}` needs the *{needed}* role; you are *{role}*. Ask an owner of the bot to add you to the roles file."
-INTERNAL_ERROR = ":warning: Something went wrong on my side. Please try again; if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
+INTERNAL_ERROR = (
+    ":warning: Something went wrong on my side. Please try again; "
+    "if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
+)
 
 
 def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payload:
     """A failure: ``what`` happened (plain text, escaped here) and ``hint``, what to do next."""
-    blocks = [section(f"{icon} {esc_text(what)}")]
+    blocks: list[Block] = [section(f"{icon} {esc_text(what)}")]
     if hint:
         blocks.append(context(esc_text(hint)))
     return message(blocks, esc_text(f"{what} {hint}".strip()))  # the fallback text is mrkdwn too

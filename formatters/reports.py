@@ -20,6 +20,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from slack_sdk.models.blocks import Block
+
 from bot.services.readiness import (
     AmbiguousRepository,
     Comparison,
@@ -342,7 +344,7 @@ def report_message(result: RepositoryReports, now: datetime) -> Payload:
     middle: list = [section(text) for text, _ in sections]
     if len(sections) > budget:
         shown = sum(count for _, count in sections[: budget - 1])
-        middle = middle[: budget - 1] + [context(MORE_CRITERIA.format(n=len(report.criteria) - shown))]
+        middle = [*middle[: budget - 1], context(MORE_CRITERIA.format(n=len(report.criteria) - shown))]
     if not sections:
         middle = [section(NO_CRITERIA)]
 
@@ -390,7 +392,7 @@ def overview_message(result: Overview, now: datetime) -> Payload:
     middle: list = [section(text) for text, _ in sections]
     if len(sections) > budget:
         shown = sum(count for _, count in sections[: budget - 1])
-        middle = middle[: budget - 1] + [context(f"and {len(lines) - shown} more repositories not shown")]
+        middle = [*middle[: budget - 1], context(f"and {len(lines) - shown} more repositories not shown")]
     worst = result.repositories[0]
     fallback = (
         f"Agent readiness of {len(lines)} repositories; lowest: {esc(worst.repository.slug)} "
@@ -419,9 +421,9 @@ def details_messages(report: Report, now: datetime, *, max_messages: int = MAX_D
             continue
         pieces.append((GROUP_TITLES[outcome].format(n=len(criteria)), []))
         for c in criteria:
-            head = f"*{cut(esc(c.id), LINE_MAX)}* {fraction(c)}"
+            title = f"*{cut(esc(c.id), LINE_MAX)}* {fraction(c)}"
             body = esc(c.rationale.strip()) or "_no rationale given_"
-            chunks = _split_text(f"{head}\n{body}", SECTION_TEXT_MAX)
+            chunks = _split_text(f"{title}\n{body}", SECTION_TEXT_MAX)
             pieces += [(chunk, [c.id] if i == 0 else []) for i, chunk in enumerate(chunks)]
     sections: list[tuple[str, list[str]]] = []
     for text, ids in pieces:
@@ -432,7 +434,7 @@ def details_messages(report: Report, now: datetime, *, max_messages: int = MAX_D
     if not sections:
         sections = [(NO_CRITERIA, [])]
 
-    first_head = [
+    first_head: list[Block] = [
         header(DETAILS_TITLE.format(repo=repo)),
         context(DETAILS_HEAD.format(when=evaluated(report.created_at, now), report_id=esc(report.report_id))),
     ]
@@ -441,7 +443,7 @@ def details_messages(report: Report, now: datetime, *, max_messages: int = MAX_D
     truncated = len(sections) > capacity
     if truncated:
         sections = sections[: capacity - 1]
-    batches: list[list] = []
+    batches: list[list[Block]] = []
     rest = list(sections)
     first_room = MAX_BLOCKS - len(first_head)
     batches.append([section(t) for t, _ in rest[:first_room]])
@@ -457,7 +459,7 @@ def details_messages(report: Report, now: datetime, *, max_messages: int = MAX_D
     payloads = []
     total = len(batches)
     for n, batch in enumerate(batches, 1):
-        head = first_head if n == 1 else [header(DETAILS_CONTINUED.format(repo=repo, n=n, total=total))]
+        head: list[Block] = first_head if n == 1 else [header(DETAILS_CONTINUED.format(repo=repo, n=n, total=total))]
         fallback = f"Readiness details of {esc(repo)}: full rationales of {len(report.criteria)} criteria ({n}/{total})"
         payloads.append(message(head + batch, fallback))
     return payloads

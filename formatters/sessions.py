@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from slack_sdk.models.blocks import Block
+
 from bot.api.models import Computer, Session
 from formatters.blocks import (
     SECTION_TEXT_MAX,
@@ -223,7 +225,7 @@ def computer_choice(computers: Sequence[Computer], row_id: int, *, minutes: int)
         "placeholder": {"type": "plain_text", "text": "Choose a computer"},
         "options": options,
     }
-    blocks = [
+    blocks: list[Block | dict[str, Any]] = [
         {"type": "section", "block_id": f"pick:{row_id}", "text": {"type": "mrkdwn", "text": CHOOSE_COMPUTER}, "accessory": menu},
         context(CHOOSE_HINT.format(minutes=minutes)),
     ]
@@ -256,7 +258,8 @@ def start_modal(computers: Sequence[Computer], *, channel: str, default_computer
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "input", "block_id": START_BLOCKS["computer"], "label": {"type": "plain_text", "text": "Computer"}, "element": select},
-            {"type": "input", "block_id": START_BLOCKS["cwd"], "optional": True, "label": {"type": "plain_text", "text": "Working directory"},
+            {"type": "input", "block_id": START_BLOCKS["cwd"], "optional": True,
+             "label": {"type": "plain_text", "text": "Working directory"},
              "element": {"type": "plain_text_input", "action_id": "value", "max_length": INPUT_MAX}},
             {"type": "input", "block_id": START_BLOCKS["model"], "optional": True, "label": {"type": "plain_text", "text": "Model"},
              "element": {"type": "plain_text_input", "action_id": "value", "max_length": 255}},
@@ -288,7 +291,10 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
         where = f"<{row.link}|thread>" if row.link else "no thread"
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
         blocks.append(
-            section(f"*{title}*\n{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> \u00b7 {when} \u00b7 {where}")
+            section(
+                f"*{title}*\n{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
+                f"\u00b7 {when} \u00b7 {where}"
+            )
         )
     if len(rows) > total_shown_limit:
         blocks.append(context(f"and {len(rows) - total_shown_limit} older sessions not shown"))
@@ -340,7 +346,7 @@ def _ms(value: float | int | None) -> str:
     if value is None:
         return "n/a"
     try:
-        return dt.datetime.fromtimestamp(float(value) / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return dt.datetime.fromtimestamp(float(value) / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     except (OverflowError, OSError, ValueError):
         return "n/a"
 

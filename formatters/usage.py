@@ -81,10 +81,8 @@ def usage_summary(summary: UsageSummary) -> Payload:
         ]
     )
     blocks.append(section("*Top users by billable tokens*\n" + _ranked_lines(summary.top_users, "tokens")))
-    if summary.previous_period is not None:
-        note = f"Changes compare with {summary.previous_period.label()}."
-    else:
-        note = f"Changes: {NO_PREVIOUS}."
+    previous = summary.previous_period
+    note = f"Changes compare with {previous.label()}." if previous is not None else f"Changes: {NO_PREVIOUS}."
     blocks.append(context(f"{note} Days are UTC; data runs through yesterday."))
     fallback = (
         f"Agent usage {summary.period.label()}: {number(t.billable_tokens)} billable tokens, "

@@ -44,7 +44,7 @@ def _moment(value: str | None) -> dt.datetime | None:
         return None
     try:
         moment = dt.datetime.fromisoformat(value)
-        return moment.replace(tzinfo=dt.timezone.utc) if moment.tzinfo is None else moment.astimezone(dt.timezone.utc)
+        return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
     except (ValueError, OverflowError):  # not ISO 8601, a leap second, or past year 9999 in UTC
         return None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand
@@ -39,6 +39,9 @@ from formatters.reports import (
 )
 from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
 
+if TYPE_CHECKING:
+    from bot.app import Services
+
 logger = logging.getLogger(__name__)
 
 SPEC = SubCommand(
@@ -61,11 +64,12 @@ BAD_DETAILS_HINT = "Run `/agent reports <repo>` again and use its Details button
 MAX_REPORT_ID = 200
 
 
-def now_for(services: Any) -> datetime:
-    """The current UTC time on the bot's calendar: ``services.today()`` at the wall clock's time of day
-    (the real now in production; the fixed day of the demo and the tests with a plausible time)."""
-    wall = datetime.now(UTC)
-    return datetime.combine(services.today(), wall.time(), tzinfo=UTC)
+def now_for(services: Services) -> datetime:
+    """The current UTC time on the bot's calendar: ``services.today()`` at the time of day of
+    ``services.now()`` (the real now in production; the fixed day of the demo and the tests with a
+    plausible time). Both clocks are injected: nothing here reads the wall clock."""
+    clock = services.now().astimezone(UTC)
+    return datetime.combine(services.today(), clock.time(), tzinfo=UTC)
 
 
 async def handle_reports(request: CommandRequest) -> None:

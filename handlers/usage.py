@@ -24,9 +24,9 @@ from typing import Any
 from bot.commands import SubCommand
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
 from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
-from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
 from formatters.blocks import message, section
 from formatters.notices import error_message
+from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
 from handlers.router import CommandRequest, Router, UserInputError
 
 logger = logging.getLogger(__name__)

@@ -70,8 +70,8 @@ from bot.api.models import (
     MessageRoleFilter,
     MessageSubmission,
     ModelTier,
-    ModelTokenTotal,
     ModelTokens,
+    ModelTokenTotal,
     ModelUsed,
     NameCount,
     Number,
@@ -105,11 +105,11 @@ from bot.api.retry import RetryPolicy
 from bot.api.validation import EARLIEST_ANALYTICS_DATE
 
 __all__ = [
-    "DEFAULT_MAX_PAGES",
-    "EARLIEST_ANALYTICS_DATE",
     "CLIENT_TYPES",
     "COMPUTER_STATUSES",
+    "DEFAULT_MAX_PAGES",
     "DELEGATION_LEVELS",
+    "EARLIEST_ANALYTICS_DATE",
     "MESSAGE_ROLES",
     "MODEL_TIERS",
     "REASONING_EFFORTS",
@@ -187,11 +187,11 @@ __all__ = [
     "TokenSummaryRow",
     "TokenTotalsAnswer",
     "TokenTotalsRow",
-    "UserTokenTotal",
     "TokenUsage",
     "ToolInvocations",
     "ToolRow",
     "UnauthorizedError",
     "UserRow",
+    "UserTokenTotal",
     "UserTokens",
 ]

@@ -3,15 +3,16 @@ productivity and the per-user ``/users`` pages, typed with overloads for ``group
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Literal, overload
 
-import msgspec
 from pydantic import BaseModel
 
 from bot.api import validation
-from bot.api.common import DateInput
+from bot.api.common import DateInput, ModelT
+from bot.api.core import AnalyticsParams, ClientCore
 from bot.api.models import (
     ActivityRow,
     AnalyticsResponse,
@@ -46,9 +47,29 @@ _ANALYTICS: dict[str, _AnalyticsEndpoint] = {
 }
 
 
-class AnalyticsAPI:
-    """Analytics endpoints (spec: analytics-and-readiness-api.md, "Analytics"): tokens, tools, activity, Mixed into :class:`bot.api.client.AgentClient`, whose transport
-    (``_request``, ``_parse``, ``_iterate``, ``_v0_next``) these methods use."""
+def _answer_type(endpoint: str, group_by: Any) -> type[AnalyticsResponse[Any]]:
+    """The answer type of ``endpoint``: ``AnalyticsResponse`` of its row, or of its grouped row with
+    ``group_by`` (validated: only the endpoint's own dimension)."""
+    spec = _ANALYTICS[endpoint]
+    row = spec.row
+    if group_by is not None:
+        allowed = (spec.group_by,) if spec.group_by else ()
+        validation.choice(group_by, name="group_by", allowed=allowed)
+        row = spec.grouped_row or row
+    # unavoidable: a pydantic generic parametrized at run time, which mypy reads as a type expression
+    return AnalyticsResponse[row]  # type: ignore[valid-type]
+
+
+def _params(start: date, end: date, group_by: str | None = None, **extra: str | None) -> AnalyticsParams:
+    return tuple({"startDate": start.isoformat(), "endDate": end.isoformat(), "group_by": group_by, **extra}.items())
+
+
+class AnalyticsAPI(ClientCore):
+    """Analytics endpoints (spec: analytics-and-readiness-api.md, "Analytics"): tokens, token summary
+    and totals, tools, activity, productivity, users.
+
+    Mixed into :class:`bot.api.client.AgentClient`, whose transport these methods use
+    (:class:`bot.api.core.ClientCore`)."""
 
     # ---------------------------------------------------------------------------------------
     # analytics (spec: analytics-and-readiness-api.md, "Endpoints")
@@ -62,24 +83,20 @@ class AnalyticsAPI:
         end_date: Any,
         group_by: Any = None,
         extra: Mapping[str, str | None] | None = None,
-        view: type | None = None,
     ) -> AnalyticsResponse[Any]:
-        spec = _ANALYTICS[endpoint]
         start, end = validation.analytics_range(start_date, end_date, today=self._today())
-        row = view or spec.row  # a view is a whole answer type (a msgspec Struct), not a row
-        if group_by is not None:
-            allowed = (spec.group_by,) if spec.group_by else ()
-            validation.choice(group_by, name="group_by", allowed=allowed)
-            row = spec.grouped_row or row
-        params = {"startDate": start.isoformat(), "endDate": end.isoformat(), "group_by": group_by}
+        answer = _answer_type(endpoint, group_by)
         if extra:  # /users pages: not cached
-            return await self._fetch_analytics_uncached(endpoint, row, tuple({**params, **extra}.items()))
-        return await self._fetch_analytics(endpoint, row, tuple(params.items()))
+            return await self._fetch_analytics_uncached(endpoint, answer, _params(start, end, group_by, **extra))
+        return await self._fetch_analytics(endpoint, answer, _params(start, end, group_by))
 
-    async def _fetch_analytics_uncached(
-        self, endpoint: str, row: type, params: tuple[tuple[str, str | None], ...]
-    ) -> AnalyticsResponse[Any]:
-        answer = row if issubclass(row, msgspec.Struct) else AnalyticsResponse[row]  # type: ignore[valid-type]
+    async def _analytics_view(self, endpoint: str, view: type[ModelT], *, start_date: Any, end_date: Any) -> ModelT:
+        """The answer of ``endpoint`` (no group_by) decoded as ``view``, a whole answer type (a lean
+        msgspec view of :mod:`bot.api.models`)."""
+        start, end = validation.analytics_range(start_date, end_date, today=self._today())
+        return await self._fetch_analytics(endpoint, view, _params(start, end))
+
+    async def _fetch_analytics_uncached(self, endpoint: str, answer: type[ModelT], params: AnalyticsParams) -> ModelT:
         return await self._request("GET", f"{ANALYTICS_PATH}/{endpoint}", answer, params=dict(params))
 
     @overload
@@ -111,12 +128,12 @@ class AnalyticsAPI:
         totals, by_model, and each user's billable tokens, skipping `by_user[].by_model` while
         decoding (at 10,000 users that is most of the answer). Cached apart from `get_tokens`.
         Dates and errors as `get_tokens`."""
-        return await self._analytics("tokens", start_date=start_date, end_date=end_date, view=TokenSummaryAnswer)
+        return await self._analytics_view("tokens", TokenSummaryAnswer, start_date=start_date, end_date=end_date)
 
     async def get_token_totals(self, *, start_date: DateInput, end_date: DateInput) -> TokenTotalsAnswer:
         """`/tokens` (no group_by) read as `TokenTotalsRow`s: each day's totals only, the rest
         skipped while decoding. Dates and errors as `get_tokens`."""
-        return await self._analytics("tokens", start_date=start_date, end_date=end_date, view=TokenTotalsAnswer)
+        return await self._analytics_view("tokens", TokenTotalsAnswer, start_date=start_date, end_date=end_date)
 
     @overload
     async def get_tools(
@@ -202,7 +219,7 @@ class AnalyticsAPI:
         end_date: DateInput,
         page_size: int = 100,
         max_pages: int = DEFAULT_MAX_PAGES,
-    ) -> AsyncIterator[UserRow]:
+    ) -> AsyncGenerator[UserRow, None]:
         """Every `UserRow` of the range, following `meta.next_cursor` to the last page.
 
         Arguments are validated now; pages are fetched while iterating. Raises what

@@ -20,14 +20,13 @@ overloads, so `get_tokens(..., group_by="model")` is an `AnalyticsResponse[Group
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import msgspec
@@ -37,7 +36,7 @@ from pydantic import SecretStr
 
 from bot.api import validation
 from bot.api.analytics import AnalyticsAPI
-from bot.api.common import DateInput, ItemT, ModelT
+from bot.api.common import DateInput, ModelT
 from bot.api.errors import (
     AgentAPIError,
     AgentAPITimeoutError,
@@ -47,8 +46,6 @@ from bot.api.errors import (
     http_error_from_response,
 )
 from bot.api.management import ManagementAPI
-from bot.api.models import Pagination
-from bot.api.pagination import next_cursor, paginate
 from bot.api.readiness import ReadinessAPI
 from bot.api.retry import RetryPolicy
 
@@ -71,6 +68,14 @@ def _base_url(value: Any, *, name: str) -> str:
     return url
 
 
+def _api_key(value: object) -> str:
+    """The API key, checked at run time (a caller may pass an unset setting): a non-empty printable
+    ASCII string, as a header value must be."""
+    if not isinstance(value, str) or not _HEADER_SAFE.fullmatch(value):
+        raise AgentAPIValidationError("api_key", "must be a non-empty printable ASCII string")
+    return value
+
+
 def _schema_problems(exc: pydantic.ValidationError, limit: int = 3) -> str:
     """'loc: message' of the first few schema errors, without the offending values."""
     errors = exc.errors(include_url=False, include_input=False)
@@ -81,9 +86,16 @@ def _schema_problems(exc: pydantic.ValidationError, limit: int = 3) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
-@functools.cache
-def _lean_decoder(model: type) -> msgspec.json.Decoder:
-    return msgspec.json.Decoder(model)
+StructT = TypeVar("StructT", bound=msgspec.Struct)
+_LEAN_DECODERS: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+
+
+def _lean_decoder(model: type[StructT]) -> msgspec.json.Decoder[StructT]:
+    """The JSON decoder of a lean view, made once per view."""
+    decoder = _LEAN_DECODERS.get(model)
+    if decoder is None:
+        decoder = _LEAN_DECODERS[model] = msgspec.json.Decoder(model)
+    return decoder
 
 
 ANALYTICS_CACHE_SIZE = 512
@@ -144,12 +156,10 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
     ) -> None:
         self._base_url = _base_url(base_url, name="base_url")
         self._app_url = self._base_url if app_url is None else _base_url(app_url, name="app_url")
-        if not isinstance(api_key, str) or not _HEADER_SAFE.fullmatch(api_key):
-            raise AgentAPIValidationError("api_key", "must be a non-empty printable ASCII string")
-        self._api_key = SecretStr(api_key)
+        self._api_key = SecretStr(_api_key(api_key))
         self._timeout = timeout
         self._retry = retry if retry is not None else RetryPolicy()
-        self._today = today or _utc_today
+        self._today = today if today is not None else _utc_today
         # Analytics answers are about past days, which change only when the daily batch lands, so
         # they may be kept a while; concurrent identical requests share one call (async-lru). An
         # answer without a row for its last day (the batch has not landed it yet) is not kept.
@@ -296,8 +306,8 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
 
     @staticmethod
     def _decode_lean(
-        response: httpx.Response, model: type[ModelT], method: str, path: str, context: dict[str, Any]
-    ) -> ModelT:
+        response: httpx.Response, model: type[StructT], method: str, path: str, context: dict[str, Any]
+    ) -> StructT:
         try:
             return _lean_decoder(model).decode(response.content)
         except msgspec.ValidationError as exc:  # its message names the place, never the value
@@ -309,18 +319,4 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
                 f"{method} {path}: the response (HTTP {response.status_code}) is not JSON", **context
             ) from exc
 
-    def _iterate(
-        self,
-        fetch: Callable[[str | None], Any],
-        split: Callable[[Any], tuple[Sequence[ItemT], str | None]],
-        *,
-        max_pages: Any,
-        what: str,
-    ) -> AsyncIterator[ItemT]:
-        pages = validation.positive_int(max_pages, name="max_pages")
-        return paginate(fetch, split, max_pages=pages, what=what)
-
-    @staticmethod
-    def _v0_next(pagination: Pagination, what: str) -> str | None:
-        return next_cursor(pagination.has_more, pagination.next_cursor, what=what)
 

@@ -3,11 +3,12 @@ users, credit limits, sessions and their messages, computers."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, get_args
 
 from bot.api import validation
 from bot.api.common import ModelT, segment
+from bot.api.core import ClientCore
 from bot.api.errors import (
     AgentAPIError,
     AgentAPIValidationError,
@@ -40,9 +41,12 @@ _ROLE_FILTERS: tuple[str, ...] = get_args(MessageRoleFilter)
 
 
 
-class ManagementAPI:
-    """Management endpoints v0 (spec: management-api-v0.md): enterprise-control history, organization Mixed into :class:`bot.api.client.AgentClient`, whose transport
-    (``_request``, ``_parse``, ``_iterate``, ``_v0_next``) these methods use."""
+class ManagementAPI(ClientCore):
+    """Management endpoints v0 (spec: management-api-v0.md): enterprise-control history, organization
+    users and their credit limits, sessions and their messages, computers.
+
+    Mixed into :class:`bot.api.client.AgentClient`, whose transport these methods use
+    (:class:`bot.api.core.ClientCore`)."""
 
     # ---------------------------------------------------------------------------------------
     # v0: organization (spec: management-api-v0.md, "Endpoints")
@@ -74,7 +78,7 @@ class ManagementAPI:
 
     def iter_enterprise_controls_history(
         self, *, page_size: int = 100, max_pages: int = DEFAULT_MAX_PAGES
-    ) -> AsyncIterator[EnterpriseControlChange]:
+    ) -> AsyncGenerator[EnterpriseControlChange, None]:
         """Every enterprise-control change, following `pagination.next_cursor` to the end."""
         page_size = validation.page_limit(page_size, name="page_size")
 
@@ -102,7 +106,7 @@ class ManagementAPI:
 
     def iter_organization_users(
         self, *, page_size: int = 100, max_pages: int = DEFAULT_MAX_PAGES
-    ) -> AsyncIterator[OrganizationUser]:
+    ) -> AsyncGenerator[OrganizationUser, None]:
         """Every organization user, following `pagination.next_cursor` to the end."""
         page_size = validation.page_limit(page_size, name="page_size")
 
@@ -248,7 +252,7 @@ class ManagementAPI:
         computer_id: str | None = None,
         page_size: int = 100,
         max_pages: int = DEFAULT_MAX_PAGES,
-    ) -> AsyncIterator[Message]:
+    ) -> AsyncGenerator[Message, None]:
         """Every message of a session (optionally one role), following the cursor to the end."""
         self._session_path(session_id)  # validate now, not on first iteration
         validation.optional(validation.identifier, computer_id, name="computer_id")

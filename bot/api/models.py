@@ -23,7 +23,6 @@ from datetime import UTC, date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
-
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -34,7 +33,7 @@ Number = int | float
 
 # Enumerations of response fields: the values the spec lists are constants, and the field type is
 # `str`, so that a value the spec does not list ("turbo", "ide-plugin", "hibernating") is kept as
-# sent instead of failing the whole answer (issue 11: a platform adds values before a spec does).
+# sent instead of failing the whole answer (a platform adds values before its spec does).
 CLIENT_TYPES = ("terminal-ui", "web", "non-interactive-cli")
 DELEGATION_LEVELS = ("auto-high", "auto-medium", "auto-low", "spec", "manual")
 MODEL_TIERS = ("standard", "thinking")

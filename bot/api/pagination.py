@@ -10,7 +10,7 @@ cursor the server already returned once raises `MalformedResponseError` instead 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from bot.api.errors import MalformedResponseError, PageLimitExceededError
@@ -38,7 +38,7 @@ async def paginate(
     *,
     max_pages: int,
     what: str,
-) -> AsyncIterator[ItemT]:
+) -> AsyncGenerator[ItemT, None]:
     """Yield the items of every page, following cursors to the end.
 
     `fetch(cursor)` gets one page (cursor None for the first); `split(page)` returns the page's

@@ -3,9 +3,10 @@ of an organization's agent-readiness reports, page by page or all of them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from bot.api import validation
+from bot.api.core import ClientCore
 from bot.api.models import (
     ReadinessReport,
     ReadinessReportList,
@@ -15,9 +16,12 @@ from bot.api.pagination import DEFAULT_MAX_PAGES
 READINESS_PATH = "/api/organization/maturity-level-reports"
 
 
-class ReadinessAPI:
-    """Readiness-report endpoint (spec: analytics-and-readiness-api.md, "Readiness reports"): the listing Mixed into :class:`bot.api.client.AgentClient`, whose transport
-    (``_request``, ``_parse``, ``_iterate``, ``_v0_next``) these methods use."""
+class ReadinessAPI(ClientCore):
+    """Readiness-report endpoint (spec: analytics-and-readiness-api.md, "Readiness reports"): the
+    listing of reports, page by page (`startAfter` cursor).
+
+    Mixed into :class:`bot.api.client.AgentClient`, whose transport these methods use
+    (:class:`bot.api.core.ClientCore`)."""
 
     # ---------------------------------------------------------------------------------------
     # readiness reports (spec: analytics-and-readiness-api.md, "Readiness report")
@@ -54,7 +58,7 @@ class ReadinessAPI:
         repo_id: str | None = None,
         page_size: int = 50,
         max_pages: int = DEFAULT_MAX_PAGES,
-    ) -> AsyncIterator[ReadinessReport]:
+    ) -> AsyncGenerator[ReadinessReport, None]:
         """Every readiness report, passing the last `report_id` as `startAfter`.
 
         Stops on an empty page or one shorter than `page_size`. Raises what

@@ -15,6 +15,7 @@ import datetime as dt
 import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -44,7 +45,9 @@ class TokenSeries:
         return self.values[-1] if self.values else 0.0
 
 
-def tokens_series(totals: Mapping[dt.date, float], start: dt.date, end: dt.date, *, history: Mapping[dt.date, float] | None = None) -> TokenSeries:
+def tokens_series(
+    totals: Mapping[dt.date, float], start: dt.date, end: dt.date, *, history: Mapping[dt.date, float] | None = None
+) -> TokenSeries:
     """The series from ``start`` to ``end`` (inclusive) out of day totals (a missing day is 0).
 
     The averages also read the days before ``start`` found in ``totals`` (so the first bars have a
@@ -61,11 +64,21 @@ def tokens_series(totals: Mapping[dt.date, float], start: dt.date, end: dt.date,
     return TokenSeries(tuple(days), tuple(values), tuple(averages))
 
 
-def day_totals(rows: Iterable[object]) -> dict[dt.date, float]:
+class DayTokens(Protocol):
+    """A ``/tokens`` row, grouped or not, or one of its lean views: the day and its billable tokens."""
+
+    @property
+    def date(self) -> dt.date: ...
+
+    @property
+    def billable_tokens(self) -> float: ...
+
+
+def day_totals(rows: Iterable[DayTokens]) -> dict[dt.date, float]:
     """Sum ``billable_tokens`` per ``date`` over token rows (grouped or not)."""
     totals: dict[dt.date, float] = {}
     for row in rows:
-        totals[row.date] = totals.get(row.date, 0.0) + float(row.billable_tokens)  # type: ignore[attr-defined]
+        totals[row.date] = totals.get(row.date, 0.0) + float(row.billable_tokens)
     return totals
 
 

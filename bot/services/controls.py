@@ -182,7 +182,7 @@ class ControlsDiff:
 def _redaction() -> ModuleType:
     """:mod:`bot.api.redaction`, imported on first use: importing it at the top would load the
     ``bot.api`` package and its transport into every formatter that imports the types above."""
-    from bot.api import redaction  # noqa: PLC0415
+    from bot.api import redaction
 
     return redaction
 
@@ -218,19 +218,18 @@ def _same(old: Any, new: Any) -> bool:
         return old.keys() == new.keys() and all(_same(v, new[k]) for k, v in old.items())
     if isinstance(old, list):
         return len(old) == len(new) and all(_same(a, b) for a, b in zip(old, new, strict=True))
-    return old == new
+    return bool(old == new)
 
 
-def _match_key(old: list, new: list) -> str | None:
+def _is_key(values: list[Any]) -> bool:
+    """Every value a non-empty string or an int (not a bool), and no two alike."""
+    usable = all(isinstance(v, str | int) and not isinstance(v, bool) and v != "" for v in values)
+    return usable and len(set(values)) == len(values)
+
+
+def _match_key(old: list[Any], new: list[Any]) -> str | None:
     for key in ("id", "model"):
-        ok = True
-        for items in (old, new):
-            values = [item.get(key) if isinstance(item, dict) else None for item in items]
-            if not all(isinstance(v, str | int) and not isinstance(v, bool) and v != "" for v in values):
-                ok = False
-            elif len(set(values)) != len(values):
-                ok = False
-        if ok:
+        if all(_is_key([item.get(key) if isinstance(item, dict) else None for item in items]) for items in (old, new)):
             return key
     return None
 
@@ -272,7 +271,7 @@ class _Differ:
         else:
             self.emit(path, ChangeKind.CHANGED, old, new, name=name)
 
-    def mapping(self, path: str, old: Mapping, new: Mapping) -> None:
+    def mapping(self, path: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         for key, before in old.items():
             child = _member_path(path, key)
             if key in new:
@@ -283,7 +282,7 @@ class _Differ:
             if key not in old:
                 self.emit(_member_path(path, key), ChangeKind.ADDED, new=after, name=str(key))
 
-    def sequence(self, path: str, name: str, old: list, new: list) -> None:
+    def sequence(self, path: str, name: str, old: list[Any], new: list[Any]) -> None:
         if all(isinstance(v, _SCALARS) for v in (*old, *new)):
             self.scalars(path, name, old, new)
             return
@@ -309,7 +308,7 @@ class _Differ:
             if item[key] not in new_keys:
                 self.emit(f"{path}[{index}]", ChangeKind.REMOVED, old=item)
 
-    def scalars(self, path: str, name: str, old: list, new: list) -> None:
+    def scalars(self, path: str, name: str, old: list[Any], new: list[Any]) -> None:
         if self.secret(name, *old, *new):
             self.out.append(SettingChange(path, ChangeKind.CHANGED, secret=True))
             return

@@ -41,7 +41,7 @@ class Period:
     def days(self) -> int:
         return (self.end - self.start).days + 1
 
-    def previous(self) -> "Period | None":
+    def previous(self) -> Period | None:
         """The period of the same length just before this one, or ``None`` when any of it is before
         :data:`EARLIEST` (a partial comparison would mislead)."""
         end = self.start - dt.timedelta(days=1)

@@ -360,7 +360,8 @@ class _Listing:
         self._cursor = page.reports[-1].report_id  # spec rule 4: the last reportId of the page
         fresh = [Report.from_api(r) for r in page.reports if r.report_id not in self._ids]
         if not fresh:
-            from bot.api.errors import MalformedResponseError  # noqa: PLC0415 (keeps formatters off the transport)
+            # imported here, not at the top: keeps formatters that import this module off the transport
+            from bot.api.errors import MalformedResponseError
 
             raise MalformedResponseError(
                 "readiness reports: the server sent a page of reports it had already sent; stopped to avoid a loop"

@@ -7,7 +7,7 @@ before 2026-01-14), top models, tools, clients and users. :func:`fetch_breakdown
 ``/agent usage <period> by model|client|tool|user``; :func:`fetch_user_usage` one person's numbers
 from ``/users``.
 
-Speed at 10,000 users (issue 11): a reply should take about as long as the slowest single API call
+Speed at 10,000 users: a reply should take about as long as the slowest single API call
 it needs, so
 
 - ``/tokens`` is read through lean views (:meth:`bot.api.AgentClient.get_token_summary`, and
@@ -37,15 +37,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 from bot.services.periods import Period
 
 if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
-    from bot.api import AgentClient, UserRow
+    from bot.api import ActivityRow, AgentClient, ProductivityRow, TokenSummaryRow, TokenTotalsRow, ToolRow, UserRow
 
 TOP_N = 5
 USERS_CONCURRENCY = 8
@@ -129,25 +129,50 @@ class UserUsage:
     delegation_level: str | None = None
 
 
-def rank(counter: Counter | dict, limit: int | None = TOP_N) -> list[Ranked]:
+def rank(counter: Mapping[str, float], limit: int | None = TOP_N) -> list[Ranked]:
     """The ``limit`` largest entries of ``counter`` with their share of the whole."""
     total = sum(counter.values()) or 1
     items = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
     return [Ranked(name, value, value / total) for name, value in items[:limit]]
 
 
-async def _period_rows(client: AgentClient, period: Period, *, totals_only: bool = False) -> tuple[list, list, list, list]:
-    kwargs = {"start_date": period.start, "end_date": period.end}
-    tokens, activity, tools, productivity = await asyncio.gather(
-        client.get_token_totals(**kwargs) if totals_only else client.get_token_summary(**kwargs),
-        client.get_activity(**kwargs),
-        client.get_tools(**kwargs),
-        client.get_productivity(**kwargs),
+TokensT = TypeVar("TokensT", bound="TokenTotalsRow")
+TokensT_co = TypeVar("TokensT_co", bound="TokenTotalsRow", covariant=True)
+
+
+class _TokensAnswer(Protocol[TokensT_co]):
+    """A lean ``/tokens`` answer (``TokenTotalsAnswer`` or ``TokenSummaryAnswer``): its day rows."""
+
+    @property
+    def data(self) -> Sequence[TokensT_co]: ...
+
+
+class PeriodRows(NamedTuple, Generic[TokensT]):
+    """The day rows of one period, from the four analytics endpoints."""
+
+    tokens: Sequence[TokensT]
+    activity: list[ActivityRow]
+    tools: list[ToolRow]
+    productivity: list[ProductivityRow]
+
+
+async def _period_rows(
+    client: AgentClient, period: Period, tokens: Callable[..., Awaitable[_TokensAnswer[TokensT]]]
+) -> PeriodRows[TokensT]:
+    """The period's rows, the four requests at once; ``tokens`` is the ``/tokens`` view to read
+    (``client.get_token_summary`` or ``client.get_token_totals``)."""
+    start, end = period.start, period.end
+    token_answer, activity, tools, productivity = await asyncio.gather(
+        tokens(start_date=start, end_date=end),
+        client.get_activity(start_date=start, end_date=end),
+        client.get_tools(start_date=start, end_date=end),
+        client.get_productivity(start_date=start, end_date=end),
     )
-    return tokens.data, activity.data, tools.data, productivity.data
+    return PeriodRows(token_answer.data, activity.data, tools.data, productivity.data)
 
 
-def _totals(tokens: list, activity: list, tools: list, productivity: list) -> Totals:
+def _totals(rows: PeriodRows[TokensT]) -> Totals:
+    tokens, activity, tools, productivity = rows
     last = max(activity, key=lambda r: r.date) if activity else None
     return Totals(
         billable_tokens=sum(r.billable_tokens for r in tokens),
@@ -168,35 +193,32 @@ def _totals(tokens: list, activity: list, tools: list, productivity: list) -> To
     )
 
 
-def _sum_by(items: Iterable[tuple[str, float]], *, fold_case: bool = False) -> Counter:
-    counter: Counter = Counter()
+def _sum_by(items: Iterable[tuple[str, float]], *, fold_case: bool = False) -> dict[str, float]:
+    sums: dict[str, float] = defaultdict(float)
     for name, value in items:
-        counter[name.lower() if fold_case else name] += value
-    return counter
+        sums[name.lower() if fold_case else name] += value
+    return sums
 
 
 async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
     """Fetch and aggregate the period and its previous period (8 requests, concurrently)."""
     previous_period = period.previous()
     current_rows, previous_rows = await asyncio.gather(
-        _period_rows(client, period),
-        _period_rows(client, previous_period, totals_only=True) if previous_period else _nothing(),
+        _period_rows(client, period, client.get_token_summary),
+        _period_rows(client, previous_period, client.get_token_totals) if previous_period else _nothing(),
     )
     tokens, activity, tools, _productivity = current_rows
     days = len(activity) or 1
-    users: Counter = Counter()
-    for row in tokens:
-        for user in row.by_user:
-            users[user.user_email or user.user_id] += user.billable_tokens
+    users = _sum_by((user.user_email or user.user_id, user.billable_tokens) for row in tokens for user in row.by_user)
     clients: dict[str, float] = defaultdict(float)
-    for row in activity:
-        for client_type, count in row.daily_active_users_by_client.items():
+    for day in activity:
+        for client_type, count in day.daily_active_users_by_client.items():
             clients[client_type] += count / days
     return UsageSummary(
         period=period,
         previous_period=previous_period,
-        totals=_totals(*current_rows),
-        previous=_totals(*previous_rows) if previous_rows else None,
+        totals=_totals(current_rows),
+        previous=_totals(previous_rows) if previous_rows else None,
         top_models=rank(_sum_by((m.model_id, m.billable_tokens) for r in tokens for m in r.by_model)),
         top_tools=rank(_sum_by((t.tool, t.invocations) for r in tools for t in r.by_tool)),
         top_mcp_servers=rank(
@@ -219,22 +241,22 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
     models by billable tokens, tools by calls, clients by average DAU, users by billable tokens
     (``/tokens`` ``by_user``; a user without e-mail by user id). Raises ``ValueError`` for another
     dimension."""
-    kwargs = {"start_date": period.start, "end_date": period.end}
+    start, end = period.start, period.end
     if dimension == "model":
-        rows = (await client.get_tokens(**kwargs, group_by="model")).data
-        counter = _sum_by((r.group_key, r.billable_tokens) for r in rows)
+        models = (await client.get_tokens(start_date=start, end_date=end, group_by="model")).data
+        counter = _sum_by((r.group_key, r.billable_tokens) for r in models)
         measure = "billable tokens"
     elif dimension == "tool":
-        rows = (await client.get_tools(**kwargs, group_by="tool_name")).data
-        counter = _sum_by((r.group_key, r.tool_calls) for r in rows)
+        tools = (await client.get_tools(start_date=start, end_date=end, group_by="tool_name")).data
+        counter = _sum_by((r.group_key, r.tool_calls) for r in tools)
         measure = "tool calls"
     elif dimension == "client":
-        rows = (await client.get_activity(**kwargs, group_by="client")).data
-        counter = _sum_by((str(r.group_key), r.daily_active_users / period.days) for r in rows)
+        clients = (await client.get_activity(start_date=start, end_date=end, group_by="client")).data
+        counter = _sum_by((str(r.group_key), r.daily_active_users / period.days) for r in clients)
         measure = "average daily active users"
     elif dimension == "user":
-        rows = (await client.get_token_summary(**kwargs)).data
-        counter = _sum_by((u.user_email or u.user_id, u.billable_tokens) for r in rows for u in r.by_user)
+        days = (await client.get_token_summary(start_date=start, end_date=end)).data
+        counter = _sum_by((u.user_email or u.user_id, u.billable_tokens) for r in days for u in r.by_user)
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
@@ -257,7 +279,7 @@ def _preceding(ids: Iterable[str], user_id: str) -> str | None:
     return max(lower) if lower else None
 
 
-async def _user_rows(client: AgentClient, period: Period, tokens: list, user_id: str) -> list[UserRow]:
+async def _user_rows(client: AgentClient, period: Period, tokens: Sequence[TokenSummaryRow], user_id: str) -> list[UserRow]:
     """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
     days = {row.date: {u.user_id for u in row.by_user} for row in tokens}
     active = {day for day, ids in days.items() if user_id in ids}

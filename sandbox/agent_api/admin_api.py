@@ -17,11 +17,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-
-import datetime as dt
 
 from .errors import bad_request
 from .params import json_object
@@ -77,7 +77,7 @@ async def set_batch(request: Request) -> JSONResponse:
     else:
         try:
             hours, _, minutes = str(raw).partition(":")
-            sandbox.config.lands_at = dt.time(int(hours), int(minutes), tzinfo=dt.timezone.utc)
+            sandbox.config.lands_at = dt.time(int(hours), int(minutes), tzinfo=dt.UTC)
         except ValueError:
             raise bad_request(f"lands_at must be a UTC time HH:MM, got {raw!r}") from None
     return JSONResponse(_batch(sandbox))
@@ -99,7 +99,7 @@ async def set_clock(request: Request) -> JSONResponse:
             now = dt.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
         except ValueError:
             raise bad_request(f"now must be an ISO 8601 datetime, got {raw!r}") from None
-        sandbox.config.now = now if now.tzinfo else now.replace(tzinfo=dt.timezone.utc)
+        sandbox.config.now = now if now.tzinfo else now.replace(tzinfo=dt.UTC)
     return JSONResponse(_batch(sandbox))
 
 

@@ -86,7 +86,7 @@ def _steps(status: str, start: int) -> list[dict]:
         "error": ("completed", "completed", "failed", "pending"),
     }[status]
     steps = []
-    for n, ((step_id, name), step_status) in enumerate(zip(STEPS, outcome)):
+    for n, ((step_id, name), step_status) in enumerate(zip(STEPS, outcome, strict=True)):
         step = {"id": step_id, "name": name, "status": step_status}
         if step_status != "pending":
             step["startedAt"] = start + n * 60_000

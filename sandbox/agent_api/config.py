@@ -68,8 +68,8 @@ class SandboxConfig:
         """The sandbox's clock, an aware UTC datetime: ``now`` if pinned, else the wall clock (on
         the pinned ``today`` when there is one)."""
         if self.now is not None:
-            return self.now.astimezone(dt.timezone.utc)
-        wall = dt.datetime.now(dt.timezone.utc)
+            return self.now.astimezone(dt.UTC)
+        wall = dt.datetime.now(dt.UTC)
         return wall if self.today is None else dt.datetime.combine(self.today, wall.timetz())
 
 
@@ -83,7 +83,7 @@ def _date(text: str) -> dt.date:
 def _time_of_day(text: str) -> dt.time:
     try:
         hours, _, minutes = text.partition(":")
-        return dt.time(int(hours), int(minutes), tzinfo=dt.timezone.utc)
+        return dt.time(int(hours), int(minutes), tzinfo=dt.UTC)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not a UTC time HH:MM: {text!r}") from exc
 

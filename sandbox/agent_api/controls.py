@@ -197,7 +197,7 @@ def generate_history(seed: int, people: list[Person], today: dt.date) -> list[di
     for change in CHANGES:
         snapshots.append(copy.deepcopy(snapshots[-1]))
         change(snapshots[-1], people)
-    moment = dt.datetime.combine(today, dt.time(16, 30), dt.timezone.utc) - dt.timedelta(
+    moment = dt.datetime.combine(today, dt.time(16, 30), dt.UTC) - dt.timedelta(
         days=rng.randint(1, 3)
     )
     changes = []

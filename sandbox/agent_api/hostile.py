@@ -1,4 +1,4 @@
-"""``--hostile``: spec-legal data nobody planned for, in every free-text field and list (issue 11).
+"""``--hostile``: spec-legal data nobody planned for, in every free-text field and list.
 
 With ``SandboxConfig.hostile`` the sandbox keeps its normal organization, then makes it hostile where
 the spec allows anything: every free-text field (names, descriptions, rationales, computer and step
@@ -142,7 +142,10 @@ def activity_row(row: dict) -> dict:
 
 def activity_by_client(rows: list[dict]) -> list[dict]:
     day = rows[0]["date"] if rows else None
-    extra = [{"date": day, "group_key": "ide-plugin", "daily_active_users": 3}, {"date": day, "group_key": text(2), "daily_active_users": 1}]
+    extra = [
+        {"date": day, "group_key": "ide-plugin", "daily_active_users": 3},
+        {"date": day, "group_key": text(2), "daily_active_users": 1},
+    ]
     return rows + (extra if day else [])
 
 
@@ -252,7 +255,7 @@ def history(normal: list[dict]) -> list[dict]:
 revisions, five before: a history page stays a few megabytes)."""
     base = copy.deepcopy(normal[0]["settings"]) if normal else {}
     changes = []
-    moment = dt.datetime(2026, 11, 20, 12, tzinfo=dt.timezone.utc)
+    moment = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)
     settings = base
     for revision in range(1, REVISIONS + 1):
         settings = copy.deepcopy(settings)

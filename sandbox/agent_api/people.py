@@ -38,13 +38,14 @@ ORG_ID = "org_acme_sandbox"
 ORG_CREATED = dt.date(2025, 10, 1)
 
 TEAMS = ("platform", "web", "mobile", "data", "infra", "payments", "search", "growth")
+# a word list reads best as text (a list literal would be one name a line once formatted)
 FIRST_NAMES = tuple(
     """
     Aaron Abigail Adam Aisha Alex Amara Andre Anna Ben Bianca Caleb Chloe Daniel Diana Elena Eli Emma
     Ethan Fatima Felix Grace Hana Hugo Ivan Isla Jack Jade James Julia Kai Kenji Laura Leo Lina Lucas
     Maya Mateo Mia Nadia Noah Nora Omar Olivia Pablo Priya Quinn Rafael Rosa Sam Sara Sofia Tariq Theo
     Uma Victor Wen Yara Yusuf Zoe Zain
-    """.split()
+    """.split()  # noqa: SIM905
 )
 LAST_NAMES = tuple(
     """
@@ -52,7 +53,7 @@ LAST_NAMES = tuple(
     Jansen Johnson Kim Kowalski Larsen Lee Lopez Martin Meyer Moreau Murphy Nakamura Nguyen Novak Okafor
     Olsen Park Patel Perez Petrov Rossi Santos Schmidt Silva Singh Smith Sato Tanaka Taylor Torres
     Walker Wang Weber Wilson Wright Yamamoto Young Zhang
-    """.split()
+    """.split()  # noqa: SIM905
 )
 
 
@@ -85,11 +86,11 @@ class Person:
 
     def to_v0(self, today: dt.date) -> dict:
         """The v0 organization-user object."""
-        created = dt.datetime.combine(self.joined, dt.time(9, 0), dt.timezone.utc) + dt.timedelta(
+        created = dt.datetime.combine(self.joined, dt.time(9, 0), dt.UTC) + dt.timedelta(
             minutes=self.index % 480
         )
         days_ago = 1 + (self.index * 7) % 13
-        signed_in = dt.datetime.combine(today - dt.timedelta(days=days_ago), dt.time(8, 0), dt.timezone.utc)
+        signed_in = dt.datetime.combine(today - dt.timedelta(days=days_ago), dt.time(8, 0), dt.UTC)
         signed_in += dt.timedelta(minutes=(self.index * 37) % 600)
         return {
             "id": self.id,
@@ -104,7 +105,7 @@ class Person:
 
 def iso(moment: dt.datetime) -> str:
     """ISO 8601, UTC, second precision, ``Z`` suffix."""
-    return moment.astimezone(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return moment.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def user_id(index: int) -> str:

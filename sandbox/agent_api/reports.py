@@ -79,7 +79,7 @@ def matches_repo(report: dict, repo_id: str) -> bool:
 
 def generate_reports(seed: int, today: dt.date) -> list[dict]:
     """All reports, newest first."""
-    midnight = int(dt.datetime.combine(today, dt.time(), dt.timezone.utc).timestamp() * 1000)
+    midnight = int(dt.datetime.combine(today, dt.time(), dt.UTC).timestamp() * 1000)
     reports = []
     for slug, apps in REPOSITORIES.items():
         rng = rng_for(seed, "reports", slug)

@@ -226,7 +226,7 @@ def generate_activity(seed: int, people: list[Person], day: dt.date, active: lis
     user_days = []
     for index in active:
         person = people[index]
-        clients = tuple(c for c, odds in zip(CLIENTS, person.client_odds) if rng.random() < odds)
+        clients = tuple(c for c, odds in zip(CLIENTS, person.client_odds, strict=True) if rng.random() < odds)
         delegation = person.delegation if rng.random() < 0.85 else rng.choice(DELEGATION_LEVELS)
         scale = person.intensity * rng.lognormvariate(0.0, 0.45) * (0.6 if weekend else 1.0)
         sessions = max(1, round(scale**0.6 * rng.uniform(0.6, 1.4)))
@@ -236,7 +236,7 @@ def generate_activity(seed: int, people: list[Person], day: dt.date, active: lis
                 seed=seed,
                 person=person,
                 date=day,
-                clients=clients or (max(zip(person.client_odds, CLIENTS))[1],),
+                clients=clients or (max(zip(person.client_odds, CLIENTS, strict=True))[1],),
                 delegation=delegation,
                 sessions=sessions,
                 user_messages=user_messages,
@@ -258,7 +258,7 @@ def generate_detail(ud: UserDay) -> Detail:
         tools[top] -= 1
         tools[rng.choice(ARTEFACT_TOOL_NAMES)] = 1
         tools = {name: n for name, n in tools.items() if n}
-    slash_names, slash_weights = zip(*SLASH_COMMANDS)
+    slash_names, slash_weights = zip(*SLASH_COMMANDS, strict=True)
     slash_count = int(ud.sessions * rng.uniform(0, 1.5))
     edits = tools.get("Edit", 0) + tools.get("MultiEdit", 0)
     files_edited = round(edits * rng.uniform(0.4, 0.8))
