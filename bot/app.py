@@ -209,7 +209,7 @@ def create_bot(
             api_key=_required(settings.agent_api_key).get_secret_value(),
             analytics_cache_ttl=settings.analytics_cache_ttl,
         )
-    store = store or Store(settings.database_url)
+    store = store or Store(settings.database_url, now=now)
     client = web_client(bot_token.get_secret_value(), settings.slack_api_url)
     slack = SlackGateway(client)
     identity = Identity(slack, ttl=settings.user_cache_ttl)
