@@ -65,7 +65,7 @@ class Identity:
             return hit[1]
         try:
             answer = await asyncio.wait_for(self._slack.user_email(user_id), self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("users.info for %s took longer than %s s", user_id, self._timeout)
             return None
         if isinstance(answer, SlackFailure):
@@ -86,7 +86,7 @@ class Identity:
         """The Slack user ID that has ``email`` (``users.lookupByEmail``), or None."""
         try:
             answer = await asyncio.wait_for(self._slack.user_by_email(email), self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("users.lookupByEmail took longer than %s s", self._timeout)
             return None
         return None if isinstance(answer, SlackFailure) else answer

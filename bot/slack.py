@@ -346,7 +346,7 @@ class SlackGateway:
             is_im=bool(info.get("is_im")),
         )
 
-    async def user_email(self, user_id: str) -> str | None | SlackFailure:
+    async def user_email(self, user_id: str) -> str | SlackFailure | None:
         """The e-mail of a Slack user (``users.info``, needs ``users:read.email``); None when Slack
         knows the user but gives no e-mail."""
         answer = await self.call("users.info", user=user_id)
@@ -355,7 +355,7 @@ class SlackGateway:
         email = ((answer.get("user") or {}).get("profile") or {}).get("email")
         return str(email) if email else None
 
-    async def user_by_email(self, email: str) -> str | None | SlackFailure:
+    async def user_by_email(self, email: str) -> str | SlackFailure | None:
         """The Slack user ID of an e-mail (``users.lookupByEmail``); None when nobody has it."""
         answer = await self.call("users.lookupByEmail", email=email)
         if isinstance(answer, SlackFailure):
@@ -386,7 +386,7 @@ class SlackGateway:
         *,
         thread_ts: str | None = None,
         oldest: float | None = None,
-    ) -> str | None | SlackFailure:
+    ) -> str | SlackFailure | None:
         """The ``ts`` of the bot's earlier message whose metadata has ``event_type`` and whose
         ``event_payload`` ``matches``; None when there is none.
 

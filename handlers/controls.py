@@ -13,12 +13,17 @@ either order. Secrets never show (:mod:`bot.api.redaction`). Needs the manager r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand
 from bot.services.controls import DEFAULT_HISTORY, MAX_HISTORY, UnknownRevisionError, fetch_diff, fetch_history, fetch_overview
 from formatters.controls import controls_diff, controls_history, controls_overview, no_history, unknown_revision
 from handlers.router import CommandRequest, Router, UserInputError
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 SPEC = SubCommand(
     name="controls",
@@ -119,7 +124,9 @@ async def handle_diff(request: CommandRequest) -> None:
     await request.reply(controls_diff(diff, today=request.services.today()))
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
+    """Add ``controls``, ``controls history`` and ``controls diff`` to the router."""
+    del app, services
     router.add(SPEC, handle_controls)
     router.add(HISTORY, handle_history)
     router.add(DIFF, handle_diff)

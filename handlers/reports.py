@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bot.api import AgentAPIError
+from slack_bolt.async_app import AsyncApp
+
 from bot.commands import SubCommand
-from bot.errors import reported
 from bot.services.readiness import (
     AmbiguousRepository,
     RepoQuery,
@@ -27,7 +27,6 @@ from bot.services.readiness import (
     find_repository_reports,
     overview,
 )
-from formatters.notices import error_message
 from formatters.reports import (
     DETAILS_ACTION,
     ambiguous_repository_message,
@@ -37,10 +36,10 @@ from formatters.reports import (
     report_message,
     unknown_repository_message,
 )
-from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
 
 if TYPE_CHECKING:
-    from bot.app import Services
+    from bot.container import Services
 
 logger = logging.getLogger(__name__)
 
@@ -95,31 +94,20 @@ async def handle_reports(request: CommandRequest) -> None:
         await request.reply(report_message(result, now))
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+async def handle_details(request: ActionRequest) -> None:
+    """The *Details* button: every criterion's rationale of the report its value names, in full."""
+    report_id = request.value
+    if not report_id or len(report_id) > MAX_REPORT_ID or any(ch.isspace() for ch in report_id):
+        raise UserInputError(BAD_DETAILS_VALUE, BAD_DETAILS_HINT)
+    found = await find_report(request.services.agent, report_id)
+    if found.report is None:
+        await request.reply(report_gone_message(found))
+        return
+    for payload in details_messages(found.report, now_for(request.services)):
+        await request.reply(payload)
+
+
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Add ``reports`` to the router and the Details button's action listener to the app."""
     router.add(SPEC, handle_reports)
-
-    @reported
-    async def on_details(ack: Any, body: dict, respond: Any) -> None:
-        await ack()  # within Slack's 3 s, before any Agent API call
-
-        async def answer(payload: dict) -> None:
-            await respond(text=payload["text"], blocks=payload["blocks"], response_type="ephemeral", replace_original=False)
-
-        report_id = str((body.get("actions") or [{}])[0].get("value") or "").strip()
-        if not report_id or len(report_id) > MAX_REPORT_ID or any(ch.isspace() for ch in report_id):
-            await answer(error_message(BAD_DETAILS_VALUE, BAD_DETAILS_HINT))
-            return
-        try:
-            found = await find_report(services.agent, report_id)
-        except AgentAPIError as exc:
-            logger.warning("action %s: Agent API error %s", DETAILS_ACTION, type(exc).__name__)
-            await answer(error_message(*describe_api_error(exc)))
-            return
-        if found.report is None:
-            await answer(report_gone_message(found))
-            return
-        for payload in details_messages(found.report, now_for(services)):
-            await answer(payload)
-
-    app.action(DETAILS_ACTION)(on_details)
+    app.action(DETAILS_ACTION)(action_listener(services, handle_details))

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api import errors as api_errors
-from bot.user_errors import UserInputError, describe_api_error
 from bot.commands import CommandSyntaxError, ParsedCommand, SubCommand, parse, split_words, unescape_slack
 from bot.errors import reported
 from bot.roles import ResolvedUser, Role
+from bot.user_errors import UserInputError, describe_api_error
 from formatters.blocks import Payload
 from formatters.help import did_you_mean, help_message, sub_command_help
 from formatters.notices import error_message

@@ -115,7 +115,9 @@ async def test_help_of_a_family_word_shows_its_first_sub_command_with_the_others
 async def test_hostile_text_in_a_near_miss_is_escaped():
     router, _ = router_with(*ALL)
     [reply] = await dispatch(router, "usge <!channel> & <@U1>")
-    assert reply["blocks"][0]["text"]["text"] == "I don't know `usge &lt;!channel&gt; &amp; &lt;@U1&gt;`. Did you mean `/agent usage !channel &amp; &lt;@U1&gt;`?"
+    assert reply["blocks"][0]["text"]["text"] == (
+        "I don't know `usge &lt;!channel&gt; &amp; &lt;@U1&gt;`. Did you mean `/agent usage !channel &amp; &lt;@U1&gt;`?"
+    )
 
 
 async def test_handler_errors_become_one_clear_reply():
