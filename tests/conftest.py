@@ -114,7 +114,6 @@ def api_error_reply(error: str) -> dict:
     ``"server"`` (5xx), ``"timeout"``, ``"rate_limited"`` (with ``retry_after=1``) or ``"malformed"``;
     built with the router's own wording (:func:`handlers.router.describe_api_error`)."""
     from bot.api import errors
-    from formatters.notices import error_message
     from handlers.router import describe_api_error
 
     where = {"method": "GET", "url": "http://sandbox.test"}
@@ -124,7 +123,15 @@ def api_error_reply(error: str) -> dict:
         "rate_limited": lambda: errors.RateLimitedError("429", status=429, retry_after=1.0, **where),
         "malformed": lambda: errors.MalformedResponseError("bad", **where),
     }[error]()
-    return {**error_message(*describe_api_error(exc)), "response_type": "ephemeral"}
+    return error_reply(*describe_api_error(exc))
+
+
+def error_reply(what: str, hint: str = "") -> dict:
+    """The whole ephemeral reply of a sub-command that could not do what was asked (``what``, and
+    ``hint``: what to do), as :class:`handlers.router.Router` sends it."""
+    from formatters.notices import error_message
+
+    return {**error_message(what, hint), "response_type": "ephemeral"}
 
 
 def sandbox_get(stack, path, **params):
