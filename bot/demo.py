@@ -70,7 +70,7 @@ class Stack:
     sandbox_state: Any
     slack: SlackEmulator
     bot: Bot
-    bot_server: RunningServer
+    bot_server: RunningServer | None
     workdir: Path
     client: Any = None
 
@@ -92,6 +92,8 @@ class Stack:
 
     def close(self) -> None:
         for part in (self.client, self.bot_server, self.slack, self.sandbox):
+            if part is None:
+                continue
             try:
                 part.close() if hasattr(part, "close") else part.stop()
             except Exception:
@@ -117,13 +119,16 @@ def start_stack(
     analytics_cache_ttl: float = 0.0,
     now: Any = None,
     run_jobs: bool = True,
+    serve_bot: bool = True,
 ) -> Stack:
     """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack.
 
     ``external_sandbox``: use a sandbox already running elsewhere (another process, as the
     benchmarks do so that its CPU does not compete with the bot's); it must use the default keys.
     ``now``: the bot's clock (an aware UTC datetime); ``run_jobs=False`` keeps the periodic jobs
-    (session follower, digests, expiry) from ticking on their own, for tests that move time."""
+    (session follower, digests, expiry) from ticking on their own, for tests that move time.
+    ``serve_bot=False``: build the bot but do not serve it (``bot_server`` and ``client`` are
+    ``None``), for tests that dispatch requests to ``bot.app`` in their own process and loop."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
     options = dict(sandbox_options or {})
     if now is not None and today is None:
@@ -151,9 +156,9 @@ def start_stack(
     )
     bot = create_bot(settings, agent=agent, today=clock, **({"now": now} if now else {}))
     bot.run_jobs = run_jobs  # tests that move time tick the jobs themselves
-    bot_server = serve_in_thread(bot.asgi())
+    bot_server = serve_in_thread(bot.asgi()) if serve_bot else None
     stack = Stack(sandbox, sandbox_app.state.sandbox if sandbox_app else None, slack, bot, bot_server, workdir)
-    stack.client = slack.client(bot_server.url)
+    stack.client = slack.client(bot_server.url) if bot_server else None
     return stack
 
 

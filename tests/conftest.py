@@ -66,28 +66,72 @@ def postgres_url(*tables: str) -> str:
 TODAY = __import__("datetime").date(2026, 11, 22)
 
 
+def _test_stack_options() -> dict:
+    from bot.api import RetryPolicy
+
+    return {"today": TODAY, "retry": RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05), "api_timeout": 2.0}
+
+
+TEST_STACK_OPTIONS = _test_stack_options()
+"""The options of the suite's stacks (:func:`bot.demo.start_stack`): a fixed UTC "today"
+(2026-11-22) and an Agent API client that retries quickly (so fault tests stay short)."""
+
+
 @pytest.fixture(scope="module")
 def stack():
-    """Sandbox Agent API + Slack emulator + bot, each a real HTTP server on loopback, with a fixed
-    UTC "today" (2026-11-22) and an Agent API client that retries quickly (so fault tests stay short)."""
-    from bot.api import RetryPolicy
+    """Sandbox Agent API + Slack emulator + bot, each a real HTTP server on loopback, with
+    :data:`TEST_STACK_OPTIONS`. Handler tests use the in-process bot instead (``tests/inprocess.py``)."""
     from bot.demo import start_stack
+    from tests.inprocess import close_quickly
 
-    running = start_stack(today=TODAY, retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05), api_timeout=2.0)
+    running = start_stack(**TEST_STACK_OPTIONS)
     yield running
-    running.close()
+    close_quickly(running)
+
+
+NO_FAULTS = {"latency_ms": 0, "error_rate": 0.0, "rate_limit_every": 0, "hang_rate": 0.0, "malformed": ""}
+
+
+def set_faults(stack, **values) -> dict:
+    """Set the faults of ``stack``'s sandbox (``POST /_sandbox/faults``); returns them, with the
+    ``requests`` counted so far."""
+    import httpx
+
+    response = httpx.post(f"{stack.sandbox.url}/_sandbox/faults", json=values)
+    response.raise_for_status()
+    return response.json()
 
 
 @pytest.fixture
 def faults(stack):
     """Set sandbox faults for one test (``faults(error_rate=1.0)``); they are cleared afterwards."""
-    import httpx
+    yield lambda **values: set_faults(stack, **values)
+    set_faults(stack, **NO_FAULTS)
 
-    def set_faults(**values):
-        httpx.post(f"{stack.sandbox.url}/_sandbox/faults", json=values).raise_for_status()
 
-    yield set_faults
-    set_faults(latency_ms=0, error_rate=0.0, rate_limit_every=0, hang_rate=0.0, malformed="")
+def api_error_reply(error: str) -> dict:
+    """The whole ephemeral reply a sub-command gives when the Agent API call fails with ``error``:
+    ``"server"`` (5xx), ``"timeout"``, ``"rate_limited"`` (with ``retry_after=1``) or ``"malformed"``;
+    built with the router's own wording (:func:`handlers.router.describe_api_error`)."""
+    from bot.api import errors
+    from handlers.router import describe_api_error
+
+    where = {"method": "GET", "url": "http://sandbox.test"}
+    exc = {
+        "server": lambda: errors.ServerError("500", status=500, **where),
+        "timeout": lambda: errors.AgentAPITimeoutError("timeout", **where),
+        "rate_limited": lambda: errors.RateLimitedError("429", status=429, retry_after=1.0, **where),
+        "malformed": lambda: errors.MalformedResponseError("bad", **where),
+    }[error]()
+    return error_reply(*describe_api_error(exc))
+
+
+def error_reply(what: str, hint: str = "") -> dict:
+    """The whole ephemeral reply of a sub-command that could not do what was asked (``what``, and
+    ``hint``: what to do), as :class:`handlers.router.Router` sends it."""
+    from formatters.notices import error_message
+
+    return {**error_message(what, hint), "response_type": "ephemeral"}
 
 
 def sandbox_get(stack, path, **params):

@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from bot.app import READY_TIMEOUT
 from bot.commands import SubCommand
 from formatters.notices import INTERNAL_ERROR
 
@@ -67,7 +68,9 @@ def test_readyz_says_which_part_is_failing_with_503(stack, faults):
     response = httpx.get(f"{stack.bot_server.url}/readyz", timeout=30)
     assert response.status_code == 503
     assert response.json() == {"database": "ok", "agent_api": "unavailable (ServerError)", "status": "not ready"}
-    faults(error_rate=0.0, hang_rate=1.0, hang_seconds=10)
+    # a hang just longer than readyz's own bound (READY_TIMEOUT), so the sandbox's hanging request
+    # ends soon after and does not hold up the servers' shutdown at the end of the module
+    faults(error_rate=0.0, hang_rate=1.0, hang_seconds=READY_TIMEOUT + 0.5)
     response = httpx.get(f"{stack.bot_server.url}/readyz", timeout=30)
     assert response.status_code == 503 and response.json()["agent_api"] == "unavailable (TimeoutError)"
 

@@ -1,4 +1,5 @@
-"""``/agent computers`` end to end: the fleet from the sandbox, and the once-only "Retry install" click.
+"""``/agent computers``, dispatched to the bot in-process (``tests/inprocess.py``): the fleet from the
+sandbox, and the once-only "Retry install" click.
 
 The sandbox's fleet (sandbox/agent_api/computers.py) has ``cmp-legacy-build`` in ``error``; a retry
 makes it ``provisioning`` with a new install session, then ``active`` after half a second. The stack is
@@ -6,12 +7,13 @@ module-scoped, so exactly one test here retries it for real; the others compare 
 before and after to prove install-deps was *not* called.
 """
 
-import time
-
 from bot.demo import DEMO_CHANNEL
-from formatters.computers import ALREADY_RETRYING, COMPUTER_GONE, RETRY_ACTION, RETRY_FAILED_BEFORE, status_label
-from formatters.notices import REFUSED
-from tests.conftest import TODAY, block_texts, sandbox_get
+from formatters.computers import RETRIED, RETRY_ACTION, already_retrying, computer_gone, retry_failed_before, status_label
+from formatters.notices import refusal_message
+from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, sandbox_get
+from tests.inprocess import inprocess_fixture, start_inprocess
+
+stack = inprocess_fixture()
 
 LEGACY = "cmp-legacy-build"
 
@@ -26,26 +28,20 @@ def install_step(computer):
 
 def ephemeral_of(stack, reply):
     """The ephemeral message a slash command's reply became (the one a person clicks on)."""
-    return stack.slack.recorder.wait_for(
-        lambda: [e for e in stack.slack.recorder.ephemerals() if e.response_url_id == reply.response_url_id],
-        what="the ephemeral reply",
-    )[-1]
+    return [e for e in stack.slack.recorder.ephemerals() if e.response_url_id == reply.response_url_id][-1]
 
 
 def click(stack, payload, ts, *, user, value=None):
-    """Click the Retry button of ``payload`` (shown at ``ts``); return the click's response_url id."""
-    message = {"type": "message", "ts": ts, "text": payload["text"], "blocks": payload["blocks"]}
-    sent = stack.client.send_block_action(RETRY_ACTION, value, user_id=user, channel_id=DEMO_CHANNEL, message_ts=ts, message=message)
-    assert sent.status_code == 200
-    return sent.response_url_id
+    """Click the Retry button of ``payload`` (shown at ``ts``); return the click's reply, complete
+    (the handler's bounded re-poll included)."""
+    clicked = stack.click(RETRY_ACTION, value, user=user, channel=DEMO_CHANNEL, message_ts=ts, message=payload)
+    assert clicked.status == 200
+    return clicked
 
 
-def responses(stack, response_url_id, count=1, timeout=10.0):
-    return stack.slack.recorder.wait_for(
-        lambda: (r := stack.slack.recorder.responses(response_url_id)) and len(r) >= count and r,
-        timeout=timeout,
-        what=f"{count} response(s) to the click",
-    )
+def notice(payload):
+    """A click's notice ``payload`` as sent: ephemeral, a new message (the clicked one left as it was)."""
+    return {**payload, "response_type": "ephemeral", "replace_original": False}
 
 
 def test_the_list_shows_every_sandbox_computer_problems_first(stack, block_kit_validator):
@@ -77,29 +73,26 @@ def test_bob_retries_once_the_message_is_updated_and_a_second_click_starts_nothi
     shown = ephemeral_of(stack, reply)
 
     first = click(stack, reply.last, shown.ts, user="U0MANAGER")
-    update = block_kit_validator(responses(stack, first)[0].payload)
+    update, final = first.responses  # the retry at once, then the bounded re-poll's one change
+    update = block_kit_validator(update.payload)
     after = fleet(stack)[LEGACY]
-    assert after["status"] in ("provisioning", "active")
     assert install_step(after)["installSessionId"] != install_step(before)["installSessionId"]
     # the clicked message is replaced (not a new message), showing the retry and the new status
     assert update["replace_original"] is True
     texts = block_texts(update)
-    assert texts[1] == ":arrows_counterclockwise: <@U0MANAGER> retried the dependency install of *Legacy build VM*: now provisioning."
+    assert texts[1] == RETRIED.format(who="<@U0MANAGER>", name="Legacy build VM", status="provisioning")
     assert any(t.startswith(f"{status_label('provisioning')}  *Legacy build VM*") for t in texts)
     assert all(b.get("accessory") is None for b in update["blocks"] if b["type"] == "section")
     assert stack.slack.recorder.messages(DEMO_CHANNEL) == []  # nothing was posted in the channel
 
-    again = click(stack, reply.last, shown.ts, user="U0MANAGER")
-    [notice] = responses(stack, again)
-    assert notice.payload["replace_original"] is False and notice.response_type == "ephemeral"
-    assert ALREADY_RETRYING.format(computer_id=LEGACY) in notice.text
-    assert install_step(fleet(stack)[LEGACY])["installSessionId"] == install_step(after)["installSessionId"]
-
-    # the bounded re-poll shows the computer turning active (the sandbox needs half a second)
-    final = responses(stack, first, count=2)[-1].payload
+    # the bounded re-poll showed the computer turning active (the sandbox needs half a second)
+    final = final.payload
     assert final["replace_original"] is True
     assert f"{status_label('active')}  *Legacy build VM*" in "\n".join(block_texts(final))
     assert fleet(stack)[LEGACY]["status"] == "active"
+
+    again = click(stack, reply.last, shown.ts, user="U0MANAGER")
+    assert again.payloads == [notice(already_retrying(LEGACY))]
     assert install_step(fleet(stack)[LEGACY])["installSessionId"] == install_step(after)["installSessionId"]
 
 
@@ -109,10 +102,9 @@ def test_a_member_clicking_retry_is_refused_and_install_deps_is_never_called(sta
     payload = reply.last
     button = {"type": "button", "action_id": RETRY_ACTION, "value": LEGACY, "text": {"type": "plain_text", "text": "Retry install"}}
     payload = {**payload, "blocks": [*payload["blocks"], {"type": "actions", "elements": [button]}]}
-    sent = click(stack, payload, ephemeral_of(stack, reply).ts, user="U0MEMBER")
-    [refusal] = responses(stack, sent)
-    assert refusal.text == REFUSED.format(command=RETRY_ACTION, needed="*manager*", role="*member*").replace("**", "*")
-    time.sleep(0.3)
+    refused = click(stack, payload, ephemeral_of(stack, reply).ts, user="U0MEMBER")
+    assert refused.payloads == [notice(refusal_message(RETRY_ACTION, "manager", "member"))]
+    # every task the click started has ended: install-deps was never called
     assert install_step(fleet(stack)[LEGACY]).get("installSessionId") == session
     assert any(f"refused {RETRY_ACTION} to U0MEMBER" in r.getMessage() for r in caplog.records)
 
@@ -123,46 +115,39 @@ def _fabricated(computer_id):
 
 
 def test_a_computer_that_is_gone_gets_a_clear_message(stack):
-    sent = click(stack, _fabricated("cmp-removed"), stack.slack.recorder.next_ts(), user="U0MANAGER")
-    [notice] = responses(stack, sent)
-    assert notice.payload["replace_original"] is False
-    assert notice.text.startswith(COMPUTER_GONE.format(computer_id="cmp-removed"))
+    clicked = click(stack, _fabricated("cmp-removed"), stack.slack.recorder.next_ts(), user="U0MANAGER")
+    assert clicked.payloads == [notice(computer_gone("cmp-removed"))]
 
 
 def test_api_failures_end_in_a_clear_message_and_spend_the_button(stack, faults):
     session = install_step(fleet(stack)[LEGACY]).get("installSessionId")
     faults(error_rate=1.0)
     listing = stack.command("computers", user="U0MEMBER")
-    assert listing.status == 200 and listing.last["text"].startswith("The Agent platform had an internal error.")
-    assert len(listing.payloads) == 1
+    assert listing.status == 200 and listing.payloads == [api_error_reply("server")]
 
     ts = stack.slack.recorder.next_ts()
     first = click(stack, _fabricated(LEGACY), ts, user="U0MANAGER")
-    [failure] = responses(stack, first)
-    assert failure.text.startswith("The Agent platform had an internal error.")
-    assert failure.payload["replace_original"] is False
+    assert first.payloads == [notice(api_error_reply("server"))]
     faults(error_rate=0.0)
     second = click(stack, _fabricated(LEGACY), ts, user="U0MANAGER")
-    [spent] = responses(stack, second)
-    assert RETRY_FAILED_BEFORE.format(computer_id=LEGACY) in spent.text
+    assert second.payloads == [notice(retry_failed_before(LEGACY))]
     assert install_step(fleet(stack)[LEGACY]).get("installSessionId") == session
 
 
 def test_a_channel_message_is_edited_in_place():
     """When the list is a real channel message (here posted by the bot's own token), the click's
     ``replace_original`` edits that message; a fresh stack, so the computer is in error again."""
-    from bot.api import RetryPolicy
-    from bot.demo import running_stack
-
-    with running_stack(today=TODAY, retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05)) as fresh:
+    fresh = start_inprocess(**TEST_STACK_OPTIONS)
+    try:
         payload = fresh.command("computers", user="U0MANAGER").last
         posted = fresh.slack.web_client().chat_postMessage(channel=DEMO_CHANNEL, text=payload["text"], blocks=payload["blocks"])
-        sent = fresh.client.send_block_action(RETRY_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=posted["ts"])
-        assert sent.status_code == 200
-        [edit] = fresh.slack.recorder.wait_for(lambda: fresh.slack.recorder.updates(DEMO_CHANNEL, posted["ts"]), what="the edit")
+        assert fresh.click(RETRY_ACTION, user="U0MANAGER", channel=DEMO_CHANNEL, message_ts=posted["ts"]).status == 200
+        edit = fresh.slack.recorder.updates(DEMO_CHANNEL, posted["ts"])[0]
         assert edit.source == "response_url"
-        assert "retried the dependency install of *Legacy build VM*" in edit.after.blocks[1]["text"]["text"]
+        assert edit.after.blocks[1]["text"]["text"] == RETRIED.format(who="<@U0MANAGER>", name="Legacy build VM", status="provisioning")
         assert len(fresh.slack.recorder.messages(DEMO_CHANNEL)) == 1
+    finally:
+        fresh.close()
 
 
 # ---- the click's logic on fakes: store, respond and an API transport (no stack) --------------------

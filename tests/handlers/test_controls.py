@@ -1,4 +1,4 @@
-"""``/agent controls`` end to end: signed slash commands from the Slack emulator to the running bot,
+"""``/agent controls``: signed slash commands dispatched to the bot in-process (``tests/inprocess.py``),
 which reads the running sandbox's enterprise-control history. Expectations are computed from the
 sandbox API (``sandbox_get``); secrets are read from it too, and must never reach Slack or a log."""
 
@@ -8,8 +8,13 @@ import json
 import logging
 
 from bot.api.redaction import fingerprint
-from formatters.notices import REFUSED
-from tests.conftest import block_texts, sandbox_get
+from formatters.notices import refusal_message
+from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION
+from handlers.controls import BAD_COUNT, BAD_REVISION, COUNT_HINT, COUNT_RANGE, DIFF_HINT, TWO_REVISIONS
+from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
+from tests.inprocess import inprocess_fixture
+
+stack = inprocess_fixture()
 
 HISTORY = "/api/v0/organization/enterprise-controls/history"
 
@@ -63,7 +68,8 @@ def test_controls_shows_the_latest_revision_its_author_and_what_changed(stack, b
     assert f"*What changed from revision {previous['revision']}*" in _text(payload)
     for path in changed:
         assert f"`{path}`" in _text(payload)
-    assert reply.payloads[0].get("response_type", "ephemeral") == "ephemeral"
+    [response] = reply.responses
+    assert reply.ack is None and response.response_type == "ephemeral"
 
 
 def test_history_5_lists_five_revisions_newest_first_with_their_authors(stack, block_kit_validator):
@@ -136,26 +142,26 @@ def test_a_member_is_refused_every_controls_sub_command(stack):
     for text, key in [("controls", "controls"), ("controls history 3", "controls history"), ("controls diff 1 2", "controls diff")]:
         reply = stack.command(text, user="U0MEMBER")
         assert reply.status == 200
-        assert reply.last["text"] == REFUSED.format(command=key, needed="manager", role="member")
+        assert reply.ack == refusal_message(key, "manager", "member") and reply.responses == []
 
 
 def test_bad_counts_and_revisions_get_clear_errors(stack):
     changes = _all_changes(stack)
     revisions = [c["revision"] for c in changes]
-    available = f"Available: revisions {min(revisions)} to {max(revisions)} ({len(revisions)} in all)."
+    available = AVAILABLE_REVISIONS.format(low=min(revisions), high=max(revisions), count=len(revisions))
     unknown = max(revisions) + 1000
-    for text, says in [
-        ("controls history 0", "I can list 1 to 100 revisions; you asked for 0."),
-        ("controls history 101", "I can list 1 to 100 revisions; you asked for 101."),
-        ("controls history lots", "`lots` is not a number of revisions."),
-        ("controls diff 3", "Name two revisions to compare."),
-        ("controls diff three 4", "`three` is not a revision number."),
-        (f"controls diff {min(revisions)} {unknown}", f"There is no revision {unknown}. {available}"),
-        (f"controls {unknown}", f"There is no revision {unknown}. {available}"),
+    for text, expected in [
+        ("controls history 0", error_reply(COUNT_RANGE.format(max=100, value=0), COUNT_HINT)),
+        ("controls history 101", error_reply(COUNT_RANGE.format(max=100, value=101), COUNT_HINT)),
+        ("controls history lots", error_reply(BAD_COUNT.format(value="lots"), COUNT_HINT)),
+        ("controls diff 3", error_reply(TWO_REVISIONS, DIFF_HINT)),
+        ("controls diff three 4", error_reply(BAD_REVISION.format(value="three"), DIFF_HINT)),
+        (f"controls diff {min(revisions)} {unknown}", error_reply(UNKNOWN_REVISION.format(missing=unknown), available)),
+        (f"controls {unknown}", error_reply(UNKNOWN_REVISION.format(missing=unknown), available)),
     ]:
         reply = stack.command(text, user="U0OWNER")
         assert reply.status == 200
-        assert reply.last["text"].startswith(says), (text, reply.last["text"])
+        assert reply.payloads == [expected], text
 
 
 def test_an_api_failure_ends_in_a_clear_message(stack, faults):
@@ -163,5 +169,4 @@ def test_an_api_failure_ends_in_a_clear_message(stack, faults):
     for text in ("controls", "controls history 3", "controls diff 1 2"):
         reply = stack.command(text)
         assert reply.status == 200
-        assert reply.last["text"].startswith("The Agent platform had an internal error."), reply.last["text"]
-        assert len(reply.payloads) == 1
+        assert reply.payloads == [api_error_reply("server")], text

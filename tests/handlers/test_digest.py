@@ -1,31 +1,27 @@
-"""Daily digests end to end: sandbox Agent API (with a daily batch) + Slack emulator + bot, over
-loopback HTTP. Scheduler ticks are driven by the tests with a moved clock (``run_jobs=False``); each
-tick runs like a fresh ``agent-bot digest tick`` process (its own API client, Slack client, Store)."""
+"""Daily digests: sandbox Agent API (with a daily batch) and Slack emulator on loopback, the bot's
+sub-commands dispatched in-process (``tests/inprocess.py``). Scheduler ticks are driven by the tests
+with a moved clock (``run_jobs=False``); each tick runs like a fresh ``agent-bot digest tick`` process
+(its own API client, Slack client, Store). Two real tick processes on PostgreSQL: tests/e2e."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
-import subprocess
-import sys
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 
 from bot.api import AgentClient, RetryPolicy
-from bot.demo import start_stack
 from bot.services.digest import EVENT_TYPE, DigestRepository
 from bot.store import Store
 from formatters.digest import NOT_SUBSCRIBED, SUBSCRIBED, UNSUBSCRIBED
 from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service
 from tests.conftest import block_texts
+from tests.inprocess import start_inprocess
 
 UTC = dt.timezone.utc
 DAY = dt.date(2026, 11, 21)
 LANDS_AT = dt.time(6, 0, tzinfo=UTC)
-POSTGRES_URL = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
 class Clock:
@@ -44,7 +40,7 @@ def at(day: int, hour: int, minute: int = 0) -> dt.datetime:
 
 def make_stack(database_url: str | None = None):
     clock = Clock(at(22, 5))
-    stack = start_stack(
+    stack = start_inprocess(
         now=clock,
         run_jobs=False,
         database_url=database_url,
@@ -223,42 +219,6 @@ def test_two_concurrent_ticks_with_two_stores_post_one_digest(stack):
     reports = asyncio.run(both())
     assert sorted(len(r.posted) for r in reports) == [0, 1]
     assert len(digests(stack)) == 1
-
-
-def _postgres_or_skip():
-    try:
-        engine = create_engine(POSTGRES_URL)
-        with engine.begin() as conn:
-            conn.execute(text("DROP TABLE IF EXISTS digest_posts, digest_subscriptions"))
-        engine.dispose()
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"PostgreSQL not reachable: {type(exc).__name__}")
-
-
-def test_two_digest_tick_processes_at_once_on_postgresql_post_one_digest():
-    _postgres_or_skip()
-    stack = make_stack(database_url=POSTGRES_URL)
-    try:
-        subscribe(stack)
-        move(stack, at(22, 7))
-        env = {
-            **os.environ,
-            "SLACK_BOT_TOKEN": stack.slack.bot_token,
-            "SLACK_API_URL": stack.slack.api_url,
-            "AGENT_API_URL": stack.sandbox.url,
-            "AGENT_API_KEY": "sandbox-owner-key",
-            "AGENT_BOT_DATABASE_URL": POSTGRES_URL,
-            "AGENT_BOT_LOG_LEVEL": "WARNING",
-        }
-        command = [sys.executable, "-m", "bot.cli", "digest", "tick", "--now", stack.clock().isoformat()]
-        processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
-        outputs = [p.communicate(timeout=120) for p in processes]
-        assert [p.returncode for p in processes] == [0, 0], outputs
-        said = sorted(out for out, _ in outputs)
-        assert said == ["digest tick: day 2026-11-21: posted 0\n", "digest tick: day 2026-11-21: posted 1 (C0ENG)\n"], outputs
-        assert len(digests(stack)) == 1
-    finally:
-        stack.close()
 
 
 # ---------------------------------------------------------------------------- the sub-commands

@@ -1,4 +1,4 @@
-"""``/agent reports`` end to end: signed requests from the Slack emulator to the running bot, which
+"""``/agent reports``: signed requests dispatched to the bot in-process (``tests/inprocess.py``), which
 walks the running sandbox's readiness listing; expectations are computed from the sandbox's data."""
 
 from __future__ import annotations
@@ -9,9 +9,13 @@ import pytest
 
 import bot.services.readiness
 from formatters.blocks import esc
-from formatters.notices import REFUSED
-from formatters.reports import DETAILS_ACTION, PAGE_BOUND
-from tests.conftest import block_texts, sandbox_get
+from formatters.notices import refusal_message
+from formatters.reports import DETAILS_ACTION, DETAILS_TITLE, PAGE_BOUND, TITLE, UNKNOWN_REPO
+from handlers.reports import ONE_REPOSITORY, ONE_REPOSITORY_HINT
+from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
+from tests.inprocess import inprocess_fixture
+
+stack = inprocess_fixture()
 
 LISTING = "/api/organization/maturity-level-reports"
 MEMBER = "U0MEMBER"
@@ -43,12 +47,10 @@ def details_button(payload: dict) -> dict:
 
 def click_details(stack, reply, *, user: str = MEMBER) -> list:
     """Click Details on the ephemeral reply ``reply`` and return the response_url posts it caused."""
-    recorder = stack.slack.recorder
-    shown = recorder.wait_for(lambda: [e for e in recorder.ephemerals() if e.response_url_id == reply.response_url_id])[-1]
-    message = {"type": "message", "ts": shown.ts, "text": shown.text, "blocks": shown.blocks}
-    sent = stack.client.send_block_action(DETAILS_ACTION, user_id=user, channel_id=shown.channel, message_ts=shown.ts, message=message)
-    assert sent.status_code == 200
-    return recorder.wait_for(lambda: recorder.responses(sent.response_url_id), what="details")
+    shown = [e for e in stack.slack.recorder.ephemerals() if e.response_url_id == reply.response_url_id][-1]
+    clicked = stack.click(DETAILS_ACTION, user=user, channel=shown.channel, message_ts=shown.ts, message={"text": shown.text, "blocks": shown.blocks})
+    assert clicked.status == 200
+    return clicked.responses
 
 
 def test_reports_alone_lists_every_repository_worst_first(stack, block_kit_validator):
@@ -76,7 +78,7 @@ def test_reports_for_a_repository_compares_latest_with_previous(stack, block_kit
     reply = stack.command("reports acme/web", user=MEMBER)
     payload = block_kit_validator(reply.last)
     texts = block_texts(payload)
-    assert texts[0] == "Agent readiness: acme/web"
+    assert texts[0] == TITLE.format(repo="acme/web")
     total = len(latest["report"])
     assert texts[1].startswith(f"*{len(passing(latest))} of {total} criteria pass ({len(passing(latest)) / total:.0%})*")
     fields = [f["text"] for f in payload["blocks"][2]["fields"]]
@@ -107,14 +109,15 @@ def test_reports_for_a_repository_compares_latest_with_previous(stack, block_kit
             section = next(t for t in texts if t.startswith(title))
             assert [line.split("*")[1] for line in section.split("\n")[1:]] == ids
     assert details_button(payload)["value"] == latest["reportId"]
-    assert reply.payloads[0].get("response_type", "ephemeral") == "ephemeral"
+    [response] = reply.responses
+    assert reply.ack is None and response.response_type == "ephemeral"
 
 
 @pytest.mark.parametrize("text", ["web", "WEB", "https://github.com/acme/web", "<https://github.com/acme/web>", "acme/Web.git"])
 def test_bare_name_and_url_forms_find_the_same_repository(stack, text):
     latest = newest_first(all_reports(stack), "acme/web")[0]
     payload = stack.command(f"reports {text}", user=MEMBER).last
-    assert block_texts(payload)[0] == "Agent readiness: acme/web"
+    assert block_texts(payload)[0] == TITLE.format(repo="acme/web")
     assert details_button(payload)["value"] == latest["reportId"]
 
 
@@ -122,14 +125,13 @@ def test_an_unknown_repository_lists_the_known_ones(stack, block_kit_validator):
     known = sorted({slug(r) for r in all_reports(stack)})
     payload = block_kit_validator(stack.command("reports acme/nope", user=MEMBER).last)
     texts = block_texts(payload)
-    assert texts[0] == f":mag: I found no readiness report for `acme/nope` among {len(all_reports(stack))} reports."
+    assert texts[0] == UNKNOWN_REPO.format(query="acme/nope", reports=len(all_reports(stack)))
     assert texts[1] == f"*Known repositories* ({len(known)}):\n" + "\n".join(f"\u2022 `{k}`" for k in known)
 
 
 def test_two_repositories_is_a_clear_input_error(stack):
-    assert stack.command("reports acme/web acme/api", user=MEMBER).last["text"].startswith(
-        "I expected one repository, got `acme/web acme/api`."
-    )
+    reply = stack.command("reports acme/web acme/api", user=MEMBER)
+    assert reply.payloads == [error_reply(ONE_REPOSITORY.format(text="acme/web acme/api"), ONE_REPOSITORY_HINT)]
 
 
 def test_details_button_replies_ephemerally_with_every_full_rationale(stack, block_kit_validator):
@@ -139,7 +141,7 @@ def test_details_button_replies_ephemerally_with_every_full_rationale(stack, blo
     reply = responses[0]
     assert reply.response_type == "ephemeral" and not reply.replace_original
     payload = block_kit_validator(reply.payload)
-    assert block_texts(payload)[0] == "Readiness details: acme/web"
+    assert block_texts(payload)[0] == DETAILS_TITLE.format(repo="acme/web")
     text = "\n".join(block_texts(payload))
     for criterion, ev in latest["report"].items():
         assert f"*{criterion}* {ev['numerator']}/{ev['denominator']}\n{esc(ev['rationale'])}" in text
@@ -166,14 +168,13 @@ def test_api_failure_gives_a_clear_error_for_the_command_and_the_button(stack, f
     faults(error_rate=1.0)
     failed = stack.command("reports acme/web", user=MEMBER)
     assert failed.status == 200
-    assert failed.last["text"].startswith("The Agent platform had an internal error.")
-    clicked = click_details(stack, reply)
-    assert clicked[0].text.startswith("The Agent platform had an internal error.")
-    assert "Traceback" not in str(failed.payloads) + str(clicked[0].payload)
+    assert failed.payloads == [api_error_reply("server")]
+    [clicked] = click_details(stack, reply)
+    assert clicked.payload == {**api_error_reply("server"), "replace_original": False}
 
 
 def test_a_guest_is_refused_reports_and_its_details(stack):
-    refused = stack.command("reports acme/web", user="U0GUEST").last["text"]
-    assert refused == REFUSED.format(command="reports", needed="*member*", role="*guest*").replace("**", "*")
-    clicked = click_details(stack, stack.command("reports acme/web", user=MEMBER), user="U0GUEST")
-    assert clicked[0].text == REFUSED.format(command=DETAILS_ACTION, needed="*member*", role="*guest*").replace("**", "*")
+    refused = stack.command("reports acme/web", user="U0GUEST")
+    assert refused.ack == refusal_message("reports", "member", "guest") and refused.responses == []
+    [clicked] = click_details(stack, stack.command("reports acme/web", user=MEMBER), user="U0GUEST")
+    assert clicked.payload == {**refusal_message(DETAILS_ACTION, "member", "guest"), "response_type": "ephemeral", "replace_original": False}

@@ -1,22 +1,22 @@
-"""``/agent usage <period> chart`` end to end: the summary, and the chart uploaded into the asker's DM."""
+"""``/agent usage <period> chart``, dispatched to the bot in-process (``tests/inprocess.py``): the
+summary, and the chart uploaded into the asker's DM."""
 
+from formatters.blocks import message, number, section
 from handlers.usage import CHART_SENT
 from tests.conftest import sandbox_get
+from tests.inprocess import inprocess_fixture
+
+stack = inprocess_fixture()
 
 
 def test_usage_chart_is_sent_to_the_user_with_alt_text_of_the_key_numbers(stack, block_kit_validator):
     reply = stack.command("usage 30d chart", user="U0MANAGER")
-    summary, sent = reply.payloads if len(reply.payloads) == 2 else stack.slack.recorder.wait_for(
-        lambda: [r.payload for r in stack.slack.recorder.responses(reply.response_url_id)][:2]
-        if len(stack.slack.recorder.responses(reply.response_url_id)) >= 2 else None, timeout=20
-    )
+    summary, sent = reply.payloads  # every task of the command has ended: both replies are here
     block_kit_validator(summary)
     assert summary["blocks"][0]["text"]["text"] == "Agent usage: 2026-10-23 \u2013 2026-11-21 (30 days)"
-    assert sent["text"] == CHART_SENT
+    assert sent == {**message([section(CHART_SENT)], CHART_SENT), "response_type": "ephemeral"}
     [chart] = stack.slack.recorder.files("D0MANAGER")
     assert chart.content.startswith(b"\x89PNG") and chart.filename == "agent-usage-2026-10-23-2026-11-21.png"
     rows = sandbox_get(stack, "/api/v1/analytics/tokens", startDate="2026-11-21", endDate="2026-11-21")["data"]
     assert chart.alt_txt.startswith("Bar chart of billable tokens per day, 2026-10-23 \u2013 2026-11-21 (30 days)")
-    from formatters.blocks import number
-
     assert f"last day {number(rows[0]['billable_tokens'], compact=True)}" in chart.alt_txt

@@ -1,12 +1,16 @@
-"""``/agent users [query]`` end to end: matches computed from the sandbox's organization users, the
-"More" button walked to the end, the role check and an API failure."""
+"""``/agent users [query]``, dispatched to the bot in-process (``tests/inprocess.py``): matches computed
+from the sandbox's organization users, the "More" button walked to the end, the role check and an
+API failure."""
 
 import json
 
-from bot.demo import DEMO_CHANNEL
-from formatters.notices import REFUSED
-from formatters.users import MORE_ACTION, NO_MATCH, sign_in
-from tests.conftest import TODAY, block_texts, sandbox_get
+from formatters.notices import refusal_message
+from formatters.users import END, MORE_ACTION, NO_MATCH, POSITION, sign_in
+from handlers.users import SPEC, STALE_BUTTON, STALE_BUTTON_HINT
+from tests.conftest import TODAY, api_error_reply, block_texts, error_reply, sandbox_get
+from tests.inprocess import inprocess_fixture
+
+stack = inprocess_fixture()
 
 
 def everyone(stack):
@@ -34,11 +38,9 @@ def more_button(payload):
 
 def click_more(stack, payload, *, user="U0MANAGER"):
     """Click More on ``payload`` (an ephemeral screen) and return the reply to the click."""
-    ts = stack.slack.recorder.next_ts()
-    message = {"type": "message", "ts": ts, "text": payload["text"], "blocks": payload["blocks"]}
-    sent = stack.client.send_block_action(MORE_ACTION, user_id=user, channel_id=DEMO_CHANNEL, message_ts=ts, message=message)
-    assert sent.status_code == 200
-    [reply] = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(sent.response_url_id), what="the next screen")
+    clicked = stack.click(MORE_ACTION, user=user, message=payload)
+    assert clicked.status == 200
+    [reply] = clicked.responses
     return reply
 
 
@@ -81,7 +83,7 @@ def test_without_a_query_more_walks_every_user_once_to_the_end(stack, block_kit_
         clicks += 1
     assert seen == [u["email"] for u in users]
     assert clicks == 1  # 40 users, 20 a screen
-    assert block_texts(payload)[-1] == "Users 21\u201340 \u00b7 End of the list: 40 users in all."
+    assert block_texts(payload)[-1] == POSITION.format(label="Users", first=21, last=40) + " \u00b7 " + END.format(total=40, noun="users")
 
 
 def test_no_match_says_so(stack, block_kit_validator):
@@ -92,30 +94,23 @@ def test_no_match_says_so(stack, block_kit_validator):
 
 def test_members_are_refused_the_list_and_the_more_button(stack):
     reply = stack.command("users", user="U0MEMBER")
-    assert reply.last["text"] == REFUSED.format(command="users", needed="*manager*", role="*member*").replace("**", "*")
+    assert reply.ack == refusal_message("users", "manager", "member") and reply.responses == []
     page = stack.command("users", user="U0MANAGER").last
     refusal = click_more(stack, page, user="U0MEMBER")
-    assert refusal.text == REFUSED.format(command=MORE_ACTION, needed="*manager*", role="*member*").replace("**", "*")
+    assert refusal.payload == {**refusal_message(MORE_ACTION, "manager", "member"), "response_type": "ephemeral", "replace_original": False}
 
 
 def test_api_failure_gives_a_clear_message_and_leaves_the_screen(stack, faults):
     page = stack.command("users").last
     faults(error_rate=1.0)
     failed = stack.command("users alice")
-    assert failed.status == 200 and len(failed.payloads) == 1
-    assert failed.last["text"].startswith("The Agent platform had an internal error.")
+    assert failed.status == 200 and failed.payloads == [api_error_reply("server")]
     response = click_more(stack, page)
-    assert response.text.startswith("The Agent platform had an internal error.")
-    assert response.payload["replace_original"] is False
+    assert response.payload == {**api_error_reply("server"), "replace_original": False}
 
 
 def test_a_more_button_that_cannot_be_read_and_options_get_clear_messages(stack):
-    from handlers.users import STALE_BUTTON
-
-    ts = stack.slack.recorder.next_ts()
     button = {"type": "button", "action_id": MORE_ACTION, "value": "{not json", "text": {"type": "plain_text", "text": "More"}}
-    message = {"type": "message", "ts": ts, "text": "users", "blocks": [{"type": "actions", "elements": [button]}]}
-    sent = stack.client.send_block_action(MORE_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=ts, message=message)
-    [reply] = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(sent.response_url_id))
-    assert reply.text.startswith(STALE_BUTTON)
-    assert stack.command("users team=web").last["text"].startswith("I don't understand `team=web`.")
+    reply = click_more(stack, {"text": "users", "blocks": [{"type": "actions", "elements": [button]}]})
+    assert reply.payload == {**error_reply(STALE_BUTTON, STALE_BUTTON_HINT), "replace_original": False}
+    assert stack.command("users team=web").payloads == [error_reply("I don't understand `team=web`.", f"Usage: `{SPEC.usage}`")]

@@ -224,7 +224,7 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         assert command(slack, client, "help usage")  # the first connection works through the relay
         lost = hub.silence()
         # Slack sends the next command on the connection it believes open: it never arrives, no ack
-        quick = slack.socket_client(timeout=2)
+        quick = slack.socket_client(timeout=0.5)  # the bot acks in milliseconds; this envelope is never heard
         unheard = quick.send_slash_command("session start computer=ci after the silence", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
         assert unheard.status_code == 0 and hub.acks_of(quick.last_envelope.envelope_id) == []
         assert quick.last_envelope.connection_id == lost.id

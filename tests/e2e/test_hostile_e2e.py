@@ -22,6 +22,7 @@ from formatters.reports import DETAILS_ACTION
 from formatters.users import MORE_ACTION
 from sandbox.agent_api import hostile
 from tests.conftest import TODAY
+from tests.inprocess import close_quickly
 
 CANNOT_READ = "cannot read"
 #: the emulated people: the only mentions a reply may carry are the bot's own
@@ -69,7 +70,7 @@ def hostile_stack():
         api_timeout=20.0,
     )
     yield running
-    running.close()
+    close_quickly(running)
 
 
 def _strings(node):
