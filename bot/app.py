@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -33,6 +34,7 @@ from bot.config import Settings
 from bot.errors import apologize, drain_listeners
 from bot.container import Services, utc_now, utc_today
 from bot.identity import Identity
+from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
 from bot.middleware import build_dedupe, build_role_check, tag_request
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
@@ -96,7 +98,15 @@ class Bot:
         (liveness) and ``GET /readyz`` (database and Agent API)."""
         handler = AsyncSlackRequestHandler(self.app)
 
+        secret = self.services.settings.slack_signing_secret
+        verifier = SignatureVerifier(secret.get_secret_value()) if secret else None
+
         async def events(request: Request) -> Response:
+            if declared_too_large(request.headers):
+                return _refused(TOO_LARGE)
+            refusal = check_delivery(await request.body(), request.headers, verifier)
+            if refusal is not None:
+                return _refused(refusal)
             return await handler.handle(request)
 
         async def healthz(_request: Request) -> Response:
@@ -142,6 +152,11 @@ class Bot:
     def hooks_asgi(self) -> Starlette:
         """The small HTTP listener of Socket Mode (``AGENT_BOT_HOOK_PORT``): ``POST /hooks/agent`` only."""
         return Starlette(routes=[self.hook_route()])
+
+
+def _refused(refusal: Refusal) -> Response:
+    logger.warning("POST /slack/events refused with %s: %s", refusal.status, refusal.reason)
+    return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
 
 
 READY_TIMEOUT = 2.0

@@ -24,8 +24,33 @@ _LINK = re.compile(r"<(mailto:)?([^<>|]+)(?:\|[^<>]*)?>")
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
 
 
+MAX_COMMAND_TEXT = 4000
+"""Characters of slash-command text the parser reads at most (Slack's own are a few hundred); a
+longer text is refused before it is split, so one huge word cannot hold up the ack."""
+MAX_NUMBER_DIGITS = 12
+"""Digits a number typed in a command may have (credits go up to 10**12)."""
+
+
 class CommandSyntaxError(ValueError):
-    """The text cannot be split into words (for example an unbalanced quote)."""
+    """The text cannot be split into words (an unbalanced quote, or longer than
+    :data:`MAX_COMMAND_TEXT`); ``hint`` says what to do."""
+
+    def __init__(self, message: str, hint: str = "Check the quotes in your command.") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def whole_number(word: str, *, max_digits: int = MAX_NUMBER_DIGITS) -> int | None:
+    """The number an ASCII-digit word reads as (``"42"`` -> 42), else None: other digits
+    (``"²"``, ``"١٠٠"``), signs, separators, or more than ``max_digits`` digits."""
+    if not 1 <= len(word) <= max_digits or not (word.isascii() and word.isdigit()):
+        return None
+    return int(word)
+
+
+def quoted(word: str, limit: int = 40) -> str:
+    """A word the person typed, cut to ``limit`` characters, for quoting in an error message."""
+    return word if len(word) <= limit else word[: limit - 1] + "\u2026"
 
 
 @dataclass(frozen=True)
@@ -76,7 +101,13 @@ def unescape_slack(text: str) -> str:
 
 
 def split_words(text: str) -> list[str]:
-    """Split on white space, honouring quotes (straight or Slack's curly ones)."""
+    """Split on white space, honouring quotes (straight or Slack's curly ones). Raises
+    :class:`CommandSyntaxError` for an unbalanced quote or a text over :data:`MAX_COMMAND_TEXT`."""
+    if len(text) > MAX_COMMAND_TEXT:
+        raise CommandSyntaxError(
+            f"the command is {len(text):,} characters long; I read at most {MAX_COMMAND_TEXT:,}.",
+            "Shorten it; a long prompt fits in the form that `/agent session start` opens.",
+        )
     text = text.replace("\u201c", '"').replace("\u201d", '"').replace("\u2018", "'").replace("\u2019", "'")
     try:
         return shlex.split(text)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.commands import SubCommand
+from bot.commands import SubCommand, quoted, whole_number
 from bot.services.controls import DEFAULT_HISTORY, MAX_HISTORY, UnknownRevisionError, fetch_diff, fetch_history, fetch_overview
 from formatters.controls import controls_diff, controls_history, controls_overview, no_history, unknown_revision
 from handlers.router import CommandRequest, Router, UserInputError
@@ -64,9 +64,10 @@ def _revision(word: str, hint: str) -> int:
     text = word.lstrip("#")
     if text.lower().startswith("r"):
         text = text[1:]
-    if not text.isdigit():
-        raise UserInputError(BAD_REVISION.format(value=word), hint)
-    return int(text)
+    number = whole_number(text)
+    if number is None:
+        raise UserInputError(BAD_REVISION.format(value=quoted(word)), hint)
+    return number
 
 
 def _unknown(exc: UnknownRevisionError) -> UserInputError:
@@ -77,7 +78,7 @@ async def handle_controls(request: CommandRequest) -> None:
     """Answer ``/agent controls [revision]``."""
     args = request.command.args
     if len(args) > 1:
-        raise UserInputError(TOO_MANY_ARGS.format(extra=" ".join(args[1:])), f"Usage: `{SPEC.usage}`")
+        raise UserInputError(TOO_MANY_ARGS.format(extra=quoted(" ".join(args[1:]))), f"Usage: `{SPEC.usage}`")
     revision = _revision(args[0], f"Usage: `{SPEC.usage}`") if args else None
     try:
         overview = await fetch_overview(request.services.agent, revision)
@@ -93,13 +94,14 @@ async def handle_history(request: CommandRequest) -> None:
     """Answer ``/agent controls history [n]``."""
     args = request.command.args
     if len(args) > 1:
-        raise UserInputError(TOO_MANY_ARGS.format(extra=" ".join(args[1:])), COUNT_HINT)
+        raise UserInputError(TOO_MANY_ARGS.format(extra=quoted(" ".join(args[1:]))), COUNT_HINT)
     count = DEFAULT_HISTORY
     if args:
         word = args[0]
-        if not word.lstrip("-").isdigit():
-            raise UserInputError(BAD_COUNT.format(value=word), COUNT_HINT)
-        count = int(word)
+        number = whole_number(word.removeprefix("-"))
+        if number is None:
+            raise UserInputError(BAD_COUNT.format(value=quoted(word)), COUNT_HINT)
+        count = -number if word.startswith("-") else number
         if not 1 <= count <= MAX_HISTORY:
             raise UserInputError(COUNT_RANGE.format(max=MAX_HISTORY, value=count), COUNT_HINT)
     history = await fetch_history(request.services.agent, count)
@@ -115,7 +117,7 @@ async def handle_diff(request: CommandRequest) -> None:
     if len(args) < 2:
         raise UserInputError(TWO_REVISIONS, DIFF_HINT)
     if len(args) > 2:
-        raise UserInputError(TOO_MANY_ARGS.format(extra=" ".join(args[2:])), DIFF_HINT)
+        raise UserInputError(TOO_MANY_ARGS.format(extra=quoted(" ".join(args[2:]))), DIFF_HINT)
     first, second = (_revision(word, DIFF_HINT) for word in args)
     try:
         diff = await fetch_diff(request.services.agent, first, second)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -145,6 +146,7 @@ class Router:
 
     def __init__(self) -> None:
         self._routes: dict[str, tuple[SubCommand, Handler]] = {}
+        self._parsed: OrderedDict[str, ParsedCommand] = OrderedDict()
         self.add(HELP, self._help)
 
     def add(self, spec: SubCommand, handler: Handler) -> None:
@@ -152,6 +154,7 @@ class Router:
         if spec.name in self._routes:
             raise ValueError(f"sub-command {spec.name!r} registered twice")
         self._routes[spec.name] = (spec, handler)
+        self._parsed.clear()
 
     @property
     def specs(self) -> list[SubCommand]:
@@ -159,8 +162,18 @@ class Router:
         return sorted((spec for spec, _ in self._routes.values()), key=lambda s: (s.name != "help", s.name))
 
     def parse(self, text: str) -> ParsedCommand:
-        """Parse the slash-command text; raises :class:`bot.commands.CommandSyntaxError`."""
-        return parse(text, self._routes)
+        """Parse the slash-command text; raises :class:`bot.commands.CommandSyntaxError`.
+
+        The role check and the listener both need the parse of one command; the last
+        :data:`PARSED_KEPT` texts' results are kept, so each command is split once."""
+        kept = self._parsed.get(text)
+        if kept is not None:
+            return kept
+        parsed = parse(text, self._routes)
+        self._parsed[text] = parsed
+        if len(self._parsed) > PARSED_KEPT:
+            self._parsed.popitem(last=False)
+        return parsed
 
     def policy_key(self, text: str) -> str:
         """The policy key of the command line (its sub-command's ``policy_key``; ``help`` if unknown)."""
@@ -208,7 +221,7 @@ class Router:
             parsed = self.parse(text)
         except CommandSyntaxError as exc:
             request = request_factory(ParsedCommand(None, text=text))
-            await request.reply(error_message(str(exc), "Check the quotes in your command."))
+            await request.reply(error_message(str(exc), exc.hint))
             return
         request = request_factory(parsed)
         if parsed.sub_command is None:
@@ -259,5 +272,7 @@ class Suggestion:
     specs: tuple[SubCommand, ...]
 
 
+PARSED_KEPT = 64
+"""How many recent command texts :meth:`Router.parse` keeps the parse of."""
 SUGGEST_CUTOFF = 0.6
 """difflib's similarity (0..1) a misspelt first word needs to be corrected (``usge`` -> ``usage``: 0.89)."""

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 EARLIEST = dt.date(2026, 1, 14)
 MAX_RELATIVE_DAYS = 366
-_RELATIVE = re.compile(r"^(\d{1,4})d$")
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_RELATIVE = re.compile(r"^(\d{1,4})d$", re.ASCII)  # ASCII digits only: "١٠d" is not a period
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 
 PERIOD_HELP = (
     "Use `yesterday`, `7d`, `30d` (any `Nd`), a day `YYYY-MM-DD`, or a range `YYYY-MM-DD..YYYY-MM-DD`. "
@@ -101,4 +101,4 @@ def _day(word: str, original: str | None) -> dt.date:
 def looks_like_period(word: str) -> bool:
     """True when ``word`` is meant as a period (even a malformed or out-of-range one)."""
     word = word.strip().lower()
-    return word == "yesterday" or bool(_RELATIVE.match(word)) or ".." in word or bool(re.match(r"^\d{4}-", word))
+    return word == "yesterday" or bool(_RELATIVE.match(word)) or ".." in word or bool(re.match(r"^\d{4}-", word, re.ASCII))

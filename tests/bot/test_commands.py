@@ -42,3 +42,25 @@ def test_parsed_command_is_frozen():
         parsed.args = ()
     with pytest.raises(TypeError):
         parsed.options["x"] = "y"
+
+
+def test_whole_numbers_are_ascii_digits_of_bounded_length():
+    from bot.commands import MAX_NUMBER_DIGITS, whole_number
+
+    assert [whole_number(w) for w in ("0", "42", "9" * MAX_NUMBER_DIGITS)] == [0, 42, int("9" * MAX_NUMBER_DIGITS)]
+    assert [whole_number(w) for w in ("", "-1", "+1", "1,000", "1_000", "\u00b2", "\u0661\u0660\u0660", "9" * 5000)] == [None] * 8
+
+
+def test_a_text_over_the_limit_is_refused_before_it_is_split():
+    from bot.commands import MAX_COMMAND_TEXT, CommandSyntaxError, split_words
+
+    assert split_words("a " * (MAX_COMMAND_TEXT // 2)) == ["a"] * (MAX_COMMAND_TEXT // 2)
+    with pytest.raises(CommandSyntaxError) as raised:
+        split_words("9" * (MAX_COMMAND_TEXT + 1))
+    assert str(raised.value) == f"the command is {MAX_COMMAND_TEXT + 1:,} characters long; I read at most {MAX_COMMAND_TEXT:,}."
+
+
+def test_quoted_cuts_long_words_for_error_messages():
+    from bot.commands import quoted
+
+    assert (quoted("short"), quoted("x" * 100)) == ("short", "x" * 39 + "\u2026")

@@ -10,13 +10,15 @@ import logging
 from bot.api.redaction import fingerprint
 from formatters.notices import refusal_message
 from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION
-from handlers.controls import BAD_COUNT, BAD_REVISION, COUNT_HINT, COUNT_RANGE, DIFF_HINT, TWO_REVISIONS
+from bot.commands import quoted
+from handlers.controls import BAD_COUNT, BAD_REVISION, COUNT_HINT, COUNT_RANGE, DIFF_HINT, SPEC, TWO_REVISIONS
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
 
 stack = inprocess_fixture()
 
 HISTORY = "/api/v0/organization/enterprise-controls/history"
+NINES = "9" * 3000
 
 
 def _all_changes(stack) -> list[dict]:
@@ -158,6 +160,13 @@ def test_bad_counts_and_revisions_get_clear_errors(stack):
         ("controls diff three 4", error_reply(BAD_REVISION.format(value="three"), DIFF_HINT)),
         (f"controls diff {min(revisions)} {unknown}", error_reply(UNKNOWN_REVISION.format(missing=unknown), available)),
         (f"controls {unknown}", error_reply(UNKNOWN_REVISION.format(missing=unknown), available)),
+        # only ASCII digits of bounded length are numbers: no int() of 5,000 digits, no superscripts
+        ("controls \u00b2", error_reply(BAD_REVISION.format(value="\u00b2"), f"Usage: `{SPEC.usage}`")),
+        ("controls history \u00b2", error_reply(BAD_COUNT.format(value="\u00b2"), COUNT_HINT)),
+        ("controls history \u0661\u0660", error_reply(BAD_COUNT.format(value="\u0661\u0660"), COUNT_HINT)),
+        (f"controls {NINES}", error_reply(BAD_REVISION.format(value=quoted(NINES)), f"Usage: `{SPEC.usage}`")),
+        (f"controls diff 1 {NINES}", error_reply(BAD_REVISION.format(value=quoted(NINES)), DIFF_HINT)),
+        ("controls history -3", error_reply(COUNT_RANGE.format(max=100, value=-3), COUNT_HINT)),
     ]:
         reply = stack.command(text, user="U0OWNER")
         assert reply.status == 200

@@ -59,3 +59,8 @@ def test_previous_period_before_the_data_starts_is_none():
 def test_looks_like_period():
     assert all(map(looks_like_period, ["7d", "yesterday", "2026-01-01", "2026-13-99..x"]))
     assert not any(map(looks_like_period, ["model", "by", "alice@example.com"]))
+
+
+def test_periods_take_ascii_digits_only():
+    with pytest.raises(PeriodError):
+        parse_period("\u0661\u0660d", dt.date(2026, 11, 22))
