@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -43,8 +45,17 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level, _secrets(settings))
     bot = create_bot(settings)
     settle_heap()
+    # uvicorn drains on SIGTERM/SIGINT, then raises the signal again for the handler that was there
+    # before it; with the default one the process would die of it (exit 143) after a clean stop
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, _stopped)
     uvicorn.run(bot.asgi(), host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False)
     return 0
+
+
+def _stopped(signum: int, _frame: object) -> None:
+    """After uvicorn's graceful stop: the stop was asked for, so ``serve`` returns 0."""
+    logging.getLogger(__name__).info("stopped by %s after draining", signal.Signals(signum).name)
 
 
 def _socket(_args: argparse.Namespace) -> int:
