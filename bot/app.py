@@ -40,7 +40,7 @@ from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.limits import ApprovalsConfig
 from bot.slack import SlackGateway, web_client
-from bot.store import Store
+from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
 from handlers import hooks
 from handlers import limits as limits_handlers
@@ -169,10 +169,13 @@ async def readiness(services: Services, timeout: float = READY_TIMEOUT) -> tuple
     """Whether the bot can serve: the database and the Agent API, each within ``timeout`` seconds.
 
     ``({"database", "agent_api", "status"}, 200)`` when both answer, else ``503`` naming which failed
-    (the exception's class only, never a secret). ``GET /healthz`` is liveness and calls neither."""
+    (what is wrong with a database the bot cannot write, else the exception's class only, never a
+    secret). ``GET /healthz`` is liveness and calls neither."""
     state = {"database": "ok", "agent_api": "ok"}
     try:
         await asyncio.wait_for(services.store.ping(), timeout)
+    except DatabaseUnusable as exc:
+        state["database"] = f"unavailable: {exc}"
     except Exception as exc:
         state["database"] = f"unavailable ({type(exc).__name__})"
     try:

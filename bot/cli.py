@@ -44,6 +44,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings))
     bot = create_bot(settings)
+    bot.services.store.check_writable()  # a read-only or locked database: one line now, not a 500 per request
     settle_heap()
     # uvicorn drains on SIGTERM/SIGINT, then raises the signal again for the handler that was there
     # before it; with the default one the process would die of it (exit 143) after a clean stop
@@ -68,6 +69,7 @@ def _socket(_args: argparse.Namespace) -> int:
     if settings.slack_app_token is None:
         raise ConfigurationError("missing settings: SLACK_APP_TOKEN (Socket Mode needs an app-level token)")
     bot = create_bot(settings, socket_mode=True)
+    bot.services.store.check_writable()
     settle_heap()
 
     async def run() -> None:
@@ -246,11 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from bot.app import ConfigurationError
     from bot.roles import RolesConfigError
+    from bot.store import DatabaseUnusable
 
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ConfigurationError, RolesConfigError) as exc:
+    except (ConfigurationError, RolesConfigError, DatabaseUnusable) as exc:
         print(f"agent-bot: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:

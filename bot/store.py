@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, event, insert, select, text
+from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, event, insert, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 T = TypeVar("T")
 
@@ -37,17 +39,29 @@ deliveries = Table(
 )
 
 
+class DatabaseUnusable(RuntimeError):
+    """The database cannot be used; the message says what is wrong and how to fix it, in one line
+    (never the URL, which may hold a password)."""
+
+
+BUSY_TIMEOUT_MS = 5000
+"""SQLite: how long a write waits for another connection's lock before it fails."""
+
+
 class Store:
     """Access to the bot's tables. ``url`` is a SQLAlchemy URL; raises ``sqlalchemy.exc.ArgumentError``
     for a malformed one and ``sqlalchemy.exc.OperationalError`` when the database cannot be reached.
     ``now`` is the clock that stamps the rows (an aware UTC datetime; injectable for tests)."""
 
-    def __init__(self, url: str, *, now: Callable[[], dt.datetime] | None = None) -> None:
+    def __init__(self, url: str, *, now: Callable[[], dt.datetime] | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self._now: Callable[[], dt.datetime] = now if now is not None else _utc_now
         self.engine: Engine = create_engine(url, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+            event.listen(self.engine, "connect", functools.partial(_sqlite_pragmas, busy_timeout_ms=busy_timeout_ms))
+        try:
+            metadata.create_all(self.engine)
+        except OperationalError as exc:
+            raise DatabaseUnusable(describe_database_error(exc)) from exc
 
     async def _run(self, work: Callable[[], T]) -> T:
         return await asyncio.to_thread(work)
@@ -83,27 +97,56 @@ class Store:
 
         return await self._run(work)
 
+    def check_writable(self) -> None:
+        """Write a probe row and roll it back: raises :class:`DatabaseUnusable` (one line: what is
+        wrong and how to fix it) when the database cannot be written (a read-only file or replica,
+        a file locked by another process, a server that does not answer)."""
+        try:
+            with self.engine.connect() as conn, conn.begin() as transaction:
+                conn.execute(insert(deliveries).values(key=f"probe:{uuid.uuid4().hex}", received_at=self._now()))
+                transaction.rollback()
+        except OperationalError as exc:
+            raise DatabaseUnusable(describe_database_error(exc)) from exc
+
     async def ping(self) -> None:
-        """Run ``SELECT 1``; raises ``sqlalchemy.exc.SQLAlchemyError`` when the database does not answer."""
-
-        def work() -> None:
-            with self.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-
-        await self._run(work)
+        """:meth:`check_writable` in a worker thread (``GET /readyz``): the bot needs a database it
+        can write, not only one that answers. Raises :class:`DatabaseUnusable` or
+        ``sqlalchemy.exc.SQLAlchemyError``."""
+        await self._run(self.check_writable)
 
     def close(self) -> None:
         self.engine.dispose()
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def describe_database_error(exc: OperationalError) -> str:
+    """One line for an operator: what a database failure means and what to do."""
+    detail = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
+    lowered = detail.lower()
+    if "readonly database" in lowered or "read-only" in lowered:
+        return (
+            "the database is read-only: give the bot's user write access to the SQLite file and its folder "
+            "(SQLite writes a -wal file beside it), or point AGENT_BOT_DATABASE_URL at a writable database"
+        )
+    if "database is locked" in lowered:
+        return (
+            "the SQLite database is locked by another process: stop that process, or use PostgreSQL "
+            "(AGENT_BOT_DATABASE_URL=postgresql+psycopg://...) to run several bots on one database"
+        )
+    if "unable to open database file" in lowered:
+        return "cannot open the SQLite database file: check the path in AGENT_BOT_DATABASE_URL and that its folder exists"
+    if "connection" in lowered or "could not connect" in lowered or "timeout" in lowered:
+        return f"cannot reach the database server ({detail}): check AGENT_BOT_DATABASE_URL and that the server runs"
+    return f"the database refused the bot ({detail})"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
     """WAL journal and ``synchronous=NORMAL``: a commit no longer waits for an fsync (the de-dup
     insert sits on the ack path), readers do not block the writer, and a crash loses at most the
     last transactions, never the database's consistency (SQLite doc "Write-Ahead Logging")."""
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     cursor.close()
 
 
