@@ -110,9 +110,9 @@ def _sandbox(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from bot.demo import run_demo
-
     from pathlib import Path
+
+    from bot.demo import run_demo
 
     return run_demo(
         interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir), hostile=args.hostile
@@ -132,7 +132,7 @@ def _digest_tick(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
     if args.now:
         fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
-        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.timezone.utc)
+        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
         now = lambda: fixed  # noqa: E731
     else:
         now = utc_now

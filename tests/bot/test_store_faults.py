@@ -36,7 +36,8 @@ async def test_readyz_says_the_database_is_read_only(tmp_path):
     from bot.app import readiness
     from tests.api_fakes import fake_client, json_response, org_user_payload
 
-    agent = fake_client(httpx.MockTransport(lambda request: json_response({"users": [org_user_payload()], "pagination": {"hasMore": False}})))
+    page = {"users": [org_user_payload()], "pagination": {"hasMore": False}}
+    agent = fake_client(httpx.MockTransport(lambda request: json_response(page)))
     services = SimpleNamespace(store=Store(read_only_url(tmp_path)), agent=agent)
     state, status = await readiness(services)  # type: ignore[arg-type]
     assert status == 503
