@@ -321,8 +321,10 @@ class ManagementAPI(ClientCore):
     # ---------------------------------------------------------------------------------------
 
     async def list_computers(self) -> list[Computer]:
-        """All registered computers: GET /api/v0/computers (unpaginated)."""
-        page = await self._request("GET", f"{V0_PATH}/computers", ComputerList)
+        """All registered computers: GET /api/v0/computers (unpaginated), with
+        ``includeProvisioningSteps=true``: the platform today returns the provisioning steps only
+        when asked (the spec shows them always; a server that does not know the parameter ignores it)."""
+        page = await self._request("GET", f"{V0_PATH}/computers", ComputerList, params={"includeProvisioningSteps": "true"})
         return page.computers
 
     async def install_deps(self, *, computer_id: str) -> Computer:

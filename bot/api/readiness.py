@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator
 
 from bot.api import validation
 from bot.api.core import ClientCore
+from bot.api.errors import NotFoundError
 from bot.api.models import (
     ReadinessReport,
     ReadinessReportList,
@@ -14,6 +15,9 @@ from bot.api.models import (
 from bot.api.pagination import DEFAULT_MAX_PAGES
 
 READINESS_PATH = "/api/organization/maturity-level-reports"
+"""The documented path of the listing (spec: analytics-and-readiness-api.md)."""
+RENAMED_READINESS_PATH = "/api/organization/agent-readiness-reports"
+"""The path the platform serves the listing at today; the documented one may be retired."""
 
 
 class ReadinessAPI(ClientCore):
@@ -21,7 +25,13 @@ class ReadinessAPI(ClientCore):
     listing of reports, page by page (`startAfter` cursor).
 
     Mixed into :class:`bot.api.client.AgentClient`, whose transport these methods use
-    (:class:`bot.api.core.ClientCore`)."""
+    (:class:`bot.api.core.ClientCore`).
+
+    The platform renamed the listing's path (:data:`RENAMED_READINESS_PATH`); the documented one
+    (:data:`READINESS_PATH`) is asked first, and after it answers 404 the renamed one, and whichever
+    answered is remembered for the client's life."""
+
+    _readiness_path: str = READINESS_PATH
 
     # ---------------------------------------------------------------------------------------
     # readiness reports (spec: analytics-and-readiness-api.md, "Readiness report")
@@ -34,7 +44,8 @@ class ReadinessAPI(ClientCore):
         limit: int | None = None,
         start_after: str | None = None,
     ) -> ReadinessReportList:
-        """One page of readiness reports: GET {app_url}/api/organization/maturity-level-reports.
+        """One page of readiness reports: GET {app_url}/api/organization/maturity-level-reports
+        (or, where that answers 404, the renamed ``agent-readiness-reports``; class docstring).
 
         `repo_id` filters by repository; `limit` is a positive integer (server default and
         maximum not shown); `start_after` is the `report_id` of the previous page's last report.
@@ -48,9 +59,15 @@ class ReadinessAPI(ClientCore):
             "limit": None if limit is None else str(limit),
             "startAfter": start_after,
         }
-        return await self._request(
-            "GET", READINESS_PATH, ReadinessReportList, params=params, app=True
-        )
+        path = self._readiness_path
+        try:
+            return await self._request("GET", path, ReadinessReportList, params=params, app=True)
+        except NotFoundError:
+            if path != READINESS_PATH:
+                raise
+        page = await self._request("GET", RENAMED_READINESS_PATH, ReadinessReportList, params=params, app=True)
+        self._readiness_path = RENAMED_READINESS_PATH
+        return page
 
     def iter_readiness_reports(
         self,

@@ -24,6 +24,7 @@ from bot.api import (
     MessageList,
     MessageSubmission,
     ModelTokenTotal,
+    NotFoundError,
     OrganizationUserList,
     ProductivityRow,
     ReadinessReportList,
@@ -188,6 +189,33 @@ async def test_readiness_request_goes_to_app_url():
 async def test_readiness_without_arguments_sends_no_query():
     _, request = await call("list_readiness_reports", {}, json_response({"reports": []}))
     assert_request(request, "GET", f"{APP}/api/organization/maturity-level-reports", {})
+
+
+async def test_readiness_falls_back_to_the_renamed_path_on_404_and_remembers_it():
+    not_found = json_response({"title": "Not Found", "detail": "no such route", "status": 404}, status=404)
+    transport = RecordingTransport(
+        responses=[not_found, json_response({"reports": [readiness_report_payload()]}), json_response({"reports": []})]
+    )
+    async with fake_client(transport) as client:
+        first = await client.list_readiness_reports(limit=5)
+        await client.list_readiness_reports(limit=5)
+    paths = [request.url.path for request in transport.requests]
+    assert paths == [
+        "/api/organization/maturity-level-reports",
+        "/api/organization/agent-readiness-reports",
+        "/api/organization/agent-readiness-reports",
+    ]
+    assert [dict(r.url.params) for r in transport.requests] == [{"limit": "5"}] * 3
+    assert first.reports[0].repo_url == "https://git.example.com/acme/shop"
+
+
+async def test_readiness_404_on_both_paths_is_not_found():
+    not_found = json_response({"title": "Not Found", "status": 404}, status=404)
+    transport = RecordingTransport(responses=[not_found, not_found])
+    async with fake_client(transport) as client:
+        with pytest.raises(NotFoundError):
+            await client.list_readiness_reports()
+    assert len(transport.requests) == 2
 
 
 async def test_app_url_defaults_to_base_url():
@@ -388,7 +416,7 @@ async def test_list_computers_returns_a_list():
         "computers": [computer_payload(), computer_payload(id="cmp_2", providerType="cloud-x")]
     }
     result, request = await call("list_computers", {}, json_response(answer))
-    assert_request(request, "GET", f"{API}/api/v0/computers", {})
+    assert_request(request, "GET", f"{API}/api/v0/computers", {"includeProvisioningSteps": "true"})
     assert [c.id for c in result] == ["cmp_1", "cmp_2"]
     assert result[1].provider_type == "cloud-x"
 
