@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from bot.demo import DEMO_CHANNEL
 from formatters.notices import REFUSED
 from formatters.sessions import ARCHIVE_ACTION, PICK_ACTION, START_VIEW, WORKED
-from handlers.sessions import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
+from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
 from tests.conftest import block_texts, sandbox_get
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
@@ -222,8 +222,8 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
     }
     # with a wrong token Slack answers the download with its HTML sign-in page
     feature = stack.bot.services.sessions
-    real = feature.bot_token
-    feature.bot_token = SecretStr("xoxb-wrong")
+    real = feature.relay.bot_token
+    feature.relay.bot_token = SecretStr("xoxb-wrong")
     try:
         stack.client.send_event(event)
         note = stack.slack.recorder.wait_for(
@@ -231,7 +231,7 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
             what="the note about the HTML answer",
         )
     finally:
-        feature.bot_token = real
+        feature.relay.bot_token = real
     assert "notes.txt" in note[0].text
 
 
