@@ -333,3 +333,48 @@ def link_by_thread(stack, thread_ts):
     feature = stack.bot.services.sessions
     return asyncio.run(feature.store.by_thread(DEMO_CHANNEL, thread_ts))
 
+
+
+async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cause_no_call(tmp_path):
+    """In-process (the bot's ASGI app over ``httpx.ASGITransport``): a plain channel message and a
+    reply in a thread that is no session's are answered 200; the bot then calls neither the Web
+    API nor the Agent API (Bolt's own ``auth.test``, once per process, aside)."""
+    import httpx
+
+    from bot.api import AgentClient
+    from bot.app import create_bot
+    from bot.config import Settings
+    from bot.errors import drain_listeners
+    from sandbox.slack_emulator import SlackEmulator
+
+    agent_requests: list[httpx.Request] = []
+
+    def agent_api(request: httpx.Request) -> httpx.Response:
+        agent_requests.append(request)
+        return httpx.Response(500)
+
+    slack = SlackEmulator().start()
+    agent = AgentClient(base_url="http://agent.test", api_key="key", transport=httpx.MockTransport(agent_api))
+    settings = Settings(
+        _env_file=None, SLACK_BOT_TOKEN=slack.bot_token, SLACK_SIGNING_SECRET=slack.signing_secret,
+        SLACK_API_URL=slack.api_url, database_url=f"sqlite:///{tmp_path / 'bot.db'}",
+    )
+    bot = create_bot(settings, agent=agent)
+    client = slack.async_client("http://bot.test")
+    client._http = httpx.AsyncClient(transport=httpx.ASGITransport(app=bot.asgi()))
+    try:
+        plain = await client.send_message("lunch anyone?", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+        other = await client.send_message("just chatting", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts="123.456")
+        await drain_listeners(5.0)
+        assert (plain.status_code, other.status_code) == (200, 200)
+        assert [call.method for call in slack.recorder.calls() if call.method != "auth.test"] == []
+        assert agent_requests == []
+        # the control: in this same setup a mention does reach the listeners (and the Agent API)
+        await client.send_mention(f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False)
+        await drain_listeners(5.0)
+        assert agent_requests != []
+    finally:
+        await client.aclose()
+        await agent.aclose()
+        bot.services.store.close()
+        slack.stop()
