@@ -19,18 +19,20 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
 from bot.middleware import is_person_reply
-from bot.services.sessions import FAILED, ChooseComputer, NewStart, StartOutcome, ThreadReply
-from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, CWD_MAX, CWD_TOO_LONG, START_POLICY_KEY, START_USAGE, split_options
+from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, StartOutcome, ThreadReply
+from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
 from bot.slack import SlackFailure
 from formatters.blocks import Payload, message_link
 from formatters.notices import error_message
 from formatters.sessions import (
-    ARCHIVE_ACTION, PICK_ACTION, REFRESH_ACTION, START_BLOCKS, START_VIEW, SessionRow, computer_choice, one_line,
-    session_status, sessions_list, start_modal, started_notice, thread_note,
+    ARCHIVE_ACTION, PICK_ACTION, REFRESH_ACTION, START_BLOCKS, START_VIEW, SessionRow, computer_choice, session_status,
+    sessions_list, start_modal, started_notice, thread_note,
 )
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
 
@@ -41,7 +43,11 @@ logger = logging.getLogger(__name__)
 
 START = SubCommand(
     "session start", "Start an agent session on a computer and follow it in a thread.", START_USAGE,
-    ("/agent session start fix the flaky login test", "/agent session start computer=build-01 cwd=~/src/web run the linter", "/agent session start"),
+    (
+        "/agent session start fix the flaky login test",
+        "/agent session start computer=build-01 cwd=~/src/web run the linter",
+        "/agent session start",
+    ),
     details=(
         "Without `computer=` I use the computer of your last session, else the only active one, else I "
         "ask. Without a prompt a form opens. I post one message in the channel; the agent's answers "
@@ -51,17 +57,20 @@ START = SubCommand(
     policy_key=START_POLICY_KEY,
 )
 LIST = SubCommand("sessions", "The agent sessions started from this workspace, newest first.", "/agent sessions", ("/agent sessions",))
-STATUS = SubCommand("session status", "One agent session: status, settings, token usage.", "/agent session status <id>", ("/agent session status 3f2a…",), policy_key="session status")
+STATUS = SubCommand(
+    "session status", "One agent session: status, settings, token usage.", "/agent session status <id>",
+    ("/agent session status 3f2a…",), policy_key="session status",
+)
 SET = SubCommand(
-    "session set", "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).", "/agent session set <id> key=value ...",
+    "session set", "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).", SET_USAGE,
     ("/agent session set 3f2a… model=fast-model reasoningEffort=high",),
     details="Only the settings you name are sent (PATCH); the session is shown as the platform returns it.", policy_key="session set",
 )
-ARCHIVE = SubCommand("session archive", "Archive a session; I stop following it.", "/agent session archive <id>", ("/agent session archive 3f2a…",), policy_key="session archive")
+ARCHIVE = SubCommand(
+    "session archive", "Archive a session; I stop following it.", "/agent session archive <id>",
+    ("/agent session archive 3f2a…",), policy_key="session archive",
+)
 
-SETTABLE = {n.lower(): n for n in ("model", "reasoningEffort", "interactionMode", "autonomyLevel", "autonomyMode", "specModeModel", "specModeReasoningEffort")}
-SETTABLE.update({re.sub(r"(?<!^)(?=[A-Z])", "_", v).lower(): v for v in list(SETTABLE.values())})
-"""``session set`` keys, as typed (lower case, or snake_case) -> the API's sessionSettings member."""
 SESSIONS_LISTED = 20
 FIELD_ERROR_MAX = 150
 """Characters at most of a modal field's error (Slack doc "view_submission": ``response_action: errors``)."""
@@ -71,12 +80,8 @@ WHICH_SESSION = "Which session? Give its id."
 ALREADY_STARTED = "This request already started a session; see its thread."
 NOT_STARTED = "The session could not be started."
 SEE_CHANNEL = "See the message in the channel."
-SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
-SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
 SET_DONE = ":white_check_mark: Settings changed (only the ones you named were sent)."
 ARCHIVED = ":file_cabinet: Session archived; I stopped following it."
-FORM_NO_PROMPT = "Tell the agent what to do."
-FORM_NO_COMPUTER = "Choose a computer."
 FORM_NOT_OPENED = "I could not open the form ({error})."
 FORM_NOT_OPENED_HINT = f"Run the command again, or give the prompt inline: `{START_USAGE}`."
 
@@ -160,15 +165,7 @@ async def handle_status(request: CommandRequest) -> None:
 
 
 async def handle_set(request: CommandRequest) -> None:
-    session_id = session_id_arg(request, SET)
-    keys = ", ".join(f"`{k}`" for k in sorted(set(SETTABLE.values())))
-    if not request.command.options:
-        raise UserInputError(SET_NOTHING.format(keys=keys), f"Usage: `{SET.usage}`")
-    unknown = [name for name in request.command.options if name not in SETTABLE]
-    if unknown:
-        raise UserInputError(SET_UNKNOWN.format(names=one_line(", ".join(unknown), 200), keys=keys), f"Usage: `{SET.usage}`")
-    changes = {SETTABLE[name]: value for name, value in request.command.options.items()}
-    session, row = await request.services.sessions.update_settings(session_id, changes)
+    session, row = await request.services.sessions.update_settings(session_id_arg(request, SET), request.command.options)
     link = message_link(row.channel, row.thread_ts) if row else None
     await request.reply(session_status(session, computer=row.computer_name if row else None, link=link, note=SET_DONE))
 
@@ -200,7 +197,8 @@ async def on_pick(request: ActionRequest) -> None:
         await request.replace(payload)  # the menu, only the asker's, becomes the outcome
 
 
-async def on_start_view(services: Services, ack: Any, body: dict[str, Any], context: dict[str, Any]) -> None:
+async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
+    """The start form submitted: field errors back on the form, else the session starts."""
     view = body.get("view") or {}
     values = (view.get("state") or {}).get("values") or {}
 
@@ -211,20 +209,9 @@ async def on_start_view(services: Services, ack: Any, body: dict[str, Any], cont
         text = element.get("value")
         return text.strip() if isinstance(text, str) and text.strip() else None
 
-    errors: dict[str, str] = {}
     prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
-    if not prompt:
-        errors[START_BLOCKS["prompt"]] = FORM_NO_PROMPT
-    if cwd is not None and len(cwd) > CWD_MAX:
-        errors[START_BLOCKS["cwd"]] = CWD_TOO_LONG
-    try:
-        if not computer_id:
-            raise UserInputError(FORM_NO_COMPUTER)
-        await services.sessions.starter.check_computer(computer_id)
-    except UserInputError as exc:
-        errors[START_BLOCKS["computer"]] = exc.message.replace("*", "")[:FIELD_ERROR_MAX]
-    except AgentAPIError as exc:
-        errors[START_BLOCKS["computer"]] = describe_api_error(exc)[0][:FIELD_ERROR_MAX]
+    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id)
+    errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
     if errors:
         await ack(response_action="errors", errors=errors)
         return
@@ -240,7 +227,7 @@ async def on_start_view(services: Services, ack: Any, body: dict[str, Any], cont
 # ---------------------------------------------------------------------- events
 
 
-async def on_event(services: Services, event: dict[str, Any], context: dict[str, Any]) -> None:
+async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext) -> None:
     """``app_mention`` and ``message``: a reply in a session's thread goes to the agent; a mention
     elsewhere starts a session; anything else (the ``message`` twin of a mention, a channel message,
     a reply in another thread, bots, edits) is ignored."""
@@ -252,7 +239,8 @@ async def on_event(services: Services, event: dict[str, Any], context: dict[str,
         link = await services.sessions.of_thread(channel, thread_ts)
         if link is not None:
             if is_person_reply(event):
-                await services.sessions.forward(ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ()), link)
+                reply = ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ())
+                await services.sessions.forward(reply, link)
             return
     if event.get("type") != "app_mention":
         return
@@ -266,20 +254,22 @@ async def on_event(services: Services, event: dict[str, Any], context: dict[str,
     await start_and_tell(services, start, options.get("computer"), thread_ts=where)
 
 
-def register(app: Any, router: Router, services: Services) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Wire the session sub-commands, the buttons and menu, the start form, mentions and replies."""
-    for spec, handler in ((START, handle_start), (LIST, handle_list), (STATUS, handle_status), (SET, handle_set), (ARCHIVE, handle_archive)):
+    for spec, handler in (
+        (START, handle_start), (LIST, handle_list), (STATUS, handle_status), (SET, handle_set), (ARCHIVE, handle_archive),
+    ):
         router.add(spec, handler)
     app.action(REFRESH_ACTION)(action_listener(services, on_refresh))
     app.action(ARCHIVE_ACTION)(action_listener(services, on_archive))
     app.action(PICK_ACTION)(action_listener(services, on_pick))
 
     @reported
-    async def start_view(ack: Any, body: dict[str, Any], context: dict[str, Any]) -> None:
+    async def start_view(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
         await on_start_view(services, ack, body, context)
 
     @reported
-    async def events(ack: Any, event: dict[str, Any], context: dict[str, Any]) -> None:
+    async def events(ack: AsyncAck, event: dict[str, Any], context: AsyncBoltContext) -> None:
         await ack()
         await on_event(services, event, context)
 

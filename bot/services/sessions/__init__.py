@@ -16,8 +16,9 @@ calls follow management-api-v0.md ("Endpoints", "Session", "Message").
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from pydantic import SecretStr
 
@@ -62,8 +63,33 @@ __all__ = [
     "session_posts",
 ]
 
+SET_USAGE: Final = "/agent session set <id> key=value ..."
+SETTABLE_MEMBERS: Final = (
+    "model", "reasoningEffort", "interactionMode", "autonomyLevel", "autonomyMode", "specModeModel", "specModeReasoningEffort",
+)
+"""The ``sessionSettings`` members a person may change (management-api-v0.md, "Session settings";
+``tokenUsage`` is the platform's, ``archivedAt`` has its own command)."""
+SETTABLE: Final = {
+    **{name.lower(): name for name in SETTABLE_MEMBERS},
+    **{re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(): name for name in SETTABLE_MEMBERS},
+}
+"""A setting's name as typed (lower case, or snake_case) -> its ``sessionSettings`` member."""
+SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
+SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
 NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
+
+
+def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
+    """The ``sessionSettings`` to PATCH for ``key=value`` options (keys as :data:`SETTABLE` knows
+    them). Raises :class:`UserInputError` when there are none, or for an unknown key."""
+    keys = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
+    if not options:
+        raise UserInputError(SET_NOTHING.format(keys=keys), f"Usage: `{SET_USAGE}`")
+    unknown = [name for name in options if name not in SETTABLE]
+    if unknown:
+        raise UserInputError(SET_UNKNOWN.format(names=one_line(", ".join(unknown), 200), keys=keys), f"Usage: `{SET_USAGE}`")
+    return {SETTABLE[name]: value for name, value in options.items()}
 
 
 class Sessions:
@@ -124,10 +150,12 @@ class Sessions:
             raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
         return session, await self.store.by_session_id(session.session_id)
 
-    async def update_settings(self, session_id: str, changes: Mapping[str, Any]) -> tuple[Session, SessionLink | None]:
-        """``PATCH /sessions/{id}`` with only the settings in ``changes`` (camelCase names); the
-        session as returned, and its row. Raises :class:`UserInputError` for an unknown session,
-        and the other :class:`bot.api.AgentAPIError`."""
+    async def update_settings(self, session_id: str, options: Mapping[str, str]) -> tuple[Session, SessionLink | None]:
+        """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
+        typed, see :func:`settings_changes`); the session as returned, and its row. Raises
+        :class:`UserInputError` for no or unknown settings or an unknown session, and the other
+        :class:`bot.api.AgentAPIError`."""
+        changes = settings_changes(options)
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:

@@ -58,6 +58,8 @@ AMBIGUOUS_COMPUTER = "`{name}` could be any of: {names}."
 COMPUTER_HINT = "Active computers: {names}. Name one with `computer=<name>`."
 CWD_TOO_LONG = f"The working directory must be 1 to {CWD_MAX} characters long."
 CWD_HINT = "Give a path on the computer, like `~/src/web`."
+FORM_NO_PROMPT = "Tell the agent what to do."
+FORM_NO_COMPUTER = "Choose a computer."
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
@@ -197,6 +199,25 @@ class Starter:
         chosen = resolve_computer(await self.agent.list_computers(), wanted, None)
         assert isinstance(chosen, Computer)  # a named computer is one computer or an error
         return chosen
+
+    async def form_errors(self, *, prompt: str, cwd: str | None, computer_id: str | None) -> dict[str, str]:
+        """What is wrong with the start form's fields: ``{field: error}`` for the fields ``prompt``,
+        ``cwd`` and ``computer``; empty when the session can start. Lists the computers: an Agent
+        API failure is the ``computer`` field's error."""
+        errors: dict[str, str] = {}
+        if not prompt:
+            errors["prompt"] = FORM_NO_PROMPT
+        if cwd is not None and len(cwd) > CWD_MAX:
+            errors["cwd"] = CWD_TOO_LONG
+        try:
+            if not computer_id:
+                raise UserInputError(FORM_NO_COMPUTER)
+            await self.check_computer(computer_id)
+        except UserInputError as exc:
+            errors["computer"] = exc.message
+        except AgentAPIError as exc:
+            errors["computer"] = describe_api_error(exc)[0]
+        return errors
 
     async def form_choices(self, slack_user: str) -> tuple[list[Computer], str | None]:
         """What the start form offers: the ``active`` computers and the id of the user's last one.
