@@ -378,3 +378,31 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
         await agent.aclose()
         bot.services.store.close()
         slack.stop()
+
+
+def link(**values):
+    from bot.services.sessions import SessionLink
+
+    fields = dict(
+        id=7, start_key="command:1", state="started", session_id="s-1", slack_user="U0MEMBER", user_email=None,
+        channel=DEMO_CHANNEL, thread_ts="100.1", parent_ts="100.1", origin="command", computer_id="cmp-ci",
+        computer_name="CI sandbox", cwd=None, model=None, prompt="go", status="running", title=None, message_count=0,
+    )
+    return SessionLink(**{**fields, **values})
+
+
+def test_what_the_starter_is_told_for_each_outcome():
+    from bot.api.models import Computer
+    from bot.services.sessions import ChooseComputer
+    from formatters.blocks import message_link
+    from formatters.notices import error_message
+    from formatters.sessions import computer_choice, started_notice
+    from handlers.sessions import ALREADY_STARTED, SEE_CHANNEL, start_reply
+
+    computers = [Computer(id=f"c-{n}", name=f"box {n}", provider_type="byom", created_at=0, status="active") for n in (1, 2)]
+    assert start_reply(ChooseComputer(7, computers, 10, offer=True)) == computer_choice(computers, 7, minutes=10)
+    assert start_reply(ChooseComputer(7, computers, 10, offer=False)) is None  # offered before: a retry
+    assert start_reply(link()) == started_notice("CI sandbox", message_link(DEMO_CHANNEL, "100.1"))
+    assert start_reply(link(state="failed", error="POST failed.")) == error_message("POST failed.", SEE_CHANNEL)
+    assert start_reply(link(state="failed", error=CANNOT_POST, thread_ts=None, parent_ts=None)) == error_message(CANNOT_POST, CANNOT_POST_HINT)
+    assert start_reply(link(state="starting", thread_ts=None, parent_ts=None)) == error_message(ALREADY_STARTED)
