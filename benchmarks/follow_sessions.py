@@ -3,7 +3,7 @@
     python benchmarks/follow_sessions.py [--sessions 100] [--seconds 60] [--every 5]
 
 The sandbox Agent API and the Slack emulator each run in their own process; this process is the
-bot's follower alone (``bot.services.follower.Follower`` on a SQLite file, ticking every second as the
+bot's follower alone (``bot.services.sessions.follower.Follower`` on a SQLite file, ticking every second as the
 scheduler does). ``--sessions`` sessions are started; a driver sends each one a new user message
 every ``--every`` seconds (spread out), and the sandbox's agent answers each after 0.3 s with a tool
 step and an answer; after each message it wakes the follower for that session, as a reply in the
@@ -33,8 +33,9 @@ import httpx
 from processes import wait_up
 
 from bot.api import AgentClient, RetryPolicy
-from bot.services.follower import Follower
-from bot.services.sessions import NewStart, SessionStore
+from bot.services.sessions.follower import Follower
+from bot.services.sessions.store import NewStart, SessionStore
+from bot.slack import SlackGateway
 from bot.store import Store
 from sandbox.server import free_port
 
@@ -100,7 +101,7 @@ async def run(sessions: int, seconds: float, every: float) -> None:
         agent = AgentClient(base_url=api_url, api_key=KEY, transport=counting, retry=RetryPolicy(max_attempts=2))
         driver = AgentClient(base_url=api_url, api_key=KEY)
         slack = TimedSlack(AsyncWebClient(token=TOKEN, base_url=f"{slack_url}/api/"))
-        follower = Follower(sessions=links, agent=agent, slack=slack, now=lambda: dt.datetime.now(dt.UTC))
+        follower = Follower(sessions=links, agent=agent, slack=SlackGateway(slack), now=lambda: dt.datetime.now(dt.UTC))
 
         ids = []
         for n in range(sessions):

@@ -39,6 +39,7 @@ from bot.middleware import build_dedupe, build_role_check, tag_request
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.limits import ApprovalsConfig
+from bot.services.sessions import Sessions
 from bot.slack import SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
@@ -47,7 +48,6 @@ from handlers import limits as limits_handlers
 from handlers.digest import digest_service
 from handlers.limits import LimitsWorkflow
 from handlers.router import Router
-from handlers.sessions import Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ def create_bot(
     sessions = Sessions(
         agent=agent,
         store=store,
-        slack=client,
+        slack=slack,
         now=now,
         follow_hours=settings.session_follow_hours,
         bot_token=bot_token,

@@ -26,8 +26,8 @@ from bot.store import Store
 
 if TYPE_CHECKING:
     from bot.services.digest import DigestService
+    from bot.services.sessions import Sessions
     from handlers.limits import LimitsWorkflow
-    from handlers.sessions import Sessions
 
 
 def utc_today() -> dt.date:

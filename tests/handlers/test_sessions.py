@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from bot.demo import DEMO_CHANNEL
 from formatters.notices import REFUSED
 from formatters.sessions import ARCHIVE_ACTION, PICK_ACTION, START_VIEW, WORKED
-from handlers.sessions import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
+from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
 from tests.conftest import block_texts, sandbox_get
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
@@ -222,8 +222,8 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
     }
     # with a wrong token Slack answers the download with its HTML sign-in page
     feature = stack.bot.services.sessions
-    real = feature.bot_token
-    feature.bot_token = SecretStr("xoxb-wrong")
+    real = feature.relay.bot_token
+    feature.relay.bot_token = SecretStr("xoxb-wrong")
     try:
         stack.client.send_event(event)
         note = stack.slack.recorder.wait_for(
@@ -231,7 +231,7 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
             what="the note about the HTML answer",
         )
     finally:
-        feature.bot_token = real
+        feature.relay.bot_token = real
     assert "notes.txt" in note[0].text
 
 
@@ -333,3 +333,76 @@ def link_by_thread(stack, thread_ts):
     feature = stack.bot.services.sessions
     return asyncio.run(feature.store.by_thread(DEMO_CHANNEL, thread_ts))
 
+
+
+async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cause_no_call(tmp_path):
+    """In-process (the bot's ASGI app over ``httpx.ASGITransport``): a plain channel message and a
+    reply in a thread that is no session's are answered 200; the bot then calls neither the Web
+    API nor the Agent API (Bolt's own ``auth.test``, once per process, aside)."""
+    import httpx
+
+    from bot.api import AgentClient
+    from bot.app import create_bot
+    from bot.config import Settings
+    from bot.errors import drain_listeners
+    from sandbox.slack_emulator import SlackEmulator
+
+    agent_requests: list[httpx.Request] = []
+
+    def agent_api(request: httpx.Request) -> httpx.Response:
+        agent_requests.append(request)
+        return httpx.Response(500)
+
+    slack = SlackEmulator().start()
+    agent = AgentClient(base_url="http://agent.test", api_key="key", transport=httpx.MockTransport(agent_api))
+    settings = Settings(
+        _env_file=None, SLACK_BOT_TOKEN=slack.bot_token, SLACK_SIGNING_SECRET=slack.signing_secret,
+        SLACK_API_URL=slack.api_url, database_url=f"sqlite:///{tmp_path / 'bot.db'}",
+    )
+    bot = create_bot(settings, agent=agent)
+    client = slack.async_client("http://bot.test")
+    client._http = httpx.AsyncClient(transport=httpx.ASGITransport(app=bot.asgi()))
+    try:
+        plain = await client.send_message("lunch anyone?", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+        other = await client.send_message("just chatting", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts="123.456")
+        await drain_listeners(5.0)
+        assert (plain.status_code, other.status_code) == (200, 200)
+        assert [call.method for call in slack.recorder.calls() if call.method != "auth.test"] == []
+        assert agent_requests == []
+        # the control: in this same setup a mention does reach the listeners (and the Agent API)
+        await client.send_mention(f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False)
+        await drain_listeners(5.0)
+        assert agent_requests != []
+    finally:
+        await client.aclose()
+        await agent.aclose()
+        bot.services.store.close()
+        slack.stop()
+
+
+def link(**values):
+    from bot.services.sessions import SessionLink
+
+    fields = dict(
+        id=7, start_key="command:1", state="started", session_id="s-1", slack_user="U0MEMBER", user_email=None,
+        channel=DEMO_CHANNEL, thread_ts="100.1", parent_ts="100.1", origin="command", computer_id="cmp-ci",
+        computer_name="CI sandbox", cwd=None, model=None, prompt="go", status="running", title=None, message_count=0,
+    )
+    return SessionLink(**{**fields, **values})
+
+
+def test_what_the_starter_is_told_for_each_outcome():
+    from bot.api.models import Computer
+    from bot.services.sessions import ChooseComputer
+    from formatters.blocks import message_link
+    from formatters.notices import error_message
+    from formatters.sessions import computer_choice, started_notice
+    from handlers.sessions import ALREADY_STARTED, SEE_CHANNEL, start_reply
+
+    computers = [Computer(id=f"c-{n}", name=f"box {n}", provider_type="byom", created_at=0, status="active") for n in (1, 2)]
+    assert start_reply(ChooseComputer(7, computers, 10, offer=True)) == computer_choice(computers, 7, minutes=10)
+    assert start_reply(ChooseComputer(7, computers, 10, offer=False)) is None  # offered before: a retry
+    assert start_reply(link()) == started_notice("CI sandbox", message_link(DEMO_CHANNEL, "100.1"))
+    assert start_reply(link(state="failed", error="POST failed.")) == error_message("POST failed.", SEE_CHANNEL)
+    assert start_reply(link(state="failed", error=CANNOT_POST, thread_ts=None, parent_ts=None)) == error_message(CANNOT_POST, CANNOT_POST_HINT)
+    assert start_reply(link(state="starting", thread_ts=None, parent_ts=None)) == error_message(ALREADY_STARTED)

@@ -17,8 +17,9 @@ import pytest
 import sqlalchemy
 
 from bot.api import AgentClient, RateLimitedError, RetryPolicy, ServerError
-from bot.services.follower import BACKOFF_MAX, POST_METADATA_TYPE, WORKING_EDIT_SECONDS, Follower, _backoff_seconds
-from bot.services.sessions import NewStart, SessionStore, session_posts
+from bot.services.sessions.follower import BACKOFF_MAX, POST_METADATA_TYPE, WORKING_EDIT_SECONDS, Follower, _backoff_seconds
+from bot.services.sessions.store import NewStart, SessionStore, session_posts
+from bot.slack import SlackGateway
 from bot.store import Store
 from formatters.sessions import WORKED, WORKING
 from sandbox.agent_api import SandboxConfig, create_app
@@ -62,7 +63,7 @@ class Replica:
         self.sessions = SessionStore(self.store)
         self.agent = AgentClient(base_url=sandbox.url, api_key=KEY, retry=retry or RetryPolicy(max_attempts=1), timeout=5.0)
         self.slack = slack.async_web_client()
-        self.follower = Follower(sessions=self.sessions, agent=self.agent, slack=self.slack, now=clock, follow_hours=follow_hours)
+        self.follower = Follower(sessions=self.sessions, agent=self.agent, slack=SlackGateway(self.slack), now=clock, follow_hours=follow_hours)
 
     async def close(self) -> None:
         await self.agent.aclose()
@@ -234,7 +235,7 @@ async def test_the_working_message_is_edited_at_most_every_few_seconds(world, tm
     sessions = SessionStore(store)
     agent = AgentClient(base_url="http://agent.test", api_key=KEY, transport=httpx.MockTransport(handler))
     web = slack.async_web_client()
-    follower = Follower(sessions=sessions, agent=agent, slack=web, now=clock)
+    follower = Follower(sessions=sessions, agent=agent, slack=SlackGateway(web), now=clock)
     parent = await web.chat_postMessage(channel=CHANNEL, text="parent")
     row, _ = await sessions.claim_start(
         NewStart(start_key="throttle", slack_user="U0MEMBER", user_email=None, channel=CHANNEL, origin="command", prompt="go"),
@@ -272,7 +273,7 @@ async def test_the_working_message_is_edited_at_most_every_few_seconds(world, tm
 class ReplyDuringPoll:
     """The Agent API client of a follower whose poll is overtaken by a thread reply: right after the
     poll has read the session (idle, nothing new), the reply is sent to the agent and the row woken,
-    as ``handlers/sessions.py`` does, before the poll writes what it saw."""
+    as :class:`bot.services.sessions.relay.Relay` does, before the poll writes what it saw."""
 
     def __init__(self, agent: AgentClient, sessions: SessionStore, row_id: int, clock: Clock, text: str) -> None:
         self.agent, self.sessions, self.row_id, self.clock, self.text = agent, sessions, row_id, clock, text

@@ -4,7 +4,7 @@ One :class:`Follower` per process. Its :meth:`Follower.tick` runs every second a
 (:mod:`bot.scheduler`); tests call it with a moved clock. Each tick:
 
 1. picks the followed sessions whose next poll is due and that no other replica holds, and takes
-   each one's lease (:meth:`bot.services.sessions.SessionStore.take_lease`, a conditional UPDATE);
+   each one's lease (:meth:`bot.services.sessions.store.SessionStore.take_lease`, a conditional UPDATE);
 2. polls each (at most :data:`CONCURRENCY` at once): GET the session, then GET its messages from the
    page cursor it reached, skipping what it handled before (management-api-v0.md, "Message",
    "Pagination object": the cursor is opaque, so the bot keeps the cursor of the page it is reading
@@ -31,6 +31,13 @@ One :class:`Follower` per process. Its :meth:`Follower.tick` runs every second a
 
 Nothing is lost or doubled across restarts and replicas: the place, the posted message ids and the
 lease live in the database; a restarted bot resumes at the saved cursor and skips posted ids.
+
+Every Slack call goes through :class:`bot.slack.SlackGateway` (429, 5xx and dropped connections are
+retried there). What still fails is handled here: an agent message Slack did not take raises
+:class:`SlackPostFailed`, so its claim stays unconfirmed and a later poll first looks for it in the
+thread (:meth:`bot.slack.SlackGateway.find_by_metadata`, every page of the thread), then posts it;
+a working message that was not posted is posted by the next poll; a failed state reaction is
+added again at the next change; a failed parent edit is shown by the next one.
 """
 
 from __future__ import annotations
@@ -39,12 +46,15 @@ import asyncio
 import datetime as dt
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from bot.api import AgentAPIError, NotFoundError, RateLimitedError
-from bot.api.models import Message
-from bot.services.sessions import SessionLink, SessionStore, last_steps, total_tokens
+from bot.api import AgentAPIError, AgentClient, NotFoundError, RateLimitedError
+from bot.api.models import Message, Session
+from bot.services.sessions.store import SessionLink, SessionStore, last_steps, total_tokens
+from bot.slack import Posted, SlackFailure, SlackGateway
+from formatters.blocks import Payload
 from formatters.sessions import (
     SESSION_ENDED_GONE,
     SessionView,
@@ -110,15 +120,50 @@ def step_label(message: Message) -> str:
     return "(tool step)"
 
 
+@dataclass
+class PollState:
+    """What one poll has learned so far, written by :meth:`Follower._save` in one UPDATE.
+
+    ``session``: the session as ``GET /sessions/{id}`` returned it at the start of the poll;
+    ``cursor`` / ``last_id``: the page cursor being read and the last message handled in that page
+    (management-api-v0.md, "Pagination object"); ``steps`` / ``step_count``: the working message's
+    last steps and how many there were; ``working_ts``: that message's ``ts`` (None: not posted);
+    ``dirty``: the working message lags behind ``steps``; ``new_messages``: messages read this poll;
+    ``polled_at``: when the poll began (the next poll is counted from it)."""
+
+    session: Session
+    cursor: str | None
+    last_id: str | None
+    steps: list[str]
+    step_count: int
+    working_ts: str | None
+    dirty: bool
+    new_messages: int
+    polled_at: dt.datetime
+
+
+class SlackPostFailed(RuntimeError):
+    """Posting an agent message into its thread failed; its ``session_posts`` claim stays, so a
+    later poll looks for it in the thread and posts it then. ``failure`` is Slack's answer."""
+
+    def __init__(self, failure: SlackFailure) -> None:
+        super().__init__(f"posting an agent message to Slack failed ({failure})")
+        self.failure = failure
+
+
 class Follower:
-    """Follows sessions for one process (``owner`` names it in leases)."""
+    """Follows sessions for one process (``owner`` names it in leases).
+
+    ``sessions`` is the row store, ``agent`` the Agent API client, ``slack`` the one Slack gateway
+    (every post, update, reaction, upload and look-up of the follower goes through it), ``now``
+    the injected clock (aware UTC), ``follow_hours`` how long an idle session is still polled."""
 
     def __init__(
         self,
         *,
         sessions: SessionStore,
-        agent: Any,
-        slack: Any,
+        agent: AgentClient,
+        slack: SlackGateway,
         now: Callable[[], dt.datetime],
         follow_hours: float = 24.0,
         owner: str | None = None,
@@ -139,7 +184,8 @@ class Follower:
         return sum(polled)
 
     async def poll_now(self, row_id: int) -> bool:
-        """Poll one session at once if this replica can take its lease (a hook, a Refresh click)."""
+        """Poll one session at once if this replica can take its lease (a hook, a Refresh click);
+        True when it polled."""
         link = await self.sessions.get(row_id)
         if link is None or link.session_id is None:
             return False
@@ -162,7 +208,10 @@ class Follower:
     # ------------------------------------------------------------------ one poll
 
     async def poll(self, link: SessionLink) -> None:
-        """Poll one session (lease held) and bring what is new into its thread."""
+        """Poll one session (lease held) and bring what is new into its thread.
+
+        Raises :class:`SlackPostFailed` when an agent message could not be posted (the caller
+        backs off; the place saved before it is kept, the message is posted by a later poll)."""
         assert link.session_id is not None
         polled_at = self.now()
         try:
@@ -173,71 +222,80 @@ class Follower:
         except AgentAPIError as exc:
             await self._back_off(link, exc)
             return
-        cursor, last_id = link.page_cursor, link.last_message_id
-        steps, step_count = list(link.steps), link.step_count
-        working_ts, dirty = link.working_ts, link.working_dirty
+        state = PollState(
+            session=session,
+            cursor=link.page_cursor,
+            last_id=link.last_message_id,
+            steps=list(link.steps),
+            step_count=link.step_count,
+            working_ts=link.working_ts,
+            dirty=link.working_dirty,
+            new_messages=0,
+            polled_at=polled_at,
+        )
         answered = errored = False
-        new_messages = 0
         posted = await self.sessions.posted(link.session_id)
         try:
             for _ in range(MAX_PAGES_PER_POLL):
-                page = await self.agent.list_messages(session_id=link.session_id, limit=PAGE_SIZE, cursor=cursor)
-                fresh = _after(page.messages, last_id)
+                page = await self.agent.list_messages(session_id=link.session_id, limit=PAGE_SIZE, cursor=state.cursor)
+                fresh = _after(page.messages, state.last_id)
                 for msg in fresh:
-                    new_messages += 1
-                    last_id = msg.id
+                    state.new_messages += 1
+                    state.last_id = msg.id
                     if not shown(msg) or msg.role == "user":
                         continue
                     if msg.role == "tool" and not msg.is_error:
-                        steps = last_steps(steps, [step_label(msg)], STEPS_KEPT)
-                        step_count += 1
-                        dirty = True
+                        state.steps = last_steps(state.steps, [step_label(msg)], STEPS_KEPT)
+                        state.step_count += 1
+                        state.dirty = True
                         continue
-                    if working_ts is not None:
-                        await self._edit_working(link, working_ts, steps, step_count, done=True)
-                    elif step_count:  # the steps and the answer came in one poll: just the summary line
-                        await self._post_working(link, steps, step_count, done=True)
-                    working_ts, steps, step_count, dirty = None, [], 0, False
+                    # collapsing the working message is best effort: a failure leaves it showing the
+                    # last steps (logged by the gateway); the answer below is what must not be lost
+                    if state.working_ts is not None:
+                        await self._edit_working(link, state.working_ts, state.steps, state.step_count, done=True)
+                    elif state.step_count:  # the steps and the answer came in one poll: just the summary line
+                        await self._post_working(link, state.steps, state.step_count, done=True)
+                    state.working_ts, state.steps, state.step_count, state.dirty = None, [], 0, False
                     await self._relay(link, msg, posted)
                     errored = errored or bool(msg.is_error)
                     answered = answered or (msg.role == "assistant" and not msg.is_error)
                 if page.pagination.has_more and page.pagination.next_cursor:
-                    cursor, last_id = page.pagination.next_cursor, None
+                    state.cursor, state.last_id = page.pagination.next_cursor, None
                     continue
                 break
         except AgentAPIError as exc:
             # keep the place: what was handled is saved, the rest is read again later
-            await self._save(link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, polled_at, backoff=exc)
+            await self._save(link, state, backoff=exc)
             return
         now = self.now()
-        if dirty and step_count:
-            if working_ts is None:
-                working_ts = await self._post_working(link, steps, step_count)
-                dirty = working_ts is None
+        if state.dirty and state.step_count:
+            if state.working_ts is None:
+                state.working_ts = await self._post_working(link, state.steps, state.step_count)
+                state.dirty = state.working_ts is None
                 link.working_edited_at = now
             elif link.working_edited_at is None or (now - link.working_edited_at).total_seconds() >= WORKING_EDIT_SECONDS:
-                await self._edit_working(link, working_ts, steps, step_count)
-                dirty = False
+                edited = await self._edit_working(link, state.working_ts, state.steps, state.step_count)
+                state.dirty = isinstance(edited, SlackFailure)  # a failed edit is tried again next poll
                 link.working_edited_at = now
-        await self._save(link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, polled_at)
+        await self._save(link, state)
         await self._show_state(link, session, answered=answered, errored=errored)
 
-    async def _save(
-        self, link, session, cursor, last_id, steps, step_count, working_ts, dirty, new_messages, polled_at, backoff=None
-    ) -> None:
-        """Write what the poll learned and when to poll next. The next poll is counted from when this
-        one began (``polled_at``), not from now: a poll that took 0.2 s and a wait of 1 s then fall
-        due exactly at the tick a second later, instead of just after it (one tick, 1 s, lost)."""
+    async def _save(self, link: SessionLink, state: PollState, backoff: AgentAPIError | None = None) -> None:
+        """Write what the poll learned (``state``) and when to poll next (after ``backoff``, an
+        Agent API failure, when given). The next poll is counted from when this one began
+        (``state.polled_at``), not from now: a poll that took 0.2 s and a wait of 1 s then fall due
+        exactly at the tick a second later, instead of just after it (one tick, 1 s, lost)."""
         now = self.now()
-        active = session.status in ("running", "pending") or new_messages > 0
+        session = state.session
+        active = session.status in ("running", "pending") or state.new_messages > 0
         last_activity = now if active else (link.last_activity_at or now)
         values: dict[str, Any] = {
-            "page_cursor": cursor,
-            "last_message_id": last_id,
-            "steps": steps,
-            "step_count": step_count,
-            "working_ts": working_ts,
-            "working_dirty": dirty,
+            "page_cursor": state.cursor,
+            "last_message_id": state.last_id,
+            "steps": state.steps,
+            "step_count": state.step_count,
+            "working_ts": state.working_ts,
+            "working_dirty": state.dirty,
             "working_edited_at": link.working_edited_at,
             "status": session.status,
             "title": session.title,
@@ -250,6 +308,7 @@ class Follower:
             values["next_poll_at"] = now + dt.timedelta(seconds=_backoff_seconds(backoff, link.failures + 1))
         else:
             values["failures"] = 0
+            dirty = state.dirty
             if session.status in ("running", "pending") or dirty:
                 wait = WORKING_EDIT_SECONDS if (dirty and session.status not in ("running", "pending")) else RUNNING_POLL
                 if link.hooks and not dirty:  # its client says when it waits or is done (handlers/hooks.py)
@@ -260,7 +319,7 @@ class Follower:
             else:
                 wait = HOOKED_POLL if link.hooks else _idle_poll(now - last_activity)
             if wait is not None:
-                values["next_poll_at"] = polled_at + dt.timedelta(seconds=wait)
+                values["next_poll_at"] = state.polled_at + dt.timedelta(seconds=wait)
         if not await self.sessions.save_progress(link.id, owner=self.owner, polled_due_at=link.next_poll_at, **values):
             logger.info("lost the lease of session row %s; another replica follows it", link.id)
 
@@ -279,13 +338,16 @@ class Follower:
         await self.sessions.save_progress(link.id, owner=self.owner, status="gone", error=SESSION_ENDED_GONE)
         await self.sessions.stop_following(link.id)
         fresh = await self.sessions.get(link.id)
-        if fresh is not None and fresh.parent_ts:
-            await self.call_slack("chat_update", channel=link.channel, ts=fresh.parent_ts, **parent_message(view_of(fresh, status="gone")))
+        if fresh is not None:
+            await self.show_parent(fresh, status="gone")  # a failure is logged by the gateway; nothing to retry
 
     # ------------------------------------------------------------------ Slack side
 
     async def _relay(self, link: SessionLink, msg: Message, posted: dict[str, str | None]) -> None:
-        """Post one agent message into the thread, once."""
+        """Post one agent message into the thread, once (a ``session_posts`` claim row first).
+
+        Raises :class:`SlackPostFailed` when Slack did not take the post (the claim stays, the ts
+        unknown: the next poll looks in the thread before posting again)."""
         assert link.session_id is not None
         if msg.id in posted and posted[msg.id] is not None:
             return
@@ -298,56 +360,68 @@ class Follower:
                 return
         text = message_text(msg)
         payload, attach = agent_message(text, is_error=bool(msg.is_error))
-        result = await self.call_slack(
-            "chat_postMessage",
-            channel=link.channel,
+        result = await self.slack.post(
+            link.channel,
+            payload,
             thread_ts=link.thread_ts,
             metadata={"event_type": POST_METADATA_TYPE, "event_payload": {"session_id": link.session_id, "message_id": msg.id}},
-            **payload,
         )
-        if result is None:
-            raise RuntimeError("posting an agent message to Slack failed")
-        await self.sessions.record_post(link.session_id, msg.id, result.get("ts") or "")
-        posted[msg.id] = result.get("ts") or ""
+        if isinstance(result, SlackFailure):
+            raise SlackPostFailed(result)
+        await self.sessions.record_post(link.session_id, msg.id, result.ts)
+        posted[msg.id] = result.ts
         if attach:
-            await self.call_slack(
-                "files_upload_v2",
-                channel=link.channel,
+            uploaded = await self.slack.upload(
+                link.channel,
                 thread_ts=link.thread_ts,
                 content=text,
                 filename=f"agent-answer-{msg.id[:40]}.md",
                 title="The agent's full answer",
                 snippet_type="markdown",
             )
+            if isinstance(uploaded, SlackFailure):  # the message (with its first part) is posted and recorded
+                logger.warning("the full answer of message %s of session row %s was not attached: %s", msg.id, link.id, uploaded.error)
 
     async def _already_in_thread(self, link: SessionLink, message_id: str) -> str | None:
-        """The ``ts`` of the thread reply that carries this agent message's metadata, or None."""
-        result = await self.call_slack(
-            "conversations_replies", channel=link.channel, ts=link.thread_ts, include_all_metadata=True, limit=200
-        )
-        for reply in (result or {}).get("messages", []) if result else []:
-            meta = reply.get("metadata") or {}
-            if meta.get("event_type") == POST_METADATA_TYPE and (meta.get("event_payload") or {}).get("message_id") == message_id:
-                return str(reply.get("ts") or "")
-        return None
+        """The ``ts`` of the thread reply that carries this agent message's metadata, or None.
+
+        Reads the whole thread (``conversations.replies``, following cursors: a thread can hold
+        hundreds of replies). Raises :class:`SlackPostFailed` when the look-up failed transiently
+        (posting now could post twice; a later poll looks again). A permanent failure (say the
+        ``channels:history`` scope is missing) answers None: the look-up can never succeed, and
+        posting the message once more is better than never posting it."""
+        assert link.session_id is not None
+        session_id = link.session_id
+
+        def matches(payload: Mapping[str, Any]) -> bool:
+            return payload.get("message_id") == message_id and payload.get("session_id") in (session_id, None)
+
+        found = await self.slack.find_by_metadata(link.channel, POST_METADATA_TYPE, matches, thread_ts=link.thread_ts)
+        if isinstance(found, SlackFailure):
+            if not found.permanent:
+                raise SlackPostFailed(found)
+            logger.warning("cannot look for message %s in the thread of row %s (%s); posting it", message_id, link.id, found.error)
+            return None
+        return found
 
     async def _post_working(self, link: SessionLink, steps: list[str], count: int, *, done: bool = False) -> str | None:
-        payload = working_message(steps, count, done=done)
-        result = await self.call_slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
-        return (result or {}).get("ts") if result else None
+        """Post the working message; its ``ts``, or None when Slack refused (posted again next poll)."""
+        result = await self.slack.post(link.channel, working_message(steps, count, done=done), thread_ts=link.thread_ts)
+        return None if isinstance(result, SlackFailure) else result.ts
 
-    async def _edit_working(self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False) -> None:
-        await self.call_slack("chat_update", channel=link.channel, ts=ts, **working_message(steps, count, done=done))
+    async def _edit_working(
+        self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False
+    ) -> Posted | SlackFailure:
+        return await self.slack.update(link.channel, ts, working_message(steps, count, done=done))
 
-    async def _show_state(self, link: SessionLink, session: Any, *, answered: bool, errored: bool) -> None:
+    async def _show_state(self, link: SessionLink, session: Session, *, answered: bool, errored: bool) -> None:
         fresh = await self.sessions.get(link.id)
         if fresh is None:
             return
-        if fresh.parent_ts and (
-            (link.status, link.message_count, total_tokens(link.token_usage), link.title)
-            != (fresh.status, fresh.message_count, total_tokens(fresh.token_usage), fresh.title)
+        if (link.status, link.message_count, total_tokens(link.token_usage), link.title) != (
+            fresh.status, fresh.message_count, total_tokens(fresh.token_usage), fresh.title
         ):
-            await self.call_slack("chat_update", channel=fresh.channel, ts=fresh.parent_ts, **parent_message(view_of(fresh)))
+            await self.show_parent(fresh)  # a failed edit shows the next change (logged by the gateway)
         wanted = link.reaction
         if errored:
             wanted = REACTIONS["error"]
@@ -357,34 +431,36 @@ class Follower:
             wanted = REACTIONS["done"]
         await self.set_reaction(fresh, wanted)
 
+    async def show_parent(self, link: SessionLink, *, status: str | None = None) -> Posted | SlackFailure | None:
+        """Edit the session's parent message in place (``chat.update``) to show ``link`` (with
+        ``status`` instead of the row's when given); None when the row has no parent message."""
+        if not link.parent_ts:
+            return None
+        return await self.slack.update(link.channel, link.parent_ts, parent_message(view_of(link, status=status)))
+
     async def set_reaction(self, link: SessionLink, wanted: str | None) -> None:
-        """Show ``wanted`` on the thread's root, removing the previous state reaction."""
+        """Show ``wanted`` on the thread's root, removing the previous state reaction. The new one
+        is remembered only once Slack took it, so a failed ``reactions.add`` is tried again."""
         if wanted == link.reaction or not link.thread_ts:
             return
         if link.reaction:
-            await self.call_slack("reactions_remove", channel=link.channel, timestamp=link.thread_ts, name=link.reaction)
+            removed = await self.slack.unreact(link.channel, link.thread_ts, link.reaction)
+            if isinstance(removed, SlackFailure):  # two state reactions for a while; the next change removes it
+                logger.info("state reaction %s stays on row %s: %s", link.reaction, link.id, removed.error)
         if wanted:
-            await self.call_slack("reactions_add", channel=link.channel, timestamp=link.thread_ts, name=wanted)
+            added = await self.slack.react(link.channel, link.thread_ts, wanted)
+            if isinstance(added, SlackFailure):
+                return
         await self.sessions.save_progress(link.id, owner=self.owner, reaction=wanted)
 
-    async def call_slack(self, method: str, **kwargs: Any) -> Any:
-        """Call a Web API method; a Slack error is logged (never with the token) and gives None."""
-        try:
-            return await getattr(self.slack, method)(**kwargs)
-        except Exception as exc:  # slack_sdk raises SlackApiError and transport errors alike
-            error = getattr(getattr(exc, "response", None), "data", None) or {}
-            if error.get("error") in ("already_reacted", "no_reaction"):
-                return {}
-            logger.warning("Slack %s failed: %s %s", method, type(exc).__name__, error.get("error", ""))
-            return None
+    async def note(self, link: SessionLink, text: str) -> Posted | SlackFailure:
+        """A short note (mrkdwn ``text``) in the session's thread."""
+        return await self.post_in_thread(link, thread_note(text))
 
-    async def note(self, link: SessionLink, text: str) -> None:
-        """A short note in the session's thread."""
-        await self.post_in_thread(link, thread_note(text))
-
-    async def post_in_thread(self, link: SessionLink, payload: dict[str, Any]) -> Any:
-        """Post a Block Kit payload in the session's thread; None when Slack refused (logged)."""
-        return await self.call_slack("chat_postMessage", channel=link.channel, thread_ts=link.thread_ts, **payload)
+    async def post_in_thread(self, link: SessionLink, payload: Payload) -> Posted | SlackFailure:
+        """Post a Block Kit payload in the session's thread: the message, or Slack's refusal
+        (logged by the gateway)."""
+        return await self.slack.post(link.channel, payload, thread_ts=link.thread_ts)
 
 
 def _after(messages: list[Message], last_id: str | None) -> list[Message]:
@@ -396,7 +472,7 @@ def _after(messages: list[Message], last_id: str | None) -> list[Message]:
     return list(messages)
 
 
-def _usage(session: Any) -> dict[str, Any]:
+def _usage(session: Session) -> dict[str, Any]:
     settings = session.session_settings
     if settings is None or settings.token_usage is None:
         return {}

@@ -1,0 +1,216 @@
+"""Agent sessions run from Slack: the domain, with no Slack request objects and no Block Kit of its own.
+
+Modules (the facade :class:`Sessions` ties them together; ``create_bot`` builds one per process):
+
+- :mod:`.store`: the rows that link Slack threads to sessions (``agent_sessions``,
+  ``session_posts``), the claims and leases that make every side effect happen once;
+- :mod:`.starter`: which computer, the start claim, ``POST /sessions`` and the prompt, the
+  parent message;
+- :mod:`.relay`: a person's thread reply (and its files) sent to the agent once;
+- :mod:`.follower`: polls the followed sessions and brings the agent's work into the threads.
+
+Every Slack call goes through the one gateway (:class:`bot.slack.SlackGateway`); the Agent API
+calls follow management-api-v0.md ("Endpoints", "Session", "Message").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from pydantic import SecretStr
+
+from bot.api import AgentClient, NotFoundError
+from bot.api.models import Session
+from bot.middleware import THREAD_REPLY, is_person_reply
+from bot.services.sessions.store import (
+    CHOICE_TTL,
+    CHOOSING,
+    FAILED,
+    STARTED,
+    STARTING,
+    NewStart,
+    SessionLink,
+    SessionStore,
+    agent_sessions,
+    session_posts,
+)
+from bot.services.sessions.follower import Follower
+from bot.services.sessions.relay import Relay, ThreadReply
+from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
+from bot.slack import SlackGateway
+from bot.store import Store
+from bot.user_errors import UserInputError
+from formatters.sessions import ARCHIVED_BY, one_line
+
+__all__ = [
+    "CHOICE_TTL",
+    "CHOOSING",
+    "FAILED",
+    "NO_SUCH_SESSION",
+    "STARTED",
+    "STARTING",
+    "ChooseComputer",
+    "NewStart",
+    "SessionLink",
+    "SessionStore",
+    "Sessions",
+    "StartOutcome",
+    "ThreadReply",
+    "agent_sessions",
+    "session_posts",
+]
+
+SET_USAGE: Final = "/agent session set <id> key=value ..."
+SETTABLE_MEMBERS: Final = (
+    "model", "reasoningEffort", "interactionMode", "autonomyLevel", "autonomyMode", "specModeModel", "specModeReasoningEffort",
+)
+"""The ``sessionSettings`` members a person may change (management-api-v0.md, "Session settings";
+``tokenUsage`` is the platform's, ``archivedAt`` has its own command)."""
+SETTABLE: Final = {
+    **{name.lower(): name for name in SETTABLE_MEMBERS},
+    **{re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(): name for name in SETTABLE_MEMBERS},
+}
+"""A setting's name as typed (lower case, or snake_case) -> its ``sessionSettings`` member."""
+SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
+SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
+NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
+NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
+
+
+def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
+    """The ``sessionSettings`` to PATCH for ``key=value`` options (keys as :data:`SETTABLE` knows
+    them). Raises :class:`UserInputError` when there are none, or for an unknown key."""
+    keys = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
+    if not options:
+        raise UserInputError(SET_NOTHING.format(keys=keys), f"Usage: `{SET_USAGE}`")
+    unknown = [name for name in options if name not in SETTABLE]
+    if unknown:
+        raise UserInputError(SET_UNKNOWN.format(names=one_line(", ".join(unknown), 200), keys=keys), f"Usage: `{SET_USAGE}`")
+    return {SETTABLE[name]: value for name, value in options.items()}
+
+
+class Sessions:
+    """The sessions feature of one bot process.
+
+    Built with its dependencies: ``agent`` (the Agent API client), ``store`` (the bot's database:
+    claims and the session rows), ``slack`` (the one Slack gateway), ``now`` (the aware UTC
+    clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
+    downloads). Its parts are public: ``store`` (:class:`SessionStore`), ``follower``,
+    ``starter``, ``relay``."""
+
+    def __init__(
+        self,
+        *,
+        agent: AgentClient,
+        store: Store,
+        slack: SlackGateway,
+        now: Callable[[], dt.datetime],
+        follow_hours: float,
+        bot_token: SecretStr,
+    ) -> None:
+        self.agent = agent
+        self.now = now
+        self.store = SessionStore(store)
+        self.follower = Follower(sessions=self.store, agent=agent, slack=slack, now=now, follow_hours=follow_hours)
+        self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, now=now)
+        self.relay = Relay(
+            agent=agent, claims=store, sessions=self.store, follower=self.follower, slack=slack, now=now, bot_token=bot_token
+        )
+
+    # ------------------------------------------------------------------ starting (see .starter)
+
+    async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
+        """:meth:`Starter.start`: resolve the computer, claim, launch once."""
+        return await self.starter.start(start, computer)
+
+    async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
+        """:meth:`Starter.pick`: the menu's choice, started once."""
+        return await self.starter.pick(row_id, computer_id, slack_user)
+
+    # ------------------------------------------------------------------ one session
+
+    async def of_thread(self, channel: str, thread_ts: str) -> SessionLink | None:
+        """The started session whose thread is ``(channel, thread_ts)``, or None."""
+        return await self.store.by_thread(channel, thread_ts)
+
+    async def forward(self, reply: ThreadReply, link: SessionLink) -> bool:
+        """:meth:`Relay.forward`: a person's thread reply, sent to the session once."""
+        return await self.relay.forward(reply, link)
+
+    async def status(self, session_id: str) -> tuple[Session, SessionLink | None]:
+        """The session as ``GET /sessions/{id}`` returns it, and its row when it was started here.
+        Raises :class:`UserInputError` for a session the platform does not know, and the other
+        :class:`bot.api.AgentAPIError`."""
+        try:
+            session = await self.agent.get_session(session_id=session_id)
+        except NotFoundError:
+            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
+        return session, await self.store.by_session_id(session.session_id)
+
+    async def update_settings(self, session_id: str, options: Mapping[str, str]) -> tuple[Session, SessionLink | None]:
+        """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
+        typed, see :func:`settings_changes`); the session as returned, and its row. Raises
+        :class:`UserInputError` for no or unknown settings or an unknown session, and the other
+        :class:`bot.api.AgentAPIError`."""
+        changes = settings_changes(options)
+        try:
+            session = await self.agent.update_session(session_id=session_id, session_settings=changes)
+        except NotFoundError:
+            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
+        return session, await self.store.by_session_id(session.session_id)
+
+    async def refresh(self, session_id: str) -> SessionLink:
+        """Follow the session again and poll it now (the Refresh button); the row afterwards, its
+        parent message edited. Raises :class:`UserInputError` for a session not started here."""
+        row = await self.store.by_session_id(session_id) if session_id else None
+        if row is None:
+            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)))
+        await self.store.wake(row.id, self.now())
+        await self.follower.poll_now(row.id)
+        fresh = await self.store.get(row.id) or row
+        await self.follower.show_parent(fresh)  # a failed edit is logged by the gateway
+        return fresh
+
+    async def archive(self, session_id: str, by_user: str) -> SessionLink | None:
+        """Archive a session (``PATCH /sessions/{id}``, ``archivedAt`` = now, ISO 8601 UTC) and stop
+        following it; when it was started here, its parent shows it and a note in its thread says
+        who (``by_user``, a Slack user ID). The row, or None for a session not started here.
+        Raises :class:`UserInputError` for a session the platform does not know, and the other
+        :class:`bot.api.AgentAPIError`."""
+        stamp = self.now().isoformat().replace("+00:00", "Z")
+        try:
+            await self.agent.update_session(session_id=session_id, session_settings={"archivedAt": stamp})
+        except NotFoundError:
+            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
+        row = await self.store.by_session_id(session_id)
+        if row is None:
+            return None
+        await self.store.stop_following(row.id, archived=True)
+        archived = await self.store.get(row.id) or row
+        await self.follower.show_parent(archived)  # failures of these two are logged by the gateway
+        await self.follower.note(archived, ARCHIVED_BY.format(who=f"<@{by_user}>"))
+        return archived
+
+    async def recent(self, limit: int) -> list[SessionLink]:
+        """The sessions started from this workspace, newest first, at most ``limit``."""
+        return await self.store.recent(limit)
+
+    # ------------------------------------------------------------------ the role check's data
+
+    async def event_policy(self, body: Mapping[str, Any]) -> str | None:
+        """The policy key of an Events API ``body`` for the role check: ``thread_reply`` for a
+        person's reply in a session's thread, ``session start`` for a mention elsewhere, None
+        otherwise (not for this bot: no role check, ignored)."""
+        event = body.get("event") or {}
+        if event.get("bot_id") or not event.get("user"):
+            return None
+        thread_ts = event.get("thread_ts")
+        if thread_ts and thread_ts != event.get("ts") and is_person_reply(event):
+            if await self.store.by_thread(event.get("channel", ""), thread_ts) is not None:
+                return THREAD_REPLY
+        if event.get("type") == "app_mention":
+            return START_POLICY_KEY
+        return None

@@ -1,0 +1,196 @@
+"""A person's reply in a session's thread, sent to the agent once.
+
+:meth:`Relay.forward` takes a :class:`ThreadReply` (already read from Slack's ``message`` /
+``app_mention`` event by the handler; the role check, policy key ``thread_reply``, ran before) and
+sends it with ``POST /sessions/{id}/messages`` (management-api-v0.md, "Endpoints", "Message"). The
+same words arrive twice (as ``app_mention`` and as ``message``) and Slack retries deliveries, so a
+``forward:<channel>:<ts>`` claim row decides who sends it. The reply is marked :eyes: while it
+goes, then :white_check_mark:, or :x: with a note in the thread saying why.
+
+Attached images, PDFs and text files are downloaded with the bot token (Slack doc "Working with
+files": ``url_private`` needs the token and the ``files:read`` scope, else Slack answers its HTML
+sign-in page, which is an error here, not a file) and sent as base64, :data:`MAX_FILE_BYTES` at most
+each; anything skipped gets a note in the thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+from pydantic import SecretStr
+
+from bot.api import AgentAPIError, AgentClient
+from bot.services.sessions.follower import Follower
+from bot.services.sessions.store import SessionLink, SessionStore
+from bot.slack import SlackFailure, SlackGateway
+from bot.store import Store
+from bot.user_errors import describe_api_error
+from formatters.sessions import FILE_SKIPPED, REPLY_FAILED, one_line
+
+logger = logging.getLogger(__name__)
+
+MAX_FILE_BYTES: Final = 10 * 1024 * 1024
+"""Bytes at most of one attachment sent to the agent."""
+MAX_FILES: Final = 10
+"""Files at most read from one reply."""
+DOWNLOAD_TIMEOUT: Final = 20.0
+"""Seconds a file download may take."""
+IMAGE_TYPES: Final = ("image/png", "image/jpeg", "image/gif", "image/webp")
+FILE_TYPES: Final = ("application/pdf",)
+EMPTY_TEXT_WITH_FILES = "Please look at the attached file(s)."
+WRONG_KIND = "I only send images, PDFs and text files, and this is {kind}"
+TOO_LARGE = f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
+NO_ADDRESS = "Slack gave no download address"
+DOWNLOAD_FAILED = "the download failed ({error})"
+SIGN_IN_PAGE = "Slack answered with a web page instead of the file (the bot needs the files:read scope)"
+
+SEEN, SENT, FAILED = "eyes", "white_check_mark", "x"
+"""The reactions on a reply: being sent, sent, not sent."""
+
+
+@dataclass(frozen=True)
+class ThreadReply:
+    """A person's reply in a thread: ``channel``, its ``ts``, its ``text`` (Slack's escaping undone,
+    a leading mention of the bot removed) and ``files`` (Slack file objects: ``name``, ``mimetype``,
+    ``size``, ``url_private_download`` / ``url_private``)."""
+
+    channel: str
+    ts: str
+    text: str
+    files: Sequence[Mapping[str, Any]] = ()
+
+
+@dataclass
+class Attachments:
+    """A reply's files as the Agent API takes them (``images``, ``files``: base64 ``data``,
+    ``mediaType``; files also ``name`` and, for text, ``parsedData``), and ``notes`` (mrkdwn) about
+    each file that was skipped and why."""
+
+    images: list[dict[str, str]] = field(default_factory=list)
+    files: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Relay:
+    """Sends thread replies to their session: ``agent`` (the Agent API), ``claims`` (the store that
+    holds the ``forward:`` claims), ``sessions`` (the rows; a reply wakes the follower),
+    ``follower`` (notes in the thread), ``slack`` (the gateway; reactions), ``now`` (the aware UTC
+    clock), ``bot_token`` (downloads of ``url_private``)."""
+
+    def __init__(
+        self,
+        *,
+        agent: AgentClient,
+        claims: Store,
+        sessions: SessionStore,
+        follower: Follower,
+        slack: SlackGateway,
+        now: Callable[[], dt.datetime],
+        bot_token: SecretStr,
+    ) -> None:
+        self.agent = agent
+        self.claims = claims
+        self.sessions = sessions
+        self.follower = follower
+        self.slack = slack
+        self.now = now
+        self.bot_token = bot_token
+
+    async def forward(self, reply: ThreadReply, link: SessionLink) -> bool:
+        """Send ``reply`` to the session of ``link`` once; True when this call sent it.
+
+        False when it was claimed before (the other delivery of the same words), when there was
+        nothing to send (no text, no usable file), or when the Agent API refused it (then the
+        reply is marked :x: and a note in the thread says why; the person may write it again)."""
+        if not await self.claims.claim(f"forward:{reply.channel}:{reply.ts}"):
+            return False
+        await self._mark(reply, add=SEEN)
+        attached = await self.attachments(reply.files)
+        for note in attached.notes:
+            await self.follower.note(link, note)  # a failed note is logged by the gateway
+        if not reply.text and not attached.images and not attached.files:
+            await self._mark(reply, remove=SEEN)
+            return False
+        assert link.session_id is not None  # a thread's row is a started session
+        try:
+            await self.agent.create_message(
+                session_id=link.session_id,
+                text=reply.text or EMPTY_TEXT_WITH_FILES,
+                images=attached.images or None,
+                files=attached.files or None,
+            )
+        except AgentAPIError as exc:
+            what, hint = describe_api_error(exc)
+            logger.warning("forwarding a reply to session row %s failed: %s", link.id, type(exc).__name__)
+            await self._mark(reply, remove=SEEN, add=FAILED)
+            await self.follower.note(link, REPLY_FAILED.format(what=one_line(f"{what} {hint}", 500)))
+            return False
+        await self._mark(reply, remove=SEEN, add=SENT)
+        await self.sessions.wake(link.id, self.now())
+        return True
+
+    async def _mark(self, reply: ThreadReply, *, remove: str | None = None, add: str | None = None) -> None:
+        """Swap the reaction on ``reply``. A reaction only tells the person how it went; one Slack
+        refused (logged by the gateway) changes nothing else, so it is not retried."""
+        if remove:
+            removed = await self.slack.unreact(reply.channel, reply.ts, remove)
+            if isinstance(removed, SlackFailure):
+                logger.info("reaction %s on a reply in %s not removed: %s", remove, reply.channel, removed.error)
+        if add:
+            added = await self.slack.react(reply.channel, reply.ts, add)
+            if isinstance(added, SlackFailure):
+                logger.info("reaction %s on a reply in %s not added: %s", add, reply.channel, added.error)
+
+    async def attachments(self, files: Sequence[Mapping[str, Any]]) -> Attachments:
+        """Download a reply's files (the first :data:`MAX_FILES`) with the bot token; images,
+        files and notes about the skipped ones. Never raises for a failed download (a note)."""
+        found = Attachments()
+        token = self.bot_token.get_secret_value()
+        async with httpx.AsyncClient(timeout=DOWNLOAD_TIMEOUT, follow_redirects=True) as http:
+            for item in files[:MAX_FILES]:
+                name = str(item.get("name") or item.get("title") or "file")
+                mimetype = str(item.get("mimetype") or "")
+                size = item.get("size") or 0
+
+                def skip(why: str) -> None:
+                    found.notes.append(FILE_SKIPPED.format(name=one_line(name, 80), why=why))  # noqa: B023
+
+                kind = "image" if mimetype in IMAGE_TYPES else "file" if (mimetype in FILE_TYPES or mimetype.startswith("text/")) else None
+                if kind is None:
+                    skip(WRONG_KIND.format(kind=one_line(mimetype or "of an unknown type", 60)))
+                    continue
+                if isinstance(size, int) and size > MAX_FILE_BYTES:
+                    skip(TOO_LARGE)
+                    continue
+                url = item.get("url_private_download") or item.get("url_private")
+                if not url:
+                    skip(NO_ADDRESS)
+                    continue
+                try:
+                    response = await http.get(str(url), headers={"Authorization": f"Bearer {token}"})
+                except httpx.HTTPError as exc:
+                    skip(DOWNLOAD_FAILED.format(error=type(exc).__name__))
+                    continue
+                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if response.status_code != 200 or (content_type == "text/html" and mimetype != "text/html"):
+                    skip(SIGN_IN_PAGE)
+                    continue
+                data = response.content
+                if len(data) > MAX_FILE_BYTES:
+                    skip(TOO_LARGE)
+                    continue
+                encoded = base64.b64encode(data).decode("ascii")
+                if kind == "image":
+                    found.images.append({"type": "base64", "data": encoded, "mediaType": mimetype})
+                else:
+                    entry = {"type": "base64", "data": encoded, "mediaType": mimetype, "name": name}
+                    if mimetype.startswith("text/"):
+                        entry["parsedData"] = data.decode("utf-8", errors="replace")
+                    found.files.append(entry)
+        return found

@@ -1,0 +1,290 @@
+"""Starting an agent session: which computer, the start claim, the two API calls, the parent message.
+
+Three ways to start (a slash command, the start form, a mention), one code path:
+:meth:`Starter.start` then :meth:`Starter.launch`. The computer is the one named (its id, its name
+case-insensitively, or a unique name prefix), else the user's last-used one if still ``active``,
+else the only ``active`` one; several active and none named: the caller offers a menu
+(:class:`ChooseComputer`; it expires after :data:`bot.services.sessions.store.CHOICE_TTL`) and
+:meth:`Starter.pick` takes the choice. A computer that is not ``active`` is refused with its status.
+
+Then, in :meth:`Starter.launch`: one parent message in the channel (edited in place as things
+change; its thread is the session's), ``POST /sessions`` (``computerId``, ``cwd``,
+``sessionSettings.model``) and ``POST /sessions/{id}/messages`` with the prompt
+(management-api-v0.md, "Endpoints", "Session").
+
+Exactly once: each start claims a row keyed by where it came from (``command:<trigger_id>``,
+``view:<view id>``, ``mention:<channel>:<ts>``), and a menu's choice moves its row from
+``choosing`` to ``starting`` with a conditional UPDATE, before ``POST /sessions``, which is never
+called twice for one row, whatever Slack retries, double submits or replicas do.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Final
+
+from bot.api import AgentAPIError, AgentClient
+from bot.api.models import Computer
+from bot.services.sessions.follower import REACTIONS, Follower, view_of
+from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
+from bot.slack import SlackFailure, SlackGateway
+from bot.user_errors import UserInputError, describe_api_error
+from formatters.sessions import CHOICE_EXPIRED, CHOICE_EXPIRED_HINT, CHOICE_TAKEN, NOT_YOURS, one_line, parent_message
+
+logger = logging.getLogger(__name__)
+
+START_USAGE: Final = "/agent session start [computer=<name|id>] [cwd=<path>] [model=<id>] <prompt...>"
+START_POLICY_KEY: Final = "session start"
+"""The policy key of every way to start a session (the sub-command, the form, a mention)."""
+START_OPTIONS: Final = ("computer", "cwd", "model")
+CWD_MAX: Final = 4096
+"""Characters at most in a working directory (management-api-v0.md, ``cwd``: 1 to 4096)."""
+
+NO_PROMPT = "Tell the agent what to do: `/agent session start <prompt>`."
+NO_ACTIVE = "No computer is active, so there is nowhere to run a session."
+NO_ACTIVE_HINT = "Run `/agent computers` to see their state; a computer in error has a Retry install button."
+NOT_ACTIVE = "The computer *{name}* is {status}, not active, so it cannot run a session now."
+NOT_ACTIVE_HINT = {
+    "provisioning": "Wait until it finishes provisioning (`/agent computers`), or name another one with `computer=`.",
+    "error": "A manager can retry its install from `/agent computers`; or name another one with `computer=`.",
+}
+NOT_ACTIVE_OTHER_HINT = "Name another one with `computer=`."
+UNKNOWN_COMPUTER = "No computer is called or has the id `{name}`."
+AMBIGUOUS_COMPUTER = "`{name}` could be any of: {names}."
+COMPUTER_HINT = "Active computers: {names}. Name one with `computer=<name>`."
+CWD_TOO_LONG = f"The working directory must be 1 to {CWD_MAX} characters long."
+CWD_HINT = "Give a path on the computer, like `~/src/web`."
+FORM_NO_PROMPT = "Tell the agent what to do."
+FORM_NO_COMPUTER = "Choose a computer."
+CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
+CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
+PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
+
+_OPTION = re.compile(r"(?:(?<=\s)|^)(computer|cwd|model)=(\"[^\"]*\"|\u201c[^\u201d]*\u201d|\S+)", re.IGNORECASE)
+
+
+def split_options(text: str) -> tuple[str, dict[str, str]]:
+    """``(prompt, options)`` of a start's text: ``computer=``, ``cwd=`` and ``model=`` (option names
+    in any case, lower-cased in ``options``; anywhere in the text; a value in "straight" or
+    “smart” double quotes may hold spaces) are taken out; the rest, stripped, newlines kept, is the
+    prompt."""
+    options: dict[str, str] = {}
+
+    def take(match: re.Match[str]) -> str:
+        options[match.group(1).lower()] = match.group(2).strip("\"\u201c\u201d")
+        return ""
+
+    prompt = _OPTION.sub(take, text)
+    return prompt.strip(), options
+
+
+def resolve_computer(computers: list[Computer], wanted: str | None, last_used: str | None) -> Computer | list[Computer]:
+    """The computer to use, or the active ones to choose from (a list of 2 or more).
+
+    ``wanted`` (what the person named, or None) matches a computer's id exactly, else its name
+    case-insensitively, else a unique name prefix; ``last_used`` is the id of the person's last
+    computer, used when nothing is named and it is still ``active``.
+
+    Raises :class:`UserInputError` for an unknown, ambiguous or not ``active`` computer (with the
+    status and what to do), or when none is active."""
+    active = [c for c in computers if c.status == "active"]
+    names = ", ".join(f"`{one_line(c.name, 60)}`" for c in active[:10]) or "none"
+    if wanted:
+        lowered = wanted.lower()
+        found = [c for c in computers if c.id == wanted] or [c for c in computers if (c.name or "").lower() == lowered]
+        if not found:
+            found = [c for c in computers if (c.name or "").lower().startswith(lowered)]
+        if not found:
+            raise UserInputError(UNKNOWN_COMPUTER.format(name=one_line(wanted, 80)), COMPUTER_HINT.format(names=names))
+        if len(found) > 1:
+            raise UserInputError(
+                AMBIGUOUS_COMPUTER.format(name=one_line(wanted, 80), names=", ".join(f"`{one_line(c.name, 60)}`" for c in found[:10])),
+                COMPUTER_HINT.format(names=names),
+            )
+        computer = found[0]
+        if computer.status != "active":
+            status = computer.status or "in an unknown state"
+            raise UserInputError(
+                NOT_ACTIVE.format(name=one_line(computer.name, 80), status=one_line(status, 40)),
+                NOT_ACTIVE_HINT.get(computer.status or "", NOT_ACTIVE_OTHER_HINT),
+            )
+        return computer
+    if last_used:
+        previous = next((c for c in active if c.id == last_used), None)
+        if previous is not None:
+            return previous
+    if not active:
+        raise UserInputError(NO_ACTIVE, NO_ACTIVE_HINT)
+    if len(active) == 1:
+        return active[0]
+    return active
+
+
+def check_cwd(cwd: str | None) -> str | None:
+    """``cwd`` unchanged when it is None or 1 to :data:`CWD_MAX` characters long; else raises
+    :class:`UserInputError` (management-api-v0.md, ``POST /sessions``, ``cwd``)."""
+    if cwd is None:
+        return None
+    if not 1 <= len(cwd) <= CWD_MAX:
+        raise UserInputError(CWD_TOO_LONG, CWD_HINT)
+    return cwd
+
+
+@dataclass(frozen=True)
+class ChooseComputer:
+    """Several computers are active and none was named: the start's row (``row_id``) waits in
+    state ``choosing`` for a choice among ``computers`` for ``minutes``. ``offer`` is False when the
+    menu was offered before (the same start again: a Slack retry); then nothing is to be shown."""
+
+    row_id: int
+    computers: list[Computer]
+    minutes: int
+    offer: bool
+
+
+StartOutcome = SessionLink | ChooseComputer
+"""What :meth:`Starter.start` did: the session's row (``state`` ``started`` or ``failed``; or the row
+of a start claimed before, whatever its state), or a menu to offer."""
+
+
+class Starter:
+    """Starts sessions: ``agent`` (the Agent API), ``sessions`` (the rows), ``follower`` (reactions,
+    parent edits), ``slack`` (the gateway; the parent message), ``now`` (the aware UTC clock)."""
+
+    def __init__(
+        self,
+        *,
+        agent: AgentClient,
+        sessions: SessionStore,
+        follower: Follower,
+        slack: SlackGateway,
+        now: Callable[[], dt.datetime],
+    ) -> None:
+        self.agent = agent
+        self.sessions = sessions
+        self.follower = follower
+        self.slack = slack
+        self.now = now
+
+    async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
+        """Resolve the computer (``computer``: what was asked for, id or name, or None), claim the
+        start and launch it once.
+
+        Raises :class:`UserInputError` (no prompt, a ``cwd`` too long, no usable computer) or
+        :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
+        if not start.prompt.strip():
+            raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
+        start = replace(start, cwd=check_cwd(start.cwd))
+        computers = await self.agent.list_computers()
+        last_used = await self.sessions.last_computer(start.slack_user)
+        chosen = resolve_computer(computers, computer, last_used)
+        now = self.now()
+        if isinstance(chosen, list):
+            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
+            return ChooseComputer(row.id, chosen, int(CHOICE_TTL.total_seconds() // 60), offer=created)
+        start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
+        row, created = await self.sessions.claim_start(start, state=STARTING, now=now)
+        if not created:
+            logger.info("start %s was claimed before; not starting again", start.start_key)
+            return row
+        return await self.launch(row)
+
+    async def check_computer(self, wanted: str) -> Computer:
+        """The ``active`` computer ``wanted`` names (id or name, as :func:`resolve_computer`).
+        Raises :class:`UserInputError` or :class:`bot.api.AgentAPIError`."""
+        chosen = resolve_computer(await self.agent.list_computers(), wanted, None)
+        assert isinstance(chosen, Computer)  # a named computer is one computer or an error
+        return chosen
+
+    async def form_errors(self, *, prompt: str, cwd: str | None, computer_id: str | None) -> dict[str, str]:
+        """What is wrong with the start form's fields: ``{field: error}`` for the fields ``prompt``,
+        ``cwd`` and ``computer``; empty when the session can start. Lists the computers: an Agent
+        API failure is the ``computer`` field's error."""
+        errors: dict[str, str] = {}
+        if not prompt:
+            errors["prompt"] = FORM_NO_PROMPT
+        if cwd is not None and len(cwd) > CWD_MAX:
+            errors["cwd"] = CWD_TOO_LONG
+        try:
+            if not computer_id:
+                raise UserInputError(FORM_NO_COMPUTER)
+            await self.check_computer(computer_id)
+        except UserInputError as exc:
+            errors["computer"] = exc.message
+        except AgentAPIError as exc:
+            errors["computer"] = describe_api_error(exc)[0]
+        return errors
+
+    async def form_choices(self, slack_user: str) -> tuple[list[Computer], str | None]:
+        """What the start form offers: the ``active`` computers and the id of the user's last one.
+        Raises :class:`UserInputError` when none is active, or :class:`bot.api.AgentAPIError`."""
+        computers = [c for c in await self.agent.list_computers() if c.status == "active"]
+        if not computers:
+            raise UserInputError(NO_ACTIVE, NO_ACTIVE_HINT)
+        return computers, await self.sessions.last_computer(slack_user)
+
+    async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
+        """The menu's choice: start the ``choosing`` row ``row_id`` on ``computer_id``, once.
+
+        Raises :class:`UserInputError` when the menu expired or is unknown, when ``slack_user``
+        is not who asked, when the choice was already made (a double click), or for a computer
+        that cannot run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
+        row = await self.sessions.get(row_id) if row_id is not None else None
+        if row is None or not computer_id:
+            raise UserInputError(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+        if row.slack_user != slack_user:
+            raise UserInputError(NOT_YOURS)
+        chosen = await self.check_computer(computer_id)
+        if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
+            fresh = await self.sessions.get(row.id)
+            if fresh is not None and fresh.state != CHOOSING:
+                raise UserInputError(CHOICE_TAKEN)
+            raise UserInputError(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+        taken = await self.sessions.get(row.id)
+        assert taken is not None and taken.state == STARTING
+        return await self.launch(taken)
+
+    async def launch(self, row: SessionLink) -> SessionLink:
+        """The one path after a claim (``row`` in state ``starting``, its computer set): the parent
+        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt, then follow.
+
+        Returns the row as it ends: ``failed`` with ``error`` set when the parent message could not
+        be posted (nothing started: nobody would see the session; ``parent_ts`` stays None) or when
+        ``POST /sessions`` failed (the parent shows it); else ``started`` (``error`` set when the
+        prompt was not delivered). Never raises for a Slack or Agent API failure."""
+        parent = await self.slack.post(row.channel, parent_message(view_of(row, status="starting")), thread_ts=row.thread_ts)
+        if isinstance(parent, SlackFailure) or not parent.ts:
+            await self.sessions.mark_failed(row.id, CANNOT_POST)
+            logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
+            return await self.sessions.get(row.id) or row
+        thread_ts = row.thread_ts or parent.ts
+        await self.sessions.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent.ts)
+        row = replace(row, thread_ts=thread_ts, parent_ts=parent.ts)
+        assert row.computer_id is not None
+        try:
+            session = await self.agent.create_session(
+                computer_id=row.computer_id,
+                cwd=row.cwd,
+                session_settings={"model": row.model} if row.model else None,
+            )
+        except AgentAPIError as exc:
+            what, hint = describe_api_error(exc)
+            await self.sessions.mark_failed(row.id, f"{what} {hint}")
+            logger.warning("POST /sessions failed for row %s: %s", row.id, type(exc).__name__)
+            failed = await self.sessions.get(row.id) or row
+            await self.follower.show_parent(failed, status="failed")  # a failure is logged by the gateway
+            await self.follower.set_reaction(failed, REACTIONS["error"])
+            return failed
+        await self.sessions.record_session(row.id, session_id=session.session_id, status=session.status, now=self.now())
+        try:
+            await self.agent.create_message(session_id=session.session_id, text=row.prompt)
+        except AgentAPIError as exc:
+            what, _hint = describe_api_error(exc)
+            await self.sessions.set_error(row.id, PROMPT_NOT_DELIVERED.format(what=what))
+        started = await self.sessions.get(row.id) or row
+        await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
+        return started
