@@ -29,6 +29,7 @@ from processes import sandbox_process  # noqa: E402
 from bot.api import AgentClient  # noqa: E402
 from bot.app import settle_heap  # noqa: E402
 from bot.services.digest import DigestRepository, Subscription  # noqa: E402
+from bot.slack import SlackGateway, web_client  # noqa: E402
 from bot.store import Store  # noqa: E402
 from handlers.digest import digest_service  # noqa: E402
 from sandbox.slack_emulator import SlackEmulator  # noqa: E402
@@ -66,7 +67,8 @@ async def ticks(url: str, slack: SlackEmulator, folder: str):
 
         async def one(name: str):
             store = Store(f"sqlite:///{folder}/{name}.db")
-            service = digest_service(agent=agent, store=store, slack=slack.async_web_client(), now=lambda: NOW)
+            gateway = SlackGateway(web_client(slack.bot_token, slack.api_url))
+            service = digest_service(agent=agent, store=store, slack=gateway, now=lambda: NOW)
             await DigestRepository(store).subscribe(Subscription("C0ENG", created_by="bench", created_at=NOW))
             try:
                 return await service.tick()

@@ -212,7 +212,7 @@ def create_bot(
     limits = LimitsWorkflow(
         agent=agent, store=store, slack=client, now=now, config=ApprovalsConfig.from_extra(roles_file.model_extra)
     )
-    digest = digest_service(agent=agent, store=store, slack=client, now=now)
+    digest = digest_service(agent=agent, store=store, slack=slack, now=now)
 
     async def prune_deliveries() -> None:
         removed = await store.prune(now() - DELIVERY_KEEP)
