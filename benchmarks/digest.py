@@ -27,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from processes import sandbox_process
 
-from bot.api import AgentClient
-from bot.app import settle_heap
-from bot.services.digest import DigestRepository, Subscription
-from bot.store import Store
-from handlers.digest import digest_service
-from sandbox.slack_emulator import SlackEmulator
+from bot.api import AgentClient  # noqa: E402
+from bot.app import settle_heap  # noqa: E402
+from bot.services.digest import DigestRepository, Subscription  # noqa: E402
+from bot.slack import SlackGateway, web_client  # noqa: E402
+from bot.store import Store  # noqa: E402
+from handlers.digest import digest_service  # noqa: E402
+from sandbox.slack_emulator import SlackEmulator  # noqa: E402
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 DAY = dt.date(2026, 11, 21)
@@ -67,7 +68,8 @@ async def ticks(url: str, slack: SlackEmulator, folder: str):
 
         async def one(name: str):
             store = Store(f"sqlite:///{folder}/{name}.db")
-            service = digest_service(agent=agent, store=store, slack=slack.async_web_client(), now=lambda: NOW)
+            gateway = SlackGateway(web_client(slack.bot_token, slack.api_url))
+            service = digest_service(agent=agent, store=store, slack=gateway, now=lambda: NOW)
             await DigestRepository(store).subscribe(Subscription("C0ENG", created_by="bench", created_at=NOW))
             try:
                 return await service.tick()

@@ -41,9 +41,9 @@ from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.limits import ApprovalsConfig
 from bot.services.sessions import Sessions
 from bot.slack import SlackGateway, web_client
+from bot.services.hooks import HookReceiver
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
-from handlers import hooks
 from handlers import limits as limits_handlers
 from handlers.digest import digest_service
 from handlers.limits import LimitsWorkflow
@@ -140,11 +140,11 @@ class Bot:
 
 
     def hook_route(self) -> Route:
-        """``POST /hooks/agent``: agent hook events (see :mod:`handlers.hooks`)."""
+        """``POST /hooks/agent``: agent hook events (:meth:`bot.services.hooks.HookReceiver.receive`)."""
 
         async def agent_hook(request: Request) -> Response:
             body = await request.body()
-            status, answer = await hooks.receive(self.services, request.headers, body)
+            status, answer = await self.services.hooks.receive(request.headers, body)
             return JSONResponse(answer, status_code=status)
 
         return Route("/hooks/agent", agent_hook, methods=["POST"])
@@ -249,7 +249,15 @@ def create_bot(
     limits = LimitsWorkflow(
         agent=agent, store=store, slack=client, now=now, config=ApprovalsConfig.from_extra(roles_file.model_extra)
     )
-    digest = digest_service(agent=agent, store=store, slack=client, now=now)
+    digest = digest_service(agent=agent, store=store, slack=slack, now=now)
+    hook_receiver = HookReceiver(
+        store=store,
+        sessions=sessions,
+        slack=slack,
+        identity=identity,
+        secret=settings.hook_secret.get_secret_value() if settings.hook_secret else None,
+        now=now,
+    )
 
     async def prune_deliveries() -> None:
         removed = await store.prune(now() - DELIVERY_KEEP)
@@ -273,6 +281,7 @@ def create_bot(
         sessions=sessions,
         limits=limits,
         digest=digest,
+        hooks=hook_receiver,
         today=today,
         now=now,
         jobs=jobs,

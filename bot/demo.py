@@ -209,6 +209,7 @@ def tick_digests(stack: Stack, now: Any = None) -> Any:
     import asyncio
 
     from bot.app import utc_now
+    from bot.slack import SlackGateway, web_client
     from bot.store import Store
     from handlers.digest import digest_service
 
@@ -218,7 +219,8 @@ def tick_digests(stack: Stack, now: Any = None) -> Any:
     async def run() -> Any:
         agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.agent_api_key.get_secret_value(), today=lambda: clock().date())
         store = Store(settings.database_url)
-        service = digest_service(agent=agent, store=store, slack=stack.slack.async_web_client(), now=clock)
+        slack = SlackGateway(web_client(stack.slack.bot_token, stack.slack.api_url))
+        service = digest_service(agent=agent, store=store, slack=slack, now=clock)
         try:
             return await service.tick()
         finally:

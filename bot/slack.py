@@ -346,6 +346,22 @@ class SlackGateway:
             is_im=bool(info.get("is_im")),
         )
 
+    async def open_dm(self, user_id: str) -> str | SlackFailure:
+        """The channel ID (``D…``) of the direct message between the bot and ``user_id``
+        (``conversations.open``, scope ``im:write``; opening an open DM answers the same ID).
+
+        Needed where Slack takes no user ID in place of a DM: ``files.completeUploadExternal``
+        (so :meth:`upload`) accepts only ``C``/``G``/``D`` channel IDs, while :meth:`post` takes a
+        user ID. An answer without ``channel.id`` is a failure ``invalid_response`` (permanent)."""
+        answer = await self.call("conversations.open", users=user_id)
+        if isinstance(answer, SlackFailure):
+            return answer
+        channel = (answer.get("channel") or {}).get("id")
+        if not channel:
+            logger.warning("Slack conversations.open answered no channel id")
+            return SlackFailure("conversations.open", "invalid_response", True)
+        return str(channel)
+
     async def user_email(self, user_id: str) -> str | SlackFailure | None:
         """The e-mail of a Slack user (``users.info``, needs ``users:read.email``); None when Slack
         knows the user but gives no e-mail."""

@@ -16,7 +16,8 @@ second click on the same message, by anyone, on any replica, starts nothing and 
 so (Slack's own re-deliveries of one click are dropped earlier by the de-duplication middleware). A
 failed call marks the key ``...:failed``, so a later click says the button is spent rather than busy.
 Errors end in an ephemeral message and leave the clicked message as it was: 404 (the computer is
-gone), and any other Agent API failure (:func:`handlers.router.describe_api_error`).
+gone), and any other Agent API failure (:func:`handlers.router.action_listener` replies with
+:func:`handlers.router.describe_api_error`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.api import AgentAPIError, NotFoundError
 from bot.commands import SubCommand
-from bot.errors import reported
 from formatters.computers import (
     RETRY_ACTION,
     already_retrying,
@@ -37,8 +37,10 @@ from formatters.computers import (
     retry_failed_before,
     retry_started,
 )
-from formatters.notices import error_message
-from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 logger = logging.getLogger(__name__)
 
@@ -75,26 +77,22 @@ def claim_key(computer_id: str, body: dict) -> str:
     return f"install-deps:{computer_id}:{where}"
 
 
-async def retry_install(body: dict, respond: Callable[..., Awaitable[Any]], services: Any, *, sleep: Sleep = asyncio.sleep) -> None:
-    """Run one Retry click (already acked): claim, install-deps, show, re-poll (module docstring)."""
-    actions = body.get("actions") or [{}]
-    computer_id = (actions[0].get("value") or "").strip()
-    user_id = (body.get("user") or {}).get("id")
-
-    async def tell(payload: dict) -> None:
-        await respond(**payload, response_type="ephemeral", replace_original=False)
-
-    async def show(payload: dict) -> None:
-        await respond(**payload, replace_original=True)
-
+async def retry_install(request: ActionRequest, *, sleep: Sleep = asyncio.sleep) -> None:
+    """Run one Retry click (acked and role-checked by :func:`handlers.router.action_listener`):
+    claim, install-deps, show, re-poll (module docstring). ``sleep`` waits the :data:`POLL_DELAYS`
+    (seconds; injectable for tests). Raises :class:`UserInputError` for a button without a
+    computer id, and the Agent API's errors other than 404 (after marking the key failed); the
+    listener turns both into an ephemeral reply."""
+    computer_id = request.value
+    user_id = request.user.user_id
+    services = request.services
     if not computer_id:
-        await tell(error_message(NO_COMPUTER_ID, "Run `/agent computers` for a fresh list."))
-        return
-    key = claim_key(computer_id, body)
+        raise UserInputError(NO_COMPUTER_ID, "Run `/agent computers` for a fresh list.")
+    key = claim_key(computer_id, request.body)
     if not await services.store.claim(key):
         failed = await services.store.was_claimed(f"{key}:failed")
         logger.info("retry of %s from the same message ignored (%s)", computer_id, "failed before" if failed else "in progress")
-        await tell(retry_failed_before(computer_id) if failed else already_retrying(computer_id))
+        await request.reply(retry_failed_before(computer_id) if failed else already_retrying(computer_id))
         return
     agent = services.agent
     try:
@@ -102,15 +100,17 @@ async def retry_install(body: dict, respond: Callable[..., Awaitable[Any]], serv
     except AgentAPIError as exc:
         await services.store.claim(f"{key}:failed")
         logger.warning("install-deps of %s failed: %s", computer_id, type(exc).__name__)
-        await tell(computer_gone(computer_id) if isinstance(exc, NotFoundError) else error_message(*describe_api_error(exc)))
-        return
+        if isinstance(exc, NotFoundError):
+            await request.reply(computer_gone(computer_id))
+            return
+        raise
     logger.info("install-deps of %s started by %s", computer_id, user_id)
     try:
         fleet = await agent.list_computers()
     except AgentAPIError as exc:
-        await show(retry_started(computer, user_id, None, problem=describe_api_error(exc)[0]))
+        await request.replace(retry_started(computer, user_id, None, problem=describe_api_error(exc)[0]))
         return
-    await show(retry_started(computer, user_id, fleet))
+    await request.replace(retry_started(computer, user_id, fleet))
     for delay in POLL_DELAYS:
         if computer.status != "provisioning":
             return
@@ -124,17 +124,11 @@ async def retry_install(body: dict, respond: Callable[..., Awaitable[Any]], serv
         if current is None:
             return
         if current.status != computer.status:
-            await show(retry_started(current, user_id, fleet))
+            await request.replace(retry_started(current, user_id, fleet))
         computer = current
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+def register(app: Any, router: Router, services: Services) -> None:
     """Add ``/agent computers`` and the ``computers.retry_install`` button listener."""
     router.add(SPEC, handle_computers)
-
-    @reported
-    async def on_retry_install(ack: Any, body: dict, respond: Any) -> None:
-        await ack()  # within Slack's 3 s, before any Agent API call
-        await retry_install(body, respond, services)
-
-    app.action(RETRY_ACTION)(on_retry_install)
+    app.action(RETRY_ACTION)(action_listener(services, retry_install))

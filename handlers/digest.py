@@ -16,12 +16,16 @@ Policy key ``digest`` (manager): the digest shows organization analytics.
 
 from __future__ import annotations
 
-import asyncio
+import datetime as dt
 import re
+from collections.abc import Callable
 from typing import Any
 
+from bot.api import AgentClient
 from bot.commands import SubCommand
 from bot.services.digest import DAYS_CHOICES, DEFAULT_POST_AT, DEFAULT_TZ, DigestService, NotLandedYet, Subscription, latest_day, parse_post_at, parse_tz
+from bot.slack import SlackFailure, SlackGateway
+from bot.store import Store
 from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -75,6 +79,13 @@ NOT_LANDED_HINT = "The analytics API fills each day in a daily batch; try again 
 BAD_DAYS = "`days` takes `daily` or `weekdays`, not `{value}`."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
 
+
+
+class SlackUnavailable(RuntimeError):
+    """Slack could not say whether the bot can post into a channel (a failure other than "unknown
+    channel"); the message is the :class:`bot.slack.SlackFailure` (method and error code)."""
+
+
 _CHANNEL = re.compile(r"^#?([CG][A-Z0-9]{2,})$")
 
 
@@ -91,18 +102,21 @@ def _channel_arg(request: CommandRequest) -> str:
 
 
 async def _check_can_post(request: CommandRequest, channel: str) -> None:
-    """``conversations.info``: public channels work (chat:write.public), private ones need the bot."""
-    from slack_sdk.errors import SlackApiError
+    """Whether the bot can post the digest into ``channel``, from ``conversations.info`` (through
+    :meth:`bot.slack.SlackGateway.channel_info`): a public channel works (``chat:write.public``), a
+    private one needs the bot as a member, an archived one never works.
 
-    try:
-        info = (await request.client.conversations_info(channel=channel))["channel"]
-    except SlackApiError as exc:
-        if exc.response.get("error") in ("channel_not_found", "not_in_channel", "missing_scope"):
-            raise UserInputError(CHANNEL_UNKNOWN.format(channel=channel), CHANNEL_UNKNOWN_HINT) from None
-        raise
-    if info.get("is_archived"):
+    Raises :class:`UserInputError` (:data:`CHANNEL_UNKNOWN`, :data:`ARCHIVED`,
+    :data:`NOT_IN_CHANNEL`) when it cannot; :class:`SlackUnavailable` when Slack could not answer
+    (a transient failure: the global error handler apologizes)."""
+    info = await request.services.slack.channel_info(channel)
+    if isinstance(info, SlackFailure):
+        if info.error in ("channel_not_found", "not_in_channel", "missing_scope"):
+            raise UserInputError(CHANNEL_UNKNOWN.format(channel=channel), CHANNEL_UNKNOWN_HINT)
+        raise SlackUnavailable(str(info))
+    if info.is_archived:
         raise UserInputError(ARCHIVED.format(channel=channel), ARCHIVED_HINT)
-    if (info.get("is_private") or info.get("is_group")) and not info.get("is_member"):
+    if info.is_private and not info.is_im and not info.is_member:
         raise UserInputError(NOT_IN_CHANNEL.format(channel=channel), NOT_IN_CHANNEL_HINT)
 
 
@@ -156,11 +170,12 @@ async def handle_preview(request: CommandRequest) -> None:
     await request.reply(digest_message(digest))
 
 
-def digest_service(*, agent: Any, store: Any, slack: Any, now: Any, sleep: Any = asyncio.sleep) -> DigestService:
-    """A :class:`bot.services.digest.DigestService` with this project's formatters (also used by tests and benchmarks)."""
-    return DigestService(
-        agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, sleep=sleep
-    )
+def digest_service(
+    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]
+) -> DigestService:
+    """A :class:`bot.services.digest.DigestService` with this project's formatters, posting through
+    ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks)."""
+    return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text)
 
 
 def register(app: Any, router: Router, services: Any) -> None:

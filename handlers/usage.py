@@ -6,8 +6,8 @@
 
 ``chart``: the summary as usual, plus a PNG of billable tokens per day with the 7-day average
 (:mod:`bot.services.chart`, drawn in a worker thread) uploaded into the asker's direct message with the bot
-(``conversations.open`` then ``files_upload_v2``, with an alt text of the key numbers). A chart that
-fails is reported in one line; the summary is still sent.
+(:meth:`bot.slack.SlackGateway.open_dm` then :meth:`~bot.slack.SlackGateway.upload`, with an alt
+text of the key numbers). A chart that fails is reported in one line; the summary is still sent.
 
 Periods are those of :mod:`bot.services.periods` (default ``yesterday``). Needs the manager role (policy
 key ``usage``): the analytics API itself answers only Managers and Owners.
@@ -18,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import re
 from typing import Any
 
 from bot.commands import SubCommand
+from bot.identity import mentioned_user
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
 from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
+from bot.slack import SlackFailure
 from formatters.blocks import message, section
 from formatters.notices import error_message
 from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
@@ -43,9 +44,6 @@ SPEC = SubCommand(
     ),
 )
 
-_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
-_MENTION = re.compile(r"^<@([UW][A-Z0-9]+)>$")
-
 
 def _period(words: list[str], request: CommandRequest) -> Period:
     if len(words) > 1:
@@ -57,18 +55,12 @@ def _period(words: list[str], request: CommandRequest) -> Period:
 
 
 async def _email_of(target: str, request: CommandRequest) -> str:
-    """An e-mail, or the e-mail Slack has for a mention (``users.info``)."""
-    if _EMAIL.match(target):
-        return target
-    mention = _MENTION.match(target)
-    if mention:
-        try:
-            reply = await request.client.users_info(user=mention.group(1))
-            email = reply["user"]["profile"].get("email")
-        except Exception:
-            email = None
-        if email:
-            return email
+    """The e-mail ``target`` names (an e-mail as typed, or the e-mail Slack has for a mention:
+    :meth:`bot.identity.Identity.email_of_token`); raises :class:`UserInputError` otherwise."""
+    email = await request.services.identity.email_of_token(target)
+    if email:
+        return email
+    if mentioned_user(target):
         raise UserInputError(f"Slack has no e-mail for {target}.", "Use their e-mail address instead.")
     raise UserInputError(f"`{target}` is neither an e-mail nor a @mention.", "Example: `/agent usage user alice@example.com 7d`.")
 
@@ -126,17 +118,21 @@ async def _send_chart(request: CommandRequest, period: Period) -> None:
     title = f"Billable tokens per day, {period.label()}"
     try:
         png = await asyncio.to_thread(render_tokens_chart, series, title)
-        opened = await request.client.conversations_open(users=request.user.user_id)
-        await request.client.files_upload_v2(
-            channel=opened["channel"]["id"],
-            content=png,
-            filename=f"agent-usage-{period.start.isoformat()}-{period.end.isoformat()}.png",
-            title=title,
-            alt_txt=usage_chart_alt_text(period.label(), series.values, series.averages),
-        )
     except Exception as exc:  # the chart never stops the numbers
         logger.warning("usage chart failed: %s", type(exc).__name__)
         await request.reply(error_message(CHART_FAILED.format(reason=type(exc).__name__)))
+        return
+    slack = request.services.slack
+    dm = await slack.open_dm(request.user.user_id)
+    sent = dm if isinstance(dm, SlackFailure) else await slack.upload(
+        dm,
+        content=png,
+        filename=f"agent-usage-{period.start.isoformat()}-{period.end.isoformat()}.png",
+        title=title,
+        alt_text=usage_chart_alt_text(period.label(), series.values, series.averages),
+    )
+    if isinstance(sent, SlackFailure):
+        await request.reply(error_message(CHART_FAILED.format(reason=sent.error)))
         return
     await request.reply(message([section(CHART_SENT)], CHART_SENT))
 

@@ -11,21 +11,21 @@ the next screen from that position and replaces the clicked message with it
 screen again. Both need the manager role (policy keys ``users``, ``users.more``).
 
 Errors: bad input and Agent API failures of the command go through the router; those of a click
-become an ephemeral error and leave the clicked message as it was.
+through :func:`handlers.router.action_listener`: an ephemeral error, the clicked message left as it was.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.api import AgentAPIError
 from bot.commands import SubCommand
-from bot.errors import reported
 from bot.services.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
-from formatters.notices import error_message
 from formatters.users import MORE_ACTION, users_screen
-from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 logger = logging.getLogger(__name__)
 
@@ -56,31 +56,20 @@ async def handle_users(request: CommandRequest) -> None:
     await request.reply(users_screen(screen, request.services.today()))
 
 
-async def more_users(body: dict, respond: Any, services: Any) -> None:
-    """Run one ``users.more`` click (already acked): the next screen replaces the clicked message."""
-    actions = body.get("actions") or [{}]
+async def more_users(request: ActionRequest) -> None:
+    """Run one ``users.more`` click (acked and role-checked by :func:`handlers.router.action_listener`):
+    the next screen replaces the clicked message. Raises :class:`UserInputError` for a value that is
+    not a position, and the Agent API's errors; the listener turns both into an ephemeral reply."""
     try:
-        position = decode_more(actions[0].get("value"))
+        position = decode_more(request.value)
     except ValueError as exc:
         logger.warning("unreadable users.more value: %s", exc)
-        await respond(**error_message(STALE_BUTTON, STALE_BUTTON_HINT), response_type="ephemeral", replace_original=False)
-        return
-    try:
-        screen = await fetch_screen(services.agent, position)
-    except AgentAPIError as exc:
-        logger.warning("users.more: Agent API error %s", type(exc).__name__)
-        await respond(**error_message(*describe_api_error(exc)), response_type="ephemeral", replace_original=False)
-        return
-    await respond(**users_screen(screen, services.today()), replace_original=True)
+        raise UserInputError(STALE_BUTTON, STALE_BUTTON_HINT) from None
+    screen = await fetch_screen(request.services.agent, position)
+    await request.replace(users_screen(screen, request.services.today()))
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+def register(app: Any, router: Router, services: Services) -> None:
     """Add ``/agent users`` and the ``users.more`` button listener."""
     router.add(SPEC, handle_users)
-
-    @reported
-    async def on_more(ack: Any, body: dict, respond: Any) -> None:
-        await ack()  # within Slack's 3 s, before any Agent API call
-        await more_users(body, respond, services)
-
-    app.action(MORE_ACTION)(on_more)
+    app.action(MORE_ACTION)(action_listener(services, more_users))

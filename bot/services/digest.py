@@ -18,15 +18,24 @@ decides, never the scheduler; see :mod:`bot.scheduler`):
 1. claim: a row in ``digest_posts`` keyed (channel_id, day). The first INSERT wins; a row that has
    no ``message_ts`` yet can be taken over only by a conditional UPDATE once its lease
    (``lease_until``, :data:`LEASE`) has run out or was released after a failed post.
-2. a taken-over claim (attempt > 1) first looks in the channel's recent history
-   (``conversations.history`` with ``include_all_metadata``) for a message whose Slack ``metadata``
-   is ``{"event_type": "agent_digest", "event_payload": {"channel": ..., "day": ...}}``: a process
-   that posted and crashed before step 4 left exactly that, so it is recorded instead of re-posted.
-3. post ``chat.postMessage`` with that metadata; a 429 waits ``Retry-After`` (at most
-   :data:`MAX_RATE_LIMIT_WAITS` times); another Slack error releases the lease so the next tick retries.
+2. a taken-over claim (attempt > 1) first looks in the channel's history since the claim was first
+   made (:meth:`bot.slack.SlackGateway.find_by_metadata`: ``conversations.history`` with
+   ``include_all_metadata``, following ``next_cursor`` page by page, so a busy channel's digest is
+   found past the first page) for a message whose Slack ``metadata`` is ``{"event_type":
+   "agent_digest", "event_payload": {"channel": ..., "day": ...}}``: a process that posted and
+   crashed before step 4 left exactly that, so it is recorded instead of re-posted.
+3. post ``chat.postMessage`` with that metadata through the Slack gateway (:mod:`bot.slack`: a 429
+   is waited out and sent again there, by its retry handler). A post or look-up that still fails
+   (a :class:`bot.slack.SlackFailure`) releases the lease, so the next tick retries the channel.
 4. record ``message_ts`` (conditional on still holding the claim); then upload the chart into the
    digest's thread (``files_upload_v2``). The chart is drawn in a worker thread while the text is
    posted; a chart that fails is logged and the text digest stands.
+
+A channel Slack refuses for good (a permanent failure: ``channel_not_found``, ``not_in_channel``,
+``is_archived``, ``token_revoked``, ...) keeps its subscription: the failure is logged once per tick
+with the channel and Slack's error code, the channel is counted in :attr:`TickReport.failed`, and
+each tick tries it again (one call), so a channel that is unarchived, or where the bot is invited
+again, gets its digest without a new ``subscribe``. ``/agent digest unsubscribe`` ends it.
 
 Due: a subscription is due when its local time (``tz``, zoneinfo) has passed ``post_at`` today, on
 every day (``daily``) or Monday to Friday (``weekdays``), and the latest day is not posted yet.
@@ -46,7 +55,7 @@ import statistics
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -58,6 +67,7 @@ from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals
 from bot.services.periods import EARLIEST, Period
 from bot.store import Store, metadata
 from bot.services.usage import UsageSummary, fetch_usage
+from bot.slack import Payload, SlackFailure, SlackGateway
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -67,8 +77,8 @@ logger = logging.getLogger(__name__)
 EVENT_TYPE = "agent_digest"
 LEASE = dt.timedelta(minutes=10)
 """How long a claim is held before another tick may take it over (a crashed poster's claim)."""
-MAX_RATE_LIMIT_WAITS = 3
-HISTORY_LIMIT = 200
+FIND_BACK = dt.timedelta(minutes=1)
+"""A taken-over claim looks for an earlier post from this long before the claim was first made."""
 DEFAULT_POST_AT = dt.time(9, 0)
 DEFAULT_TZ = "UTC"
 DAYS_CHOICES = ("daily", "weekdays")
@@ -513,9 +523,6 @@ def _tool_callout(rows: list[Any], day: dt.date) -> Callout | None:
 # --------------------------------------------------------------------------- the tick
 
 
-Sleep = Callable[[float], Awaitable[Any]]
-
-
 @dataclass
 class TickReport:
     """What one tick did: ``day`` looked at, ``landed`` or not, channels ``posted`` (and ``recovered``
@@ -547,20 +554,21 @@ class TickReport:
 class DigestService:
     """The digest scheduler's work: :meth:`tick` (one pass) and :meth:`build` (preview).
 
-    ``slack`` is an ``AsyncWebClient``; ``now`` the injected clock; ``sleep`` waits a 429's
-    ``Retry-After`` (injectable, so tests never sleep through it); ``formatter`` turns a
-    :class:`Digest` and its skipped days into a payload, ``alt_text`` makes the chart's alt text."""
+    ``slack`` is the Slack gateway (:class:`bot.slack.SlackGateway`; its client's retry handler
+    waits a 429's ``Retry-After`` through an injectable ``sleep``, :func:`bot.slack.web_client`);
+    ``now`` the injected clock (an aware UTC datetime); ``formatter`` turns a :class:`Digest` and its
+    skipped days into a Block Kit payload (``text``, ``blocks``); ``alt_text`` makes the chart's alt
+    text; ``owner`` names this process in the claim rows (host, pid and a random part by default)."""
 
     def __init__(
         self,
         *,
         agent: AgentClient,
         store: Store,
-        slack: Any,
+        slack: SlackGateway,
         now: Callable[[], dt.datetime],
-        formatter: Callable[[Digest, tuple[dt.date, ...]], dict],
+        formatter: Callable[[Digest, tuple[dt.date, ...]], Payload],
         alt_text: Callable[[Digest], str],
-        sleep: Sleep = asyncio.sleep,
         owner: str | None = None,
     ) -> None:
         self.agent = agent
@@ -569,7 +577,6 @@ class DigestService:
         self.now = now
         self.formatter = formatter
         self.alt_text = alt_text
-        self.sleep = sleep
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     async def landed(self, day: dt.date) -> bool:
@@ -655,22 +662,28 @@ class DigestService:
         return tuple(days)
 
     async def _post(self, sub: Subscription, digest: Digest, chart: Awaitable[bytes | None], report: TickReport) -> None:
-        from slack_sdk.errors import SlackApiError
-
+        """Claim, find or post, record, then upload the chart (module docstring, steps 1-4)."""
         claim = await self.repo.claim(sub.channel_id, digest.day, self.owner, self.now(), await self._skipped(sub, digest.day))
         if claim is None:
             return  # posted, or another tick holds it
-        try:
-            ts = await self._find_posted(claim) if claim.attempt > 1 else None
-            recovered = ts is not None
-            if not recovered:
-                payload = self.formatter(digest, claim.skipped)
-                ts = await self._post_message(sub.channel_id, payload, digest.day)
-        except SlackApiError as exc:
-            await self.repo.release(claim, self.now())
-            report.failed.append(sub.channel_id)
-            logger.warning("digest of %s into %s failed (%s); retried at the next tick", digest.day, sub.channel_id, exc.response.get("error"))
+        found = await self._find_posted(claim) if claim.attempt > 1 else None
+        if isinstance(found, SlackFailure):
+            await self._failed(claim, found, report)
             return
+        recovered = found is not None
+        if found is None:
+            payload = self.formatter(digest, claim.skipped)
+            posted = await self.slack.post(
+                sub.channel_id,
+                {"text": payload["text"], "blocks": payload["blocks"]},
+                metadata={"event_type": EVENT_TYPE, "event_payload": {"channel": sub.channel_id, "day": digest.day.isoformat()}},
+            )
+            if isinstance(posted, SlackFailure):
+                await self._failed(claim, posted, report)
+                return
+            ts = posted.ts
+        else:
+            ts = found
         if not await self.repo.record(claim, ts, self.now()):
             logger.warning("digest of %s into %s: claim lost before recording ts %s", digest.day, sub.channel_id, ts)
             return
@@ -682,58 +695,48 @@ class DigestService:
         if png is not None:
             await self._upload_chart(sub.channel_id, ts, png, digest)
 
-    async def _post_message(self, channel: str, payload: dict, day: dt.date) -> str:
-        from slack_sdk.errors import SlackApiError
+    async def _failed(self, claim: Claim, failure: SlackFailure, report: TickReport) -> None:
+        """Release the claim of a post or look-up Slack refused, so that the next tick retries it."""
+        await self.repo.release(claim, self.now())
+        report.failed.append(claim.channel_id)
+        if failure.permanent:
+            logger.warning(
+                "digest of %s into %s refused by Slack (%s: %s); the subscription stays, tried again at the next tick",
+                claim.day, claim.channel_id, failure.method, failure.error,
+            )
+        else:
+            logger.warning(
+                "digest of %s into %s failed (%s: %s, transient); retried at the next tick",
+                claim.day, claim.channel_id, failure.method, failure.error,
+            )
 
-        waits = 0
-        while True:
-            try:
-                response = await self.slack.chat_postMessage(
-                    channel=channel,
-                    text=payload["text"],
-                    blocks=payload["blocks"],
-                    metadata={"event_type": EVENT_TYPE, "event_payload": {"channel": channel, "day": day.isoformat()}},
-                    unfurl_links=False,
-                )
-                return response["ts"]
-            except SlackApiError as exc:
-                if exc.response.status_code != 429 or waits >= MAX_RATE_LIMIT_WAITS:
-                    raise
-                waits += 1
-                retry_after = float(exc.response.headers.get("Retry-After", exc.response.headers.get("retry-after", 1)))
-                logger.info("Slack rate-limited the digest into %s; waiting %s s", channel, retry_after)
-                await self.sleep(retry_after)
+    async def _find_posted(self, claim: Claim) -> str | None | SlackFailure:
+        """The ts of this claim's digest when a previous attempt posted it (its message metadata),
+        looked for in the channel's history since :data:`FIND_BACK` before the claim was first made;
+        None when there is none; a :class:`bot.slack.SlackFailure` when the history cannot be read."""
+        day = claim.day.isoformat()
 
-    async def _find_posted(self, claim: Claim) -> str | None:
-        """The ts of this claim's digest when a previous attempt posted it (its message metadata)."""
-        oldest = (claim.claimed_at - dt.timedelta(minutes=1)).timestamp()
-        answer = await self.slack.conversations_history(
-            channel=claim.channel_id, oldest=f"{oldest:.6f}", limit=HISTORY_LIMIT, include_all_metadata=True
-        )
-        for message in answer.get("messages", []):
-            meta = message.get("metadata") or {}
-            payload = meta.get("event_payload") or {}
-            if (
-                meta.get("event_type") == EVENT_TYPE
-                and payload.get("channel") == claim.channel_id
-                and payload.get("day") == claim.day.isoformat()
-            ):
-                logger.info("digest of %s into %s was posted before (ts %s); recorded, not re-posted", claim.day, claim.channel_id, message["ts"])
-                return message["ts"]
-        return None
+        def matches(payload: Mapping[str, Any]) -> bool:
+            return payload.get("channel") == claim.channel_id and payload.get("day") == day
+
+        oldest = (claim.claimed_at - FIND_BACK).timestamp()
+        found = await self.slack.find_by_metadata(claim.channel_id, EVENT_TYPE, matches, oldest=oldest)
+        if isinstance(found, str):
+            logger.info("digest of %s into %s was posted before (ts %s); recorded, not re-posted", claim.day, claim.channel_id, found)
+        return found
 
     async def _upload_chart(self, channel: str, thread_ts: str, png: bytes, digest: Digest) -> None:
-        try:
-            await self.slack.files_upload_v2(
-                channel=channel,
-                thread_ts=thread_ts,
-                content=png,
-                filename=f"agent-usage-{digest.day.isoformat()}.png",
-                title=chart_title(digest.series),
-                alt_txt=self.alt_text(digest),
-            )
-        except Exception as exc:  # the chart never stops the digest
-            logger.warning("digest chart upload into %s failed: %s", channel, type(exc).__name__)
+        """Upload the chart into the digest's thread; a failure is logged, the text digest stands."""
+        uploaded = await self.slack.upload(
+            channel,
+            content=png,
+            filename=f"agent-usage-{digest.day.isoformat()}.png",
+            title=chart_title(digest.series),
+            thread_ts=thread_ts,
+            alt_text=self.alt_text(digest),
+        )
+        if isinstance(uploaded, SlackFailure):
+            logger.warning("digest chart upload into %s failed: %s", channel, uploaded.error)
 
 
 def chart_title(series: TokenSeries) -> str:

@@ -10,6 +10,7 @@ before and after to prove install-deps was *not* called.
 from bot.demo import DEMO_CHANNEL
 from formatters.computers import RETRIED, RETRY_ACTION, already_retrying, computer_gone, retry_failed_before, status_label
 from formatters.notices import refusal_message
+from handlers.router import ActionRequest
 from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, sandbox_get
 from tests.inprocess import inprocess_fixture, start_inprocess
 
@@ -202,7 +203,7 @@ async def test_the_re_poll_is_bounded_and_only_updates_on_a_change():
     answers = [json_response(_computer("provisioning"), 202), *(listing("provisioning") for _ in range(1 + len(POLL_DELAYS)))]
     services, transport = _services(answers)
     respond, sleep = Responder(), SleepRecorder()
-    await retry_install(_body(), respond, services, sleep=sleep)
+    await retry_install(ActionRequest.of(_body(), respond, {}, services), sleep=sleep)
     assert sleep.delays == list(POLL_DELAYS)
     assert [r.method for r in transport.requests] == ["POST", "GET", "GET", "GET"]
     assert len(respond.sent) == 1 and respond.sent[0]["replace_original"] is True
@@ -214,7 +215,7 @@ async def test_when_the_fleet_cannot_be_re_read_the_retried_computer_is_shown_al
 
     services, _ = _services([json_response(_computer("provisioning"), 202), json_response({"oops": 1}, 503)])
     respond = Responder()
-    await retry_install(_body(), respond, services, sleep=SleepRecorder())
+    await retry_install(ActionRequest.of(_body(), respond, {}, services), sleep=SleepRecorder())
     [shown] = respond.sent
     assert shown["replace_original"] is True
     assert block_texts(shown)[-1].startswith("The rest of the fleet could not be read (The Agent platform had an internal error.)")

@@ -13,6 +13,7 @@ import pytest
 
 from bot.api import AgentClient, RetryPolicy
 from bot.services.digest import EVENT_TYPE, DigestRepository
+from bot.slack import SlackGateway, web_client
 from bot.store import Store
 from formatters.digest import NOT_SUBSCRIBED, SUBSCRIBED, UNSUBSCRIBED
 from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service
@@ -71,7 +72,8 @@ def land(stack) -> None:
 async def _tick(stack, database_url=None, sleep=asyncio.sleep):
     agent = AgentClient(base_url=stack.sandbox.url, api_key="sandbox-owner-key", today=lambda: stack.clock().date())
     store = Store(database_url or stack.bot.services.settings.database_url)
-    service = digest_service(agent=agent, store=store, slack=stack.slack.async_web_client(), now=stack.clock, sleep=sleep)
+    slack = SlackGateway(web_client(stack.slack.bot_token, stack.slack.api_url, sleep=sleep))
+    service = digest_service(agent=agent, store=store, slack=slack, now=stack.clock)
     try:
         return await service.tick()
     finally:
