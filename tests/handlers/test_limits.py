@@ -13,7 +13,6 @@ import threading
 
 import httpx
 import pytest
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api import AgentClient, RetryPolicy
 from bot.app import create_bot
@@ -21,7 +20,7 @@ from bot.demo import DEMO_CHANNEL, start_stack
 from bot.services.limits import APPLIED, APPROVED, CANCELLED, EXPIRED, NOT_APPLIED, PENDING, REJECTED, LimitEntry
 from formatters import limits as fmt
 from formatters.notices import REFUSED
-from handlers.limits import NOT_ORG_USER, STALLED, TWICE
+from bot.services.limits import NOT_ORG_USER, STALLED, TWICE
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import dm_channel_id
 from tests.conftest import postgres_url, TODAY, block_texts
@@ -278,9 +277,8 @@ def test_per_user_errors_are_shown_and_only_updated_users_become_known(stack, pe
     email = next(people)
 
     async def file():  # a user who left the organization after the request was filed
-        client = AsyncWebClient(token=stack.slack.bot_token, base_url=stack.slack.api_url)
         entries = [LimitEntry(email, 250), LimitEntry("left@example.com", 100)]
-        return await workflow(stack).file(requester_id="U0MANAGER", requester_email="bob@example.com", reason="", entries=entries, channel=DEMO_CHANNEL, client=client)
+        return await workflow(stack).file(requester_id="U0MANAGER", requester_email="bob@example.com", reason="", entries=entries, channel=DEMO_CHANNEL)
 
     request = asyncio.run(file())
     message = stack.slack.recorder.message(DEMO_CHANNEL, request.message_ts)

@@ -1,3 +1,105 @@
-"""Per-user credit limits: the request store and its state machine (:mod:`.store`)."""
+"""Per-user credit limits, changed only after a second person approves.
 
-from bot.services.limits.store import *  # noqa: F401,F403
+    store.py      the requests and known limits (SQL tables), the state machine, ApprovalsConfig
+    entries.py    reading users and credits from a command or CSV (check_entries, parse_csv)
+    workflow.py   LimitsWorkflow: filing, four eyes, owner threshold, expiry, the stall sweep, the PUT
+
+No Slack request objects and no Bolt here; Slack I/O goes through :class:`bot.slack.SlackGateway`,
+payloads come from :mod:`formatters.limits`.
+"""
+
+from bot.services.limits.store import (
+    APPLIED,
+    APPROVED,
+    CANCELLED,
+    EXPIRED,
+    FINAL_STATES,
+    NOT_APPLIED,
+    PENDING,
+    REJECTED,
+    STATES,
+    ApprovalsConfig,
+    KnownLimit,
+    LimitEntry,
+    LimitRequest,
+    LimitsStore,
+    Outcome,
+    TransitionRefused,
+    entries_hash,
+)
+from bot.services.limits.entries import (
+    BAD_CREDITS,
+    BAD_USER,
+    CREDITS_MAX,
+    CSV_LINE,
+    NO_CREDITS,
+    NO_ENTRIES,
+    NOT_ORG_USER,
+    TWICE,
+    UNKNOWN_MENTION,
+    check_entries,
+    parse_credits,
+    parse_csv,
+    user_problem,
+)
+from bot.services.limits.workflow import (
+    EXPIRY_CHECK_SECONDS,
+    EXPIRY_JOB,
+    POST_FAILED,
+    POST_FAILED_HINT,
+    STALL_MINUTES,
+    STALLED,
+    VIEW_FAILED,
+    VIEW_FAILED_HINT,
+    ActionOutcome,
+    InvalidSubmission,
+    LimitsWorkflow,
+    Refusal,
+    Refused,
+)
+
+__all__ = [
+    "APPLIED",
+    "APPROVED",
+    "BAD_CREDITS",
+    "BAD_USER",
+    "CANCELLED",
+    "CREDITS_MAX",
+    "CSV_LINE",
+    "EXPIRED",
+    "EXPIRY_CHECK_SECONDS",
+    "EXPIRY_JOB",
+    "FINAL_STATES",
+    "NOT_APPLIED",
+    "NOT_ORG_USER",
+    "NO_CREDITS",
+    "NO_ENTRIES",
+    "PENDING",
+    "POST_FAILED",
+    "POST_FAILED_HINT",
+    "REJECTED",
+    "STALLED",
+    "STALL_MINUTES",
+    "STATES",
+    "TWICE",
+    "UNKNOWN_MENTION",
+    "VIEW_FAILED",
+    "VIEW_FAILED_HINT",
+    "ActionOutcome",
+    "ApprovalsConfig",
+    "InvalidSubmission",
+    "KnownLimit",
+    "LimitEntry",
+    "LimitRequest",
+    "LimitsStore",
+    "LimitsWorkflow",
+    "Outcome",
+    "Refusal",
+    "Refused",
+    "TransitionRefused",
+    "check_entries",
+    "entries_hash",
+    "parse_credits",
+    "parse_csv",
+    "user_problem",
+]

@@ -354,9 +354,19 @@ class LimitsStore:
 
         return await self._run(work)
 
-    async def set_message(self, request_id: int, channel: str, ts: str) -> None:
-        """Record where the request message was posted (``channel``, ``ts``)."""
-        await self._update(request_id, None, channel=channel, message_ts=ts)
+    async def set_message(self, request_id: int, channel: str, ts: str) -> LimitRequest:
+        """Record where the request message was posted (``channel``, ``ts``); the request as stored
+        then. Raises ``LookupError`` when there is no request ``request_id``."""
+
+        def work() -> LimitRequest:
+            with self.store.engine.begin() as conn:
+                conn.execute(update(limit_requests).where(limit_requests.c.id == request_id).values(channel=channel, message_ts=ts))
+                current = self._get(conn, request_id)
+            if current is None:
+                raise LookupError(f"no credit-limit request {request_id}")
+            return current
+
+        return await self._run(work)
 
     async def refresh_before(self, request_id: int, before: Mapping[str, int | None]) -> LimitRequest:
         """Replace a pending request's snapshot of last known limits (they changed since filing)."""
@@ -408,16 +418,6 @@ class LimitsStore:
         return await self._transition(
             request_id, (APPROVED,), NOT_APPLIED, extra=limit_requests.c.decided_at <= decided_before, outcome=outcome.to_json()
         )
-
-    async def _update(self, request_id: int, states: Sequence[str] | None, **values: Any) -> int:
-        def work() -> int:
-            query = update(limit_requests).where(limit_requests.c.id == request_id)
-            if states is not None:
-                query = query.where(limit_requests.c.state.in_(states))
-            with self.store.engine.begin() as conn:
-                return conn.execute(query.values(**values)).rowcount
-
-        return await self._run(work)
 
     async def _transition(
         self,
