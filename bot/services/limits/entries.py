@@ -91,7 +91,7 @@ def parse_csv(text: str) -> tuple[list[tuple[str, str]], list[str]]:
     cells is a problem naming its line number (:data:`CSV_LINE`)."""
     pairs: list[tuple[str, str]] = []
     problems: list[str] = []
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO(text), skipinitialspace=True)  # `a, "1,000"` is two cells
     line = 0  # the last physical line read; a quoted cell may span several
     while True:
         start = line + 1
