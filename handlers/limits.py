@@ -16,12 +16,13 @@ owner threshold, the state) is the workflow's.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from bot.commands import SubCommand
 from bot.errors import reported
-from bot.roles import ResolvedUser
+from bot.roles import ResolvedUser, Role
 from bot.services.limits import (
     NO_CREDITS,
     NO_ENTRIES,
@@ -29,7 +30,6 @@ from bot.services.limits import (
     VIEW_FAILED_HINT,
     ActionOutcome,
     InvalidSubmission,
-    LimitEntry,
     LimitRequest,
     LimitsWorkflow,
     Refusal,
@@ -40,6 +40,7 @@ from bot.services.limits import (
 from bot.slack import SlackFailure
 from formatters import limits as fmt
 from formatters.blocks import Payload, message_link
+from formatters.notices import error_message
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
 
 if TYPE_CHECKING:
@@ -111,14 +112,8 @@ async def handle_set(request: CommandRequest) -> None:
             raise UserInputError(VIEW_FAILED.format(error=opened.error), VIEW_FAILED_HINT)
         return
     reason = _reason(request)
-    problems: list[str] = []
-    if not args:
-        problems.append(NO_ENTRIES)
-    if len(args) % 2:
-        problems.append(NO_CREDITS.format(user=args[-1]))
-    pairs = list(zip(args[0::2], args[1::2]))
-    entries, found = await check_entries(pairs, identity=request.services.identity, agent=request.services.agent)
-    await _file_or_explain(request, entries, problems + found, reason)
+    problems = ([] if args else [NO_ENTRIES]) + ([NO_CREDITS.format(user=args[-1])] if len(args) % 2 else [])
+    await _file_and_reply(request, list(zip(args[0::2], args[1::2])), reason, problems)
 
 
 async def handle_request(request: CommandRequest) -> None:
@@ -128,25 +123,30 @@ async def handle_request(request: CommandRequest) -> None:
         raise UserInputError(REQUEST_USAGE, f"Usage: `{REQUEST.usage}`")
     if not request.user.email:
         raise UserInputError(NO_OWN_EMAIL)
-    pairs = [(request.user.email, request.command.args[0])]
-    entries, problems = await check_entries(pairs, identity=request.services.identity, agent=request.services.agent)
-    await _file_or_explain(request, entries, problems, reason)
+    await _file_and_reply(request, [(request.user.email, request.command.args[0])], reason)
 
 
-async def _file_or_explain(request: CommandRequest, entries: list[LimitEntry], problems: list[str], reason: str) -> None:
-    if problems or not entries:
-        await request.reply(fmt.input_problems(problems or [NO_ENTRIES]))
-        return
-    if not request.user.email:
-        raise UserInputError(NO_OWN_EMAIL)
-    filed = await request.services.limits.file(
-        requester_id=request.user.user_id, requester_email=request.user.email, reason=reason, entries=entries, channel=request.channel_id
-    )
-    if isinstance(filed, Refusal):
-        await request.reply(filed.payload)
+async def _file_and_reply(request: CommandRequest, pairs: list[tuple[str, str]], reason: str, problems: list[str] | None = None) -> None:
+    filed = await _filing(request.services, request.user, request.channel_id, pairs, reason, problems or [])
+    if not isinstance(filed, LimitRequest):
+        await request.reply(filed)
         return
     domain = request.body.get("team_domain") or (request.body.get("team") or {}).get("domain")
     await request.reply(fmt.filed_notice(filed, message_link(filed.channel or "", filed.message_ts, team_domain=domain)))
+
+
+async def _filing(
+    services: Services, user: ResolvedUser, channel: str, pairs: list[tuple[str, str]], reason: str, problems: list[str]
+) -> LimitRequest | Payload:
+    """Check the pairs and file the request asked in ``channel``: the filed request, or what to tell
+    ``user`` (every problem of the input, or why it could not be posted)."""
+    entries, found = await check_entries(pairs, identity=services.identity, agent=services.agent)
+    if problems or found or not entries:
+        return fmt.input_problems([*problems, *found] or [NO_ENTRIES])
+    if not user.email:
+        return error_message(NO_OWN_EMAIL)
+    filed = await services.limits.file(requester_id=user.user_id, requester_email=user.email, reason=reason, entries=entries, channel=channel)
+    return filed.payload if isinstance(filed, Refusal) else filed
 
 
 async def handle_show(request: CommandRequest) -> None:
@@ -177,7 +177,7 @@ async def handle_history(request: CommandRequest) -> None:
     args = request.command.args
     count = HISTORY_DEFAULT
     if args:
-        if len(args) > 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= HISTORY_MAX:
+        if len(args) > 1 or not (args[0].isascii() and args[0].isdigit()) or not 1 <= int(args[0]) <= HISTORY_MAX:
             raise UserInputError(HISTORY_USAGE, f"Usage: `{HISTORY.usage}`")
         count = int(args[0])
     await request.reply(fmt.history_message(await request.services.limits.store.recent(count)))
@@ -209,58 +209,61 @@ async def on_click(click: ActionRequest) -> None:
 
 # ---------------------------------------------------------------------- modals
 Ack = Callable[..., Awaitable[Any]]
-Submit = Callable[["Services", Ack, dict[str, Any], dict[str, Any], dict[str, Any]], Awaitable[None]]
 
 
-def _value(view: dict[str, Any], block: str, action: str) -> str:
-    values = (view.get("state") or {}).get("values") or {}
-    return str(((values.get(block) or {}).get(action) or {}).get("value") or "")
+@dataclass(frozen=True)
+class ModalSubmission:
+    """A ``view_submission`` (Slack doc "Handling view_submission") its handler must ``ack`` (with
+    ``response_action: errors``, or not): who submitted (``user``, role-checked by the middleware),
+    the view's ``private_metadata``, its inputs' ``values`` (block id -> action id -> state)."""
+
+    services: Services
+    user: ResolvedUser
+    private_metadata: str
+    values: Mapping[str, Mapping[str, Any]]
+    ack: Ack
+
+    def value(self, block: str, action: str) -> str:
+        """The text typed in the input ``block`` / ``action`` ("" when empty)."""
+        return str(((self.values.get(block) or {}).get(action) or {}).get("value") or "")
 
 
-async def submit_reject(services: Services, ack: Ack, body: dict[str, Any], view: dict[str, Any], context: dict[str, Any]) -> None:
+async def submit_reject(submission: ModalSubmission) -> None:
     """The reject modal: errors on the modal, or ack, then the rejection shown everywhere."""
-    user_id = str((body.get("user") or {}).get("id") or "")
-    rejected = await services.limits.reject(str(view.get("private_metadata") or ""), user_id, _value(view, fmt.REJECT_BLOCK, fmt.REJECT_INPUT))
+    workflow = submission.services.limits
+    rejected = await workflow.reject(submission.private_metadata, submission.user.user_id, submission.value(fmt.REJECT_BLOCK, fmt.REJECT_INPUT))
     if isinstance(rejected, InvalidSubmission):
-        await ack(response_action="errors", errors=rejected.errors)
+        await submission.ack(response_action="errors", errors=rejected.errors)
         return
-    await ack()  # the decision is recorded; now show it
-    await services.limits.publish(rejected)
+    await submission.ack()  # the decision is recorded; now show it
+    await workflow.publish(rejected)
 
 
-async def submit_file(services: Services, ack: Ack, body: dict[str, Any], view: dict[str, Any], context: dict[str, Any]) -> None:
+async def submit_file(submission: ModalSubmission) -> None:
     """The CSV modal: syntax problems on the modal; after the ack, the entries checked and the
-    request filed, the outcome told ephemerally in the channel it was opened from."""
-    pairs, problems = parse_csv(_value(view, fmt.FILE_BLOCK, fmt.FILE_INPUT))
-    if not pairs and not problems:
-        problems.append(NO_ENTRIES)
-    if problems:  # syntax first, answered on the modal itself
-        await ack(response_action="errors", errors={fmt.FILE_BLOCK: "; ".join(problems)[:MODAL_ERROR_CHARS]})
+    request filed, the outcome told ephemerally in the channel the modal was opened from."""
+    pairs, problems = parse_csv(submission.value(fmt.FILE_BLOCK, fmt.FILE_INPUT))
+    if problems or not pairs:  # syntax first, answered on the modal itself
+        await submission.ack(response_action="errors", errors={fmt.FILE_BLOCK: "; ".join(problems or [NO_ENTRIES])[:MODAL_ERROR_CHARS]})
         return
-    await ack()
-    user: ResolvedUser = context["agent_user"]
-    channel = str(view.get("private_metadata") or user.user_id)
-
-    async def tell(payload: Payload) -> None:
-        told = await services.slack.ephemeral(channel, user.user_id, payload)
-        if isinstance(told, SlackFailure):  # nothing else can reach them: logged, as the gateway did
-            logger.warning("could not tell %s about their credit-limit file: %s", user.user_id, told.error)
-
-    entries, problems = await check_entries(pairs, identity=services.identity, agent=services.agent)
-    if problems or not user.email:
-        await tell(fmt.input_problems(problems or [NO_OWN_EMAIL]))
-        return
-    reason = _value(view, fmt.FILE_REASON_BLOCK, fmt.FILE_INPUT)
-    filed = await services.limits.file(requester_id=user.user_id, requester_email=user.email, reason=reason, entries=entries, channel=channel)
-    await tell(filed.payload if isinstance(filed, Refusal) else fmt.filed_notice(filed, None))
+    await submission.ack()
+    services, user = submission.services, submission.user
+    channel = submission.private_metadata or user.user_id
+    filed = await _filing(services, user, channel, pairs, submission.value(fmt.FILE_REASON_BLOCK, fmt.FILE_INPUT), [])
+    told = await services.slack.ephemeral(channel, user.user_id, fmt.filed_notice(filed, None) if isinstance(filed, LimitRequest) else filed)
+    if isinstance(told, SlackFailure):  # nothing else reaches them; the request (if filed) stands
+        logger.warning("could not tell %s about their credit-limit file: %s", user.user_id, told.error)
 
 
-def view_listener(services: Services, submit: Submit) -> Callable[..., Awaitable[None]]:
-    """The Bolt listener of a modal submission: ``submit`` acks (with errors, or not) and goes on."""
+def view_listener(services: Services, submit: Callable[[ModalSubmission], Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """The Bolt listener of a modal submission: builds the :class:`ModalSubmission`, runs ``submit``."""
 
     @reported
     async def listener(ack: Ack, body: dict[str, Any], view: dict[str, Any], context: dict[str, Any]) -> None:
-        await submit(services, ack, body, view, context)
+        user_id = str((body.get("user") or {}).get("id") or "")
+        user = context.get("agent_user") or ResolvedUser(user_id, None, Role.guest, "not resolved")
+        values = (view.get("state") or {}).get("values") or {}
+        await submit(ModalSubmission(services, user, str(view.get("private_metadata") or ""), values, ack))
 
     return listener
 

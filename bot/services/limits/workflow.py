@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -71,6 +72,9 @@ POST_FAILED_HINT: Final = "Invite the bot to that channel, or ask whoever runs i
 VIEW_FAILED: Final = "I could not open the form ({error})."
 VIEW_FAILED_HINT: Final = "Click again; a form can only be opened within a few seconds of the click."
 ALREADY_DECIDED: Final = "Request #{id} is already {state}."
+ID_DIGITS: Final = 18
+REQUEST_ID: Final = re.compile(rf"[0-9]{{1,{ID_DIGITS}}}")
+"""A request id as a button value or a modal's ``private_metadata`` carries it (fits a BIGINT)."""
 
 
 class Refused(enum.StrEnum):
@@ -167,9 +171,13 @@ class LimitsWorkflow:
         return filed
 
     # ------------------------------------------------------------------ actions
+    async def _get(self, value: str) -> LimitRequest | None:
+        """The request whose id ``value`` spells (ASCII digits, at most :data:`ID_DIGITS`), or ``None``."""
+        return await self.store.get(int(value)) if REQUEST_ID.fullmatch(value) else None
+
     async def load(self, value: str) -> ActionOutcome:
         """The request a button's ``value`` (its id, as text) names, or a :attr:`Refused.MISSING` refusal."""
-        request = await self.store.get(int(value)) if value.isdigit() else None
+        request = await self._get(value)
         if request is None:
             return Refusal(Refused.MISSING, fmt.missing(value or "?"))
         return request
@@ -259,7 +267,7 @@ class LimitsWorkflow:
         :meth:`publish` es the rejected request."""
         if not reason.strip():
             return InvalidSubmission({fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED})
-        request = await self.store.get(int(value)) if value.isdigit() else None
+        request = await self._get(value)
         if request is None:
             return InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])})
         if request.requester_id == user_id:

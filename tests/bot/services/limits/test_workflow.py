@@ -329,7 +329,9 @@ async def test_a_missing_request_is_told(parts):
     workflow, _, _, _ = parts
     assert await workflow.load("42") == Refusal(Refused.MISSING, fmt.missing("42"))
     assert await workflow.load("") == Refusal(Refused.MISSING, fmt.missing("?"))
-    assert await workflow.load("1; DROP") == Refusal(Refused.MISSING, fmt.missing("1; DROP"))
+    for value in ("1; DROP", "\u00b2", "9" * 30):  # not ASCII digits, or beyond any id: no look-up, no crash
+        assert await workflow.load(value) == Refusal(Refused.MISSING, fmt.missing(value))
+        assert await workflow.reject(value, ALICE.user_id, "no") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])})
 
 
 async def test_expiry_by_the_job_and_at_click_time(parts):
