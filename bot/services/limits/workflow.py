@@ -263,8 +263,8 @@ class LimitsWorkflow:
     async def reject(self, value: str, user_id: str, reason: str) -> LimitRequest | InvalidSubmission:
         """The reason modal's submission (``value``: its ``private_metadata``, the request id):
         ``pending -> rejected`` with ``reason``; or the errors to show on the modal (blank reason,
-        no such request, the requester's own, already decided). The caller acks, then
-        :meth:`publish` es the rejected request."""
+        no such request, the requester's own, already decided). The caller acks the modal, then
+        calls :meth:`publish` with the rejected request."""
         if not reason.strip():
             return InvalidSubmission({fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED})
         request = await self._get(value)
