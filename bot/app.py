@@ -36,17 +36,16 @@ from bot.container import Services, utc_now, utc_today
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
 from bot.middleware import build_dedupe, build_role_check, tag_request
+from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
-from bot.services.limits import ApprovalsConfig
+from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
 from bot.slack import SlackGateway, web_client
 from bot.services.hooks import HookReceiver
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
-from handlers import limits as limits_handlers
 from handlers.digest import digest_service
-from handlers.limits import LimitsWorkflow
 from handlers.router import Router
 
 logger = logging.getLogger(__name__)
@@ -246,9 +245,11 @@ def create_bot(
         follow_hours=settings.session_follow_hours,
         bot_token=bot_token,
     )
-    limits = LimitsWorkflow(
-        agent=agent, store=store, slack=client, now=now, config=ApprovalsConfig.from_extra(roles_file.model_extra)
+    approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
+    policy = Policy.from_roles_file(
+        roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above
     )
+    limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
     digest = digest_service(agent=agent, store=store, slack=slack, now=now)
     hook_receiver = HookReceiver(
         store=store,
@@ -265,7 +266,7 @@ def create_bot(
 
     jobs = [
         PeriodicJob("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
-        PeriodicJob(limits_handlers.EXPIRY_JOB, limits_handlers.EXPIRY_CHECK_SECONDS, limits.tick),
+        PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, limits.tick),
         PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, digest.tick),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
     ]
@@ -277,7 +278,7 @@ def create_bot(
         identity=identity,
         resolver=resolver,
         roles_file=roles_file,
-        policy=roles_file.effective_policy(),
+        policy=policy,
         sessions=sessions,
         limits=limits,
         digest=digest,
@@ -295,7 +296,7 @@ def create_bot(
     router = Router()
     app.middleware(tag_request)
     app.middleware(build_dedupe(store))
-    app.middleware(build_role_check(resolver, services.policy, router.policy_key, sessions.event_policy))
+    app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy))
     app.error(_on_unhandled)
     handlers.register(app, router, services)
     return Bot(app, services, router, Scheduler(services.jobs))

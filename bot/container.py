@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from bot.api import AgentClient
 from bot.config import Settings
 from bot.identity import Identity
-from bot.roles import Role, RoleResolver, RolesFile
+from bot.policy import Policy
+from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob
 from bot.slack import SlackGateway
 from bot.store import Store
@@ -28,8 +29,8 @@ from bot.store import Store
 if TYPE_CHECKING:
     from bot.services.digest import DigestService
     from bot.services.hooks import HookReceiver
+    from bot.services.limits import LimitsWorkflow
     from bot.services.sessions import Sessions
-    from handlers.limits import LimitsWorkflow
 
 
 def utc_today() -> dt.date:
@@ -53,7 +54,7 @@ class Services:
     identity: Identity
     resolver: RoleResolver
     roles_file: RolesFile
-    policy: dict[str, Role]
+    policy: Policy
     sessions: Sessions
     limits: LimitsWorkflow
     digest: DigestService

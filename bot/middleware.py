@@ -10,10 +10,12 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    processing, so a side effect happens once.
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
    a modal's ``callback_id``, or for an event what ``event_policy`` says: ``thread_reply`` in a
-   session's thread, ``session start`` for a mention), resolves the user's role and compares it with
-   the policy table. A refusal is an ephemeral reply naming the role needed (on the modal's first
-   field for a modal), logged at WARNING; the handler never runs. Requests with no policy key (events
-   the bot does not act on) pass through.
+   session's thread, ``session start`` for a mention), resolves the user's role and asks the
+   :class:`bot.policy.Policy`. A refusal names the role needed (:func:`formatters.notices.refusal_message`):
+   the ack of a slash command; an ephemeral reply (``response_url``) to a button; an error on the
+   modal's first input; for an event, an ephemeral message in its thread through the Slack gateway
+   (``chat.postEphemeral``). It is logged at WARNING; the handler never runs. Requests with no policy
+   key (events the bot does not act on) pass through.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from typing import Any
 from slack_bolt.response import BoltResponse
 
 from bot.logs import request_id
-from bot.roles import Role, RoleResolver, minimum_role
+from bot.policy import Policy
+from bot.roles import RoleResolver
+from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.notices import refusal_message
 
@@ -118,12 +122,16 @@ def build_dedupe(store: Store) -> Callable[..., Awaitable[Any]]:
 
 def build_role_check(
     resolver: RoleResolver,
-    policy: Mapping[str, Role],
+    policy: Policy,
+    slack: SlackGateway,
     policy_key_of_command: Callable[[str], str],
     event_policy: EventPolicy = default_event_policy,
 ) -> Callable[..., Awaitable[Any]]:
-    """The role-check middleware. ``policy_key_of_command`` maps slash-command text to its policy
-    key; ``event_policy`` gives an event's (``None``: not the bot's business, no check)."""
+    """The role-check middleware (see the module docstring). ``resolver`` gives the user's role,
+    ``policy`` the minimum role per key; ``slack`` (the gateway) sends an event's refusal;
+    ``policy_key_of_command`` maps slash-command text to its policy key; ``event_policy`` gives an
+    event's (``None``: not the bot's business, no check). On success ``context["agent_user"]`` is
+    the :class:`bot.roles.ResolvedUser`."""
 
     async def policy_key(body: Mapping[str, Any]) -> str | None:
         if body.get("command"):
@@ -136,18 +144,16 @@ def build_role_check(
             return await event_policy(body)
         return None
 
-    async def role_check(
-        body: dict, context: dict, client: Any, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]
-    ) -> Any:
+    async def role_check(body: dict, context: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]) -> Any:
         key = await policy_key(body)
         user_id = request_user(body)
         if key is None or user_id is None:
             return await next()
         user = await resolver.resolve(user_id)
         context["agent_user"] = user
-        needed = minimum_role(policy, key)
-        if user.role >= needed:
+        if policy.allows(user, key):
             return await next()
+        needed = policy.minimum(key)
         logger.warning("refused %s to %s (role %s, needs %s)", key, user_id, user.role.name, needed.name)
         payload = refusal_message(key, needed.name, user.role.name)
         if body.get("command"):
@@ -163,12 +169,9 @@ def build_role_check(
                 await respond(**payload, response_type="ephemeral", replace_original=False)
             return BoltResponse(status=200, body="")
         event = body.get("event") or {}
-        try:
-            await client.chat_postEphemeral(
-                channel=event.get("channel"), user=user_id, thread_ts=event.get("thread_ts"), **payload
-            )
-        except Exception as exc:  # the refusal is logged above; a failed notice must not raise
-            logger.warning("could not tell %s about the refusal: %s", user_id, type(exc).__name__)
+        told = await slack.ephemeral(str(event.get("channel") or ""), user_id, payload, thread_ts=event.get("thread_ts"))
+        if isinstance(told, SlackFailure):  # the refusal is logged above; nothing else can reach them
+            logger.warning("could not tell %s about the refusal: %s", user_id, told.error)
         return BoltResponse(status=200, body="")
 
     return role_check

@@ -18,7 +18,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 
-from bot.services.limits import (
+from bot.services.limits.store import (
     APPLIED,
     APPROVED,
     CANCELLED,

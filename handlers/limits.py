@@ -3,64 +3,45 @@
     /agent limits set <user> <credits> [<user> <credits> ...] [reason="..."]   (manager)
     /agent limits set file                                                     (manager; a modal for CSV)
     /agent limits request <credits> [reason="..."]                             (member; one's own limit)
-    /agent limits [user]                       known limits (a member: their own only)
+    /agent limits [user]                       known limits (below ``limits.read_all``: one's own only)
     /agent limits history [n]                  the last n requests (manager)
 
-Users are e-mails or @mentions (resolved with ``users.info``); each must be an organization user of
-the Agent platform (GET /api/v0/organization/users); credits are non-negative whole numbers; no user
-twice. Nothing is filed until the whole request is valid; every bad entry is named.
-
-A valid request is stored ``pending`` (:mod:`bot.services.limits`) and posted as one message in the approvals
-channel (``approvals.channel``, default: where it was asked) with buttons Approve / Reject / Cancel
-whose value is only the request id (action ids ``limits.approve`` ... are policy keys: the
-role-check middleware decides who may click; ``approvals.approver_role`` sets the approvers' keys).
-At click time the workflow (:class:`LimitsWorkflow`) reads the request from the database and checks
-what the middleware cannot: four eyes (the requester never approves), the owner threshold
-(``approvals.owner_required_above``, compared with the sum of the absolute changes), that the
-request is still pending and not past its expiry, and that the last known limits did not move since
-filing (if they did, the message is refreshed and the approver asked to Confirm). The one
-conditional UPDATE ``pending -> approved`` decides the winner; the loser is told who decided
-first. Then the PUT (management-api-v0.md, PUT /api/v0/organization/usage/limits/users) sends the
-stored entries (their hash is checked first); the message is edited in place (``chat.update``),
-the outcome posted in its thread and sent to the requester by DM. A failed PUT (5xx or timeout
-after the client's retries) leaves ``approved_not_applied`` and a Retry button; the periodic job
-``limits.expire`` marks overdue pending requests ``expired`` and approvals that never reached the
-PUT within :data:`STALL_MINUTES` (the bot stopped in between) ``approved_not_applied``.
-Reject opens a modal for the (required) reason; Cancel is the requester's only.
+Parse, call :class:`bot.services.limits.LimitsWorkflow` (``services.limits``), format, reply. The
+buttons of a request message (Approve, Confirm, Retry, Cancel, Reject) share one listener,
+:func:`on_click`: load the request, act, tell the clicker when nothing changed. Who may click is the
+role-check middleware's business (policy keys = action ids); what it cannot know (four eyes, the
+owner threshold, the state) is the workflow's.
 """
 
 from __future__ import annotations
 
-import csv
-import datetime as dt
-import io
 import logging
-import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from bot.api import AgentAPIError, AgentClient
-from bot.api.errors import PartialLimitsUpdateError
 from bot.commands import SubCommand
 from bot.errors import reported
+from bot.roles import ResolvedUser, Role
 from bot.services.limits import (
-    APPROVED,
-    PENDING,
-    ApprovalsConfig,
-    LimitEntry,
+    NO_CREDITS,
+    NO_ENTRIES,
+    VIEW_FAILED,
+    VIEW_FAILED_HINT,
+    ActionOutcome,
+    InvalidSubmission,
     LimitRequest,
-    LimitsStore,
-    Outcome,
-    TransitionRefused,
+    LimitsWorkflow,
+    Refusal,
+    check_entries,
+    parse_csv,
+    user_problem,
 )
-from bot.roles import ResolvedUser, Role, minimum_role
-from bot.store import Store
+from bot.slack import SlackFailure
 from formatters import limits as fmt
-from formatters.blocks import message_link
+from formatters.blocks import Payload, message_link
 from formatters.notices import error_message
-from handlers.router import CommandRequest, Router, UserInputError, describe_api_error
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -99,326 +80,18 @@ HISTORY = SubCommand(
     examples=("/agent limits history", "/agent limits history 20"),
 )
 
-APPROVER_KEYS = (fmt.APPROVE_ACTION, fmt.REJECT_ACTION, fmt.RETRY_ACTION, fmt.CONFIRM_ACTION)
-READ_ALL_KEY = "limits.read_all"
-EXPIRY_JOB = "limits.expire"
-EXPIRY_CHECK_SECONDS = 60.0
-STALL_MINUTES = 15
-"""An approval not applied after this long was interrupted (the bot stopped); it becomes retryable."""
-STALLED = "The bot stopped before the change was applied."
+READ_ALL_KEY: Final = "limits.read_all"
+"""Policy key: who may read anyone's known limit (below it, one's own only)."""
 HISTORY_DEFAULT, HISTORY_MAX = 10, 50
-CREDITS_MAX = 10**12
-EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
-MENTION = re.compile(r"^<@([UW][A-Z0-9]+)>$")
-CREDITS = re.compile(r"^\d+$")
-
-NO_ENTRIES = "Name at least one user and a credit limit."
-NO_CREDITS = "`{user}` has no credits after it."
-BAD_USER = "`{user}` is neither an e-mail nor an @mention."
-UNKNOWN_MENTION = "I cannot find the e-mail of {user} in Slack."
-BAD_CREDITS = "`{user}`: credits must be a whole number of 0 or more, not `{value}`."
-NOT_ORG_USER = "`{email}` is not an organization user of the Agent platform."
-TWICE = "`{email}` appears more than once."
-UNKNOWN_OPTION = "Unknown option `{name}`; only `reason` is accepted."
-NO_OWN_EMAIL = "Slack does not give me your e-mail, so I cannot file a request for you."
-REQUEST_USAGE = "Give one number of credits, e.g. `/agent limits request 3000`."
-POST_FAILED = "I could not post the request in <#{channel}> ({error}); nothing was filed."
-POST_FAILED_HINT = "Invite the bot to that channel, or ask whoever runs it to check `approvals.channel`."
-OWN_ONLY = "You may read only your own credit limit."
-HISTORY_USAGE = "`n` must be a whole number from 1 to 50."
-CSV_LINE = "line {n}: expected `email,limit`, got `{text}`"
-
-
-def parse_credits(user: str, value: str, problems: list[str]) -> int | None:
-    cleaned = value.replace(",", "").replace("_", "")
-    if not CREDITS.match(cleaned) or int(cleaned) > CREDITS_MAX:
-        problems.append(BAD_CREDITS.format(user=user, value=value))
-        return None
-    return int(cleaned)
-
-
-async def resolve_user(token: str, client: Any, problems: list[str]) -> str | None:
-    """An e-mail (lower case) for an e-mail or ``<@U...>`` token; ``None`` (and a problem) otherwise."""
-    mention = MENTION.match(token)
-    if mention:
-        try:
-            reply = await client.users_info(user=mention.group(1))
-            email = ((reply.get("user") or {}).get("profile") or {}).get("email")
-        except Exception as exc:  # a failed look-up is a problem of this entry, named to the user
-            logger.info("users.info for %s failed: %s", mention.group(1), type(exc).__name__)
-            email = None
-        if not email:
-            problems.append(UNKNOWN_MENTION.format(user=token))
-        return email.lower() if email else None
-    if EMAIL.match(token):
-        return token.lower()
-    problems.append(BAD_USER.format(user=token))
-    return None
-
-
-async def check_entries(pairs: Sequence[tuple[str, str]], client: Any, agent: Any, problems: list[str]) -> list[LimitEntry]:
-    """``(user token, credits text)`` pairs -> entries, appending every problem found (all of them)."""
-    entries: list[LimitEntry] = []
-    seen: set[str] = set()
-    for user, value in pairs:
-        email = await resolve_user(user, client, problems)
-        limit = parse_credits(user, value, problems)
-        if email is None or limit is None:
-            continue
-        if email in seen:
-            problems.append(TWICE.format(email=email))
-            continue
-        seen.add(email)
-        entries.append(LimitEntry(email, limit))
-    if entries:
-        organization = {u.email.lower() async for u in agent.iter_organization_users() if u.email}
-        problems.extend(NOT_ORG_USER.format(email=e.email) for e in entries if e.email not in organization)
-    return entries
-
-
-def parse_csv(text: str, problems: list[str]) -> list[tuple[str, str]]:
-    """``email,limit`` lines (blank lines and a header ``email,limit`` skipped) -> pairs."""
-    pairs = []
-    for n, row in enumerate(csv.reader(io.StringIO(text)), start=1):
-        cells = [c.strip() for c in row]
-        if not any(cells) or [c.lower() for c in cells] == ["email", "limit"]:
-            continue
-        if len(cells) != 2:
-            problems.append(CSV_LINE.format(n=n, text=",".join(cells)[:80]))
-            continue
-        pairs.append((cells[0], cells[1]))
-    return pairs
-
-
-class LimitsWorkflow:
-    """Filing, deciding, applying and expiring credit-limit requests (see the module docstring)."""
-
-    def __init__(
-        self, *, agent: AgentClient, store: Store, slack: AsyncWebClient, now: Callable[[], dt.datetime], config: ApprovalsConfig
-    ) -> None:
-        self.agent = agent
-        self.slack = slack
-        self.now = now
-        self.config = config
-        self.store = LimitsStore(store)
-
-    # ------------------------------------------------------------------ filing
-    async def file(self, *, requester_id: str, requester_email: str, reason: str, entries: Sequence[LimitEntry], channel: str, client: Any) -> LimitRequest:
-        """Store a pending request and post its message in the approvals channel (``channel`` when
-        none is configured). Raises :class:`UserInputError` when the message cannot be posted (the
-        request is then cancelled, so nothing stays pending that nobody can see)."""
-        now = self.now()
-        where = self.config.channel or channel
-        request = await self.store.file(
-            requester_id=requester_id,
-            requester_email=requester_email,
-            reason=reason,
-            entries=entries,
-            now=now,
-            expires_at=now + dt.timedelta(hours=self.config.expires_after_hours),
-            channel=where,
-        )
-        try:
-            posted = await client.chat_postMessage(channel=where, **fmt.request_message(request))
-        except Exception as exc:
-            error = getattr(getattr(exc, "response", None), "get", lambda *_: None)("error") or type(exc).__name__
-            await self.store.cancel(request.id, requester_id, now)
-            raise UserInputError(POST_FAILED.format(channel=where, error=error), POST_FAILED_HINT) from exc
-        await self.store.set_message(request.id, posted["channel"], posted["ts"])
-        logger.info("credit-limit request %s filed by %s: %d entries", request.id, requester_id, len(entries))
-        return await self.store.get(request.id)
-
-    # ------------------------------------------------------------------ clicks
-    async def load(self, value: str | None, tell: Any) -> LimitRequest | None:
-        request = await self.store.get(int(value)) if value and value.isdigit() else None
-        if request is None:
-            await tell(fmt.missing(value or "?"))
-        return request
-
-    async def approve(self, value: str | None, user: ResolvedUser, client: Any, tell: Any, *, confirmed: bool = False) -> None:
-        """An Approve (or Confirm) click, already acked and role-checked by the middleware."""
-        request = await self.load(value, tell)
-        if request is None:
-            return
-        now = self.now()
-        if request.state != PENDING:
-            await tell(fmt.decided_before(request))
-            return
-        if request.expires_at <= now:
-            await self._expire(request, client)
-            await tell(fmt.expired_notice(request))
-            return
-        if user.user_id == request.requester_id or (user.email or "").lower() == request.requester_email:
-            await tell(fmt.self_approval(request))
-            return
-        if request.size > self.config.owner_required_above and user.role < Role.owner:
-            await tell(fmt.owner_needed(request, self.config.owner_required_above))
-            return
-        current = await self.store.known_before(e.email for e in request.entries)
-        if current != request.before:
-            try:
-                request = await self.store.refresh_before(request.id, current)
-            except TransitionRefused as refused:
-                await tell(fmt.decided_before(refused.request) if refused.request else fmt.missing(value))
-                return
-            await self._show(request, client)
-            await tell(fmt.before_changed(request))
-            return
-        try:
-            request = await self.store.approve(request.id, user.user_id, now)
-        except TransitionRefused as refused:
-            logger.info("approval of %s by %s lost: %s", request.id, user.user_id, refused)
-            await tell(fmt.decided_before(refused.request) if refused.request else fmt.missing(value))
-            return
-        logger.info("credit-limit request %s approved by %s%s", request.id, user.user_id, " (confirmed)" if confirmed else "")
-        await self._show(request, client)
-        await self.apply(request, client)
-
-    async def retry(self, value: str | None, user: ResolvedUser, client: Any, tell: Any) -> None:
-        """A Retry click: ``approved_not_applied -> approved`` (one winner), then the same PUT again."""
-        request = await self.load(value, tell)
-        if request is None:
-            return
-        try:
-            request = await self.store.retry(request.id)
-        except TransitionRefused as refused:
-            await tell(fmt.not_retryable(refused.request) if refused.request else fmt.missing(value))
-            return
-        logger.info("credit-limit request %s retried by %s", request.id, user.user_id)
-        await self._show(request, client)
-        await self.apply(request, client)
-
-    async def cancel(self, value: str | None, user: ResolvedUser, client: Any, tell: Any) -> None:
-        request = await self.load(value, tell)
-        if request is None:
-            return
-        if request.state != PENDING:
-            await tell(fmt.decided_before(request))
-            return
-        if user.user_id != request.requester_id:
-            await tell(fmt.only_requester(request))
-            return
-        try:
-            request = await self.store.cancel(request.id, user.user_id, self.now())
-        except TransitionRefused as refused:
-            await tell(fmt.decided_before(refused.request) if refused.request else fmt.missing(value))
-            return
-        await self.publish(request, client)
-
-    async def open_reject(self, value: str | None, user: ResolvedUser, trigger_id: str, client: Any, tell: Any) -> None:
-        """A Reject click: checks, then the reason modal (``views.open``)."""
-        request = await self.load(value, tell)
-        if request is None:
-            return
-        if request.state != PENDING:
-            await tell(fmt.decided_before(request))
-            return
-        if user.user_id == request.requester_id:
-            await tell(fmt.self_rejection(request))
-            return
-        await client.views_open(trigger_id=trigger_id, view=fmt.reject_modal(request))
-
-    async def reject(self, value: str, user_id: str, reason: str) -> tuple[LimitRequest | None, dict | None]:
-        """The reason modal's submission: ``(request, None)`` when rejected now, else ``(None,
-        errors)`` for the modal (``response_action: errors`` keyed by the input's block id)."""
-        if not reason.strip():
-            return None, {fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED}
-        request = await self.store.get(int(value)) if value.isdigit() else None
-        if request is None:
-            return None, {fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])}
-        if request.requester_id == user_id:
-            return None, {fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)}
-        try:
-            return await self.store.reject(request.id, user_id, reason, self.now()), None
-        except TransitionRefused as refused:
-            current = refused.request or request
-            return None, {fmt.REJECT_BLOCK: f"Request #{current.id} is already {current.state.replace('_', ' ')}."}
-
-    # ------------------------------------------------------------------ applying
-    async def apply(self, request: LimitRequest, client: Any) -> LimitRequest:
-        """The PUT of a request this caller moved to ``approved``, then its outcome shown everywhere."""
-        now = self.now
-        if not request.intact:
-            done = await self.store.mark_not_applied(request.id, Outcome(problem=fmt.TAMPERED.format(id=request.id)), now())
-            await self.publish(done, client)
-            return done
-        try:
-            result = await self.agent.set_user_limits(entries=[(e.email, e.limit) for e in request.entries])
-        except PartialLimitsUpdateError as exc:
-            cause = exc.__cause__ if isinstance(exc.__cause__, AgentAPIError) else exc
-            outcome = _outcome(exc.result, problem=describe_api_error(cause)[0])
-            done = await self._finish(self.store.mark_not_applied(request.id, outcome, now()))
-        except AgentAPIError as exc:
-            logger.warning("PUT of credit-limit request %s failed: %s", request.id, type(exc).__name__)
-            outcome = Outcome(problem=describe_api_error(exc)[0])
-            done = await self._finish(self.store.mark_not_applied(request.id, outcome, now()))
-        else:
-            done = await self._finish(self.store.mark_applied(request.id, _outcome(result), now()))
-        if done is not None:
-            await self.publish(done, client)
-        return done or request
-
-    async def _finish(self, transition: Any) -> LimitRequest | None:
-        try:
-            return await transition
-        except TransitionRefused as refused:  # the stall sweep took it over: its own message says so
-            logger.warning("outcome of a credit-limit request not recorded: %s", refused)
-            return None
-
-    # ------------------------------------------------------------------ showing
-    async def _show(self, request: LimitRequest, client: Any) -> None:
-        """Edit the request message in place (``chat.update``); a Slack failure is only logged."""
-        if not (request.channel and request.message_ts):
-            return
-        try:
-            await client.chat_update(channel=request.channel, ts=request.message_ts, **fmt.request_message(request))
-        except Exception as exc:
-            logger.warning("could not update the message of request %s: %s", request.id, type(exc).__name__)
-
-    async def publish(self, request: LimitRequest, client: Any) -> None:
-        """A decided request: the message edited, the outcome in its thread and by DM to the requester."""
-        await self._show(request, client)
-        notice = fmt.outcome_notice(request)
-        targets = [{"channel": request.requester_id}]
-        if request.channel and request.message_ts:
-            targets.insert(0, {"channel": request.channel, "thread_ts": request.message_ts})
-        for target in targets:
-            try:
-                await client.chat_postMessage(**target, **notice)
-            except Exception as exc:
-                logger.warning("could not post the outcome of request %s to %s: %s", request.id, target["channel"], type(exc).__name__)
-
-    # ------------------------------------------------------------------ the periodic job
-    async def _expire(self, request: LimitRequest, client: Any) -> None:
-        try:
-            expired = await self.store.expire(request.id, self.now())
-        except TransitionRefused:
-            return  # decided or expired by someone else meanwhile
-        logger.info("credit-limit request %s expired", request.id)
-        await self.publish(expired, client)
-
-    async def tick(self) -> None:
-        """Expire overdue pending requests; make interrupted approvals retryable. Safe on every replica."""
-        client = self.slack
-        now = self.now()
-        for request in await self.store.due(PENDING, "expires_at", now):
-            await self._expire(request, client)
-        cutoff = now - dt.timedelta(minutes=STALL_MINUTES)
-        for request in await self.store.due(APPROVED, "decided_at", cutoff):
-            try:
-                stalled = await self.store.mark_stalled(request.id, Outcome(problem=STALLED), cutoff)
-            except TransitionRefused:
-                continue
-            logger.warning("credit-limit request %s was approved but never applied; now retryable", request.id)
-            await self.publish(stalled, client)
-
-
-def _outcome(result: Any, *, problem: str = "") -> Outcome:
-    return Outcome(
-        {u.email.lower(): u.limit for u in result.updated},
-        {e.email.lower(): e.error for e in result.errors},
-        problem,
-    )
+UNKNOWN_OPTION: Final = "Unknown option `{name}`; only `reason` is accepted."
+NO_OWN_EMAIL: Final = "Slack does not give me your e-mail, so I cannot file a request for you."
+NO_OWN_EMAIL_READ: Final = "Slack does not give me your e-mail, so I cannot tell which credit limit is yours."
+REQUEST_USAGE: Final = "Give one number of credits, e.g. `/agent limits request 3000`."
+ONE_USER: Final = "Name at most one user."
+OWN_ONLY: Final = "You may read only your own credit limit."
+OWN_ONLY_HINT: Final = "`/agent limits` shows yours."
+HISTORY_USAGE: Final = "`n` must be a whole number from 1 to 50."
+MODAL_ERROR_CHARS: Final = 150
 
 
 # ---------------------------------------------------------------------- sub-commands
@@ -427,153 +100,180 @@ def _reason(request: CommandRequest) -> str:
     unknown = sorted(set(options) - {"reason"})
     if unknown:
         raise UserInputError(UNKNOWN_OPTION.format(name=unknown[0]), fmt.INPUT_HINT)
-    return options.get("reason", "").strip()[:500]
+    return options.get("reason", "")
 
 
-async def handle_set(request: CommandRequest, workflow: LimitsWorkflow) -> None:
+async def handle_set(request: CommandRequest) -> None:
+    """``limits set <user> <credits> ...`` files a request; ``limits set file`` opens the CSV modal."""
     args = list(request.command.args)
     if [a.lower() for a in args] == ["file"] and not request.command.options:
-        await request.client.views_open(trigger_id=request.body.get("trigger_id"), view=fmt.file_modal(request.channel_id))
+        opened = await request.services.slack.open_view(str(request.body.get("trigger_id") or ""), fmt.file_modal(request.channel_id))
+        if isinstance(opened, SlackFailure):
+            raise UserInputError(VIEW_FAILED.format(error=opened.error), VIEW_FAILED_HINT)
         return
     reason = _reason(request)
-    problems: list[str] = []
-    if not args:
-        problems.append(NO_ENTRIES)
-    if len(args) % 2:
-        problems.append(NO_CREDITS.format(user=args[-1]))
-    pairs = list(zip(args[0::2], args[1::2]))
-    entries = await check_entries(pairs, request.client, request.services.agent, problems)
-    await _file_or_explain(request, workflow, entries, problems, reason)
+    problems = ([] if args else [NO_ENTRIES]) + ([NO_CREDITS.format(user=args[-1])] if len(args) % 2 else [])
+    await _file_and_reply(request, list(zip(args[0::2], args[1::2])), reason, problems)
 
 
-async def _file_or_explain(request: CommandRequest, workflow: LimitsWorkflow, entries: list[LimitEntry], problems: list[str], reason: str) -> None:
-    if problems or not entries:
-        await request.reply(fmt.input_problems(problems or [NO_ENTRIES]))
-        return
-    if not request.user.email:
-        raise UserInputError(NO_OWN_EMAIL)
-    filed = await workflow.file(
-        requester_id=request.user.user_id, requester_email=request.user.email, reason=reason, entries=entries, channel=request.channel_id, client=request.client
-    )
-    domain = request.body.get("team_domain") or (request.body.get("team") or {}).get("domain")
-    await request.reply(fmt.filed_notice(filed, message_link(filed.channel or "", filed.message_ts, team_domain=domain)))
-
-
-async def handle_request(request: CommandRequest, workflow: LimitsWorkflow) -> None:
+async def handle_request(request: CommandRequest) -> None:
+    """``limits request <credits>``: a request for one's own limit."""
     reason = _reason(request)
     if len(request.command.args) != 1:
         raise UserInputError(REQUEST_USAGE, f"Usage: `{REQUEST.usage}`")
     if not request.user.email:
         raise UserInputError(NO_OWN_EMAIL)
-    problems: list[str] = []
-    entries = await check_entries([(request.user.email, request.command.args[0])], request.client, request.services.agent, problems)
-    await _file_or_explain(request, workflow, entries, problems, reason)
+    await _file_and_reply(request, [(request.user.email, request.command.args[0])], reason)
 
 
-async def handle_show(request: CommandRequest, workflow: LimitsWorkflow) -> None:
+async def _file_and_reply(request: CommandRequest, pairs: list[tuple[str, str]], reason: str, problems: list[str] | None = None) -> None:
+    filed = await _filing(request.services, request.user, request.channel_id, pairs, reason, problems or [])
+    if not isinstance(filed, LimitRequest):
+        await request.reply(filed)
+        return
+    domain = request.body.get("team_domain") or (request.body.get("team") or {}).get("domain")
+    await request.reply(fmt.filed_notice(filed, message_link(filed.channel or "", filed.message_ts, team_domain=domain)))
+
+
+async def _filing(
+    services: Services, user: ResolvedUser, channel: str, pairs: list[tuple[str, str]], reason: str, problems: list[str]
+) -> LimitRequest | Payload:
+    """Check the pairs and file the request asked in ``channel``: the filed request, or what to tell
+    ``user`` (every problem of the input, or why it could not be posted)."""
+    entries, found = await check_entries(pairs, identity=services.identity, agent=services.agent)
+    if problems or found or not entries:
+        return fmt.input_problems([*problems, *found] or [NO_ENTRIES])
+    if not user.email:
+        return error_message(NO_OWN_EMAIL)
+    filed = await services.limits.file(requester_id=user.user_id, requester_email=user.email, reason=reason, entries=entries, channel=channel)
+    return filed.payload if isinstance(filed, Refusal) else filed
+
+
+async def handle_show(request: CommandRequest) -> None:
+    """``limits [user]``: known limits; below the policy key :data:`READ_ALL_KEY`, one's own only."""
     args = request.command.args
     if len(args) > 1:
-        raise UserInputError("Name at most one user.", f"Usage: `{SHOW.usage}`")
-    may_read_all = request.user.role >= minimum_role(request.services.policy, READ_ALL_KEY)
-    email = None
+        raise UserInputError(ONE_USER, f"Usage: `{SHOW.usage}`")
+    services = request.services
+    may_read_all = services.policy.allows(request.user, READ_ALL_KEY)
+    own = (request.user.email or "").lower()
+    email: str | None = None
     if args:
-        problems: list[str] = []
-        email = await resolve_user(args[0], request.client, problems)
+        email = await services.identity.email_of_token(args[0])
         if email is None:
-            raise UserInputError(problems[0], f"Usage: `{SHOW.usage}`")
+            raise UserInputError(user_problem(args[0]), f"Usage: `{SHOW.usage}`")
     elif not may_read_all:
-        email = (request.user.email or "").lower()
-    if email and not may_read_all and email != (request.user.email or "").lower():
-        raise UserInputError(OWN_ONLY, "`/agent limits` shows yours.")
-    known = await workflow.store.known([email] if email else None)
+        email = own
+    if not may_read_all and not own:  # without it, "yours" would read as "everyone's"
+        raise UserInputError(NO_OWN_EMAIL_READ)
+    if not may_read_all and email != own:
+        raise UserInputError(OWN_ONLY, OWN_ONLY_HINT)
+    known = await services.limits.store.known([email] if email else None)
     await request.reply(fmt.known_limits_message(known, email=email))
 
 
-async def handle_history(request: CommandRequest, workflow: LimitsWorkflow) -> None:
+async def handle_history(request: CommandRequest) -> None:
+    """``limits history [n]``: the last ``n`` requests (default 10, at most 50)."""
     args = request.command.args
     count = HISTORY_DEFAULT
     if args:
-        if len(args) > 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= HISTORY_MAX:
+        if len(args) > 1 or not (args[0].isascii() and args[0].isdigit()) or not 1 <= int(args[0]) <= HISTORY_MAX:
             raise UserInputError(HISTORY_USAGE, f"Usage: `{HISTORY.usage}`")
         count = int(args[0])
-    await request.reply(fmt.history_message(await workflow.store.recent(count)))
+    await request.reply(fmt.history_message(await request.services.limits.store.recent(count)))
+
+
+# ---------------------------------------------------------------------- buttons
+Act = Callable[[LimitsWorkflow, LimitRequest, ActionRequest], Awaitable[ActionOutcome]]
+
+ACTS: Final[dict[str, Act]] = {
+    fmt.APPROVE_ACTION: lambda workflow, limits, click: workflow.approve(limits, click.user),
+    fmt.CONFIRM_ACTION: lambda workflow, limits, click: workflow.approve(limits, click.user, confirmed=True),
+    fmt.RETRY_ACTION: lambda workflow, limits, click: workflow.retry(limits, click.user),
+    fmt.CANCEL_ACTION: lambda workflow, limits, click: workflow.cancel(limits, click.user),
+    fmt.REJECT_ACTION: lambda workflow, limits, click: workflow.open_reject(limits, click.user, click.trigger_id),
+}
+"""What each button of a request message does, once its request is loaded."""
+
+
+async def on_click(click: ActionRequest) -> None:
+    """Any button of a request message (acked and role-checked already): load the request its value
+    names, act (:data:`ACTS`), and tell the clicker when nothing changed; a change shows in the
+    request message itself."""
+    workflow = click.services.limits
+    loaded = await workflow.load(click.value)
+    outcome = loaded if isinstance(loaded, Refusal) else await ACTS[click.action_id](workflow, loaded, click)
+    if isinstance(outcome, Refusal):
+        await click.reply(outcome.payload)
+
+
+# ---------------------------------------------------------------------- modals
+Ack = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ModalSubmission:
+    """A ``view_submission`` (Slack doc "Handling view_submission") its handler must ``ack`` (with
+    ``response_action: errors``, or not): who submitted (``user``, role-checked by the middleware),
+    the view's ``private_metadata``, its inputs' ``values`` (block id -> action id -> state)."""
+
+    services: Services
+    user: ResolvedUser
+    private_metadata: str
+    values: Mapping[str, Mapping[str, Any]]
+    ack: Ack
+
+    def value(self, block: str, action: str) -> str:
+        """The text typed in the input ``block`` / ``action`` ("" when empty)."""
+        return str(((self.values.get(block) or {}).get(action) or {}).get("value") or "")
+
+
+async def submit_reject(submission: ModalSubmission) -> None:
+    """The reject modal: errors on the modal, or ack, then the rejection shown everywhere."""
+    workflow = submission.services.limits
+    rejected = await workflow.reject(submission.private_metadata, submission.user.user_id, submission.value(fmt.REJECT_BLOCK, fmt.REJECT_INPUT))
+    if isinstance(rejected, InvalidSubmission):
+        await submission.ack(response_action="errors", errors=rejected.errors)
+        return
+    await submission.ack()  # the decision is recorded; now show it
+    await workflow.publish(rejected)
+
+
+async def submit_file(submission: ModalSubmission) -> None:
+    """The CSV modal: syntax problems on the modal; after the ack, the entries checked and the
+    request filed, the outcome told ephemerally in the channel the modal was opened from."""
+    pairs, problems = parse_csv(submission.value(fmt.FILE_BLOCK, fmt.FILE_INPUT))
+    if problems or not pairs:  # syntax first, answered on the modal itself
+        await submission.ack(response_action="errors", errors={fmt.FILE_BLOCK: "; ".join(problems or [NO_ENTRIES])[:MODAL_ERROR_CHARS]})
+        return
+    await submission.ack()
+    services, user = submission.services, submission.user
+    channel = submission.private_metadata or user.user_id
+    filed = await _filing(services, user, channel, pairs, submission.value(fmt.FILE_REASON_BLOCK, fmt.FILE_INPUT), [])
+    told = await services.slack.ephemeral(channel, user.user_id, fmt.filed_notice(filed, None) if isinstance(filed, LimitRequest) else filed)
+    if isinstance(told, SlackFailure):  # nothing else reaches them; the request (if filed) stands
+        logger.warning("could not tell %s about their credit-limit file: %s", user.user_id, told.error)
+
+
+def view_listener(services: Services, submit: Callable[[ModalSubmission], Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """The Bolt listener of a modal submission: builds the :class:`ModalSubmission`, runs ``submit``."""
+
+    @reported
+    async def listener(ack: Ack, body: dict[str, Any], view: dict[str, Any], context: dict[str, Any]) -> None:
+        user_id = str((body.get("user") or {}).get("id") or "")
+        user = context.get("agent_user") or ResolvedUser(user_id, None, Role.guest, "not resolved")
+        values = (view.get("state") or {}).get("values") or {}
+        await submit(ModalSubmission(services, user, str(view.get("private_metadata") or ""), values, ack))
+
+    return listener
 
 
 # ---------------------------------------------------------------------- registration
 def register(app: Any, router: Router, services: Services) -> None:
-    """Add the ``limits`` sub-commands, the buttons and the two modals."""
-    config = services.limits.config
-    for key in APPROVER_KEYS:  # approvals.approver_role, unless the policy section names the key
-        if key not in services.roles_file.policy:
-            services.policy[key] = config.approver_role
-    workflow = services.limits
-
+    """Add the ``limits`` sub-commands, the request message's buttons and the two modals."""
     for spec, handler in ((SET, handle_set), (REQUEST, handle_request), (SHOW, handle_show), (HISTORY, handle_history)):
-        router.add(spec, lambda request, handler=handler: handler(request, workflow))
-
-    def clicked(run: Any) -> Any:
-        @reported
-        async def on_click(ack: Any, body: dict, respond: Any, client: Any, context: dict) -> None:
-            await ack()  # within Slack's 3 s, before any Agent API call
-
-            async def tell(payload: dict) -> None:
-                await respond(**payload, response_type="ephemeral", replace_original=False)
-
-            value = ((body.get("actions") or [{}])[0].get("value") or "").strip()
-            await run(value, context["agent_user"], body, client, tell)
-
-        return on_click
-
-    app.action(fmt.APPROVE_ACTION)(clicked(lambda v, u, b, c, t: workflow.approve(v, u, c, t)))
-    app.action(fmt.CONFIRM_ACTION)(clicked(lambda v, u, b, c, t: workflow.approve(v, u, c, t, confirmed=True)))
-    app.action(fmt.RETRY_ACTION)(clicked(lambda v, u, b, c, t: workflow.retry(v, u, c, t)))
-    app.action(fmt.CANCEL_ACTION)(clicked(lambda v, u, b, c, t: workflow.cancel(v, u, c, t)))
-    app.action(fmt.REJECT_ACTION)(clicked(lambda v, u, b, c, t: workflow.open_reject(v, u, b.get("trigger_id", ""), c, t)))
-
-    @reported
-    async def on_reject_submitted(ack: Any, body: dict, view: dict, client: Any) -> None:
-        reason = (((view.get("state") or {}).get("values") or {}).get(fmt.REJECT_BLOCK) or {}).get(fmt.REJECT_INPUT) or {}
-        user_id = (body.get("user") or {}).get("id", "")
-        rejected, errors = await workflow.reject(view.get("private_metadata") or "", user_id, reason.get("value") or "")
-        if errors:
-            await ack(response_action="errors", errors=errors)
-            return
-        await ack()  # the decision is recorded; now show it
-        await workflow.publish(rejected, client)
-
-    app.view(fmt.REJECT_CALLBACK)(on_reject_submitted)
-
-    @reported
-    async def on_file_submitted(ack: Any, body: dict, view: dict, client: Any, context: dict) -> None:
-        values = (view.get("state") or {}).get("values") or {}
-        text = ((values.get(fmt.FILE_BLOCK) or {}).get(fmt.FILE_INPUT) or {}).get("value") or ""
-        reason = ((values.get(fmt.FILE_REASON_BLOCK) or {}).get(fmt.FILE_INPUT) or {}).get("value") or ""
-        problems: list[str] = []
-        pairs = parse_csv(text, problems)
-        if not pairs and not problems:
-            problems.append(NO_ENTRIES)
-        if problems:  # syntax first, answered on the modal itself
-            await ack(response_action="errors", errors={fmt.FILE_BLOCK: "; ".join(problems)[:150]})
-            return
-        await ack()
-        user: ResolvedUser = context["agent_user"]
-        channel = view.get("private_metadata") or user.user_id
-        entries = await check_entries(pairs, client, services.agent, problems)
-
-        async def tell(payload: dict) -> None:
-            await client.chat_postEphemeral(channel=channel, user=user.user_id, **payload)
-
-        if problems or not user.email:
-            await tell(fmt.input_problems(problems or [NO_OWN_EMAIL]))
-            return
-        try:
-            filed = await workflow.file(
-                requester_id=user.user_id, requester_email=user.email, reason=reason.strip()[:500], entries=entries, channel=channel, client=client
-            )
-        except UserInputError as exc:
-            await tell(error_message(exc.message, exc.hint))
-            return
-        await tell(fmt.filed_notice(filed, None))
-
-    app.view(fmt.FILE_CALLBACK)(on_file_submitted)
-
+        router.add(spec, handler)
+    for action_id in ACTS:
+        app.action(action_id)(action_listener(services, on_click))
+    app.view(fmt.REJECT_CALLBACK)(view_listener(services, submit_reject))
+    app.view(fmt.FILE_CALLBACK)(view_listener(services, submit_file))

@@ -10,18 +10,23 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
+from types import SimpleNamespace
 
 import httpx
 import pytest
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api import AgentClient, RetryPolicy
 from bot.app import create_bot
+from bot.commands import ParsedCommand
+from bot.identity import Identity
 from bot.demo import DEMO_CHANNEL, start_stack
-from bot.services.limits import APPLIED, APPROVED, CANCELLED, EXPIRED, NOT_APPLIED, PENDING, REJECTED, LimitEntry
+from bot.policy import Policy
+from bot.roles import DEFAULT_POLICY, ResolvedUser, Role
+from bot.services.limits import APPLIED, APPROVED, CANCELLED, EXPIRED, NOT_APPLIED, NOT_ORG_USER, PENDING, REJECTED, STALLED, TWICE, LimitEntry
 from formatters import limits as fmt
 from formatters.notices import REFUSED
-from handlers.limits import NOT_ORG_USER, STALLED, TWICE
+from handlers.limits import NO_OWN_EMAIL_READ, OWN_ONLY, OWN_ONLY_HINT, handle_show
+from handlers.router import CommandRequest, UserInputError
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import dm_channel_id
 from tests.conftest import postgres_url, TODAY, block_texts
@@ -278,9 +283,8 @@ def test_per_user_errors_are_shown_and_only_updated_users_become_known(stack, pe
     email = next(people)
 
     async def file():  # a user who left the organization after the request was filed
-        client = AsyncWebClient(token=stack.slack.bot_token, base_url=stack.slack.api_url)
         entries = [LimitEntry(email, 250), LimitEntry("left@example.com", 100)]
-        return await workflow(stack).file(requester_id="U0MANAGER", requester_email="bob@example.com", reason="", entries=entries, channel=DEMO_CHANNEL, client=client)
+        return await workflow(stack).file(requester_id="U0MANAGER", requester_email="bob@example.com", reason="", entries=entries, channel=DEMO_CHANNEL)
 
     request = asyncio.run(file())
     message = stack.slack.recorder.message(DEMO_CHANNEL, request.message_ts)
@@ -443,3 +447,50 @@ def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
             server.stop()
         for bot in bots:
             bot.services.store.close()
+
+
+# ---------------------------------------------------------------------- handle_show, in process
+class KnownLimitsStore:
+    """The ``known`` read of the limits store, recorded."""
+
+    def __init__(self):
+        self.asked = []
+
+    async def known(self, emails=None):
+        self.asked.append(emails)
+        return {}
+
+
+def show_request(user, *args):
+    store = KnownLimitsStore()
+    services = SimpleNamespace(policy=Policy(DEFAULT_POLICY), limits=SimpleNamespace(store=store), identity=Identity(None))
+    replies = []
+
+    async def respond(**kwargs):
+        replies.append(kwargs)
+
+    command = ParsedCommand("limits", args=args)
+    return CommandRequest(command, user, DEMO_CHANNEL, respond, None, services, {}), store, replies
+
+
+async def test_a_member_without_an_e_mail_is_not_shown_everyones_limits():
+    """Before, the empty e-mail read as "no user named" and a member saw every known limit."""
+    member = ResolvedUser("U0LISTED", None, Role.member, "roles file")
+    request, store, replies = show_request(member)
+    with pytest.raises(UserInputError) as refused:
+        await handle_show(request)
+    assert (refused.value.message, store.asked, replies) == (NO_OWN_EMAIL_READ, [], [])
+
+
+async def test_a_member_reads_their_own_limit_and_a_manager_everyones():
+    request, store, replies = show_request(ResolvedUser("U0MEMBER", "Carol@example.com", Role.member, "organization user"))
+    await handle_show(request)
+    assert store.asked == [["carol@example.com"]]
+    assert replies == [{"response_type": "ephemeral", **fmt.known_limits_message({}, email="carol@example.com")}]
+    request, store, _ = show_request(ResolvedUser("U0MEMBER", "carol@example.com", Role.member, "organization user"), "dave@example.com")
+    with pytest.raises(UserInputError) as refused:
+        await handle_show(request)
+    assert (refused.value.message, refused.value.hint, store.asked) == (OWN_ONLY, OWN_ONLY_HINT, [])
+    request, store, _ = show_request(ResolvedUser("U0MANAGER", None, Role.manager, "roles file"))
+    await handle_show(request)
+    assert store.asked == [None]

@@ -1,4 +1,5 @@
-"""Per-user credit limits changed by request and approval: the store, the state machine, the policy.
+"""Per-user credit limits changed by request and approval: the store, the state machine, the
+``approvals:`` configuration (:class:`ApprovalsConfig`).
 
 The Agent API can set credit limits in bulk (management-api-v0.md, ``PUT
 /api/v0/organization/usage/limits/users``, 1-100 entries, per-user ``updated``/``errors``) but has
@@ -26,7 +27,7 @@ row count decides who made it, so double clicks, Slack retries and replicas neve
 
 A refused transition raises :class:`TransitionRefused` carrying the request as it is now (so the
 loser is told who decided first, and when). ``approve`` also refuses once ``expires_at`` passed.
-Times come from the caller (``services.now()``); this module never reads the wall clock.
+Times come from the caller (the workflow's ``now`` clock); this module never reads the wall clock.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import (
@@ -51,10 +52,14 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.elements import ColumnElement
 
 from bot.roles import Role, RolesConfigError
 from bot.store import Store, metadata
+
+T = TypeVar("T")
 
 PENDING, APPROVED, APPLIED, NOT_APPLIED = "pending", "approved", "applied", "approved_not_applied"
 REJECTED, CANCELLED, EXPIRED = "rejected", "cancelled", "expired"
@@ -224,7 +229,7 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
     return value
 
 
-def _row_request(row: Any) -> LimitRequest:
+def _row_request(row: Row[Any]) -> LimitRequest:
     data = row._mapping
     return LimitRequest(
         id=data["id"],
@@ -256,7 +261,7 @@ class LimitsStore:
         self.store = store
         metadata.create_all(store.engine, tables=[limit_requests, known_limits])
 
-    async def _run(self, work: Any) -> Any:
+    async def _run(self, work: Callable[[], T]) -> T:
         return await self.store._run(work)
 
     # -- reading
@@ -354,9 +359,19 @@ class LimitsStore:
 
         return await self._run(work)
 
-    async def set_message(self, request_id: int, channel: str, ts: str) -> None:
-        """Record where the request message was posted (``channel``, ``ts``)."""
-        await self._update(request_id, None, channel=channel, message_ts=ts)
+    async def set_message(self, request_id: int, channel: str, ts: str) -> LimitRequest:
+        """Record where the request message was posted (``channel``, ``ts``); the request as stored
+        then. Raises ``LookupError`` when there is no request ``request_id``."""
+
+        def work() -> LimitRequest:
+            with self.store.engine.begin() as conn:
+                conn.execute(update(limit_requests).where(limit_requests.c.id == request_id).values(channel=channel, message_ts=ts))
+                current = self._get(conn, request_id)
+            if current is None:
+                raise LookupError(f"no credit-limit request {request_id}")
+            return current
+
+        return await self._run(work)
 
     async def refresh_before(self, request_id: int, before: Mapping[str, int | None]) -> LimitRequest:
         """Replace a pending request's snapshot of last known limits (they changed since filing)."""
@@ -409,23 +424,13 @@ class LimitsStore:
             request_id, (APPROVED,), NOT_APPLIED, extra=limit_requests.c.decided_at <= decided_before, outcome=outcome.to_json()
         )
 
-    async def _update(self, request_id: int, states: Sequence[str] | None, **values: Any) -> int:
-        def work() -> int:
-            query = update(limit_requests).where(limit_requests.c.id == request_id)
-            if states is not None:
-                query = query.where(limit_requests.c.state.in_(states))
-            with self.store.engine.begin() as conn:
-                return conn.execute(query.values(**values)).rowcount
-
-        return await self._run(work)
-
     async def _transition(
         self,
         request_id: int,
         sources: Sequence[str],
         target: str,
         *,
-        extra: Any = None,
+        extra: ColumnElement[bool] | None = None,
         outcome_updates: Outcome | None = None,
         now: dt.datetime | None = None,
         **values: Any,
@@ -460,7 +465,7 @@ def _record_known(conn: Connection, request: LimitRequest, updated: Mapping[str,
             conn.execute(_upsert(conn, email.lower(), values))
 
 
-def _upsert(conn: Connection, email: str, values: dict[str, Any]) -> Any:
+def _upsert(conn: Connection, email: str, values: dict[str, Any]) -> Insert:
     """INSERT ... ON CONFLICT (email) DO UPDATE, in the dialect's own words (two replicas may race)."""
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as dialect_insert  # noqa: PLC0415

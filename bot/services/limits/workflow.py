@@ -1,0 +1,371 @@
+"""The credit-limit workflow: filing, deciding, applying and expiring requests, four eyes.
+
+A valid request is stored ``pending`` (:mod:`bot.services.limits.store`) and posted as one message
+in the approvals channel (``approvals.channel``, default: where it was asked) with buttons
+Approve / Reject / Cancel whose value is only the request id. Their action ids are policy keys: the
+role-check middleware decides who may click (:class:`bot.policy.Policy`, ``approvals.approver_role``
+on the approvers' keys). At click time the workflow reads the request from the database and checks
+what the middleware cannot: four eyes (the requester never approves), the owner threshold
+(``approvals.owner_required_above``, compared with :attr:`LimitRequest.size`, the sum of the
+absolute changes, through :meth:`Policy.allows`), that the request is still pending and not past
+its expiry, and that the last known limits did not move since filing (if they did, the message is
+refreshed and the approver asked to Confirm). The one conditional UPDATE ``pending -> approved``
+decides the winner; the loser is told who decided first.
+
+Then the PUT (management-api-v0.md, ``PUT /api/v0/organization/usage/limits/users``: 1-100
+entries a call, per-user ``updated``/``errors``; more are sent in batches by the client) sends the
+stored entries (their hash is checked first); the message is edited in place (``chat.update``), the
+outcome posted in its thread and sent to the requester by DM. A failed PUT (5xx or timeout after
+the client's retries) leaves ``approved_not_applied`` and a Retry button. The periodic job
+:data:`EXPIRY_JOB` (:meth:`LimitsWorkflow.tick`) marks overdue pending requests ``expired`` and
+approvals that never reached the PUT within :data:`STALL_MINUTES` (the bot stopped in between)
+``approved_not_applied``. Reject opens a modal for the (required) reason; Cancel is the
+requester's only.
+
+Results are typed: an action returns the request as it is now, or a :class:`Refusal` (why nothing
+changed, and the ephemeral payload for whoever asked); a modal submission returns the request or
+an :class:`InvalidSubmission`. All Slack I/O goes through :class:`bot.slack.SlackGateway`; a Slack
+failure after a decision is logged and never undoes it (the database is the record).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from bot.api import AgentAPIError, AgentClient
+from bot.api.errors import PartialLimitsUpdateError
+from bot.api.models import CreditLimitUpdateResult
+from bot.policy import Policy
+from bot.roles import ResolvedUser
+from bot.services.limits.store import (
+    APPROVED,
+    PENDING,
+    ApprovalsConfig,
+    LimitEntry,
+    LimitRequest,
+    LimitsStore,
+    Outcome,
+    TransitionRefused,
+)
+from bot.slack import SlackFailure, SlackGateway
+from bot.user_errors import describe_api_error
+from formatters import limits as fmt
+from formatters.blocks import Payload
+from formatters.notices import error_message, refusal_message
+
+logger = logging.getLogger(__name__)
+
+EXPIRY_JOB: Final = "limits.expire"
+EXPIRY_CHECK_SECONDS: Final = 60.0
+STALL_MINUTES: Final = 15
+"""An approval not applied after this long was interrupted (the bot stopped); it becomes retryable."""
+STALLED: Final = "The bot stopped before the change was applied."
+REASON_CHARS: Final = 500
+POST_FAILED: Final = "I could not post the request in <#{channel}> ({error}); nothing was filed."
+POST_FAILED_HINT: Final = "Invite the bot to that channel, or ask whoever runs it to check `approvals.channel`."
+VIEW_FAILED: Final = "I could not open the form ({error})."
+VIEW_FAILED_HINT: Final = "Click again; a form can only be opened within a few seconds of the click."
+ALREADY_DECIDED: Final = "Request #{id} is already {state}."
+ID_DIGITS: Final = 18
+REQUEST_ID: Final = re.compile(rf"[0-9]{{1,{ID_DIGITS}}}")
+"""A request id as a button value or a modal's ``private_metadata`` carries it (fits a BIGINT)."""
+
+
+class Refused(enum.StrEnum):
+    """Why an action changed nothing (or, for :attr:`BEFORE_CHANGED`, only refreshed the message)."""
+
+    MISSING = "missing"  # no request with that id
+    DECIDED = "decided"  # not pending any more, or another click won the race
+    EXPIRED = "expired"
+    SELF_APPROVAL = "self_approval"
+    SELF_REJECTION = "self_rejection"
+    ROLE = "role"  # below the key's minimum role (the middleware refuses this first)
+    OWNER_NEEDED = "owner_needed"
+    BEFORE_CHANGED = "before_changed"  # the approver must Confirm the refreshed values
+    ONLY_REQUESTER = "only_requester"
+    NOT_RETRYABLE = "not_retryable"
+    POST_FAILED = "post_failed"  # the request message could not be posted; the request is cancelled
+    VIEW_FAILED = "view_failed"  # ``views.open`` failed
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An action that did not do what was asked: ``reason``, ``payload`` (``{"text", "blocks"}``,
+    the ephemeral answer for whoever asked) and ``request`` as it is now (``None`` if there is none)."""
+
+    reason: Refused
+    payload: Payload
+    request: LimitRequest | None = None
+
+
+@dataclass(frozen=True)
+class InvalidSubmission:
+    """A modal submission refused: ``errors`` maps an input's ``block_id`` to the text Slack shows
+    under it (``response_action: errors``, Slack doc "Handling view_submission")."""
+
+    errors: dict[str, str]
+
+
+ActionOutcome = LimitRequest | Refusal
+
+
+class LimitsWorkflow:
+    """Filing, deciding, applying and expiring credit-limit requests (see the module docstring).
+
+    ``agent`` is the Agent API client; ``store`` the requests' table; ``slack`` the gateway; ``now``
+    the clock (aware UTC); ``config`` the ``approvals:`` section (expiry, channel); ``policy`` the
+    role policy (owner threshold)."""
+
+    def __init__(
+        self,
+        *,
+        agent: AgentClient,
+        store: LimitsStore,
+        slack: SlackGateway,
+        now: Callable[[], dt.datetime],
+        config: ApprovalsConfig,
+        policy: Policy,
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.slack = slack
+        self.now = now
+        self.config = config
+        self.policy = policy
+
+    # ------------------------------------------------------------------ filing
+    async def file(
+        self, *, requester_id: str, requester_email: str, reason: str, entries: Sequence[LimitEntry], channel: str
+    ) -> LimitRequest | Refusal:
+        """Store a pending request and post its message in the approvals channel (``channel``, where
+        it was asked, when none is configured); the request with its message's ``channel``/``ts``.
+
+        When Slack refuses the post (``SlackFailure``: ``channel_not_found``, ``not_in_channel``...),
+        the request is cancelled (nothing stays pending that nobody can see) and a
+        :attr:`Refused.POST_FAILED` refusal names the channel and Slack's error. ``reason`` is cut to
+        :data:`REASON_CHARS` characters."""
+        now = self.now()
+        where = self.config.channel or channel
+        request = await self.store.file(
+            requester_id=requester_id,
+            requester_email=requester_email,
+            reason=reason.strip()[:REASON_CHARS],
+            entries=entries,
+            now=now,
+            expires_at=now + dt.timedelta(hours=self.config.expires_after_hours),
+            channel=where,
+        )
+        posted = await self.slack.post(where, fmt.request_message(request))
+        if isinstance(posted, SlackFailure):
+            cancelled = await self.store.cancel(request.id, requester_id, now)
+            payload = error_message(POST_FAILED.format(channel=where, error=posted.error), POST_FAILED_HINT)
+            return Refusal(Refused.POST_FAILED, payload, cancelled)
+        filed = await self.store.set_message(request.id, posted.channel, posted.ts)
+        logger.info("credit-limit request %s filed by %s: %d entries", request.id, requester_id, len(entries))
+        return filed
+
+    # ------------------------------------------------------------------ actions
+    async def _get(self, value: str) -> LimitRequest | None:
+        """The request whose id ``value`` spells (ASCII digits, at most :data:`ID_DIGITS`), or ``None``."""
+        return await self.store.get(int(value)) if REQUEST_ID.fullmatch(value) else None
+
+    async def load(self, value: str) -> ActionOutcome:
+        """The request a button's ``value`` (its id, as text) names, or a :attr:`Refused.MISSING` refusal."""
+        request = await self._get(value)
+        if request is None:
+            return Refusal(Refused.MISSING, fmt.missing(value or "?"))
+        return request
+
+    def _lost(self, refused: TransitionRefused, request: LimitRequest) -> Refusal:
+        """A conditional UPDATE that did not happen: who decided first (or that the request is gone)."""
+        if refused.request is None:
+            return Refusal(Refused.MISSING, fmt.missing(request.id))
+        return Refusal(Refused.DECIDED, fmt.decided_before(refused.request), refused.request)
+
+    async def approve(self, request: LimitRequest, user: ResolvedUser, *, confirmed: bool = False) -> ActionOutcome:
+        """An Approve (or, ``confirmed``, a Confirm) click by ``user`` on ``request``: the checks of
+        the module docstring, then ``pending -> approved`` (one winner) and the PUT. Returns the
+        request as it ended (``applied`` or ``approved_not_applied``), or a :class:`Refusal`."""
+        key = fmt.CONFIRM_ACTION if confirmed else fmt.APPROVE_ACTION
+        now = self.now()
+        if request.state != PENDING:
+            return Refusal(Refused.DECIDED, fmt.decided_before(request), request)
+        if request.expires_at <= now:
+            await self._expire(request)
+            return Refusal(Refused.EXPIRED, fmt.expired_notice(request), request)
+        if user.user_id == request.requester_id or (user.email or "").lower() == request.requester_email:
+            return Refusal(Refused.SELF_APPROVAL, fmt.self_approval(request), request)
+        if not self.policy.allows(user, key):
+            return Refusal(Refused.ROLE, refusal_message(key, self.policy.minimum(key).name, user.role.name), request)
+        if not self.policy.allows(user, key, amount=request.size):
+            threshold = self.policy.owner_required_above or 0
+            return Refusal(Refused.OWNER_NEEDED, fmt.owner_needed(request, threshold), request)
+        current = await self.store.known_before(e.email for e in request.entries)
+        if current != request.before:
+            try:
+                request = await self.store.refresh_before(request.id, current)
+            except TransitionRefused as refused:
+                return self._lost(refused, request)
+            await self._show(request)
+            return Refusal(Refused.BEFORE_CHANGED, fmt.before_changed(request), request)
+        try:
+            request = await self.store.approve(request.id, user.user_id, now)
+        except TransitionRefused as refused:
+            logger.info("approval of %s by %s lost: %s", request.id, user.user_id, refused)
+            return self._lost(refused, request)
+        logger.info("credit-limit request %s approved by %s%s", request.id, user.user_id, " (confirmed)" if confirmed else "")
+        await self._show(request)
+        return await self.apply(request)
+
+    async def retry(self, request: LimitRequest, user: ResolvedUser) -> ActionOutcome:
+        """A Retry click: ``approved_not_applied -> approved`` (one winner), then the same PUT again."""
+        try:
+            request = await self.store.retry(request.id)
+        except TransitionRefused as refused:
+            if refused.request is None:
+                return Refusal(Refused.MISSING, fmt.missing(request.id))
+            return Refusal(Refused.NOT_RETRYABLE, fmt.not_retryable(refused.request), refused.request)
+        logger.info("credit-limit request %s retried by %s", request.id, user.user_id)
+        await self._show(request)
+        return await self.apply(request)
+
+    async def cancel(self, request: LimitRequest, user: ResolvedUser) -> ActionOutcome:
+        """A Cancel click: ``pending -> cancelled``, by the requester only; then the outcome shown."""
+        if request.state != PENDING:
+            return Refusal(Refused.DECIDED, fmt.decided_before(request), request)
+        if user.user_id != request.requester_id:
+            return Refusal(Refused.ONLY_REQUESTER, fmt.only_requester(request), request)
+        try:
+            request = await self.store.cancel(request.id, user.user_id, self.now())
+        except TransitionRefused as refused:
+            return self._lost(refused, request)
+        await self.publish(request)
+        return request
+
+    async def open_reject(self, request: LimitRequest, user: ResolvedUser, trigger_id: str) -> ActionOutcome:
+        """A Reject click: checks, then the reason modal (``views.open`` with ``trigger_id``). The
+        request is unchanged; the decision comes with the modal's submission (:meth:`reject`)."""
+        if request.state != PENDING:
+            return Refusal(Refused.DECIDED, fmt.decided_before(request), request)
+        if user.user_id == request.requester_id:
+            return Refusal(Refused.SELF_REJECTION, fmt.self_rejection(request), request)
+        opened = await self.slack.open_view(trigger_id, fmt.reject_modal(request))
+        if isinstance(opened, SlackFailure):
+            return Refusal(Refused.VIEW_FAILED, error_message(VIEW_FAILED.format(error=opened.error), VIEW_FAILED_HINT), request)
+        return request
+
+    async def reject(self, value: str, user_id: str, reason: str) -> LimitRequest | InvalidSubmission:
+        """The reason modal's submission (``value``: its ``private_metadata``, the request id):
+        ``pending -> rejected`` with ``reason``; or the errors to show on the modal (blank reason,
+        no such request, the requester's own, already decided). The caller acks the modal, then
+        calls :meth:`publish` with the rejected request."""
+        if not reason.strip():
+            return InvalidSubmission({fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED})
+        request = await self._get(value)
+        if request is None:
+            return InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])})
+        if request.requester_id == user_id:
+            return InvalidSubmission({fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)})
+        try:
+            return await self.store.reject(request.id, user_id, reason, self.now())
+        except TransitionRefused as refused:
+            current = refused.request or request
+            return InvalidSubmission({fmt.REJECT_BLOCK: ALREADY_DECIDED.format(id=current.id, state=current.state.replace("_", " "))})
+
+    # ------------------------------------------------------------------ applying
+    async def apply(self, request: LimitRequest) -> LimitRequest:
+        """The PUT of a request this caller moved to ``approved``, then its outcome shown everywhere.
+
+        Returns the request as recorded: ``applied``, or ``approved_not_applied`` with the problem
+        (API error, a later batch failed after earlier ones applied, entries no longer matching
+        their hash). When the stall sweep took the request over meanwhile, the request as given."""
+        now = self.now
+        if not request.intact:
+            done = await self.store.mark_not_applied(request.id, Outcome(problem=fmt.TAMPERED.format(id=request.id)), now())
+            await self.publish(done)
+            return done
+        try:
+            result = await self.agent.set_user_limits(entries=[(e.email, e.limit) for e in request.entries])
+        except PartialLimitsUpdateError as exc:
+            cause = exc.__cause__ if isinstance(exc.__cause__, AgentAPIError) else exc
+            outcome = _outcome(exc.result, problem=describe_api_error(cause)[0])
+            done = await self._record(self.store.mark_not_applied(request.id, outcome, now()))
+        except AgentAPIError as exc:
+            logger.warning("PUT of credit-limit request %s failed: %s", request.id, type(exc).__name__)
+            outcome = Outcome(problem=describe_api_error(exc)[0])
+            done = await self._record(self.store.mark_not_applied(request.id, outcome, now()))
+        else:
+            done = await self._record(self.store.mark_applied(request.id, _outcome(result), now()))
+        if done is None:
+            return request
+        await self.publish(done)
+        return done
+
+    @staticmethod
+    async def _record(transition: Awaitable[LimitRequest]) -> LimitRequest | None:
+        try:
+            return await transition
+        except TransitionRefused as refused:  # the stall sweep took it over: its own message says so
+            logger.warning("outcome of a credit-limit request not recorded: %s", refused)
+            return None
+
+    # ------------------------------------------------------------------ showing
+    async def _show(self, request: LimitRequest) -> None:
+        """Edit the request message in place (``chat.update``). A failure is logged and that is all:
+        the decision is recorded in the database and an edit that fails must not undo it."""
+        if not (request.channel and request.message_ts):
+            return
+        updated = await self.slack.update(request.channel, request.message_ts, fmt.request_message(request))
+        if isinstance(updated, SlackFailure):
+            logger.warning("message of credit-limit request %s not updated: %s", request.id, updated.error)
+
+    async def publish(self, request: LimitRequest) -> None:
+        """A decided request: the message edited, the outcome in its thread and by DM to the
+        requester. Each Slack failure is logged and the others still happen (see :meth:`_show`)."""
+        await self._show(request)
+        notice = fmt.outcome_notice(request)
+        if request.channel and request.message_ts:
+            posted = await self.slack.post(request.channel, notice, thread_ts=request.message_ts)
+            if isinstance(posted, SlackFailure):
+                logger.warning("outcome of credit-limit request %s not posted in its thread: %s", request.id, posted.error)
+        sent = await self.slack.post(request.requester_id, notice)
+        if isinstance(sent, SlackFailure):
+            logger.warning("outcome of credit-limit request %s not sent to %s: %s", request.id, request.requester_id, sent.error)
+
+    # ------------------------------------------------------------------ the periodic job
+    async def _expire(self, request: LimitRequest) -> None:
+        try:
+            expired = await self.store.expire(request.id, self.now())
+        except TransitionRefused:
+            return  # decided or expired by someone else meanwhile
+        logger.info("credit-limit request %s expired", request.id)
+        await self.publish(expired)
+
+    async def tick(self) -> None:
+        """Expire overdue pending requests; make approvals interrupted for :data:`STALL_MINUTES`
+        retryable. Safe on every replica: each change is one conditional UPDATE."""
+        now = self.now()
+        for request in await self.store.due(PENDING, "expires_at", now):
+            await self._expire(request)
+        cutoff = now - dt.timedelta(minutes=STALL_MINUTES)
+        for request in await self.store.due(APPROVED, "decided_at", cutoff):
+            try:
+                stalled = await self.store.mark_stalled(request.id, Outcome(problem=STALLED), cutoff)
+            except TransitionRefused:
+                continue
+            logger.warning("credit-limit request %s was approved but never applied; now retryable", request.id)
+            await self.publish(stalled)
+
+
+def _outcome(result: CreditLimitUpdateResult, *, problem: str = "") -> Outcome:
+    return Outcome(
+        {u.email.lower(): u.limit for u in result.updated},
+        {e.email.lower(): e.error for e in result.errors},
+        problem,
+    )
