@@ -75,10 +75,7 @@ async def measure(slack, url: str, requests: int, concurrency: int) -> tuple[lis
 
 def report(label: str, latencies: list[float], failures: int) -> str:
     ms = [x * 1000 for x in latencies]
-    return (
-        f"| {label} | {len(ms)} | {percentile(ms, 50):.1f} | {percentile(ms, 99):.1f} | "
-        f"{statistics.mean(ms):.1f} | {failures} |"
-    )
+    return f"| {label} | {len(ms)} | {percentile(ms, 50):.1f} | {percentile(ms, 99):.1f} | {statistics.mean(ms):.1f} | {failures} |"
 
 
 def main() -> None:

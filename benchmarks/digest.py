@@ -27,13 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from processes import sandbox_process
 
-from bot.api import AgentClient  # noqa: E402
-from bot.app import settle_heap  # noqa: E402
-from bot.services.digest import DigestRepository, Subscription  # noqa: E402
-from bot.slack import SlackGateway, web_client  # noqa: E402
-from bot.store import Store  # noqa: E402
-from handlers.digest import digest_service  # noqa: E402
-from sandbox.slack_emulator import SlackEmulator  # noqa: E402
+from bot.api import AgentClient
+from bot.app import settle_heap
+from bot.services.digest import DigestRepository, Subscription
+from bot.slack import SlackGateway, web_client
+from bot.store import Store
+from handlers.digest import digest_service
+from sandbox.slack_emulator import SlackEmulator
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 DAY = dt.date(2026, 11, 21)
@@ -102,8 +102,10 @@ def main() -> None:
             print(f"users: {args.users}")
             print(f"digest tick (build + chart + post): {seconds:.2f} s")
             print(f"Agent API calls: {report.api_calls}")
-            print(f"slowest single call alone (the floor): {which}: {floor:.2f} s -> the rest {max(seconds - floor, 0):.2f} s "
-                  f"({max(seconds - floor, 0) / seconds:.0%} of the tick)")
+            print(
+                f"slowest single call alone (the floor): {which}: {floor:.2f} s -> the rest {max(seconds - floor, 0):.2f} s "
+                f"({max(seconds - floor, 0) / seconds:.0%} of the tick)"
+            )
             print(f"chart: {report.chart_seconds:.2f} s (drawn in a worker thread while the text is posted)")
             print(f"peak traced Python memory during the tick: {peak / 1e6:.1f} MB; process max RSS {rss_mb:.0f} MB")
     finally:

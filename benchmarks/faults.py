@@ -42,6 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = []
     with running_stack(retry=RetryPolicy(), api_timeout=10.0) as stack:
+
         def set_faults(values: dict) -> None:
             httpx.post(f"{stack.sandbox.url}/_sandbox/faults", json={**CLEAR, **values}).raise_for_status()
 

@@ -108,9 +108,17 @@ async def run(sessions: int, seconds: float, every: float) -> None:
             parent = await slack.client.chat_postMessage(channel=CHANNEL, text=f"session {n}")
             now = dt.datetime.now(dt.UTC)
             row, _ = await links.claim_start(
-                NewStart(start_key=f"bench:{n}", slack_user="U0MEMBER", user_email=None, channel=CHANNEL,
-                         origin="command", prompt=f"task {n}", computer_id="cmp-ci-sandbox"),
-                state="starting", now=now,
+                NewStart(
+                    start_key=f"bench:{n}",
+                    slack_user="U0MEMBER",
+                    user_email=None,
+                    channel=CHANNEL,
+                    origin="command",
+                    prompt=f"task {n}",
+                    computer_id="cmp-ci-sandbox",
+                ),
+                state="starting",
+                now=now,
             )
             await links.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
             session = await driver.create_session(computer_id="cmp-ci-sandbox")
@@ -170,8 +178,10 @@ async def run(sessions: int, seconds: float, every: float) -> None:
         for label, values in (("all answers", delays), ("after the first round", steady)):
             if values:
                 p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
-                print(f"createdAt -> posted, {label} ({len(values)}): p50 {statistics.median(values):.2f} s, "
-                      f"p99 {p99:.2f} s, max {values[-1]:.2f} s")
+                print(
+                    f"createdAt -> posted, {label} ({len(values)}): p50 {statistics.median(values):.2f} s, "
+                    f"p99 {p99:.2f} s, max {values[-1]:.2f} s"
+                )
         print(f"CPU of this process (follower, driver, SQLite): {cpu:.1f} s ({cpu / elapsed * 100:.0f}% of one core)")
         print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
         await agent.aclose()

@@ -39,8 +39,13 @@ async def run(url: str, requests: int, contenders: int) -> dict[str, object]:
     for i in range(requests):
         started = time.perf_counter()
         request = await replicas[0].file(
-            requester_id="U0MANAGER", requester_email="bob@example.com", reason="bench",
-            entries=[LimitEntry(f"user{i % 50}@example.com", i)], now=NOW, expires_at=NOW + dt.timedelta(hours=24), channel="C0ENG",
+            requester_id="U0MANAGER",
+            requester_email="bob@example.com",
+            reason="bench",
+            entries=[LimitEntry(f"user{i % 50}@example.com", i)],
+            now=NOW,
+            expires_at=NOW + dt.timedelta(hours=24),
+            channel="C0ENG",
         )
         filing.append(time.perf_counter() - started)
         started = time.perf_counter()

@@ -35,7 +35,8 @@ def sandbox_process(*options: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "bot.cli", "sandbox", "--port", str(port), *options],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:

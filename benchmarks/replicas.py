@@ -92,8 +92,14 @@ async def drive(slack, urls: list[str], seconds: float, rate: float) -> dict:
     for client in clients:
         await client.aclose()
     return {
-        "acks": acks, "failures": failures, "retried": retried, "missing": missing, "doubled": doubled,
-        "apologies": apologies, "sent": total, "elapsed": elapsed,
+        "acks": acks,
+        "failures": failures,
+        "retried": retried,
+        "missing": missing,
+        "doubled": doubled,
+        "apologies": apologies,
+        "sent": total,
+        "elapsed": elapsed,
     }
 
 
@@ -119,8 +125,12 @@ def main() -> None:
     proc, sandbox_url = sandbox_process()
     slack = SlackEmulator(directory=demo_directory()).start()
     env = bot_environment(
-        slack, agent_api_url=sandbox_url, agent_api_key="sandbox-owner-key", database_url=args.postgres,
-        roles_file=roles, AGENT_BOT_LOG_LEVEL="WARNING",
+        slack,
+        agent_api_url=sandbox_url,
+        agent_api_key="sandbox-owner-key",
+        database_url=args.postgres,
+        roles_file=roles,
+        AGENT_BOT_LOG_LEVEL="WARNING",
     )
     bots = []
     try:

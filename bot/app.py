@@ -31,18 +31,18 @@ from starlette.routing import Route
 import handlers
 from bot.api import AgentAPIError, AgentClient
 from bot.config import Settings
-from bot.errors import apologize, drain_listeners
 from bot.container import Services, utc_now, utc_today
+from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
 from bot.middleware import build_dedupe, build_role_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.hooks import HookReceiver
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
 from bot.slack import SlackGateway, web_client
-from bot.services.hooks import HookReceiver
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
 from handlers.digest import digest_service
@@ -137,7 +137,6 @@ class Bot:
             lifespan=lifespan,
         )
 
-
     def hook_route(self) -> Route:
         """``POST /hooks/agent``: agent hook events (:meth:`bot.services.hooks.HookReceiver.receive`)."""
 
@@ -179,7 +178,7 @@ async def readiness(services: Services, timeout: float = READY_TIMEOUT) -> tuple
         state["database"] = f"unavailable ({type(exc).__name__})"
     try:
         await asyncio.wait_for(services.agent.list_organization_users(limit=1), timeout)
-    except (AgentAPIError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, AgentAPIError) as exc:
         state["agent_api"] = f"unavailable ({type(exc).__name__})"
     ok = all(v == "ok" for v in state.values())
     state["status"] = "ready" if ok else "not ready"
@@ -246,9 +245,7 @@ def create_bot(
         bot_token=bot_token,
     )
     approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
-    policy = Policy.from_roles_file(
-        roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above
-    )
+    policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
     digest = digest_service(agent=agent, store=store, slack=slack, now=now)
     hook_receiver = HookReceiver(

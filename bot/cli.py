@@ -114,9 +114,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     from bot.demo import run_demo
 
-    return run_demo(
-        interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir), hostile=args.hostile
-    )
+    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir), hostile=args.hostile)
 
 
 def _digest_tick(args: argparse.Namespace) -> int:
@@ -235,8 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     tick.set_defaults(run=_digest_tick)
 
     hook = commands.add_parser("hook", help="run by the agent's client as a hook: relay the event on stdin to the bot")
-    hook.add_argument("action", nargs="?", choices=("relay", "print-config"), default="relay",
-                      help="relay (default): send stdin's event; print-config: the hooks settings to paste")
+    hook.add_argument(
+        "action",
+        nargs="?",
+        choices=("relay", "print-config"),
+        default="relay",
+        help="relay (default): send stdin's event; print-config: the hooks settings to paste",
+    )
     hook.add_argument("--events", help="print-config: comma-separated events (default Notification,Stop,SessionEnd)")
     hook.set_defaults(run=_hook)
     return parser

@@ -56,9 +56,7 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("AGENT_BOT_DATABASE_URL", "database_url"),
     )
     config_file: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_CONFIG", "config_file"))
-    user_cache_ttl: float = Field(
-        default=600.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_USER_CACHE_TTL", "user_cache_ttl")
-    )
+    user_cache_ttl: float = Field(default=600.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_USER_CACHE_TTL", "user_cache_ttl"))
     analytics_cache_ttl: float = Field(
         default=300.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_CACHE_TTL", "analytics_cache_ttl")
     )
@@ -69,9 +67,7 @@ class Settings(BaseSettings):
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")
     )
-    hook_secret: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_SECRET", "hook_secret")
-    )
+    hook_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_SECRET", "hook_secret"))
     hook_url: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_URL", "hook_url"))
     hook_user: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_USER", "hook_user"))
     hook_port: int | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_PORT", "hook_port"))

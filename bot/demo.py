@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
-import time
 import datetime as dt
+import json
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -151,7 +151,11 @@ def start_stack(
     )
     clock = (lambda: today) if today else (lambda: now().date()) if now else utc_today
     agent = AgentClient(
-        base_url=sandbox.url, api_key=config.api_key, today=clock, retry=retry, timeout=api_timeout,
+        base_url=sandbox.url,
+        api_key=config.api_key,
+        today=clock,
+        retry=retry,
+        timeout=api_timeout,
         analytics_cache_ttl=analytics_cache_ttl,
     )
     bot = create_bot(settings, agent=agent, today=clock, **({"now": now} if now else {}))
@@ -300,7 +304,11 @@ def session_tour(stack: Stack, out: TextIO) -> None:
 
     def parent() -> Any:
         return next(
-            (m for m in recorder.messages(DEMO_CHANNEL) if m.user == bot and not m.is_reply and SESSION_PROMPT in render_text(m.as_payload())),
+            (
+                m
+                for m in recorder.messages(DEMO_CHANNEL)
+                if m.user == bot and not m.is_reply and SESSION_PROMPT in render_text(m.as_payload())
+            ),
             None,
         )
 
@@ -326,12 +334,18 @@ def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
     it at once (a signed ``POST /hooks/agent``) and says so in the session's thread."""
     recorder = stack.slack.recorder
     row = asyncio.run(stack.bot.services.sessions.store.by_thread(DEMO_CHANNEL, thread_ts))
-    event = {"hook_event_name": "Notification", "session_id": row.session_id, "cwd": "~/src/web",
-             "message": "Permission needed to run `npm publish`", "user": "carol@example.com"}
+    event = {
+        "hook_event_name": "Notification",
+        "session_id": row.session_id,
+        "cwd": "~/src/web",
+        "message": "Permission needed to run `npm publish`",
+        "user": "carol@example.com",
+    }
     body = json.dumps(event).encode()
     stamp = str(int(time.time()))
     answer = httpx.post(
-        f"{stack.bot_server.url}/hooks/agent", content=body,
+        f"{stack.bot_server.url}/hooks/agent",
+        content=body,
         headers={"Content-Type": "application/json", TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: sign(HOOK_SECRET, stamp, body)},
     )
     out.write(f"\n\u2500\u2500 carol's agent runs `agent-bot hook` (Notification): HTTP {answer.status_code} {answer.json()}\n")
@@ -357,7 +371,8 @@ LIMITS_AFTER: Sequence[tuple[str, str]] = (("carol", "limits"), ("bob", "limits 
 def _limits_step(stack: Stack, out: TextIO) -> None:
     """alice approves the credit-limit request bob filed in the tour; print what everyone sees."""
     requests = [
-        m for m in stack.slack.recorder.messages(DEMO_CHANNEL)
+        m
+        for m in stack.slack.recorder.messages(DEMO_CHANNEL)
         if m.blocks and m.blocks[0].get("type") == "header" and "Credit-limit request" in m.blocks[0]["text"]["text"]
     ]
     if not requests:
@@ -382,6 +397,7 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
     for reply in thread[1:]:
         out.write(render_text({"text": reply.text, "blocks": reply.blocks}, users=None) + "\n")
     try:
+
         def outcome_dms() -> list[Any]:  # bob's DM also holds the chart of his `usage 30d chart`
             return [m for m in stack.slack.recorder.messages("D" + PEOPLE["bob"][1:]) if "request #" in (m.text or "").lower()]
 
@@ -406,9 +422,13 @@ def socket_step(stack: Stack, out: TextIO, *, startup_timeout: float = 30.0) -> 
     settings = stack.bot.services.settings
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "AGENT_"))}
     env.update(
-        SLACK_BOT_TOKEN=stack.slack.bot_token, SLACK_APP_TOKEN=stack.slack.app_token, SLACK_API_URL=stack.slack.api_url,
-        AGENT_API_URL=stack.sandbox.url, AGENT_API_KEY=settings.agent_api_key.get_secret_value(),
-        AGENT_BOT_DATABASE_URL=f"sqlite:///{stack.workdir / 'socket.db'}", AGENT_BOT_CONFIG=settings.config_file or "",
+        SLACK_BOT_TOKEN=stack.slack.bot_token,
+        SLACK_APP_TOKEN=stack.slack.app_token,
+        SLACK_API_URL=stack.slack.api_url,
+        AGENT_API_URL=stack.sandbox.url,
+        AGENT_API_KEY=settings.agent_api_key.get_secret_value(),
+        AGENT_BOT_DATABASE_URL=f"sqlite:///{stack.workdir / 'socket.db'}",
+        AGENT_BOT_CONFIG=settings.config_file or "",
         AGENT_BOT_LOG_LEVEL="WARNING",
     )
     hub = stack.slack.socket_mode
@@ -437,8 +457,14 @@ def socket_step(stack: Stack, out: TextIO, *, startup_timeout: float = 30.0) -> 
 
 
 def run_demo(
-    *, interactive: bool = False, users: int = 40, seed: int = 7, hostile: bool = False,
-    out: TextIO = sys.stdout, lines: TextIO = sys.stdin, chart_dir: Path | None = None,
+    *,
+    interactive: bool = False,
+    users: int = 40,
+    seed: int = 7,
+    hostile: bool = False,
+    out: TextIO = sys.stdout,
+    lines: TextIO = sys.stdin,
+    chart_dir: Path | None = None,
 ) -> int:
     """Run the tour (and the interactive loop); returns the exit code (0). ``hostile``: against the
     sandbox's hostile data (``agent-bot sandbox --hostile``)."""

@@ -35,11 +35,10 @@ class RequestIdFilter(logging.Filter):
         record.request_id = request_id.get() or "-"
         return True
 
+
 _TOKENISH = re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s'\"]+")
 REDACTED = "[redacted]"
-INVISIBLE = (
-    "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-)
+INVISIBLE = "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
 """Invisible format characters, as the body of a regex character class: Arabic letter mark,
 zero-width space/joiners, LRM/RLM, line and paragraph separators, bidi embeddings, overrides and
 isolates, word joiner, BOM, interlinear annotations."""

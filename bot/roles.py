@@ -45,7 +45,7 @@ class Role(IntEnum):
     owner = 3
 
     @classmethod
-    def parse(cls, value: str) -> "Role":
+    def parse(cls, value: str) -> Role:
         """``"Manager"``/``"managers"`` -> ``Role.manager``; raises ``ValueError`` for other words."""
         word = value.strip().lower().removesuffix("s")
         try:
@@ -116,7 +116,7 @@ class RolesFile(BaseModel):
         return {str(k): Role.parse(str(v)) for k, v in value.items()}
 
     @classmethod
-    def load(cls, path: str | Path | None) -> "RolesFile":
+    def load(cls, path: str | Path | None) -> RolesFile:
         """Read and validate the file; ``None`` gives an empty configuration."""
         if path is None:
             return cls()
@@ -195,9 +195,7 @@ class RoleResolver:
         self._organization_emails = organization_emails
         self._timeout = lookup_timeout
         self._cache = _TTLCache(ttl, clock)
-        self._listed: dict[Role, set[str]] = {
-            role: {_normalize(entry) for entry in entries} for role, entries in roles.roles.items()
-        }
+        self._listed: dict[Role, set[str]] = {role: {_normalize(entry) for entry in entries} for role, entries in roles.roles.items()}
         self._lock = asyncio.Lock()
 
     async def resolve(self, user_id: str) -> ResolvedUser:
@@ -228,7 +226,7 @@ class RoleResolver:
             return cached
         try:
             members = await asyncio.wait_for(self._slack.user_group_members(handle), self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("user-group look-up of %s took longer than %s s", handle, self._timeout)
             return set()
         if isinstance(members, SlackFailure):

@@ -214,8 +214,7 @@ def summary_fields(summary: SettingsSummary) -> list[tuple[str, str]]:
     defaults = NOT_SET
     if summary.session_defaults:
         defaults = "\n".join(
-            f"{esc(name)}: {esc(value if isinstance(value, str) else compact(value))}"
-            for name, value in summary.session_defaults
+            f"{esc(name)}: {esc(value if isinstance(value, str) else compact(value))}" for name, value in summary.session_defaults
         )
     mp = summary.model_policy
     model_policy = "\n".join(
@@ -280,10 +279,7 @@ def controls_overview(overview: ControlsOverview, *, today: dt.date) -> Payload:
         if not current.changes:
             head.append(section(NO_CHANGES))
     blocks = _capped(head, [change_line(c) for c in current.changes], [context(esc_text(OVERVIEW_HINT))], esc_text(MORE_CHANGES))
-    text = (
-        f"Enterprise controls revision {info.revision}, changed by {_author(info)} "
-        f"on {_day(info)}: {outcome}."
-    )
+    text = f"Enterprise controls revision {info.revision}, changed by {_author(info)} on {_day(info)}: {outcome}."
     return message(blocks, text)
 
 

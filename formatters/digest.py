@@ -115,9 +115,7 @@ def usage_chart_alt_text(label: str, values: Sequence[float], averages: Sequence
 
 def subscribed(channel: str, sub: Subscription, *, new: bool) -> Payload:
     """The reply to ``/agent digest subscribe``."""
-    text = (SUBSCRIBED if new else UPDATED).format(
-        channel=esc(channel), at=sub.post_at.strftime("%H:%M"), tz=esc(sub.tz), days=sub.days
-    )
+    text = (SUBSCRIBED if new else UPDATED).format(channel=esc(channel), at=sub.post_at.strftime("%H:%M"), tz=esc(sub.tz), days=sub.days)
     return message([section(text)], text)
 
 

@@ -90,7 +90,7 @@ HISTORY_TITLE = "Credit-limit requests"
 HISTORY_NONE = "No credit-limit request has been filed yet."
 HISTORY_LINE = "*#{id}* {state} · asked by {requester} {when}{decided} · {entries}"
 INPUT_PROBLEMS = "Nothing was filed: {n} problem{s} in the request."
-INPUT_HINT = "Usage: `/agent limits set <user> <credits> [<user> <credits> ...] [reason=\"...\"]`"
+INPUT_HINT = 'Usage: `/agent limits set <user> <credits> [<user> <credits> ...] [reason="..."]`'
 THREAD_OUTCOME = "{state}: request #{id}{detail}"
 REJECT_MODAL_TITLE = "Reject request"
 REJECT_LABEL = "Why is request #{id} rejected?"
@@ -301,9 +301,7 @@ def known_limits_message(known: Mapping[str, KnownLimit], *, email: str | None =
         blocks += [section(text), context(KNOWN_NOTE)]
         return message(blocks, text)
     lines = [
-        KNOWN_LINE.format(
-            email=esc(k.email), limit=f"{k.limit:,}", when=when(k.set_at), request=k.request_id, who=who(k.approved_by)
-        )
+        KNOWN_LINE.format(email=esc(k.email), limit=f"{k.limit:,}", when=when(k.set_at), request=k.request_id, who=who(k.approved_by))
         for k in known.values()
     ]
     blocks += [section(bullet_list(lines, limit=MAX_TABLE_CHARS, more=MORE_USERS)), context(KNOWN_NOTE)]

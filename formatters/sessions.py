@@ -244,8 +244,12 @@ def start_modal(computers: Sequence[Computer], *, channel: str, default_computer
         {"text": {"type": "plain_text", "text": cut(" ".join(str(c.name or c.id).split()) or c.id, 75)}, "value": cut(c.id, 150)}
         for c in list(computers)[:100]
     ]
-    select: dict[str, Any] = {"type": "static_select", "action_id": "value", "options": options,
-                              "placeholder": {"type": "plain_text", "text": "Choose a computer"}}
+    select: dict[str, Any] = {
+        "type": "static_select",
+        "action_id": "value",
+        "options": options,
+        "placeholder": {"type": "plain_text", "text": "Choose a computer"},
+    }
     initial = next((o for o in options if o["value"] == default_computer), None)
     if initial is not None:
         select["initial_option"] = initial
@@ -258,13 +262,26 @@ def start_modal(computers: Sequence[Computer], *, channel: str, default_computer
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
             {"type": "input", "block_id": START_BLOCKS["computer"], "label": {"type": "plain_text", "text": "Computer"}, "element": select},
-            {"type": "input", "block_id": START_BLOCKS["cwd"], "optional": True,
-             "label": {"type": "plain_text", "text": "Working directory"},
-             "element": {"type": "plain_text_input", "action_id": "value", "max_length": INPUT_MAX}},
-            {"type": "input", "block_id": START_BLOCKS["model"], "optional": True, "label": {"type": "plain_text", "text": "Model"},
-             "element": {"type": "plain_text_input", "action_id": "value", "max_length": 255}},
-            {"type": "input", "block_id": START_BLOCKS["prompt"], "label": {"type": "plain_text", "text": "What should the agent do?"},
-             "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": INPUT_MAX}},
+            {
+                "type": "input",
+                "block_id": START_BLOCKS["cwd"],
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Working directory"},
+                "element": {"type": "plain_text_input", "action_id": "value", "max_length": INPUT_MAX},
+            },
+            {
+                "type": "input",
+                "block_id": START_BLOCKS["model"],
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Model"},
+                "element": {"type": "plain_text_input", "action_id": "value", "max_length": 255},
+            },
+            {
+                "type": "input",
+                "block_id": START_BLOCKS["prompt"],
+                "label": {"type": "plain_text", "text": "What should the agent do?"},
+                "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": INPUT_MAX},
+            },
         ],
     }
 

@@ -90,10 +90,7 @@ def display_name(user: OrganizationUser) -> str:
 def _user_section(user: OrganizationUser, today: dt.date) -> object:
     name = esc(cut(display_name(user), NAME_MAX))
     email = esc(cut(user.email or "", EMAIL_MAX))
-    return section(
-        f"*{name}*  {email}\n"
-        f"Last sign-in: {sign_in(user.last_sign_in_at, today)} \u00b7 Joined: {joined(user.created_at)}"
-    )
+    return section(f"*{name}*  {email}\nLast sign-in: {sign_in(user.last_sign_in_at, today)} \u00b7 Joined: {joined(user.created_at)}")
 
 
 def users_screen(screen: UsersScreen, today: dt.date) -> Payload:

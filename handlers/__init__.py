@@ -23,7 +23,7 @@ SLASH_COMMAND = "/agent"
 def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
     # modules register themselves when called, nothing happens at import time
-    from handlers import computers, controls, digest, limits, reports, sessions, usage, users  # noqa: PLC0415
+    from handlers import computers, controls, digest, limits, reports, sessions, usage, users
 
     for module in (usage, reports, controls, computers, users, sessions, digest, limits):
         module.register(app, router, services)

@@ -23,7 +23,17 @@ from typing import Any
 
 from bot.api import AgentClient
 from bot.commands import SubCommand
-from bot.services.digest import DAYS_CHOICES, DEFAULT_POST_AT, DEFAULT_TZ, DigestService, NotLandedYet, Subscription, latest_day, parse_post_at, parse_tz
+from bot.services.digest import (
+    DAYS_CHOICES,
+    DEFAULT_POST_AT,
+    DEFAULT_TZ,
+    DigestService,
+    NotLandedYet,
+    Subscription,
+    latest_day,
+    parse_post_at,
+    parse_tz,
+)
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
@@ -78,7 +88,6 @@ NOT_LANDED = "Yesterday's ({day}) analytics have not landed yet, so there is no 
 NOT_LANDED_HINT = "The analytics API fills each day in a daily batch; try again later."
 BAD_DAYS = "`days` takes `daily` or `weekdays`, not `{value}`."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
-
 
 
 class SlackUnavailable(RuntimeError):
@@ -170,9 +179,7 @@ async def handle_preview(request: CommandRequest) -> None:
     await request.reply(digest_message(digest))
 
 
-def digest_service(
-    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]
-) -> DigestService:
+def digest_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> DigestService:
     """A :class:`bot.services.digest.DigestService` with this project's formatters, posting through
     ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks)."""
     return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text)

@@ -52,7 +52,11 @@ SET = SubCommand(
     name="limits set",
     summary="Ask to change the credit limits of users; a second person approves in the thread.",
     usage='/agent limits set <user> <credits> [<user> <credits> ...] [reason="..."] | /agent limits set file',
-    examples=('/agent limits set carol@example.com 5000 reason="Q4 migration"', "/agent limits set @carol 2000 dave@example.com 0", "/agent limits set file"),
+    examples=(
+        '/agent limits set carol@example.com 5000 reason="Q4 migration"',
+        "/agent limits set @carol 2000 dave@example.com 0",
+        "/agent limits set file",
+    ),
     details=(
         "Users are e-mails or @mentions of organization users; credits are whole numbers >= 0. The request is posted "
         "in the approvals channel with Approve / Reject / Cancel. You cannot approve your own request; a change above "
@@ -145,7 +149,9 @@ async def _filing(
         return fmt.input_problems([*problems, *found] or [NO_ENTRIES])
     if not user.email:
         return error_message(NO_OWN_EMAIL)
-    filed = await services.limits.file(requester_id=user.user_id, requester_email=user.email, reason=reason, entries=entries, channel=channel)
+    filed = await services.limits.file(
+        requester_id=user.user_id, requester_email=user.email, reason=reason, entries=entries, channel=channel
+    )
     return filed.payload if isinstance(filed, Refusal) else filed
 
 
@@ -231,7 +237,9 @@ class ModalSubmission:
 async def submit_reject(submission: ModalSubmission) -> None:
     """The reject modal: errors on the modal, or ack, then the rejection shown everywhere."""
     workflow = submission.services.limits
-    rejected = await workflow.reject(submission.private_metadata, submission.user.user_id, submission.value(fmt.REJECT_BLOCK, fmt.REJECT_INPUT))
+    rejected = await workflow.reject(
+        submission.private_metadata, submission.user.user_id, submission.value(fmt.REJECT_BLOCK, fmt.REJECT_INPUT)
+    )
     if isinstance(rejected, InvalidSubmission):
         await submission.ack(response_action="errors", errors=rejected.errors)
         return
@@ -250,7 +258,9 @@ async def submit_file(submission: ModalSubmission) -> None:
     services, user = submission.services, submission.user
     channel = submission.private_metadata or user.user_id
     filed = await _filing(services, user, channel, pairs, submission.value(fmt.FILE_REASON_BLOCK, fmt.FILE_INPUT), [])
-    told = await services.slack.ephemeral(channel, user.user_id, fmt.filed_notice(filed, None) if isinstance(filed, LimitRequest) else filed)
+    told = await services.slack.ephemeral(
+        channel, user.user_id, fmt.filed_notice(filed, None) if isinstance(filed, LimitRequest) else filed
+    )
     if isinstance(told, SlackFailure):  # nothing else reaches them; the request (if filed) stands
         logger.warning("could not tell %s about their credit-limit file: %s", user.user_id, told.error)
 

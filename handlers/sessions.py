@@ -31,8 +31,18 @@ from bot.slack import SlackFailure
 from formatters.blocks import Payload, message_link
 from formatters.notices import error_message
 from formatters.sessions import (
-    ARCHIVE_ACTION, PICK_ACTION, REFRESH_ACTION, START_BLOCKS, START_VIEW, SessionRow, computer_choice, session_status,
-    sessions_list, start_modal, started_notice, thread_note,
+    ARCHIVE_ACTION,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    START_BLOCKS,
+    START_VIEW,
+    SessionRow,
+    computer_choice,
+    session_status,
+    sessions_list,
+    start_modal,
+    started_notice,
+    thread_note,
 )
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
 
@@ -42,7 +52,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 START = SubCommand(
-    "session start", "Start an agent session on a computer and follow it in a thread.", START_USAGE,
+    "session start",
+    "Start an agent session on a computer and follow it in a thread.",
+    START_USAGE,
     (
         "/agent session start fix the flaky login test",
         "/agent session start computer=build-01 cwd=~/src/web run the linter",
@@ -58,17 +70,26 @@ START = SubCommand(
 )
 LIST = SubCommand("sessions", "The agent sessions started from this workspace, newest first.", "/agent sessions", ("/agent sessions",))
 STATUS = SubCommand(
-    "session status", "One agent session: status, settings, token usage.", "/agent session status <id>",
-    ("/agent session status 3f2a…",), policy_key="session status",
+    "session status",
+    "One agent session: status, settings, token usage.",
+    "/agent session status <id>",
+    ("/agent session status 3f2a…",),
+    policy_key="session status",
 )
 SET = SubCommand(
-    "session set", "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).", SET_USAGE,
+    "session set",
+    "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).",
+    SET_USAGE,
     ("/agent session set 3f2a… model=fast-model reasoningEffort=high",),
-    details="Only the settings you name are sent (PATCH); the session is shown as the platform returns it.", policy_key="session set",
+    details="Only the settings you name are sent (PATCH); the session is shown as the platform returns it.",
+    policy_key="session set",
 )
 ARCHIVE = SubCommand(
-    "session archive", "Archive a session; I stop following it.", "/agent session archive <id>",
-    ("/agent session archive 3f2a…",), policy_key="session archive",
+    "session archive",
+    "Archive a session; I stop following it.",
+    "/agent session archive <id>",
+    ("/agent session archive 3f2a…",),
+    policy_key="session archive",
 )
 
 SESSIONS_LISTED = 20
@@ -130,9 +151,14 @@ async def handle_start(request: CommandRequest) -> None:
             raise UserInputError(FORM_NOT_OPENED.format(error=opened.error), FORM_NOT_OPENED_HINT)
         return
     start = NewStart(
-        start_key=f"command:{request.body.get('trigger_id') or request.body.get('response_url')}", slack_user=request.user.user_id,
-        user_email=request.user.email, channel=request.channel_id, origin="command", prompt=prompt,
-        cwd=options.get("cwd"), model=options.get("model"),
+        start_key=f"command:{request.body.get('trigger_id') or request.body.get('response_url')}",
+        slack_user=request.user.user_id,
+        user_email=request.user.email,
+        channel=request.channel_id,
+        origin="command",
+        prompt=prompt,
+        cwd=options.get("cwd"),
+        model=options.get("model"),
     )
     payload = start_reply(await services.sessions.start(start, options.get("computer")))
     if payload is not None:
@@ -143,9 +169,12 @@ async def handle_list(request: CommandRequest) -> None:
     rows = await request.services.sessions.recent(SESSIONS_LISTED + 1)
     shown = [
         SessionRow(
-            title=r.title or r.prompt, status="archived" if r.archived else (r.status or "pending"),
-            computer=r.computer_name or r.computer_id or "unknown", slack_user=r.slack_user,
-            link=message_link(r.channel, r.thread_ts), created_at=r.created_at,
+            title=r.title or r.prompt,
+            status="archived" if r.archived else (r.status or "pending"),
+            computer=r.computer_name or r.computer_id or "unknown",
+            slack_user=r.slack_user,
+            link=message_link(r.channel, r.thread_ts),
+            created_at=r.created_at,
         )
         for r in rows
     ]
@@ -218,8 +247,14 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
     await ack()
     user_id = str((body.get("user") or {}).get("id") or "")
     start = NewStart(
-        start_key=f"view:{view.get('id')}", slack_user=user_id, user_email=getattr(context.get("agent_user"), "email", None),
-        channel=view.get("private_metadata") or user_id, origin="modal", prompt=prompt, cwd=cwd, model=value("model"),
+        start_key=f"view:{view.get('id')}",
+        slack_user=user_id,
+        user_email=getattr(context.get("agent_user"), "email", None),
+        channel=view.get("private_metadata") or user_id,
+        origin="modal",
+        prompt=prompt,
+        cwd=cwd,
+        model=value("model"),
     )
     await start_and_tell(services, start, computer_id)
 
@@ -247,9 +282,15 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     prompt, options = split_options(text)
     where = thread_ts or event.get("ts")
     start = NewStart(
-        start_key=f"mention:{channel}:{event.get('ts')}", slack_user=str(event.get("user") or ""),
-        user_email=getattr(context.get("agent_user"), "email", None), channel=channel, origin="mention", prompt=prompt,
-        cwd=options.get("cwd"), model=options.get("model"), thread_ts=where,
+        start_key=f"mention:{channel}:{event.get('ts')}",
+        slack_user=str(event.get("user") or ""),
+        user_email=getattr(context.get("agent_user"), "email", None),
+        channel=channel,
+        origin="mention",
+        prompt=prompt,
+        cwd=options.get("cwd"),
+        model=options.get("model"),
+        thread_ts=where,
     )
     await start_and_tell(services, start, options.get("computer"), thread_ts=where)
 
@@ -257,7 +298,11 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
 def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Wire the session sub-commands, the buttons and menu, the start form, mentions and replies."""
     for spec, handler in (
-        (START, handle_start), (LIST, handle_list), (STATUS, handle_status), (SET, handle_set), (ARCHIVE, handle_archive),
+        (START, handle_start),
+        (LIST, handle_list),
+        (STATUS, handle_status),
+        (SET, handle_set),
+        (ARCHIVE, handle_archive),
     ):
         router.add(spec, handler)
     app.action(REFRESH_ACTION)(action_listener(services, on_refresh))

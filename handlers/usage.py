@@ -124,12 +124,16 @@ async def _send_chart(request: CommandRequest, period: Period) -> None:
         return
     slack = request.services.slack
     dm = await slack.open_dm(request.user.user_id)
-    sent = dm if isinstance(dm, SlackFailure) else await slack.upload(
-        dm,
-        content=png,
-        filename=f"agent-usage-{period.start.isoformat()}-{period.end.isoformat()}.png",
-        title=title,
-        alt_text=usage_chart_alt_text(period.label(), series.values, series.averages),
+    sent = (
+        dm
+        if isinstance(dm, SlackFailure)
+        else await slack.upload(
+            dm,
+            content=png,
+            filename=f"agent-usage-{period.start.isoformat()}-{period.end.isoformat()}.png",
+            title=title,
+            alt_text=usage_chart_alt_text(period.label(), series.values, series.averages),
+        )
     )
     if isinstance(sent, SlackFailure):
         await request.reply(error_message(CHART_FAILED.format(reason=sent.error)))

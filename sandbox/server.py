@@ -41,7 +41,7 @@ class RunningServer:
         self._server.should_exit = True
         self._thread.join(timeout)
 
-    def __enter__(self) -> "RunningServer":
+    def __enter__(self) -> RunningServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -58,9 +58,7 @@ def serve_in_thread(
 ) -> RunningServer:
     """Start ``app`` (any ASGI app) with uvicorn in a daemon thread and wait until it accepts requests."""
     port = port or free_port(host)
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="auto", access_log=False
-    )
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="auto", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()

@@ -54,9 +54,7 @@ APP_URL = "https://app.agent.test"
 Answer = httpx.Response | Exception
 
 
-def json_response(
-    body: Any, status: int = 200, headers: dict[str, str] | None = None
-) -> httpx.Response:
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> httpx.Response:
     """An httpx.Response with a JSON body."""
     return httpx.Response(status, json=body, headers=headers)
 

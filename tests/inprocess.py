@@ -84,8 +84,9 @@ class InProcessClientSide(AsyncSlackClientSide):
         answer_headers = {k: v[0] if isinstance(v, (list, tuple)) else v for k, v in (response.headers or {}).items()}
         return SentRequest(request, response.status, body, answer_headers, time.perf_counter() - started)
 
-    async def send_mention(self, text: str, *, user_id: str, channel_id: str, thread_ts: str | None = None,
-                           as_message_too: bool = True, **delivery: Any) -> SentRequest:
+    async def send_mention(
+        self, text: str, *, user_id: str, channel_id: str, thread_ts: str | None = None, as_message_too: bool = True, **delivery: Any
+    ) -> SentRequest:
         """As the base class, but both deliveries are awaited (the base calls ``send_event`` twice
         without awaiting the second, which only a blocking ``send`` allows)."""
         ts = self.emulator.recorder.next_ts()
@@ -145,21 +146,34 @@ class InProcessBot:
         """``/agent <text>`` typed by ``user`` in ``channel``."""
         return self._reply(await self.client.send_slash_command(text, user_id=user, channel_id=channel, **delivery))
 
-    async def click(self, action_id: str, value: str | None = None, *, user: str, channel: str = DEMO_CHANNEL,
-                    message_ts: str | None = None, message: dict[str, Any] | None = None, **delivery: Any) -> InProcessReply:
+    async def click(
+        self,
+        action_id: str,
+        value: str | None = None,
+        *,
+        user: str,
+        channel: str = DEMO_CHANNEL,
+        message_ts: str | None = None,
+        message: dict[str, Any] | None = None,
+        **delivery: Any,
+    ) -> InProcessReply:
         """A click on ``action_id`` in ``message`` (a payload with ``text``/``blocks``; its ``ts`` is
         ``message_ts``, a fresh one when not given) or in the recorded message ``message_ts``."""
         ts = message_ts or (message or {}).get("ts") or self.stack.slack.recorder.next_ts()
         if message is not None:
             message = {"type": "message", "ts": ts, "text": message.get("text", ""), "blocks": message.get("blocks", [])}
-        sent = await self.client.send_block_action(action_id, value, user_id=user, channel_id=channel, message_ts=ts, message=message, **delivery)
+        sent = await self.client.send_block_action(
+            action_id, value, user_id=user, channel_id=channel, message_ts=ts, message=message, **delivery
+        )
         return self._reply(sent)
 
     async def event(self, event: dict[str, Any], **delivery: Any) -> InProcessReply:
         """An Events API delivery of ``event``."""
         return self._reply(await self.client.send_event(event, **delivery))
 
-    async def message(self, text: str, *, user: str, channel: str = DEMO_CHANNEL, thread_ts: str | None = None, **delivery: Any) -> InProcessReply:
+    async def message(
+        self, text: str, *, user: str, channel: str = DEMO_CHANNEL, thread_ts: str | None = None, **delivery: Any
+    ) -> InProcessReply:
         """A ``message`` event: ``user`` writes ``text`` (in ``thread_ts``'s thread)."""
         return self._reply(await self.client.send_message(text, user_id=user, channel_id=channel, thread_ts=thread_ts, **delivery))
 
@@ -185,7 +199,9 @@ class InProcessStack:
         """Run ``awaitable`` on the bot's event loop and return its result."""
         return self.loop.run_until_complete(awaitable)
 
-    def command(self, text: str, *, user: str = "U0MANAGER", channel: str = DEMO_CHANNEL, timeout: float | None = None, **delivery: Any) -> InProcessReply:
+    def command(
+        self, text: str, *, user: str = "U0MANAGER", channel: str = DEMO_CHANNEL, timeout: float | None = None, **delivery: Any
+    ) -> InProcessReply:
         """As :meth:`bot.demo.Stack.command` (``timeout`` is accepted for compatibility and unused:
         the reply is complete when this returns)."""
         return self.run(self.inprocess.command(text, user=user, channel=channel, **delivery))

@@ -18,8 +18,15 @@ def test_manifest_validates_against_slack_schema(manifest):
     referencing = pytest.importorskip("referencing")
     top = json.loads((SHARED_SLACK / "manifest.schema.json").read_text())
     base = "https://raw.githubusercontent.com/slackapi/manifest-schema/v0.5.0/schemas/"
-    resources = [(base + name, referencing.Resource.from_contents(json.loads((SHARED_SLACK / name).read_text()), default_specification=referencing.jsonschema.DRAFT7))
-                 for name in ("manifest.schema.1.0.0.json", "manifest.schema.2.0.0.json")]
+    resources = [
+        (
+            base + name,
+            referencing.Resource.from_contents(
+                json.loads((SHARED_SLACK / name).read_text()), default_specification=referencing.jsonschema.DRAFT7
+            ),
+        )
+        for name in ("manifest.schema.1.0.0.json", "manifest.schema.2.0.0.json")
+    ]
     registry = referencing.Registry().with_resources(resources)
     validator = jsonschema.Draft7Validator(top, registry=registry)
     errors = list(validator.iter_errors(manifest))

@@ -100,18 +100,14 @@ class AnalyticsAPI(ClientCore):
         return await self._request("GET", f"{ANALYTICS_PATH}/{endpoint}", answer, params=dict(params))
 
     @overload
-    async def get_tokens(
-        self, *, start_date: DateInput, end_date: DateInput, group_by: None = None
-    ) -> AnalyticsResponse[TokenRow]: ...
+    async def get_tokens(self, *, start_date: DateInput, end_date: DateInput, group_by: None = None) -> AnalyticsResponse[TokenRow]: ...
 
     @overload
     async def get_tokens(
         self, *, start_date: DateInput, end_date: DateInput, group_by: Literal["model"]
     ) -> AnalyticsResponse[GroupedTokenRow]: ...
 
-    async def get_tokens(
-        self, *, start_date: DateInput, end_date: DateInput, group_by: str | None = None
-    ) -> AnalyticsResponse[Any]:
+    async def get_tokens(self, *, start_date: DateInput, end_date: DateInput, group_by: str | None = None) -> AnalyticsResponse[Any]:
         """Token consumption per day: GET {base_url}/api/v1/analytics/tokens.
 
         Rows are `TokenRow` (one per day, with by_model and by_user), or with `group_by="model"`
@@ -119,9 +115,7 @@ class AnalyticsAPI(ClientCore):
         2026-01-14 to yesterday, start <= end. Raises AgentAPIValidationError before sending;
         BadRequestError, UnauthorizedError, ForbiddenError (not Manager/Owner), ServerError, ...
         """
-        return await self._analytics(
-            "tokens", start_date=start_date, end_date=end_date, group_by=group_by
-        )
+        return await self._analytics("tokens", start_date=start_date, end_date=end_date, group_by=group_by)
 
     async def get_token_summary(self, *, start_date: DateInput, end_date: DateInput) -> TokenSummaryAnswer:
         """`/tokens` (no group_by) read as `TokenSummaryRow`s (`answer.data`, `answer.meta`):
@@ -136,26 +130,20 @@ class AnalyticsAPI(ClientCore):
         return await self._analytics_view("tokens", TokenTotalsAnswer, start_date=start_date, end_date=end_date)
 
     @overload
-    async def get_tools(
-        self, *, start_date: DateInput, end_date: DateInput, group_by: None = None
-    ) -> AnalyticsResponse[ToolRow]: ...
+    async def get_tools(self, *, start_date: DateInput, end_date: DateInput, group_by: None = None) -> AnalyticsResponse[ToolRow]: ...
 
     @overload
     async def get_tools(
         self, *, start_date: DateInput, end_date: DateInput, group_by: Literal["tool_name"]
     ) -> AnalyticsResponse[GroupedToolRow]: ...
 
-    async def get_tools(
-        self, *, start_date: DateInput, end_date: DateInput, group_by: str | None = None
-    ) -> AnalyticsResponse[Any]:
+    async def get_tools(self, *, start_date: DateInput, end_date: DateInput, group_by: str | None = None) -> AnalyticsResponse[Any]:
         """Tool, MCP, skill, slash-command and hook use per day: GET .../analytics/tools.
 
         Rows are `ToolRow`, or with `group_by="tool_name"` `GroupedToolRow` (tool calls per tool
         per day). Dates and errors as `get_tokens`.
         """
-        return await self._analytics(
-            "tools", start_date=start_date, end_date=end_date, group_by=group_by
-        )
+        return await self._analytics("tools", start_date=start_date, end_date=end_date, group_by=group_by)
 
     @overload
     async def get_activity(
@@ -167,21 +155,15 @@ class AnalyticsAPI(ClientCore):
         self, *, start_date: DateInput, end_date: DateInput, group_by: Literal["client"]
     ) -> AnalyticsResponse[GroupedActivityRow]: ...
 
-    async def get_activity(
-        self, *, start_date: DateInput, end_date: DateInput, group_by: str | None = None
-    ) -> AnalyticsResponse[Any]:
+    async def get_activity(self, *, start_date: DateInput, end_date: DateInput, group_by: str | None = None) -> AnalyticsResponse[Any]:
         """Active users, sessions and messages per day: GET .../analytics/activity.
 
         Rows are `ActivityRow`, or with `group_by="client"` `GroupedActivityRow` (daily active
         users per client type per day). Dates and errors as `get_tokens`.
         """
-        return await self._analytics(
-            "activity", start_date=start_date, end_date=end_date, group_by=group_by
-        )
+        return await self._analytics("activity", start_date=start_date, end_date=end_date, group_by=group_by)
 
-    async def get_productivity(
-        self, *, start_date: DateInput, end_date: DateInput
-    ) -> AnalyticsResponse[ProductivityRow]:
+    async def get_productivity(self, *, start_date: DateInput, end_date: DateInput) -> AnalyticsResponse[ProductivityRow]:
         """Files and git activity made by the agent per day: GET .../analytics/productivity.
 
         No group_by. Dates and errors as `get_tokens`.
@@ -229,13 +211,10 @@ class AnalyticsAPI(ClientCore):
         page_size = validation.page_limit(page_size, name="page_size")
 
         async def fetch(cursor: str | None) -> AnalyticsResponse[UserRow]:
-            return await self.get_users_page(
-                start_date=start, end_date=end, limit=page_size, cursor=cursor
-            )
+            return await self.get_users_page(start_date=start, end_date=end, limit=page_size, cursor=cursor)
 
         def split(page: AnalyticsResponse[UserRow]) -> tuple[list[UserRow], str | None]:
             meta = page.meta
             return page.data, next_cursor(meta.has_more, meta.next_cursor, what="analytics users")
 
         return self._iterate(fetch, split, max_pages=max_pages, what="analytics users")
-

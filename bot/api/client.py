@@ -79,9 +79,7 @@ def _api_key(value: object) -> str:
 def _schema_problems(exc: pydantic.ValidationError, limit: int = 3) -> str:
     """'loc: message' of the first few schema errors, without the offending values."""
     errors = exc.errors(include_url=False, include_input=False)
-    shown = "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or '(body)'}: {e['msg']}" for e in errors[:limit]
-    )
+    shown = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(body)'}: {e['msg']}" for e in errors[:limit])
     more = len(errors) - limit
     return shown + (f"; and {more} more" if more > 0 else "")
 
@@ -164,9 +162,9 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
         # they may be kept a while; concurrent identical requests share one call (async-lru). An
         # answer without a row for its last day (the batch has not landed it yet) is not kept.
         self._fetch_analytics = (
-            _keeping_only_landed(alru_cache(maxsize=ANALYTICS_CACHE_SIZE, ttl=analytics_cache_ttl)(
-                _raising_unlanded(self._fetch_analytics_uncached)
-            ))
+            _keeping_only_landed(
+                alru_cache(maxsize=ANALYTICS_CACHE_SIZE, ttl=analytics_cache_ttl)(_raising_unlanded(self._fetch_analytics_uncached))
+            )
             if analytics_cache_ttl > 0
             else self._fetch_analytics_uncached
         )
@@ -280,9 +278,7 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
             request_sent=True,
         )
 
-    def _parse(
-        self, response: httpx.Response, model: type[ModelT], method: str, path: str
-    ) -> ModelT:
+    def _parse(self, response: httpx.Response, model: type[ModelT], method: str, path: str) -> ModelT:
         context = dict(
             method=method,
             url=path,
@@ -305,18 +301,10 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
             ) from exc
 
     @staticmethod
-    def _decode_lean(
-        response: httpx.Response, model: type[StructT], method: str, path: str, context: dict[str, Any]
-    ) -> StructT:
+    def _decode_lean(response: httpx.Response, model: type[StructT], method: str, path: str, context: dict[str, Any]) -> StructT:
         try:
             return _lean_decoder(model).decode(response.content)
         except msgspec.ValidationError as exc:  # its message names the place, never the value
-            raise MalformedResponseError(
-                f"{method} {path}: the response does not match the spec: {exc}", **context
-            ) from exc
+            raise MalformedResponseError(f"{method} {path}: the response does not match the spec: {exc}", **context) from exc
         except msgspec.DecodeError as exc:
-            raise MalformedResponseError(
-                f"{method} {path}: the response (HTTP {response.status_code}) is not JSON", **context
-            ) from exc
-
-
+            raise MalformedResponseError(f"{method} {path}: the response (HTTP {response.status_code}) is not JSON", **context) from exc

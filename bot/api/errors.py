@@ -259,12 +259,8 @@ def http_error_from_response(
     if isinstance(fields.get("error"), Mapping):  # the common {"error": {code, message}} envelope
         fields = {**fields, **fields["error"]}
     title = _short_text(fields.get("title") or fields.get("code"), secret)
-    detail = _short_text(
-        fields.get("detail") or fields.get("message") or fields.get("error"), secret
-    )
-    request_id = _short_text(
-        fields.get("requestId") or fields.get("request_id") or headers.get("x-request-id"), secret
-    )
+    detail = _short_text(fields.get("detail") or fields.get("message") or fields.get("error"), secret)
+    request_id = _short_text(fields.get("requestId") or fields.get("request_id") or headers.get("x-request-id"), secret)
     if status in _STATUS_CLASSES:
         cls = _STATUS_CLASSES[status]
     elif status >= 500:

@@ -40,7 +40,6 @@ LIMITS_BATCH_SIZE = validation.MAX_LIMIT_ENTRIES
 _ROLE_FILTERS: tuple[str, ...] = get_args(MessageRoleFilter)
 
 
-
 class ManagementAPI(ClientCore):
     """Management endpoints v0 (spec: management-api-v0.md): enterprise-control history, organization
     users and their credit limits, sessions and their messages, computers.
@@ -52,17 +51,13 @@ class ManagementAPI(ClientCore):
     # v0: organization (spec: management-api-v0.md, "Endpoints")
     # ---------------------------------------------------------------------------------------
 
-    async def _v0_list(
-        self, path: str, model: type[ModelT], *, limit: Any, cursor: Any, **params: str | None
-    ) -> ModelT:
+    async def _v0_list(self, path: str, model: type[ModelT], *, limit: Any, cursor: Any, **params: str | None) -> ModelT:
         limit = validation.page_limit(limit)
         cursor = validation.optional(validation.cursor, cursor)
         query = {"limit": str(limit), "cursor": cursor, **params}
         return await self._request("GET", f"{V0_PATH}{path}", model, params=query)
 
-    async def get_enterprise_controls_history(
-        self, *, limit: int = 20, cursor: str | None = None
-    ) -> EnterpriseControlsHistory:
+    async def get_enterprise_controls_history(self, *, limit: int = 20, cursor: str | None = None) -> EnterpriseControlsHistory:
         """One page of enterprise-control changes: GET .../organization/enterprise-controls/history.
 
         `limit` 1-100 (sent as a string); `cursor` from `pagination.next_cursor`. Each change has
@@ -92,17 +87,13 @@ class ManagementAPI(ClientCore):
 
         return self._iterate(fetch, split, max_pages=max_pages, what="enterprise-controls history")
 
-    async def list_organization_users(
-        self, *, limit: int = 20, cursor: str | None = None
-    ) -> OrganizationUserList:
+    async def list_organization_users(self, *, limit: int = 20, cursor: str | None = None) -> OrganizationUserList:
         """One page of organization users: GET /api/v0/organization/users.
 
         `limit` 1-100 (sent as a string); `cursor` from `pagination.next_cursor`.
         Raises as `get_enterprise_controls_history`.
         """
-        return await self._v0_list(
-            "/organization/users", OrganizationUserList, limit=limit, cursor=cursor
-        )
+        return await self._v0_list("/organization/users", OrganizationUserList, limit=limit, cursor=cursor)
 
     def iter_organization_users(
         self, *, page_size: int = 100, max_pages: int = DEFAULT_MAX_PAGES
@@ -132,9 +123,7 @@ class ManagementAPI(ClientCore):
         as is; PartialLimitsUpdateError when a later batch fails (earlier ones were applied).
         """
         checked = validation.credit_limit_entries(entries)
-        chunks = [
-            checked[i : i + LIMITS_BATCH_SIZE] for i in range(0, len(checked), LIMITS_BATCH_SIZE)
-        ]
+        chunks = [checked[i : i + LIMITS_BATCH_SIZE] for i in range(0, len(checked), LIMITS_BATCH_SIZE)]
         updated: list[CreditLimitEntry] = []
         errors: list[CreditLimitError] = []
         for index, chunk in enumerate(chunks):
@@ -201,9 +190,7 @@ class ManagementAPI(ClientCore):
         computer_id = validation.optional(validation.identifier, computer_id, name="computer_id")
         return await self._request("GET", path, Session, params={"computerId": computer_id})
 
-    async def update_session(
-        self, *, session_id: str, session_settings: SessionSettings | Mapping[str, Any]
-    ) -> Session:
+    async def update_session(self, *, session_id: str, session_settings: SessionSettings | Mapping[str, Any]) -> Session:
         """Change a session's settings: PATCH /api/v0/sessions/{sessionId}.
 
         `session_settings` must set at least one member (`token_usage` is never sent). Whether
@@ -231,9 +218,7 @@ class ManagementAPI(ClientCore):
         """
         path = self._session_path(session_id, "messages")
         computer_id = validation.optional(validation.identifier, computer_id, name="computer_id")
-        role_filter = validation.optional(
-            validation.choice, role, name="role", allowed=_ROLE_FILTERS
-        )
+        role_filter = validation.optional(validation.choice, role, name="role", allowed=_ROLE_FILTERS)
         limit = validation.page_limit(limit)
         cursor = validation.optional(validation.cursor, cursor)
         params = {
@@ -292,21 +277,13 @@ class ManagementAPI(ClientCore):
         text = validation.string(text, name="text", allow_empty=True)
         body = {
             "text": text,
-            "images": validation.optional(
-                validation.attachments, images, model=ImageAttachment, name="images"
-            ),
-            "files": validation.optional(
-                validation.attachments, files, model=FileAttachment, name="files"
-            ),
-            "computerId": validation.optional(
-                validation.identifier, computer_id, name="computer_id"
-            ),
+            "images": validation.optional(validation.attachments, images, model=ImageAttachment, name="images"),
+            "files": validation.optional(validation.attachments, files, model=FileAttachment, name="files"),
+            "computerId": validation.optional(validation.identifier, computer_id, name="computer_id"),
         }
         return await self._request("POST", path, MessageSubmission, body=body)
 
-    async def get_message(
-        self, *, session_id: str, message_id: str, computer_id: str | None = None
-    ) -> Message:
+    async def get_message(self, *, session_id: str, message_id: str, computer_id: str | None = None) -> Message:
         """Read one message: GET /api/v0/sessions/{sessionId}/messages/{messageId}.
 
         Raises NotFoundError for an unknown message, and the other bot.api errors.
@@ -335,4 +312,3 @@ class ManagementAPI(ClientCore):
         """
         cid = segment(validation.identifier(computer_id, name="computer_id"))
         return await self._request("POST", f"{V0_PATH}/computers/{cid}/install-deps", Computer)
-

@@ -74,9 +74,7 @@ class _SnakeModel(BaseModel):
 class _CamelModel(BaseModel):
     """Base of v0 and readiness models: snake_case attributes, camelCase wire aliases."""
 
-    model_config = ConfigDict(
-        populate_by_name=True, extra="allow", alias_generator=to_camel, protected_namespaces=()
-    )
+    model_config = ConfigDict(populate_by_name=True, extra="allow", alias_generator=to_camel, protected_namespaces=())
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,9 +93,7 @@ class AnalyticsMeta(_SnakeModel):
     start_date: date
     end_date: date
     has_more: bool = Field(default=False, validation_alias=AliasChoices("has_more", "hasMore"))
-    next_cursor: str | None = Field(
-        default=None, validation_alias=AliasChoices("next_cursor", "nextCursor")
-    )
+    next_cursor: str | None = Field(default=None, validation_alias=AliasChoices("next_cursor", "nextCursor"))
 
 
 RowT = TypeVar("RowT", bound=BaseModel)
@@ -518,9 +514,7 @@ class SessionSettings(_CamelModel):
 
     def to_request(self) -> dict[str, Any]:
         """Wire form for a request body: camelCase, unset members and `tokenUsage` left out."""
-        return self.model_dump(
-            mode="json", by_alias=True, exclude_none=True, exclude={"token_usage"}
-        )
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"token_usage"})
 
 
 class Session(_CamelModel):

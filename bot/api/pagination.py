@@ -54,11 +54,8 @@ async def paginate(
         if cursor is None:
             return
         if cursor in seen:
-            raise MalformedResponseError(
-                f"{what}: the server returned the same cursor twice; stopped to avoid a loop"
-            )
+            raise MalformedResponseError(f"{what}: the server returned the same cursor twice; stopped to avoid a loop")
         seen.add(cursor)
     raise PageLimitExceededError(
-        f"{what}: stopped after {max_pages} pages while the server still reported more "
-        "(raise max_pages or narrow the query)"
+        f"{what}: stopped after {max_pages} pages while the server still reported more (raise max_pages or narrow the query)"
     )

@@ -85,9 +85,7 @@ class ReadinessAPI(ClientCore):
         page_size = validation.positive_int(page_size, name="page_size")
 
         async def fetch(cursor: str | None) -> ReadinessReportList:
-            return await self.list_readiness_reports(
-                repo_id=repo_id, limit=page_size, start_after=cursor
-            )
+            return await self.list_readiness_reports(repo_id=repo_id, limit=page_size, start_after=cursor)
 
         def split(page: ReadinessReportList) -> tuple[list[ReadinessReport], str | None]:
             reports = page.reports
@@ -95,4 +93,3 @@ class ReadinessAPI(ClientCore):
             return reports, reports[-1].report_id if reports and full else None
 
         return self._iterate(fetch, split, max_pages=max_pages, what="readiness reports")
-

@@ -48,9 +48,7 @@ _SECRET_WORDS = frozenset(
         "accesskey", "secretkey", "authorization", "cookie", "cookies", "bearer", "jwt",
     }
 )  # fmt: skip
-_KEY_QUALIFIERS = frozenset(
-    {"api", "private", "access", "secret", "signing", "encryption", "client", "master", "ssh", "license"}
-)
+_KEY_QUALIFIERS = frozenset({"api", "private", "access", "secret", "signing", "encryption", "client", "master", "ssh", "license"})
 _HEADER_MEMBERS = frozenset({"extraheaders", "headers", "httpheaders"})
 _CREDENTIAL_VALUE = re.compile(
     r"^(?:Bearer\s+\S+|Basic\s+[A-Za-z0-9+/=]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}"
@@ -96,9 +94,7 @@ def _redact(value: Any, secret: bool) -> Any:
         return {
             key: _redact(
                 item,
-                secret
-                or is_credential_name(str(key))
-                or (str(key).lower() in _HEADER_MEMBERS and isinstance(item, dict)),
+                secret or is_credential_name(str(key)) or (str(key).lower() in _HEADER_MEMBERS and isinstance(item, dict)),
             )
             for key, item in value.items()
         }

@@ -71,9 +71,7 @@ class RetryPolicy:
     max_delay: float = 8.0
     max_total_seconds: float = 30.0
     retry_after_cap: float = 30.0
-    sleep: Callable[[float], Awaitable[None]] = field(
-        default=asyncio.sleep, repr=False, compare=False
-    )
+    sleep: Callable[[float], Awaitable[None]] = field(default=asyncio.sleep, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):

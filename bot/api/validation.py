@@ -95,9 +95,7 @@ def choice(value: Any, *, name: str, allowed: Sequence[str]) -> str:
     raise _fail(name, f"must be one of {options}, got {_show(value)}")
 
 
-def integer(
-    value: Any, *, name: str, minimum: int | None = None, maximum: int | None = None
-) -> int:
+def integer(value: Any, *, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """An int (bool, float and str refused) within [minimum, maximum]."""
     if not _is_int(value):
         raise _fail(name, f"expected an integer, got {type(value).__name__} {_show(value)}")
@@ -136,14 +134,11 @@ def analytics_date(value: Any, *, name: str, today: date) -> date:
     else:
         day = value
     if day < EARLIEST_ANALYTICS_DATE:
-        raise _fail(
-            name, f"{day} is before {EARLIEST_ANALYTICS_DATE}, the earliest day with analytics"
-        )
+        raise _fail(name, f"{day} is before {EARLIEST_ANALYTICS_DATE}, the earliest day with analytics")
     if day >= today:
         raise _fail(
             name,
-            f"{day} is today or later (UTC); analytics cover days up to yesterday, "
-            "as data lands the day after",
+            f"{day} is today or later (UTC); analytics cover days up to yesterday, as data lands the day after",
         )
     return day
 
@@ -207,9 +202,7 @@ def attachments(value: Any, model: type[pydantic.BaseModel], *, name: str) -> li
     """A list of attachments (models or dicts), returned in wire form."""
     items = _sequence(value, name=name)
     return [
-        model_input(item, model, name=f"{name}[{i}]").model_dump(
-            mode="json", by_alias=True, exclude_none=True
-        )
+        model_input(item, model, name=f"{name}[{i}]").model_dump(mode="json", by_alias=True, exclude_none=True)
         for i, item in enumerate(items)
     ]
 

@@ -424,9 +424,7 @@ def utc_moment(value: datetime | str) -> datetime | None:
 def revision_info(change: EnterpriseControlChange) -> RevisionInfo:
     """The :class:`RevisionInfo` of an API change (one odd ``updatedAt`` never fails the reply)."""
     raw = change.updated_at if isinstance(change.updated_at, str) else change.updated_at.isoformat()
-    return RevisionInfo(
-        change.revision, change.user.name or None, change.user.email or None, utc_moment(change.updated_at), raw
-    )
+    return RevisionInfo(change.revision, change.user.name or None, change.user.email or None, utc_moment(change.updated_at), raw)
 
 
 def _changes_of(change: EnterpriseControlChange, previous: EnterpriseControlChange | None) -> RevisionChanges:
@@ -505,4 +503,3 @@ async def fetch_diff(agent: AgentClient, first: int, second: int) -> ControlsDif
         raise UnknownRevisionError(missing, sorted(seen))
     old, new = seen[low], seen[high]
     return ControlsDiff(revision_info(old), revision_info(new), diff_settings(old.settings, new.settings))
-

@@ -65,9 +65,9 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals, render_tokens_chart, tokens_series
 from bot.services.periods import EARLIEST, Period
-from bot.store import Store, metadata
 from bot.services.usage import UsageSummary, fetch_usage
 from bot.slack import Payload, SlackFailure, SlackGateway
+from bot.store import Store, metadata
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -193,7 +193,7 @@ class DigestRepository:
                 "tz": sub.tz,
                 "days": sub.days,
                 "created_by": sub.created_by,
-                "created_at": sub.created_at or dt.datetime.now(dt.timezone.utc),
+                "created_at": sub.created_at or dt.datetime.now(dt.UTC),
             }
             with self.store.engine.begin() as conn:
                 changed = conn.execute(
@@ -227,12 +227,7 @@ class DigestRepository:
         def work() -> list[Subscription]:
             with self.store.engine.connect() as conn:
                 rows = conn.execute(select(digest_subscriptions).order_by(digest_subscriptions.c.channel_id)).all()
-            return [
-                Subscription(
-                    r.channel_id, parse_post_at(r.post_at), r.tz, r.days, r.created_by, _aware(r.created_at)
-                )
-                for r in rows
-            ]
+            return [Subscription(r.channel_id, parse_post_at(r.post_at), r.tz, r.days, r.created_by, _aware(r.created_at)) for r in rows]
 
         return await self.store._run(work)
 
@@ -274,8 +269,13 @@ class DigestRepository:
                 with self.store.engine.begin() as conn:
                     conn.execute(
                         insert(digest_posts).values(
-                            channel_id=channel_id, day=day, claimed_by=owner, claimed_at=now,
-                            lease_until=now + LEASE, attempts=1, skipped_days=skipped_text,
+                            channel_id=channel_id,
+                            day=day,
+                            claimed_by=owner,
+                            claimed_at=now,
+                            lease_until=now + LEASE,
+                            attempts=1,
+                            skipped_days=skipped_text,
                         )
                     )
                 return Claim(channel_id, day, owner, 1, now, tuple(skipped))
@@ -300,14 +300,19 @@ class DigestRepository:
 
         def work() -> bool:
             with self.store.engine.begin() as conn:
-                return conn.execute(
-                    update(digest_posts)
-                    .where(
-                        digest_posts.c.channel_id == claim.channel_id, digest_posts.c.day == claim.day,
-                        digest_posts.c.claimed_by == claim.owner, digest_posts.c.message_ts.is_(None),
-                    )
-                    .values(message_ts=message_ts, posted_at=now)
-                ).rowcount == 1
+                return (
+                    conn.execute(
+                        update(digest_posts)
+                        .where(
+                            digest_posts.c.channel_id == claim.channel_id,
+                            digest_posts.c.day == claim.day,
+                            digest_posts.c.claimed_by == claim.owner,
+                            digest_posts.c.message_ts.is_(None),
+                        )
+                        .values(message_ts=message_ts, posted_at=now)
+                    ).rowcount
+                    == 1
+                )
 
         return await self.store._run(work)
 
@@ -319,8 +324,10 @@ class DigestRepository:
                 conn.execute(
                     update(digest_posts)
                     .where(
-                        digest_posts.c.channel_id == claim.channel_id, digest_posts.c.day == claim.day,
-                        digest_posts.c.claimed_by == claim.owner, digest_posts.c.message_ts.is_(None),
+                        digest_posts.c.channel_id == claim.channel_id,
+                        digest_posts.c.day == claim.day,
+                        digest_posts.c.claimed_by == claim.owner,
+                        digest_posts.c.message_ts.is_(None),
                     )
                     .values(lease_until=now)
                 )
@@ -342,7 +349,7 @@ class DigestRepository:
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     if value is not None and value.tzinfo is None:  # SQLite drops the zone
-        return value.replace(tzinfo=dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC)
     return value
 
 
@@ -351,7 +358,7 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
 
 @dataclass(frozen=True)
 class Callout:
-    """"What changed most": ``kind`` (``user`` or ``tool``), ``name``, the day's ``value`` and the
+    """ "What changed most": ``kind`` (``user`` or ``tool``), ``name``, the day's ``value`` and the
     ``usual`` level (mean of the 7 days before), in ``unit`` (``billable tokens`` or ``calls``)."""
 
     kind: str
@@ -385,7 +392,7 @@ class Digest:
 
 def latest_day(now: dt.datetime) -> dt.date:
     """The latest UTC day analytics can have: yesterday (UTC)."""
-    return now.astimezone(dt.timezone.utc).date() - dt.timedelta(days=1)
+    return now.astimezone(dt.UTC).date() - dt.timedelta(days=1)
 
 
 def _require_day(rows: Iterable[Any], day: dt.date, what: str) -> None:
@@ -403,6 +410,7 @@ class CountingClient:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._client, name)
         if name.startswith("get_"):
+
             async def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls += 1
                 return await attr(*args, **kwargs)
@@ -411,9 +419,7 @@ class CountingClient:
         return attr
 
 
-async def fetch_digest(
-    client: AgentClient, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None
-) -> Digest:
+async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None) -> Digest:
     """Fetch and aggregate the digest of ``day``. Raises :class:`NotLandedYet` when an answer lacks
     ``day``'s row, and the client's :class:`bot.api.AgentAPIError` subclasses.
 
@@ -651,7 +657,7 @@ class DigestService:
 
     async def _skipped(self, sub: Subscription, day: dt.date) -> tuple[dt.date, ...]:
         last = await self.repo.last_posted(sub.channel_id)
-        created = (sub.created_at or self.now()).astimezone(dt.timezone.utc).date() - dt.timedelta(days=1)
+        created = (sub.created_at or self.now()).astimezone(dt.UTC).date() - dt.timedelta(days=1)
         start = max(created, (last["day"] + dt.timedelta(days=1)) if last else created, day - dt.timedelta(days=MAX_CATCH_UP_DAYS))
         days = []
         current = start
@@ -702,15 +708,21 @@ class DigestService:
         if failure.permanent:
             logger.warning(
                 "digest of %s into %s refused by Slack (%s: %s); the subscription stays, tried again at the next tick",
-                claim.day, claim.channel_id, failure.method, failure.error,
+                claim.day,
+                claim.channel_id,
+                failure.method,
+                failure.error,
             )
         else:
             logger.warning(
                 "digest of %s into %s failed (%s: %s, transient); retried at the next tick",
-                claim.day, claim.channel_id, failure.method, failure.error,
+                claim.day,
+                claim.channel_id,
+                failure.method,
+                failure.error,
             )
 
-    async def _find_posted(self, claim: Claim) -> str | None | SlackFailure:
+    async def _find_posted(self, claim: Claim) -> str | SlackFailure | None:
         """The ts of this claim's digest when a previous attempt posted it (its message metadata),
         looked for in the channel's history since :data:`FIND_BACK` before the claim was first made;
         None when there is none; a :class:`bot.slack.SlackFailure` when the history cannot be read."""

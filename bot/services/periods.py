@@ -80,9 +80,7 @@ def parse_period(text: str | None, today: dt.date) -> Period:
     if period.start > period.end:
         raise PeriodError(f"`{text}`: the range starts after it ends. {PERIOD_HELP}")
     if period.end > last:
-        raise PeriodError(
-            f"`{text}`: data runs through yesterday, {last.isoformat()} (UTC); today's numbers land tomorrow. {PERIOD_HELP}"
-        )
+        raise PeriodError(f"`{text}`: data runs through yesterday, {last.isoformat()} (UTC); today's numbers land tomorrow. {PERIOD_HELP}")
     if period.start < EARLIEST:
         raise PeriodError(f"`{text}`: data starts {EARLIEST.isoformat()}. {PERIOD_HELP}")
     return period

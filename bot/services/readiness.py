@@ -211,10 +211,7 @@ class Report:
             created_at=report.created_at_datetime.astimezone(UTC),
             repository=Repository.from_url(report.repo_url),
             apps=tuple(sorted((path, app.description) for path, app in report.apps.items())),
-            criteria=tuple(
-                Criterion(cid, ev.numerator, ev.denominator, ev.rationale)
-                for cid, ev in sorted(report.report.items())
-            ),
+            criteria=tuple(Criterion(cid, ev.numerator, ev.denominator, ev.rationale) for cid, ev in sorted(report.report.items())),
             commit_hash=report.commit_hash,
             branch=report.branch,
             has_local_changes=report.has_local_changes,
@@ -510,10 +507,7 @@ async def overview(agent: AgentClient, *, page_size: int | None = None, max_page
     per_repository: dict[str, list[Report]] = {}
     for report in listing.reports:
         per_repository.setdefault(report.repository.key, []).append(report)
-    summaries = [
-        RepositorySummary(reports[0].repository, _newest_first(reports)[0], len(reports))
-        for reports in per_repository.values()
-    ]
+    summaries = [RepositorySummary(reports[0].repository, _newest_first(reports)[0], len(reports)) for reports in per_repository.values()]
     return Overview(tuple(worst_first(summaries)), listing.walk())
 
 
@@ -526,9 +520,7 @@ class FoundReport:
     walk: Walk
 
 
-async def find_report(
-    agent: AgentClient, report_id: str, *, page_size: int | None = None, max_pages: int | None = None
-) -> FoundReport:
+async def find_report(agent: AgentClient, report_id: str, *, page_size: int | None = None, max_pages: int | None = None) -> FoundReport:
     """Walk the listing until the report ``report_id`` is met (there is no endpoint for one report)."""
     listing = _Listing(agent, page_size, max_pages)
 

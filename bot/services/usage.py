@@ -221,9 +221,7 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
         previous=_totals(previous_rows) if previous_rows else None,
         top_models=rank(_sum_by((m.model_id, m.billable_tokens) for r in tokens for m in r.by_model)),
         top_tools=rank(_sum_by((t.tool, t.invocations) for r in tools for t in r.by_tool)),
-        top_mcp_servers=rank(
-            _sum_by(((s.server, s.invocations) for r in tools for s in r.mcp_by_server), fold_case=True)
-        ),
+        top_mcp_servers=rank(_sum_by(((s.server, s.invocations) for r in tools for s in r.mcp_by_server), fold_case=True)),
         clients=rank(clients, limit=None),
         top_users=rank(users),
     )

@@ -110,17 +110,21 @@ class Fleet:
         self.computers: dict[str, Computer] = {}
         for cid, name, provider, status, hostname, user, age in FLEET:
             created = now - age * DAY_MS
-            self.computers[cid] = Computer(
-                cid, name, provider, created, status, _steps(status, created), hostname, user
-            )
+            self.computers[cid] = Computer(cid, name, provider, created, status, _steps(status, created), hostname, user)
 
     def add(self, computers: list[dict]) -> None:
         """Add computers given as ``{id, name, providerType, createdAt, status, hostname,
         remoteUser, steps}`` (the hostile fleet), after the others."""
         for c in computers:
             self.computers[c["id"]] = Computer(
-                c["id"], c["name"], c["providerType"], c["createdAt"], c["status"], c["steps"],
-                c.get("hostname"), c.get("remoteUser"),
+                c["id"],
+                c["name"],
+                c["providerType"],
+                c["createdAt"],
+                c["status"],
+                c["steps"],
+                c.get("hostname"),
+                c.get("remoteUser"),
             )
 
     def get(self, computer_id: str) -> Computer | None:

@@ -93,39 +93,25 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = SandboxConfig()
     group = parser.add_argument_group("sandbox Agent API")
     group.add_argument("--seed", type=int, default=defaults.seed, help="data seed (default %(default)s)")
-    group.add_argument(
-        "--users", type=int, default=defaults.users, help="organization size (default %(default)s)"
-    )
+    group.add_argument("--users", type=int, default=defaults.users, help="organization size (default %(default)s)")
     group.add_argument("--api-key", default=defaults.api_key, help="owner API key (default %(default)s)")
-    group.add_argument(
-        "--member-key", default=defaults.member_key, help="member API key (default %(default)s)"
-    )
-    group.add_argument(
-        "--latency-ms", type=int, default=defaults.latency_ms, help="added latency per request"
-    )
-    group.add_argument(
-        "--error-rate", type=float, default=defaults.error_rate, help="fraction of requests answered 500"
-    )
+    group.add_argument("--member-key", default=defaults.member_key, help="member API key (default %(default)s)")
+    group.add_argument("--latency-ms", type=int, default=defaults.latency_ms, help="added latency per request")
+    group.add_argument("--error-rate", type=float, default=defaults.error_rate, help="fraction of requests answered 500")
     group.add_argument(
         "--rate-limit-every",
         type=int,
         default=defaults.rate_limit_every,
         help="answer every Nth request 429 (0: never)",
     )
-    group.add_argument(
-        "--hang-rate", type=float, default=defaults.hang_rate, help="fraction of requests that hang"
-    )
-    group.add_argument(
-        "--hang-seconds", type=float, default=defaults.hang_seconds, help="how long a hang lasts"
-    )
+    group.add_argument("--hang-rate", type=float, default=defaults.hang_rate, help="fraction of requests that hang")
+    group.add_argument("--hang-seconds", type=float, default=defaults.hang_seconds, help="how long a hang lasts")
     group.add_argument(
         "--hostile",
         action="store_true",
         help="hostile but spec-legal data: pings, links, markup, RTL, 5,000-character values, huge lists",
     )
-    group.add_argument(
-        "--today", type=_date, default=None, help="pin the sandbox's date (YYYY-MM-DD; default: UTC today)"
-    )
+    group.add_argument("--today", type=_date, default=None, help="pin the sandbox's date (YYYY-MM-DD; default: UTC today)")
     group.add_argument(
         "--lands-at",
         type=_time_of_day,

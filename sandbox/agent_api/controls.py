@@ -181,9 +181,7 @@ CHANGES: tuple[Callable[[dict, list[Person]], None], ...] = (
         customModels=lambda s, p: s["customModels"] + [CLOUD_MODEL],
         mcpAutonomyOverrides={"github": "auto-low"},
     ),
-    _set(
-        missionPolicy__restrictedAccess=True, missionPolicy__allowedUserIds=lambda s, p: [x.id for x in p[:2]]
-    ),
+    _set(missionPolicy__restrictedAccess=True, missionPolicy__allowedUserIds=lambda s, p: [x.id for x in p[:2]]),
     _set(sessionRetentionDays=60, restrictMemberVisibility=True),
 )
 
@@ -197,9 +195,7 @@ def generate_history(seed: int, people: list[Person], today: dt.date) -> list[di
     for change in CHANGES:
         snapshots.append(copy.deepcopy(snapshots[-1]))
         change(snapshots[-1], people)
-    moment = dt.datetime.combine(today, dt.time(16, 30), dt.UTC) - dt.timedelta(
-        days=rng.randint(1, 3)
-    )
+    moment = dt.datetime.combine(today, dt.time(16, 30), dt.UTC) - dt.timedelta(days=rng.randint(1, 3))
     changes = []
     for revision in range(len(snapshots), 0, -1):
         author = admins[(revision - 1) % len(admins)]

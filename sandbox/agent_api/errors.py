@@ -55,9 +55,7 @@ def is_analytics(path: str) -> bool:
     return path == ANALYTICS_PREFIX or path.startswith(ANALYTICS_PREFIX + "/")
 
 
-def error_response(
-    path: str, status: int, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
+def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """The error response for ``path``'s API family."""
     request_id = f"req_{uuid.uuid4().hex[:20]}"
     if is_analytics(path):

@@ -198,9 +198,7 @@ def reports(normal: list[dict]) -> list[dict]:
         "createdAt": newest + 60_000,
         "repoUrl": "https://github.com/acme/web",
         "apps": apps,
-        "report": {
-            f"{text(i)[:20]}_{i}": {"numerator": i % 3, "denominator": 2, "rationale": text(i)} for i in range(CRITERIA)
-        },
+        "report": {f"{text(i)[:20]}_{i}": {"numerator": i % 3, "denominator": 2, "rationale": text(i)} for i in range(CRITERIA)},
         "commitHash": text(4),
         "branch": text(6),
         "hasLocalChanges": None,
@@ -251,8 +249,8 @@ def computers(now_ms: int) -> list[dict]:
 
 def history(normal: list[dict]) -> list[dict]:
     """:data:`REVISIONS` revisions (newest first): hostile authors, odd dates, hostile setting keys
-    and values, custom models with secret API keys (:data:`CUSTOM_MODELS` of them in the newest ten
-revisions, five before: a history page stays a few megabytes)."""
+        and values, custom models with secret API keys (:data:`CUSTOM_MODELS` of them in the newest ten
+    revisions, five before: a history page stays a few megabytes)."""
     base = copy.deepcopy(normal[0]["settings"]) if normal else {}
     changes = []
     moment = dt.datetime(2026, 11, 20, 12, tzinfo=dt.UTC)

@@ -97,9 +97,7 @@ def _session(request: Request, computer_id: object = None) -> Session:
     session = request.app.state.sandbox.sessions.get(session_id)
     computer_id = computer_id if computer_id is not None else request.query_params.get("computerId")
     if session is None or (computer_id is not None and computer_id != session.computer_id):
-        raise not_found(
-            f"session {session_id} not found" + (f" on computer {computer_id}" if computer_id else "")
-        )
+        raise not_found(f"session {session_id} not found" + (f" on computer {computer_id}" if computer_id else ""))
     return session
 
 

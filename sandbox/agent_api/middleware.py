@@ -53,13 +53,7 @@ class GateMiddleware:
         scheme, _, key = authorization.partition(" ")
         role = self.sandbox.roles.get(key.strip()) if scheme.lower() == "bearer" else None
         if role is None:
-            raise ApiError(
-                401, "missing or invalid API key" if authorization else "missing Authorization header"
-            )
-        allowed = next(
-            (roles for prefix, roles in ACCESS if path == prefix or path.startswith(prefix + "/")), ANY_ROLE
-        )
+            raise ApiError(401, "missing or invalid API key" if authorization else "missing Authorization header")
+        allowed = next((roles for prefix, roles in ACCESS if path == prefix or path.startswith(prefix + "/")), ANY_ROLE)
         if role not in allowed:
-            raise ApiError(
-                403, f"the {role} role may not use this endpoint; the Manager or Owner role is required"
-            )
+            raise ApiError(403, f"the {role} role may not use this endpoint; the Manager or Owner role is required")

@@ -86,9 +86,7 @@ class Person:
 
     def to_v0(self, today: dt.date) -> dict:
         """The v0 organization-user object."""
-        created = dt.datetime.combine(self.joined, dt.time(9, 0), dt.UTC) + dt.timedelta(
-            minutes=self.index % 480
-        )
+        created = dt.datetime.combine(self.joined, dt.time(9, 0), dt.UTC) + dt.timedelta(minutes=self.index % 480)
         days_ago = 1 + (self.index * 7) % 13
         signed_in = dt.datetime.combine(today - dt.timedelta(days=days_ago), dt.time(8, 0), dt.UTC)
         signed_in += dt.timedelta(minutes=(self.index * 37) % 600)
@@ -152,9 +150,7 @@ def generate_people(seed: int, count: int) -> list[Person]:
             joined = ORG_CREATED + dt.timedelta(days=index * 3)
         else:
             combo = (offset + index * stride) % combos
-            traits = _random_traits(
-                rng, FIRST_NAMES[combo // len(LAST_NAMES)], LAST_NAMES[combo % len(LAST_NAMES)]
-            )
+            traits = _random_traits(rng, FIRST_NAMES[combo // len(LAST_NAMES)], LAST_NAMES[combo % len(LAST_NAMES)])
             lap = index // combos  # a second lap through the name combinations gets a numeric suffix
             traits["email"] = traits["email"].replace("@", f"{lap + 1}@") if lap else traits["email"]
             joined = ORG_CREATED + dt.timedelta(days=int(rng.triangular(0, 200, 60)))

@@ -94,9 +94,7 @@ def generate_reports(seed: int, today: dt.date) -> list[dict]:
                 "createdAt": created,
                 "repoUrl": REPO_PREFIX + slug,
                 "apps": {path: {"description": text} for path, text in apps.items()},
-                "report": {
-                    c: _evaluate(c, apps, min(1.0, p + 0.35 * progress), rng) for c, p in base.items()
-                },
+                "report": {c: _evaluate(c, apps, min(1.0, p + 0.35 * progress), rng) for c, p in base.items()},
             }
             if rng.random() >= 0.25:
                 report.update(
@@ -124,9 +122,7 @@ def _evaluate(criterion: str, apps: dict, pass_rate: float, rng) -> dict:
     if not failing:
         rationale = f"Pass: {meaning} ({numerator}/{len(units)})."
     elif per_app:
-        rationale = (
-            f"{numerator}/{len(units)} applications pass: {meaning}. Missing in: {', '.join(failing)}."
-        )
+        rationale = f"{numerator}/{len(units)} applications pass: {meaning}. Missing in: {', '.join(failing)}."
     else:
         rationale = f"Fail: not found; expected that {meaning}."
     return {"numerator": numerator, "denominator": len(units), "rationale": rationale}

@@ -78,9 +78,7 @@ SYSTEM_TEXT = "Session context: working directory {cwd}; tools enabled."
 THINKING_TEXT = "(reasoning kept for the model only)"
 PLAN_TEXT = "Plan: look at the code, make the change, run the checks."
 ERROR_TEXT = "A command failed: exit status 1 (see the output above)."
-REPLY_TEMPLATE = (
-    'Done. You asked: "{quote}"\n\nWhat I did in {cwd}:\n- {action}\n{attachments}\nReply to continue.'
-)
+REPLY_TEMPLATE = 'Done. You asked: "{quote}"\n\nWhat I did in {cwd}:\n- {action}\n{attachments}\nReply to continue.'
 
 
 def validate_settings(value: object) -> dict:
@@ -100,10 +98,7 @@ def validate_settings(value: object) -> dict:
             ok = isinstance(member, (int, float)) and not isinstance(member, bool)
         elif name == "tags":
             ok = isinstance(member, list) and all(
-                isinstance(tag, dict)
-                and isinstance(tag.get("name"), str)
-                and isinstance(tag.get("metadata", {}), dict)
-                for tag in member
+                isinstance(tag, dict) and isinstance(tag.get("name"), str) and isinstance(tag.get("metadata", {}), dict) for tag in member
             )
         else:
             raise bad_request(f"unknown sessionSettings member {name!r}")

@@ -122,12 +122,7 @@ class ModelUse:
 
     @property
     def billable_tokens(self) -> int:
-        return (
-            self.input_tokens
-            + self.output_tokens
-            + self.cache_read_tokens // 10
-            + self.cache_write_tokens * 5 // 4
-        )
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens // 10 + self.cache_write_tokens * 5 // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,15 +387,10 @@ class DayData:
                     "user_id": ud.person.id,
                     "user_email": ud.person.analytics_email,
                     "billable_tokens": ud.billable_tokens,
-                    "by_model": [
-                        _model_item(u.model_id, u.billable_tokens, u.input_tokens, u.output_tokens)
-                        for u in ud.detail.models
-                    ],
+                    "by_model": [_model_item(u.model_id, u.billable_tokens, u.input_tokens, u.output_tokens) for u in ud.detail.models],
                 }
             )
-        by_model = [
-            _model_item(m, *sums) for m, sums in sorted(per_model.items(), key=lambda kv: (-kv[1][0], kv[0]))
-        ]
+        by_model = [_model_item(m, *sums) for m, sums in sorted(per_model.items(), key=lambda kv: (-kv[1][0], kv[0]))]
         return {
             "date": self.date.isoformat(),
             "billable_tokens": sum(item["billable_tokens"] for item in by_model),
@@ -663,9 +653,7 @@ class Dataset:
         parts = (self.encoded(start + dt.timedelta(days=n)).rows[kind] for n in range((end - start).days + 1))
         return b"[" + b",".join(part for part in parts if part) + b"]"
 
-    def encoded_user_rows(
-        self, start: dt.date, end: dt.date, limit: int, cursor: str | None
-    ) -> tuple[bytes, str | None]:
+    def encoded_user_rows(self, start: dt.date, end: dt.date, limit: int, cursor: str | None) -> tuple[bytes, str | None]:
         """:meth:`user_rows` as the encoded ``data`` array (same rows, same order, same cursor)."""
         days = [start + dt.timedelta(days=n) for n in range((end - start).days + 1)]
         union = 0
@@ -680,9 +668,7 @@ class Dataset:
         return b"[" + b",".join(rows) + b"]", (self.people[page[-1]].id if more else None)
 
     # -- /users ----------------------------------------------------------------------------------------
-    def user_rows(
-        self, start: dt.date, end: dt.date, limit: int, cursor: str | None
-    ) -> tuple[list[dict], str | None]:
+    def user_rows(self, start: dt.date, end: dt.date, limit: int, cursor: str | None) -> tuple[list[dict], str | None]:
         """One ``/users`` page: every row (one per active day) of the next ``limit`` people after ``cursor``.
 
         People are walked in ID order; a person with no active day in the range is skipped. Returns the

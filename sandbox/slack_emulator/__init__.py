@@ -43,21 +43,17 @@ from .recorder import (
     WaitTimeout,
 )
 from .render import render_mrkdwn, render_text
-from .socket_mode import DEFAULT_APP_TOKEN, Ack, Envelope, SocketModeClientSide, SocketModeHub, SocketModeTimeout
 from .response_urls import LIFETIME_SECONDS, MAX_USES, ResponseUrlOrigin, ResponseUrlRegistry
+from .socket_mode import DEFAULT_APP_TOKEN, Ack, Envelope, SocketModeClientSide, SocketModeHub, SocketModeTimeout
 
 __all__ = [
     "DEFAULT_APP_TOKEN",
-    "Ack",
-    "Envelope",
-    "SocketModeClientSide",
-    "SocketModeHub",
-    "SocketModeTimeout",
     "DEFAULT_BOT_TOKEN",
     "DEFAULT_SIGNING_SECRET",
     "DEFAULT_VERIFICATION_TOKEN",
     "LIFETIME_SECONDS",
     "MAX_USES",
+    "Ack",
     "ApiCall",
     "AsyncSlackClientSide",
     "BotIdentity",
@@ -66,6 +62,7 @@ __all__ = [
     "EmulatedChannel",
     "EmulatedUser",
     "EmulatedUserGroup",
+    "Envelope",
     "Ephemeral",
     "Message",
     "MessageUpdate",
@@ -79,6 +76,9 @@ __all__ = [
     "SlackClientSide",
     "SlackEmulator",
     "SlackRequest",
+    "SocketModeClientSide",
+    "SocketModeHub",
+    "SocketModeTimeout",
     "Team",
     "UploadedFile",
     "WaitTimeout",

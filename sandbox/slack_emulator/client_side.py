@@ -140,9 +140,7 @@ class _ClientSide(Generic[R]):
     ) -> R:
         """A slash command, e.g. ``/agent usage 7d``, typed by ``user_id`` in ``channel_id``."""
         team = self.emulator.directory.team
-        response_url_id, response_url = self.emulator.issue_response_url(
-            ResponseUrlOrigin("slash_command", channel_id, user_id)
-        )
+        response_url_id, response_url = self.emulator.issue_response_url(ResponseUrlOrigin("slash_command", channel_id, user_id))
         fields = {
             "token": self.emulator.verification_token,
             "team_id": team.id,
@@ -158,9 +156,7 @@ class _ClientSide(Generic[R]):
             "response_url": response_url,
             "trigger_id": self._trigger_id(),
         }
-        request = SlackRequest(
-            "slash_command", urlencode(fields), FORM, fields, response_url_id, response_url
-        )
+        request = SlackRequest("slash_command", urlencode(fields), FORM, fields, response_url_id, response_url)
         return self.send(request, **delivery)
 
     def send_block_action(
@@ -289,9 +285,7 @@ class _ClientSide(Generic[R]):
         body = urlencode({"payload": json.dumps(payload)})
         return self.send(SlackRequest("view_submission", body, FORM, payload), **delivery)
 
-    def send_event(
-        self, event: dict[str, Any], *, event_id: str | None = None, **delivery: Unpack[DeliveryOptions]
-    ) -> R:
+    def send_event(self, event: dict[str, Any], *, event_id: str | None = None, **delivery: Unpack[DeliveryOptions]) -> R:
         """An Events API ``event_callback`` wrapping ``event`` (``event_ts``, and for messages
         ``ts``/``team``/``channel_type``, are filled in when missing)."""
         event = self._complete_event(event)

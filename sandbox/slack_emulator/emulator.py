@@ -129,9 +129,7 @@ class SlackEmulator:
         """A blocking client side that sends signed requests to ``{bot_url}{path}``."""
         return SlackClientSide(self, bot_url, path=path, timeout=timeout)
 
-    def async_client(
-        self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0
-    ) -> AsyncSlackClientSide:
+    def async_client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> AsyncSlackClientSide:
         """The same as :meth:`client`, with coroutine methods."""
         return AsyncSlackClientSide(self, bot_url, path=path, timeout=timeout)
 

@@ -233,9 +233,7 @@ class Recorder:
         with self._changed:
             return [call for call in self._store.calls if method in (None, call.method)]
 
-    def messages(
-        self, channel: str | None = None, thread_ts: str | None = None, *, include_deleted: bool = False
-    ) -> list[Message]:
+    def messages(self, channel: str | None = None, thread_ts: str | None = None, *, include_deleted: bool = False) -> list[Message]:
         """Messages in ``ts`` order. With ``thread_ts``: the thread's parent and its replies, like
         ``conversations.replies``. Deleted messages only with ``include_deleted``."""
         with self._changed:
@@ -255,9 +253,7 @@ class Recorder:
 
     def ephemerals(self, channel: str | None = None, user: str | None = None) -> list[Ephemeral]:
         with self._changed:
-            return [
-                e for e in self._store.ephemerals if channel in (None, e.channel) and user in (None, e.user)
-            ]
+            return [e for e in self._store.ephemerals if channel in (None, e.channel) and user in (None, e.user)]
 
     def updates(self, channel: str | None = None, ts: str | None = None) -> list[MessageUpdate]:
         with self._changed:
@@ -271,11 +267,7 @@ class Recorder:
     def files(self, channel: str | None = None, *, include_pending: bool = False) -> list[UploadedFile]:
         """Files shared by ``files.completeUploadExternal``; unshared ones too with ``include_pending``."""
         with self._changed:
-            return [
-                f
-                for f in self._store.files.values()
-                if (include_pending or f.completed) and channel in (None, f.channel)
-            ]
+            return [f for f in self._store.files.values() if (include_pending or f.completed) and channel in (None, f.channel)]
 
     def file(self, file_id: str) -> UploadedFile | None:
         with self._changed:
@@ -319,9 +311,7 @@ class Recorder:
                 self._changed.wait(min(remaining, 0.25))
         return result
 
-    async def wait_for_async(
-        self, predicate: Callable[[], T], timeout: float = 5.0, what: str = "", interval: float = 0.01
-    ) -> T:
+    async def wait_for_async(self, predicate: Callable[[], T], timeout: float = 5.0, what: str = "", interval: float = 0.01) -> T:
         """Like :meth:`wait_for` but yields to the event loop between polls."""
         deadline = time.monotonic() + timeout
         while not (result := predicate()):
@@ -358,9 +348,7 @@ class Recorder:
             store.messages[(message.channel, message.ts)] = message
         return message
 
-    def edit_message(
-        self, channel: str, ts: str, source: str = "chat.update", **changes: Any
-    ) -> Message | None:
+    def edit_message(self, channel: str, ts: str, source: str = "chat.update", **changes: Any) -> Message | None:
         """Apply ``changes`` (``text``, ``blocks``, ...) to a message; ``None`` if there is none."""
         with self._change() as store:
             before = store.messages.get((channel, ts))

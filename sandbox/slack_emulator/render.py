@@ -63,9 +63,7 @@ def render_text(
     return "\n".join(part for part in parts if part)
 
 
-def render_mrkdwn(
-    text: str, *, users: Mapping[str, str] | None = None, channels: Mapping[str, str] | None = None
-) -> str:
+def render_mrkdwn(text: str, *, users: Mapping[str, str] | None = None, channels: Mapping[str, str] | None = None) -> str:
     """One mrkdwn string as plain text (see the module docstring)."""
     return _Renderer(users or {}, channels or {}).mrkdwn(text)
 
@@ -171,10 +169,7 @@ class _Renderer:
         if not rows:
             return ""
         widths = [max(len(row[i]) if i < len(row) else 0 for row in rows) for i in range(max(map(len, rows)))]
-        return "\n".join(
-            " | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip()
-            for row in rows
-        )
+        return "\n".join(" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in rows)
 
     def _cell(self, cell: Any) -> str:
         if isinstance(cell, dict) and cell.get("type") == "rich_text":

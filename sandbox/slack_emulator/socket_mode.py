@@ -159,7 +159,7 @@ class SocketModeHub:
             self._tickets.add(ticket)
         if self.relay is not None:
             base_url = f"http://127.0.0.1:{self.relay.port}"
-        ws_url = "ws" + base_url[len("http"):] if base_url.startswith("http") else base_url
+        ws_url = "ws" + base_url[len("http") :] if base_url.startswith("http") else base_url
         return {"url": f"{ws_url.rstrip('/')}{LINK_PATH}?ticket={ticket}&app_id={self.app_id}"}
 
     async def endpoint(self, websocket: WebSocket) -> None:
@@ -207,9 +207,7 @@ class SocketModeHub:
         with self._changed:
             if isinstance(message, dict) and isinstance(message.get("envelope_id"), str):
                 payload = message.get("payload")
-                self.acks.append(
-                    Ack(message["envelope_id"], payload if isinstance(payload, dict) else None, connection.id, time.time())
-                )
+                self.acks.append(Ack(message["envelope_id"], payload if isinstance(payload, dict) else None, connection.id, time.time()))
             else:
                 self.unknown_messages.append(text)
             self._changed.notify_all()
@@ -222,6 +220,7 @@ class SocketModeHub:
 
     def wait_connected(self, *, count: int = 1, timeout: float = 10.0, after: int = 0) -> Connection:
         """The newest open connection once ``count`` connections with an id above ``after`` were opened."""
+
         def ready() -> Connection | None:
             opened = [c for c in self.connections if c.id > after]
             live = [c for c in opened if c.open]

@@ -105,9 +105,7 @@ from .socket_mode import LINK_PATH, SocketModeHub
 class SlackApiError(Exception):
     """Raised by a method handler: becomes ``{"ok": false, "error": error, **extra}`` with ``status``."""
 
-    def __init__(
-        self, error: str, *, status: int = 200, headers: dict[str, str] | None = None, **extra: Any
-    ) -> None:
+    def __init__(self, error: str, *, status: int = 200, headers: dict[str, str] | None = None, **extra: Any) -> None:
         super().__init__(error)
         self.error = error
         self.status = status
@@ -135,11 +133,7 @@ class Args:
     def required(self, name: str, error: str | None = None) -> Any:
         value = self.get(name)
         if value is None:
-            raise (
-                SlackApiError(error)
-                if error
-                else _invalid_arguments(f"[ERROR] missing required field: {name}")
-            )
+            raise (SlackApiError(error) if error else _invalid_arguments(f"[ERROR] missing required field: {name}"))
         return value
 
     def json(self, name: str, error: str = "invalid_arguments") -> Any:
@@ -333,8 +327,15 @@ class WebApi:
         self.hosted[file_id] = (name, mimetype, content)
         url = f"{base_url}/files-pri/{file_id}/{name}"
         return {
-            "id": file_id, "name": name, "title": name, "mimetype": mimetype, "filetype": name.rsplit(".", 1)[-1],
-            "size": len(content), "url_private": url, "url_private_download": url, "mode": "hosted",
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1],
+            "size": len(content),
+            "url_private": url,
+            "url_private_download": url,
+            "mode": "hosted",
         }
 
     async def _hosted_file_endpoint(self, request: Request) -> Response:
@@ -376,9 +377,7 @@ class WebApi:
             return
         content = {"text": reply.text, "blocks": reply.blocks}
         replaced = reply.replace_original and origin.message_ts
-        if replaced and self.recorder.edit_message(
-            origin.channel, origin.message_ts, "response_url", **content
-        ):
+        if replaced and self.recorder.edit_message(origin.channel, origin.message_ts, "response_url", **content):
             return
         ts = self.recorder.next_ts()
         if reply.response_type == "in_channel":
@@ -436,11 +435,7 @@ class WebApi:
     def usergroups_list(self, args: Args, request: Request) -> dict[str, Any]:
         include_users = args.flag("include_users")
         groups = self.directory.user_groups
-        return {
-            "usergroups": [
-                user_group_json(g, self.directory.team, include_users=include_users) for g in groups
-            ]
-        }
+        return {"usergroups": [user_group_json(g, self.directory.team, include_users=include_users) for g in groups]}
 
     def usergroups_users_list(self, args: Args, request: Request) -> dict[str, Any]:
         group = self.directory.user_group(args.required("usergroup"))
@@ -460,11 +455,7 @@ class WebApi:
         except ValueError:
             raise _invalid_arguments("[ERROR] oldest/latest must be timestamps, limit an integer") from None
         with_metadata = args.flag("include_all_metadata")
-        found = [
-            m
-            for m in reversed(self.recorder.messages(channel.id))
-            if not m.is_reply and oldest < float(m.ts) < latest
-        ]
+        found = [m for m in reversed(self.recorder.messages(channel.id)) if not m.is_reply and oldest < float(m.ts) < latest]
         start = _cursor_offset(args.get("cursor"))
         end = start + max(1, min(limit, 999))
         messages = []
@@ -508,9 +499,7 @@ class WebApi:
             raise SlackApiError("channel_not_found")  # Slack: a private channel the bot is not in
         content = message_content(args)
         if self._rate_limiter and (wait := self._rate_limiter.retry_after(channel.id)) is not None:
-            raise SlackApiError(
-                "ratelimited", status=429, headers={"Retry-After": str(max(1, math.ceil(wait)))}
-            )
+            raise SlackApiError("ratelimited", status=429, headers={"Retry-After": str(max(1, math.ceil(wait)))})
         message = self.recorder.add_message(
             Message(
                 channel.id,
@@ -529,9 +518,7 @@ class WebApi:
             raise SlackApiError("user_not_found")
         content = message_content(args)
         ts = self.recorder.next_ts()
-        self.recorder.add_ephemeral(
-            Ephemeral(channel.id, user.id, ts, content["text"], content["blocks"], args.get("thread_ts"))
-        )
+        self.recorder.add_ephemeral(Ephemeral(channel.id, user.id, ts, content["text"], content["blocks"], args.get("thread_ts")))
         return {"message_ts": ts}
 
     def chat_update(self, args: Args, request: Request) -> dict[str, Any]:
@@ -607,11 +594,7 @@ class WebApi:
         except ValueError:
             raise _invalid_arguments("[ERROR] length must be an integer") from None
         file_id = f"F{next(self._ids):08d}"
-        self.recorder.put_file(
-            UploadedFile(
-                file_id, filename, length, alt_txt=args.get("alt_txt"), snippet_type=args.get("snippet_type")
-            )
-        )
+        self.recorder.put_file(UploadedFile(file_id, filename, length, alt_txt=args.get("alt_txt"), snippet_type=args.get("snippet_type")))
         return {"upload_url": f"{request.base_url}upload/{file_id}", "file_id": file_id}
 
     def files_complete_upload_external(self, args: Args, request: Request) -> dict[str, Any]:
@@ -678,9 +661,7 @@ class WebApi:
             raise _invalid_arguments("[ERROR] view.type must be modal [json-pointer:/view/type]")
         title = (view.get("title") or {}).get("text")
         if not isinstance(title, str) or not 0 < len(title) <= MAX_MODAL_TITLE:
-            raise _invalid_arguments(
-                f"[ERROR] must be 1 to {MAX_MODAL_TITLE} characters [json-pointer:/view/title/text]"
-            )
+            raise _invalid_arguments(f"[ERROR] must be 1 to {MAX_MODAL_TITLE} characters [json-pointer:/view/title/text]")
         if errors := block_errors(view.get("blocks", []), max_blocks=MAX_VIEW_BLOCKS):
             raise _invalid_arguments(*errors)
         return view
@@ -741,17 +722,13 @@ async def _read_body(request: Request) -> dict[str, Any]:
             raise SlackApiError("invalid_json") from None
         return data if isinstance(data, dict) else {}
     if content_type.startswith("multipart/form-data"):
-        return {
-            name: value.decode("utf-8", "replace") for name, value, _ in _multipart_parts(content_type, body)
-        }
+        return {name: value.decode("utf-8", "replace") for name, value, _ in _multipart_parts(content_type, body)}
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
 def _multipart_parts(content_type: str, body: bytes) -> list[tuple[str, bytes, str | None]]:
     """``(field name, bytes, filename)`` of each part of a ``multipart/form-data`` body."""
-    message = BytesParser(policy=HTTP).parsebytes(
-        f"Content-Type: {content_type}\r\n\r\n".encode("latin-1") + body
-    )
+    message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode("latin-1") + body)
     return [
         (
             part.get_param("name", header="content-disposition") or "",
@@ -790,7 +767,7 @@ def _cursor_offset(cursor: Any) -> int:
         text = base64.b64decode(str(cursor).encode(), validate=True).decode()
         if not text.startswith(_CURSOR_PREFIX):
             raise ValueError(text)
-        return max(0, int(text[len(_CURSOR_PREFIX):]))
+        return max(0, int(text[len(_CURSOR_PREFIX) :]))
     except (ValueError, UnicodeDecodeError, binascii.Error):
         raise SlackApiError("invalid_cursor") from None
 

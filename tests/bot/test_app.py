@@ -22,9 +22,7 @@ def test_bad_signature_is_refused_with_401(stack):
 
 
 def test_timestamp_older_than_five_minutes_is_refused_with_401(stack):
-    sent = stack.client.send_slash_command(
-        "usage 7d", user_id="U0MANAGER", channel_id="C0ENG", timestamp=int(time.time()) - 6 * 60
-    )
+    sent = stack.client.send_slash_command("usage 7d", user_id="U0MANAGER", channel_id="C0ENG", timestamp=int(time.time()) - 6 * 60)
     assert sent.status_code == 401
 
 
@@ -161,10 +159,10 @@ async def test_old_delivery_records_are_pruned_and_new_ones_kept(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'bot.db'}")
     await store.claim("event:old")
     await store.claim("event:new")
-    old = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
+    old = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
     with store.engine.begin() as conn:
         conn.execute(update(deliveries).where(deliveries.c.key == "event:old").values(received_at=old))
-    assert await store.prune(dt.datetime(2026, 11, 21, tzinfo=dt.timezone.utc)) == 1
+    assert await store.prune(dt.datetime(2026, 11, 21, tzinfo=dt.UTC)) == 1
     assert not await store.was_claimed("event:old") and await store.was_claimed("event:new")
     store.close()
 
@@ -221,8 +219,11 @@ def test_settle_heap_hides_every_object_alive_after_start_up_from_the_collector(
     )
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "AGENT_"))},
-        "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s", "AGENT_API_URL": "http://127.0.0.1:9",
-        "AGENT_API_KEY": "k", "AGENT_BOT_DATABASE_URL": "sqlite://",
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_SIGNING_SECRET": "s",
+        "AGENT_API_URL": "http://127.0.0.1:9",
+        "AGENT_API_KEY": "k",
+        "AGENT_BOT_DATABASE_URL": "sqlite://",
     }
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120, check=True)
     alive, frozen, left = json.loads(done.stdout.strip().splitlines()[-1])

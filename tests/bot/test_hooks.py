@@ -30,8 +30,13 @@ def test_relay_signs_the_event_and_adds_the_user():
         seen.update(body=request.content, headers=request.headers)
         return httpx.Response(200, json={"status": "ok"})
 
-    answer = relay(json.dumps(EVENT), url="http://bot.test/hooks/agent", secret="s3cret", user="carol@example.com",
-                   transport=httpx.MockTransport(handler))
+    answer = relay(
+        json.dumps(EVENT),
+        url="http://bot.test/hooks/agent",
+        secret="s3cret",
+        user="carol@example.com",
+        transport=httpx.MockTransport(handler),
+    )
     assert answer == "sent Notification (HTTP 200)"
     assert json.loads(seen["body"]) == {**EVENT, "user": "carol@example.com"}
     timestamp = seen["headers"][TIMESTAMP_HEADER]

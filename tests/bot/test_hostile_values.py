@@ -10,7 +10,6 @@ import pytest
 
 from bot.api import (
     ActivityRow,
-    AnalyticsResponse,
     Computer,
     EnterpriseControlChange,
     GroupedActivityRow,
@@ -18,7 +17,15 @@ from bot.api import (
     ReadinessReport,
     UserRow,
 )
+from bot.logs import RedactingFilter
+from bot.services.controls import fetch_diff, fetch_history, fetch_overview, revision_info
+from bot.services.org_users import UsersScreen
+from bot.services.periods import parse_period
+from bot.services.usage import fetch_breakdown, fetch_user_usage
+from formatters.controls import controls_diff, controls_history, controls_overview
+from formatters.users import users_screen
 from tests.api_fakes import (
+    RecordingTransport,
     activity_row,
     analytics_envelope,
     change_payload,
@@ -30,15 +37,7 @@ from tests.api_fakes import (
     readiness_report_payload,
     token_row,
     user_row,
-    RecordingTransport,
 )
-from bot.services.controls import fetch_diff, fetch_history, fetch_overview, revision_info
-from bot.logs import RedactingFilter
-from bot.services.org_users import UsersScreen
-from bot.services.periods import parse_period
-from bot.services.usage import fetch_breakdown, fetch_user_usage
-from formatters.controls import controls_diff, controls_history, controls_overview
-from formatters.users import users_screen
 
 FAR_FUTURE = "9999-12-31T23:00:00-01:00"
 LEAP_SECOND = "2016-12-31T23:59:60Z"
@@ -63,8 +62,7 @@ def test_a_far_future_or_leap_second_date_degrades_only_its_row(field, value, bl
 
 def _history(dates: list[str]) -> RecordingTransport:
     changes = [
-        change_payload(revision=len(dates) - i, settings={"sessionRetentionDays": len(dates) - i}, updatedAt=d)
-        for i, d in enumerate(dates)
+        change_payload(revision=len(dates) - i, settings={"sessionRetentionDays": len(dates) - i}, updatedAt=d) for i, d in enumerate(dates)
     ]
     return RecordingTransport(lambda request: json_response({"changes": changes, "pagination": {"hasMore": False}}))
 
@@ -129,9 +127,7 @@ async def test_usage_by_user_by_client_and_one_user_read_unlisted_values():
 
 
 def test_a_newline_in_a_logged_value_cannot_forge_a_log_line():
-    record = logging.LogRecord(
-        "x", logging.INFO, __file__, 1, "computer %s", ("evil\n2026-11-22 INFO bot: forged\r\x1b[31m\u202e",), None
-    )
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "computer %s", ("evil\n2026-11-22 INFO bot: forged\r\x1b[31m\u202e",), None)
     RedactingFilter().filter(record)
     text = record.getMessage()
     assert "\n" not in text and "\r" not in text and "\x1b" not in text and "\u202e" not in text

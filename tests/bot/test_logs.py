@@ -10,7 +10,9 @@ def test_secrets_and_token_shapes_are_redacted_from_messages_and_tracebacks():
     except RuntimeError:
         import sys
 
-        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "calling with %s and %s", ("sk-live-123456", "xoxb-1-2-abc"), sys.exc_info())
+        record = logging.LogRecord(
+            "x", logging.ERROR, __file__, 1, "calling with %s and %s", ("sk-live-123456", "xoxb-1-2-abc"), sys.exc_info()
+        )
     f.filter(record)
     text = record.getMessage() + record.exc_text
     assert "sk-live-123456" not in text and "xoxb-1-2-abc" not in text

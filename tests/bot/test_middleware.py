@@ -71,7 +71,9 @@ async def event_policy(body):
 
 def role_check(gateway=None, policy=None):
     resolver, gateway = FakeResolver(), gateway or FakeGateway()
-    check = build_role_check(resolver, policy or Policy(DEFAULT_POLICY), gateway, lambda text: text.split()[0] if text else "help", event_policy)
+    check = build_role_check(
+        resolver, policy or Policy(DEFAULT_POLICY), gateway, lambda text: text.split()[0] if text else "help", event_policy
+    )
     return check, resolver, gateway
 
 
@@ -126,7 +128,9 @@ async def test_a_refused_button_is_acked_then_told_ephemerally():
     check, _, _ = role_check()
     result, calls, _ = await run(check, click("U0MEMBER", "limits.approve"))
     assert calls.nexts == 0 and calls.acks == [{}]
-    assert calls.responds == [{**refusal_message("limits.approve", "manager", "member"), "response_type": "ephemeral", "replace_original": False}]
+    assert calls.responds == [
+        {**refusal_message("limits.approve", "manager", "member"), "response_type": "ephemeral", "replace_original": False}
+    ]
     assert isinstance(result, BoltResponse) and result.status == 200
 
 

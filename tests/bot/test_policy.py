@@ -8,11 +8,15 @@ from bot.policy import APPROVER_KEYS, Policy
 from bot.roles import DEFAULT_MINIMUM, DEFAULT_POLICY, ResolvedUser, Role, RolesFile
 from formatters import limits as fmt
 
-OWNER, MANAGER, MEMBER, GUEST = (ResolvedUser(f"U{r.name.upper()}", None, r, "test") for r in (Role.owner, Role.manager, Role.member, Role.guest))
+OWNER, MANAGER, MEMBER, GUEST = (
+    ResolvedUser(f"U{r.name.upper()}", None, r, "test") for r in (Role.owner, Role.manager, Role.member, Role.guest)
+)
 
 
 def policy(file: dict | None = None, approver_role: Role = Role.manager, owner_required_above: int | None = 10000) -> Policy:
-    return Policy.from_roles_file(RolesFile.model_validate(file or {}), approver_role=approver_role, owner_required_above=owner_required_above)
+    return Policy.from_roles_file(
+        RolesFile.model_validate(file or {}), approver_role=approver_role, owner_required_above=owner_required_above
+    )
 
 
 def test_the_approver_keys_are_the_request_messages_buttons():

@@ -135,9 +135,7 @@ async def test_internal_error_is_a_transient_failure(slack, gateway) -> None:
 async def test_a_failure_is_logged_once_with_method_and_code(slack, gateway, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="bot.slack"):
         await gateway.post("C0NOWHERE", TEXT)
-    assert [r.getMessage() for r in caplog.records if r.name == "bot.slack"] == [
-        "Slack chat.postMessage failed: channel_not_found"
-    ]
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.slack"] == ["Slack chat.postMessage failed: channel_not_found"]
 
 
 class CountingInterval(RetryIntervalCalculator):

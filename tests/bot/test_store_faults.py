@@ -61,8 +61,12 @@ def test_a_database_locked_by_another_process_is_named(tmp_path):
 
 def test_serve_on_a_read_only_database_exits_2_with_one_line(tmp_path):
     env = {
-        "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": "s", "AGENT_API_URL": "http://127.0.0.1:9",
-        "AGENT_API_KEY": "k", "AGENT_BOT_DATABASE_URL": read_only_url(tmp_path), "PATH": "/usr/bin:/bin",
+        "SLACK_BOT_TOKEN": "xoxb-test",
+        "SLACK_SIGNING_SECRET": "s",
+        "AGENT_API_URL": "http://127.0.0.1:9",
+        "AGENT_API_KEY": "k",
+        "AGENT_BOT_DATABASE_URL": read_only_url(tmp_path),
+        "PATH": "/usr/bin:/bin",
     }
     done = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--port", "0"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2

@@ -143,7 +143,9 @@ def _click(stack, payload, action_id, user):
     )
 
 
-@pytest.mark.parametrize(("user", "text", "action_id"), [("U0MANAGER", "users", MORE_ACTION), ("U0MEMBER", "reports acme/web", DETAILS_ACTION)])
+@pytest.mark.parametrize(
+    ("user", "text", "action_id"), [("U0MANAGER", "users", MORE_ACTION), ("U0MEMBER", "reports acme/web", DETAILS_ACTION)]
+)
 def test_buttons_answer_hostile_data_safely(hostile_stack, block_kit_validator, user, text, action_id):
     reply = hostile_stack.command(text, user=user, timeout=60.0)
     answers = _click(hostile_stack, reply.last, action_id, user)

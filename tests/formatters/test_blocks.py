@@ -75,9 +75,7 @@ def test_error_fallback_text_is_escaped_like_the_blocks():
 
 def test_esc_keeps_a_value_on_one_line_inside_its_code_span_and_drops_invisible_characters():
     value = "evil\u202egnp.exe\u200b`code`\n*Approved* by <@U123>\r\n\u2028x\u2066y\u2069 \U0001f468\u200d\U0001f469"
-    assert esc(value) == (
-        "evilgnp.exe\u02cbcode\u02cb *Approved* by &lt;@U123&gt;   xy \U0001f468\u200d\U0001f469"
-    )
+    assert esc(value) == ("evilgnp.exe\u02cbcode\u02cb *Approved* by &lt;@U123&gt;   xy \U0001f468\u200d\U0001f469")
     assert esc_text("`/agent usage`\nline two \u202e<!here>") == "`/agent usage`\nline two &lt;!here&gt;"
 
 

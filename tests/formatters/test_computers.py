@@ -1,7 +1,6 @@
 """Formatter tests of ``/agent computers``: whole blocks, Block Kit schema, escaping, cuts."""
 
 from bot.api import Computer
-from tests.api_fakes import computer_payload
 from formatters.computers import (
     ALREADY_RETRYING,
     COMPUTER_GONE,
@@ -13,6 +12,7 @@ from formatters.computers import (
     computer_list,
     retry_started,
 )
+from tests.api_fakes import computer_payload
 from tests.conftest import block_texts
 
 EVIL = "<!channel> <https://evil|click> & co"
@@ -30,7 +30,15 @@ def computer(**over):
 
 
 def broken(**over):
-    values = dict(id="cmp-broken", name="Legacy build VM", status="error", hostname=None, remoteUser="build", providerType="cloud-sandbox", provisioningSteps=FAILED_STEPS)
+    values = dict(
+        id="cmp-broken",
+        name="Legacy build VM",
+        status="error",
+        hostname=None,
+        remoteUser="build",
+        providerType="cloud-sandbox",
+        provisioningSteps=FAILED_STEPS,
+    )
     return computer(**{**values, **over})
 
 
@@ -139,7 +147,9 @@ def test_retry_started_shows_the_reread_fleet_with_a_notice(block_kit_validator)
 
 
 def test_retry_started_without_the_fleet_shows_the_computer_and_says_why(block_kit_validator):
-    payload = block_kit_validator(retry_started(broken(status="provisioning", name=EVIL), "not-a-user-id", None, problem="The Agent platform had an internal error."))
+    payload = block_kit_validator(
+        retry_started(broken(status="provisioning", name=EVIL), "not-a-user-id", None, problem="The Agent platform had an internal error.")
+    )
     texts = block_texts(payload)
     assert texts[1].startswith(f":arrows_counterclockwise: someone retried the dependency install of *{EVIL_ESCAPED}*")
     assert texts[-1].startswith("The rest of the fleet could not be read (The Agent platform had an internal error.)")

@@ -20,7 +20,6 @@ from bot.services.controls import (
     diff_settings,
 )
 from formatters.blocks import MAX_BLOCKS
-from tests.conftest import block_texts
 from formatters.controls import (
     FIRST_REVISION,
     HISTORY_HINT,
@@ -33,6 +32,7 @@ from formatters.controls import (
     no_history,
     unknown_revision,
 )
+from tests.conftest import block_texts
 
 TODAY = dt.date(2026, 11, 22)
 EVIL = "<!channel> <https://evil|click> & co"

@@ -18,7 +18,18 @@ def digest(callouts=()):
     summary = UsageSummary(
         period=Period(DAY, DAY),
         previous_period=Period(DAY - dt.timedelta(days=1), DAY - dt.timedelta(days=1)),
-        totals=Totals(billable_tokens=1_000_000, dau=12, wau=30, mau=41, sessions=55, messages=900, git_commits=7, git_prs_created=2, files_created=3, files_edited=9),
+        totals=Totals(
+            billable_tokens=1_000_000,
+            dau=12,
+            wau=30,
+            mau=41,
+            sessions=55,
+            messages=900,
+            git_commits=7,
+            git_prs_created=2,
+            files_created=3,
+            files_edited=9,
+        ),
         previous=None,
         top_models=[Ranked(HOSTILE, 600_000, 0.6)],
         top_tools=[Ranked("Read", 50, 0.5)],
@@ -26,8 +37,12 @@ def digest(callouts=()):
         top_users=[Ranked(HOSTILE, 1_000_000, 1.0)],
     )
     return Digest(
-        day=DAY, summary=summary, week_ago=8_000_000.0, week_average=4_000_000.0,
-        series=tokens_series(totals, DAY - dt.timedelta(days=29), DAY), callouts=tuple(callouts),
+        day=DAY,
+        summary=summary,
+        week_ago=8_000_000.0,
+        week_average=4_000_000.0,
+        series=tokens_series(totals, DAY - dt.timedelta(days=29), DAY),
+        callouts=tuple(callouts),
     )
 
 

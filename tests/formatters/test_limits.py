@@ -24,7 +24,7 @@ from tests.conftest import block_texts
 
 EVIL = "<!channel> <https://evil|click> & co"
 EVIL_ESCAPED = "&lt;!channel&gt; &lt;https://evil|click&gt; &amp; co"
-AT = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+AT = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 AT_TOKEN = "<!date^1795338000^{date_short_pretty} {time}|2026-11-22 09:00 UTC>"
 ENTRIES = (LimitEntry("carol@example.com", 1500), LimitEntry("dave@example.com", 0))
 
@@ -54,7 +54,10 @@ def test_a_pending_request_message_whole(block_kit_validator):
         "*:hourglass_flowing_sand: Waiting for approval*\n"
         f"*Requested by* <@U0MANAGER> (`bob@example.com`) {AT_TOKEN}\n*Reason:* Q4 migration"
     )
-    assert blocks[2]["text"]["text"] == "\u2022 `carol@example.com`: 1,000 \u2192 *1,500* (+500)\n\u2022 `dave@example.com`: unknown \u2192 *0* (new)"
+    assert (
+        blocks[2]["text"]["text"]
+        == "\u2022 `carol@example.com`: 1,000 \u2192 *1,500* (+500)\n\u2022 `dave@example.com`: unknown \u2192 *0* (new)"
+    )
     assert [e["text"] for e in blocks[3]["elements"]] == [
         "Total change: *+500* credits over 2 users",
         "Expires <!date^1795424400^{date_short_pretty} {time}|2026-11-23 09:00 UTC>",
@@ -63,8 +66,20 @@ def test_a_pending_request_message_whole(block_kit_validator):
         "type": "actions",
         "block_id": "limits-7",
         "elements": [
-            {"type": "button", "action_id": "limits.approve", "value": "7", "style": "primary", "text": {"type": "plain_text", "text": "Approve"}},
-            {"type": "button", "action_id": "limits.reject", "value": "7", "style": "danger", "text": {"type": "plain_text", "text": "Reject"}},
+            {
+                "type": "button",
+                "action_id": "limits.approve",
+                "value": "7",
+                "style": "primary",
+                "text": {"type": "plain_text", "text": "Approve"},
+            },
+            {
+                "type": "button",
+                "action_id": "limits.reject",
+                "value": "7",
+                "style": "danger",
+                "text": {"type": "plain_text", "text": "Reject"},
+            },
             {"type": "button", "action_id": "limits.cancel", "value": "7", "text": {"type": "plain_text", "text": "Cancel"}},
         ],
     }
@@ -75,18 +90,30 @@ def test_a_pending_request_message_whole(block_kit_validator):
     [
         (dict(state=APPROVED, decided_by="U0OWNER", decided_at=AT), f"Approved by <@U0OWNER> {AT_TOKEN}.", []),
         (
-            dict(state=APPLIED, decided_by="U0OWNER", decided_at=AT, outcome=Outcome({"carol@example.com": 1500}, {"dave@example.com": EVIL})),
+            dict(
+                state=APPLIED, decided_by="U0OWNER", decided_at=AT, outcome=Outcome({"carol@example.com": 1500}, {"dave@example.com": EVIL})
+            ),
             f"Approved by <@U0OWNER> {AT_TOKEN}.",
             [],
         ),
         (
-            dict(state=NOT_APPLIED, decided_by="U0OWNER", decided_at=AT, outcome=Outcome(problem="The Agent platform had an internal error.")),
+            dict(
+                state=NOT_APPLIED, decided_by="U0OWNER", decided_at=AT, outcome=Outcome(problem="The Agent platform had an internal error.")
+            ),
             f"Approved by <@U0OWNER> {AT_TOKEN}. " + fmt.APPLY_PROBLEM.format(problem="The Agent platform had an internal error."),
             ["limits.retry"],
         ),
-        (dict(state=REJECTED, decided_by="U0OWNER", decided_at=AT, reject_reason=EVIL), f"Rejected by <@U0OWNER> {AT_TOKEN}: {EVIL_ESCAPED}", []),
+        (
+            dict(state=REJECTED, decided_by="U0OWNER", decided_at=AT, reject_reason=EVIL),
+            f"Rejected by <@U0OWNER> {AT_TOKEN}: {EVIL_ESCAPED}",
+            [],
+        ),
         (dict(state=CANCELLED, decided_by="U0MANAGER", decided_at=AT), f"Cancelled by <@U0MANAGER> {AT_TOKEN}.", []),
-        (dict(state=EXPIRED, decided_at=AT), "Expired <!date^1795424400^{date_short_pretty} {time}|2026-11-23 09:00 UTC> without a decision.", []),
+        (
+            dict(state=EXPIRED, decided_at=AT),
+            "Expired <!date^1795424400^{date_short_pretty} {time}|2026-11-23 09:00 UTC> without a decision.",
+            [],
+        ),
     ],
 )
 def test_every_decided_state_shows_the_decision_and_only_retry_stays(block_kit_validator, over, decision, buttons):
@@ -100,7 +127,9 @@ def test_every_decided_state_shows_the_decision_and_only_retry_stays(block_kit_v
 
 
 def test_the_outcome_lists_each_user_and_escapes_api_errors(block_kit_validator):
-    applied = request(state=APPLIED, decided_by="U0OWNER", decided_at=AT, outcome=Outcome({"carol@example.com": 1500}, {"dave@example.com": EVIL}))
+    applied = request(
+        state=APPLIED, decided_by="U0OWNER", decided_at=AT, outcome=Outcome({"carol@example.com": 1500}, {"dave@example.com": EVIL})
+    )
     texts = block_texts(block_kit_validator(fmt.request_message(applied)))
     assert f"\u2022 :white_check_mark: `carol@example.com` now 1,500\n\u2022 :x: `dave@example.com`: {EVIL_ESCAPED}" in texts
 

@@ -30,9 +30,9 @@ from formatters.reports import (
     NO_REPORTS,
     OVERVIEW_FOOTER,
     PAGE_BOUND,
+    PASS_RATE_HELP,
     RATIONALE_SHORT,
     REPORT_FOOTER,
-    PASS_RATE_HELP,
     age,
     ambiguous_repository_message,
     details_messages,
@@ -281,9 +281,7 @@ def test_unknown_and_ambiguous_repositories(block_kit_validator):
     ]
     gitlab = Repository.from_url("https://gitlab.com/acme/web")
     other = Repository.from_url("https://github.com/other/web")
-    ambiguous = block_kit_validator(
-        ambiguous_repository_message(AmbiguousRepository(RepoQuery.parse("web"), (WEB, gitlab, other), WALK))
-    )
+    ambiguous = block_kit_validator(ambiguous_repository_message(AmbiguousRepository(RepoQuery.parse("web"), (WEB, gitlab, other), WALK)))
     assert block_texts(ambiguous)[:2] == [
         ":twisted_rightwards_arrows: `web` matches 3 repositories. Which one?",
         "\u2022 `/agent reports https://github.com/acme/web`\n"

@@ -30,19 +30,34 @@ def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_v
     assert payload == {
         "text": "Agent session on CI &lt;sandbox&gt;: fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
         "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": "*<@U0MEMBER>* started an agent session\n>fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet"}},
-            {"type": "section", "fields": [
-                {"type": "mrkdwn", "text": "*Computer*\nCI &lt;sandbox&gt;"},
-                {"type": "mrkdwn", "text": "*Status*\n:gear: working"},
-                {"type": "mrkdwn", "text": "*Session*\n`s-1`"},
-                {"type": "mrkdwn", "text": "*Directory*\n`~/src`"},
-                {"type": "mrkdwn", "text": "*Model*\nfast"},
-            ]},
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": "3 messages · 12.3K tokens · replies in this thread go to the agent"}]},
-            {"type": "actions", "elements": [
-                {"type": "button", "text": {"type": "plain_text", "text": "Refresh"}, "action_id": REFRESH_ACTION, "value": "s-1"},
-                {"type": "button", "text": {"type": "plain_text", "text": "Archive"}, "action_id": ARCHIVE_ACTION, "value": "s-1"},
-            ]},
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": "*<@U0MEMBER>* started an agent session\n>fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
+                },
+            },
+            {
+                "type": "section",
+                "fields": [
+                    {"type": "mrkdwn", "text": "*Computer*\nCI &lt;sandbox&gt;"},
+                    {"type": "mrkdwn", "text": "*Status*\n:gear: working"},
+                    {"type": "mrkdwn", "text": "*Session*\n`s-1`"},
+                    {"type": "mrkdwn", "text": "*Directory*\n`~/src`"},
+                    {"type": "mrkdwn", "text": "*Model*\nfast"},
+                ],
+            },
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": "3 messages · 12.3K tokens · replies in this thread go to the agent"}],
+            },
+            {
+                "type": "actions",
+                "elements": [
+                    {"type": "button", "text": {"type": "plain_text", "text": "Refresh"}, "action_id": REFRESH_ACTION, "value": "s-1"},
+                    {"type": "button", "text": {"type": "plain_text", "text": "Archive"}, "action_id": ARCHIVE_ACTION, "value": "s-1"},
+                ],
+            },
         ],
     }
 
@@ -89,9 +104,10 @@ def test_the_working_message_shows_the_last_steps_and_a_count(block_kit_validato
     lines = payload["blocks"][1]["elements"][0]["text"].split("\n")
     assert lines[0] == "_and 3 earlier_" and len(lines) == 6 and "&lt;!channel&gt;" in lines[-1]
     done = block_kit_validator(working_message(steps, 8, done=True))
-    assert done == {"text": ":white_check_mark: Ran 8 steps", "blocks": [
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": ":white_check_mark: Ran 8 steps"}]}
-    ]}
+    assert done == {
+        "text": ":white_check_mark: Ran 8 steps",
+        "blocks": [{"type": "context", "elements": [{"type": "mrkdwn", "text": ":white_check_mark: Ran 8 steps"}]}],
+    }
 
 
 def computers(n: int) -> list[Computer]:
@@ -108,11 +124,17 @@ def test_the_choice_menu_and_the_modal_validate(block_kit_validator):
 
 
 def test_session_status_shows_tokens_and_settings(block_kit_validator):
-    session = Session.model_validate({
-        "sessionId": "s-9", "status": "idle", "messageCount": 4, "createdAt": 1_795_000_000_000,
-        "updatedAt": 1_795_000_060_000, "title": "Fix <!here>",
-        "sessionSettings": {"model": "fast", "reasoningEffort": "extreme", "tokenUsage": {"inputTokens": 1200, "outputTokens": 80}},
-    })
+    session = Session.model_validate(
+        {
+            "sessionId": "s-9",
+            "status": "idle",
+            "messageCount": 4,
+            "createdAt": 1_795_000_000_000,
+            "updatedAt": 1_795_000_060_000,
+            "title": "Fix <!here>",
+            "sessionSettings": {"model": "fast", "reasoningEffort": "extreme", "tokenUsage": {"inputTokens": 1200, "outputTokens": 80}},
+        }
+    )
     payload = block_kit_validator(session_status(session, computer="CI", link="https://slack.com/archives/C1/p1"))
     texts = block_texts(payload)
     assert "Fix <!here>" in texts[0]  # a header is plain text: nothing to escape

@@ -13,7 +13,9 @@ def summary(**overrides):
     values = dict(
         period=PERIOD,
         previous_period=PREVIOUS,
-        totals=Totals(billable_tokens=12_345_678, input_tokens=9e6, output_tokens=3e6, dau=12.5, wau=20, mau=31, sessions=140, git_commits=12),
+        totals=Totals(
+            billable_tokens=12_345_678, input_tokens=9e6, output_tokens=3e6, dau=12.5, wau=20, mau=31, sessions=140, git_commits=12
+        ),
         previous=Totals(billable_tokens=10_000_000, dau=10, wau=20, mau=30, sessions=150, git_commits=0),
         top_models=[Ranked("model-a", 8e6, 0.65), Ranked("<!channel>", 4e6, 0.35)],
         top_tools=[Ranked("Read", 900, 0.5)],
@@ -59,6 +61,15 @@ def test_breakdown_and_user_payloads_validate(block_kit_validator):
     payload = block_kit_validator(usage_breakdown(Breakdown(PERIOD, "tool", "tool calls", rows, 1000)))
     assert "*Tool calls*, total 1,000" in payload["blocks"][1]["text"]["text"]
     assert "15. tool-14: 86 (1%)" in payload["blocks"][1]["text"]["text"]
-    usage = UserUsage(PERIOD, "bob@example.com", "u1", days_active=3, billable_tokens=2_500_000, primary_model="m", languages=["Python"], delegation_level="auto-high")
+    usage = UserUsage(
+        PERIOD,
+        "bob@example.com",
+        "u1",
+        days_active=3,
+        billable_tokens=2_500_000,
+        primary_model="m",
+        languages=["Python"],
+        delegation_level="auto-high",
+    )
     payload = block_kit_validator(user_usage(usage))
     assert "*Days active*\n3 of 7" in _all_text(payload)

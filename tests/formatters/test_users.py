@@ -6,9 +6,9 @@ import json
 import pytest
 
 from bot.api import OrganizationUser
-from tests.api_fakes import org_user_payload
 from bot.services.org_users import Position, UsersScreen, decode_more
 from formatters.users import BOUNDED, MORE_ACTION, NO_MATCH, NO_USERS, TOO_LONG, age, sign_in, users_screen
+from tests.api_fakes import org_user_payload
 from tests.conftest import block_texts
 
 TODAY = dt.date(2026, 11, 22)
@@ -59,7 +59,14 @@ def test_sign_in_dates(value, shown):
 
 def test_age_words():
     assert [age(d) for d in (0, 1, 5, 59, 60, 400, 800, -3)] == [
-        "today", "yesterday", "5 days ago", "59 days ago", "2 months ago", "13 months ago", "2 years ago", "in the future"
+        "today",
+        "yesterday",
+        "5 days ago",
+        "59 days ago",
+        "2 months ago",
+        "13 months ago",
+        "2 years ago",
+        "in the future",
     ]
 
 
@@ -71,7 +78,11 @@ def test_names_and_emails_are_escaped(block_kit_validator):
     assert payload["blocks"][1]["text"]["text"].startswith(f"*{EVIL_ESCAPED} &lt;https://evil|click&gt;*  x&lt;!channel&gt;@example.com")
     assert "Joined: &lt;!here&gt;" in payload["blocks"][1]["text"]["text"]
     # the header is plain text: Slack never turns it into a ping or a link
-    assert payload["blocks"][0]["text"] == {"type": "plain_text", "text": "Organization users matching \u201c<!channel>\u201d", "emoji": True}
+    assert payload["blocks"][0]["text"] == {
+        "type": "plain_text",
+        "text": "Organization users matching \u201c<!channel>\u201d",
+        "emoji": True,
+    }
 
 
 def test_a_user_without_names_or_sign_in():
@@ -88,7 +99,10 @@ def test_more_button_carries_the_next_position(block_kit_validator):
     assert button["action_id"] == MORE_ACTION and button["text"]["text"] == "More"
     assert json.loads(button["value"]) == {"cursor": "cur_20", "skip": 7, "start": 20, "query": "ada"}
     assert decode_more(button["value"]) == following
-    assert payload["text"] == "Organization users matching \u201cada\u201d: Ada Lovelace, Ada Lovelace, Ada Lovelace, Ada Lovelace, Ada Lovelace and 15 more"
+    assert (
+        payload["text"]
+        == "Organization users matching \u201cada\u201d: Ada Lovelace, Ada Lovelace, Ada Lovelace, Ada Lovelace, Ada Lovelace and 15 more"
+    )
 
 
 def test_the_last_screen_says_the_list_ended_and_has_no_button(block_kit_validator):
@@ -105,7 +119,9 @@ def test_a_later_screen_with_nothing_new(block_kit_validator):
 
 
 def test_a_bounded_search_says_so_and_offers_more(block_kit_validator):
-    payload = block_kit_validator(users_screen(screen([user()], query="ada", next=Position("ada", "c", 0, 1), scanned=500, bounded=True), TODAY))
+    payload = block_kit_validator(
+        users_screen(screen([user()], query="ada", next=Position("ada", "c", 0, 1), scanned=500, bounded=True), TODAY)
+    )
     assert payload["blocks"][-2]["elements"][0]["text"].endswith(BOUNDED.format(scanned=500))
     assert payload["blocks"][-1]["type"] == "actions"
 

@@ -186,7 +186,12 @@ def _services(answers):
 
 
 def _body(value=LEGACY, ts="1.000001"):
-    return {"type": "block_actions", "user": {"id": "U0MANAGER"}, "container": {"message_ts": ts}, "actions": [{"action_id": RETRY_ACTION, "value": value}]}
+    return {
+        "type": "block_actions",
+        "user": {"id": "U0MANAGER"},
+        "container": {"message_ts": ts},
+        "actions": [{"action_id": RETRY_ACTION, "value": value}],
+    }
 
 
 def _computer(status):
@@ -196,8 +201,8 @@ def _computer(status):
 
 
 async def test_the_re_poll_is_bounded_and_only_updates_on_a_change():
-    from tests.api_fakes import SleepRecorder, json_response
     from handlers.computers import POLL_DELAYS, retry_install
+    from tests.api_fakes import SleepRecorder, json_response
 
     listing = lambda status: json_response({"computers": [_computer(status)]})  # noqa: E731
     answers = [json_response(_computer("provisioning"), 202), *(listing("provisioning") for _ in range(1 + len(POLL_DELAYS)))]
@@ -210,8 +215,8 @@ async def test_the_re_poll_is_bounded_and_only_updates_on_a_change():
 
 
 async def test_when_the_fleet_cannot_be_re_read_the_retried_computer_is_shown_alone():
-    from tests.api_fakes import SleepRecorder, json_response
     from handlers.computers import retry_install
+    from tests.api_fakes import SleepRecorder, json_response
 
     services, _ = _services([json_response(_computer("provisioning"), 202), json_response({"oops": 1}, 503)])
     respond = Responder()

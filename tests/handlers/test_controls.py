@@ -8,9 +8,9 @@ import json
 import logging
 
 from bot.api.redaction import fingerprint
-from formatters.notices import refusal_message
-from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION
 from bot.commands import quoted
+from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION
+from formatters.notices import refusal_message
 from handlers.controls import BAD_COUNT, BAD_REVISION, COUNT_HINT, COUNT_RANGE, DIFF_HINT, SPEC, TWO_REVISIONS
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
@@ -117,7 +117,8 @@ def test_no_secret_ever_reaches_slack_or_the_log(stack, caplog):
     rotation = next(
         b["revision"]
         for a, b in zip(changes, changes[1:])
-        if a["settings"]["customModels"] and b["settings"]["customModels"]
+        if a["settings"]["customModels"]
+        and b["settings"]["customModels"]
         and a["settings"]["customModels"][0]["apiKey"] != b["settings"]["customModels"][0]["apiKey"]
     )
     first, last = changes[0]["revision"], changes[-1]["revision"]

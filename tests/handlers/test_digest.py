@@ -20,7 +20,7 @@ from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service
 from tests.conftest import block_texts
 from tests.inprocess import start_inprocess
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 DAY = dt.date(2026, 11, 21)
 LANDS_AT = dt.time(6, 0, tzinfo=UTC)
 
@@ -164,7 +164,9 @@ def test_a_crash_between_post_and_record_is_recovered_from_history_not_reposted(
         assert claim is not None
         web = stack.slack.async_web_client()
         posted = await web.chat_postMessage(
-            channel="C0ENG", text="digest", metadata={"event_type": EVENT_TYPE, "event_payload": {"channel": "C0ENG", "day": DAY.isoformat()}}
+            channel="C0ENG",
+            text="digest",
+            metadata={"event_type": EVENT_TYPE, "event_payload": {"channel": "C0ENG", "day": DAY.isoformat()}},
         )
         return posted["ts"]  # ... and the process dies before recording it
 

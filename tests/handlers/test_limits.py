@@ -18,20 +18,32 @@ import pytest
 from bot.api import AgentClient, RetryPolicy
 from bot.app import create_bot
 from bot.commands import ParsedCommand
-from bot.identity import Identity
 from bot.demo import DEMO_CHANNEL, start_stack
+from bot.identity import Identity
 from bot.policy import Policy
 from bot.roles import DEFAULT_POLICY, ResolvedUser, Role
-from bot.services.limits import APPLIED, APPROVED, CANCELLED, EXPIRED, NOT_APPLIED, NOT_ORG_USER, PENDING, REJECTED, STALLED, TWICE, LimitEntry
+from bot.services.limits import (
+    APPLIED,
+    APPROVED,
+    CANCELLED,
+    EXPIRED,
+    NOT_APPLIED,
+    NOT_ORG_USER,
+    PENDING,
+    REJECTED,
+    STALLED,
+    TWICE,
+    LimitEntry,
+)
 from formatters import limits as fmt
 from formatters.notices import REFUSED
 from handlers.limits import NO_OWN_EMAIL_READ, OWN_ONLY, OWN_ONLY_HINT, handle_show
 from handlers.router import CommandRequest, UserInputError
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import dm_channel_id
-from tests.conftest import postgres_url, TODAY, block_texts
+from tests.conftest import TODAY, block_texts, postgres_url
 
-START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 
 
 class Clock:
@@ -76,7 +88,9 @@ def faults(stack):
 def people(stack):
     """E-mails of organization users beyond the five fixed ones, one list per module."""
     key = stack.bot.services.settings.agent_api_key.get_secret_value()
-    users = httpx.get(f"{stack.sandbox.url}/api/v0/organization/users", params={"limit": 100}, headers={"Authorization": f"Bearer {key}"}).json()["users"]
+    users = httpx.get(
+        f"{stack.sandbox.url}/api/v0/organization/users", params={"limit": 100}, headers={"Authorization": f"Bearer {key}"}
+    ).json()["users"]
     return iter([u["email"].lower() for u in users[5:]])
 
 
@@ -93,14 +107,20 @@ def stored(stack, request_id):
 
 
 def request_messages(stack, channel=DEMO_CHANNEL):
-    return [m for m in stack.slack.recorder.messages(channel) if m.blocks and m.blocks[0].get("type") == "header" and "Credit-limit request #" in m.blocks[0]["text"]["text"]]
+    return [
+        m
+        for m in stack.slack.recorder.messages(channel)
+        if m.blocks and m.blocks[0].get("type") == "header" and "Credit-limit request #" in m.blocks[0]["text"]["text"]
+    ]
 
 
 def ask(stack, text, user):
     """Send ``/agent <text>`` and return (reply payload, the request message it posted)."""
     before = {m.ts for m in request_messages(stack)}
     reply = stack.command(text, user=user)
-    message = stack.slack.recorder.wait_for(lambda: [m for m in request_messages(stack) if m.ts not in before], what="the request message")[-1]
+    message = stack.slack.recorder.wait_for(lambda: [m for m in request_messages(stack) if m.ts not in before], what="the request message")[
+        -1
+    ]
     return reply.last, message
 
 
@@ -111,7 +131,9 @@ def request_id_of(message):
 def click(stack, action, message, user, value=None):
     """Click ``action`` on ``message`` as it was shown to ``user`` (a recorded snapshot: a slow client
     still shows buttons an edit removed); return the sent request."""
-    sent = stack.client.send_block_action(action, value, user_id=user, channel_id=message.channel, message_ts=message.ts, message=message.as_payload())
+    sent = stack.client.send_block_action(
+        action, value, user_id=user, channel_id=message.channel, message_ts=message.ts, message=message.as_payload()
+    )
     assert sent.status_code == 200
     return sent
 
@@ -123,11 +145,15 @@ def ephemeral(payload):
 
 def told(stack, sent, count=1):
     """The ephemeral answers to a click."""
-    return stack.slack.recorder.wait_for(lambda: (r := stack.slack.recorder.responses(sent.response_url_id)) and len(r) >= count and r, what="the ephemeral answer")
+    return stack.slack.recorder.wait_for(
+        lambda: (r := stack.slack.recorder.responses(sent.response_url_id)) and len(r) >= count and r, what="the ephemeral answer"
+    )
 
 
 def wait_state(stack, request_id, state, timeout=10.0):
-    return stack.slack.recorder.wait_for(lambda: (r := stored(stack, request_id)).state == state and r, timeout=timeout, what=f"request {request_id} {state}")
+    return stack.slack.recorder.wait_for(
+        lambda: (r := stored(stack, request_id)).state == state and r, timeout=timeout, what=f"request {request_id} {state}"
+    )
 
 
 def thread_and_dm(stack, message, requester):
@@ -146,7 +172,12 @@ def test_bob_asks_alice_approves_the_sandbox_limit_changes_once(stack, people, b
     assert f"https://emulated-org.slack.com/archives/{DEMO_CHANNEL}/p{message.ts.replace('.', '')}" in block_texts(reply)[0]
     block_kit_validator({"text": message.text, "blocks": message.blocks})
     request = stored(stack, request_id)
-    assert (request.state, request.requester_id, request.requester_email, request.reason) == (PENDING, "U0MANAGER", "bob@example.com", "Q4 migration")
+    assert (request.state, request.requester_id, request.requester_email, request.reason) == (
+        PENDING,
+        "U0MANAGER",
+        "bob@example.com",
+        "Q4 migration",
+    )
     assert request.entries == (LimitEntry(email, 1500),) and request.message_ts == message.ts
     assert {"text": message.text, "blocks": message.blocks} == fmt.request_message(request)
     assert [e["action_id"] for e in message.blocks[-1]["elements"]] == [fmt.APPROVE_ACTION, fmt.REJECT_ACTION, fmt.CANCEL_ACTION]
@@ -158,9 +189,13 @@ def test_bob_asks_alice_approves_the_sandbox_limit_changes_once(stack, people, b
     limits = sandbox_limits(stack)
     assert limits["limits"][email] == 1500
     assert limits["updates"][updates_before:] == [[{"email": email, "limit": 1500}]]
-    edited = stack.slack.recorder.wait_for(lambda: (m := stack.slack.recorder.message(DEMO_CHANNEL, message.ts)).blocks == fmt.request_message(done)["blocks"] and m)
+    edited = stack.slack.recorder.wait_for(
+        lambda: (m := stack.slack.recorder.message(DEMO_CHANNEL, message.ts)).blocks == fmt.request_message(done)["blocks"] and m
+    )
     assert not any(b["type"] == "actions" for b in edited.blocks)  # buttons removed
-    replies, dms = stack.slack.recorder.wait_for(lambda: all(thread_and_dm(stack, message, "U0MANAGER")) and thread_and_dm(stack, message, "U0MANAGER"))
+    replies, dms = stack.slack.recorder.wait_for(
+        lambda: all(thread_and_dm(stack, message, "U0MANAGER")) and thread_and_dm(stack, message, "U0MANAGER")
+    )
     assert [r.text for r in replies] == [fmt.outcome_notice(done)["text"]] and dms[-1].text == fmt.outcome_notice(done)["text"]
 
     # a double click, and Slack's retry of the first click, change nothing
@@ -169,13 +204,18 @@ def test_bob_asks_alice_approves_the_sandbox_limit_changes_once(stack, people, b
     assert notice.payload == ephemeral(fmt.decided_before(done))
     assert stack.client.send(first.request, retry_num=1).status_code == 200
     known = stack.command(f"limits {email}", user="U0MANAGER").last
-    assert known == {"response_type": "ephemeral", ** fmt.known_limits_message(asyncio.run(workflow(stack).store.known([email])), email=email)}
+    assert known == {
+        "response_type": "ephemeral",
+        **fmt.known_limits_message(asyncio.run(workflow(stack).store.known([email])), email=email),
+    }
     assert len(sandbox_limits(stack)["updates"]) == updates_before + 1
 
 
 def test_bad_input_names_every_bad_entry_and_files_nothing(stack, block_kit_validator):
     before = len(request_messages(stack))
-    reply = stack.command("limits set carol@example.com -5 nobody@example.com 10 bob@example.com 1 bob@example.com 2 oops", user="U0MANAGER").last
+    reply = stack.command(
+        "limits set carol@example.com -5 nobody@example.com 10 bob@example.com 1 bob@example.com 2 oops", user="U0MANAGER"
+    ).last
     block_kit_validator(reply)
     problems = [
         "`oops` has no credits after it.",
@@ -234,7 +274,9 @@ def test_reject_needs_a_reason_in_a_modal(stack, people, block_kit_validator):
     [own] = told(stack, click(stack, fmt.REJECT_ACTION, message, "U0MANAGER"))
     assert own.text == fmt.self_rejection(stored(stack, request_id))["text"]
     click(stack, fmt.REJECT_ACTION, message, "U0OWNER")
-    modal = stack.slack.recorder.wait_for(lambda: [m for m in stack.slack.recorder.modals(fmt.REJECT_CALLBACK) if m.view["private_metadata"] == str(request_id)])[-1]
+    modal = stack.slack.recorder.wait_for(
+        lambda: [m for m in stack.slack.recorder.modals(fmt.REJECT_CALLBACK) if m.view["private_metadata"] == str(request_id)]
+    )[-1]
     assert modal.view == fmt.reject_modal(stored(stack, request_id))
     view = {**modal.view, "id": modal.view_id}
     blank = stack.client.send_view_submission(view, {fmt.REJECT_BLOCK: {fmt.REJECT_INPUT: "  "}}, user_id="U0OWNER")
@@ -244,7 +286,9 @@ def test_reject_needs_a_reason_in_a_modal(stack, people, block_kit_validator):
     assert sent.status_code == 200 and not sent.body
     rejected = wait_state(stack, request_id, REJECTED)
     assert (rejected.decided_by, rejected.reject_reason) == ("U0OWNER", "Too much <!channel>")
-    edited = stack.slack.recorder.wait_for(lambda: (m := stack.slack.recorder.message(DEMO_CHANNEL, message.ts)).blocks == fmt.request_message(rejected)["blocks"] and m)
+    edited = stack.slack.recorder.wait_for(
+        lambda: (m := stack.slack.recorder.message(DEMO_CHANNEL, message.ts)).blocks == fmt.request_message(rejected)["blocks"] and m
+    )
     assert "Too much &lt;!channel&gt;" in "\n".join(block_texts({"blocks": edited.blocks}))
     block_kit_validator({"text": edited.text, "blocks": edited.blocks})
     [late] = told(stack, click(stack, fmt.APPROVE_ACTION, message, "U0OWNER"))
@@ -261,7 +305,9 @@ def test_cancel_is_the_requesters_only(stack):
     click(stack, fmt.CANCEL_ACTION, message, "U0MEMBER")
     cancelled = wait_state(stack, request_id, CANCELLED)
     assert cancelled.decided_by == "U0MEMBER"
-    stack.slack.recorder.wait_for(lambda: stack.slack.recorder.message(DEMO_CHANNEL, message.ts).blocks == fmt.request_message(cancelled)["blocks"])
+    stack.slack.recorder.wait_for(
+        lambda: stack.slack.recorder.message(DEMO_CHANNEL, message.ts).blocks == fmt.request_message(cancelled)["blocks"]
+    )
 
 
 def test_a_pending_request_expires_and_a_later_click_is_refused(stack, clock, people):
@@ -284,7 +330,9 @@ def test_per_user_errors_are_shown_and_only_updated_users_become_known(stack, pe
 
     async def file():  # a user who left the organization after the request was filed
         entries = [LimitEntry(email, 250), LimitEntry("left@example.com", 100)]
-        return await workflow(stack).file(requester_id="U0MANAGER", requester_email="bob@example.com", reason="", entries=entries, channel=DEMO_CHANNEL)
+        return await workflow(stack).file(
+            requester_id="U0MANAGER", requester_email="bob@example.com", reason="", entries=entries, channel=DEMO_CHANNEL
+        )
 
     request = asyncio.run(file())
     message = stack.slack.recorder.message(DEMO_CHANNEL, request.message_ts)
@@ -307,7 +355,9 @@ def test_a_500_leaves_it_not_applied_then_retry_applies_it_once(stack, faults, p
     click(stack, fmt.APPROVE_ACTION, message, "U0OWNER")
     failed = wait_state(stack, request_id, NOT_APPLIED)
     assert failed.outcome.problem == "The Agent platform had an internal error."
-    edited = stack.slack.recorder.wait_for(lambda: (m := stack.slack.recorder.message(DEMO_CHANNEL, message.ts)).blocks == fmt.request_message(failed)["blocks"] and m)
+    edited = stack.slack.recorder.wait_for(
+        lambda: (m := stack.slack.recorder.message(DEMO_CHANNEL, message.ts)).blocks == fmt.request_message(failed)["blocks"] and m
+    )
     assert edited.blocks[-1]["elements"][0]["action_id"] == fmt.RETRY_ACTION
     faults(error_rate=0.0)
     [member] = told(stack, click(stack, fmt.RETRY_ACTION, edited, "U0MEMBER"))
@@ -358,7 +408,9 @@ def test_a_restart_between_approval_and_apply_loses_nothing(stack, clock, people
         assert (stalled.state, stalled.outcome.problem) == (NOT_APPLIED, STALLED)
         client = stack.slack.client(server.url)
         current = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
-        client.send_block_action(fmt.RETRY_ACTION, user_id="U0OWNER", channel_id=DEMO_CHANNEL, message_ts=message.ts, message=current.as_payload())
+        client.send_block_action(
+            fmt.RETRY_ACTION, user_id="U0OWNER", channel_id=DEMO_CHANNEL, message_ts=message.ts, message=current.as_payload()
+        )
         done = wait_state(stack, request_id, APPLIED)
         assert done.outcome.updated == {email: 800}
         assert [u for u in sandbox_limits(stack)["updates"] if u[0]["email"] == email] == [[{"email": email, "limit": 800}]]
@@ -371,12 +423,19 @@ def test_reading_limits_and_history(stack, block_kit_validator):
     history = block_kit_validator(stack.command("limits history 3", user="U0MANAGER").last)
     assert history == {"response_type": "ephemeral", **fmt.history_message(asyncio.run(workflow(stack).store.recent(3)))}
     mine = block_kit_validator(stack.command("limits", user="U0MEMBER").last)
-    assert mine == {"response_type": "ephemeral", **fmt.known_limits_message(asyncio.run(workflow(stack).store.known(["carol@example.com"])), email="carol@example.com")}
+    assert mine == {
+        "response_type": "ephemeral",
+        **fmt.known_limits_message(asyncio.run(workflow(stack).store.known(["carol@example.com"])), email="carol@example.com"),
+    }
     other = stack.command("limits bob@example.com", user="U0MEMBER").last
     assert other["blocks"][0]["text"]["text"].endswith("You may read only your own credit limit.")
     everyone = block_kit_validator(stack.command("limits", user="U0OWNER").last)
     assert everyone == {"response_type": "ephemeral", **fmt.known_limits_message(asyncio.run(workflow(stack).store.known()))}
-    assert stack.command("limits history 0", user="U0MANAGER").last["blocks"][0]["text"]["text"].endswith("`n` must be a whole number from 1 to 50.")
+    assert (
+        stack.command("limits history 0", user="U0MANAGER")
+        .last["blocks"][0]["text"]["text"]
+        .endswith("`n` must be a whole number from 1 to 50.")
+    )
     assert stack.command("limits history", user="U0MEMBER").last["text"].startswith(":no_entry:")
 
 
@@ -392,12 +451,16 @@ def test_limits_set_file_opens_a_csv_modal_and_its_submission_files_a_request(st
     assert refused.json()["response_action"] == "errors" and "needs the *manager* role" in refused.json()["errors"][fmt.FILE_BLOCK]
     before = {m.ts for m in request_messages(stack)}
     csv_text = f"email,limit\n{first},1000\n\n{second.upper()}, 2000\n"
-    sent = stack.client.send_view_submission(view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: csv_text}, fmt.FILE_REASON_BLOCK: {fmt.FILE_INPUT: "new team"}}, user_id="U0MANAGER")
+    sent = stack.client.send_view_submission(
+        view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: csv_text}, fmt.FILE_REASON_BLOCK: {fmt.FILE_INPUT: "new team"}}, user_id="U0MANAGER"
+    )
     assert sent.status_code == 200 and not sent.body
     message = stack.slack.recorder.wait_for(lambda: [m for m in request_messages(stack) if m.ts not in before])[-1]
     filed = stored(stack, request_id_of(message))
     assert filed.entries == (LimitEntry(first, 1000), LimitEntry(second, 2000)) and filed.reason == "new team"
-    [notice] = stack.slack.recorder.wait_for(lambda: [e for e in stack.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER") if e.text == fmt.FILED_FALLBACK.format(id=filed.id)])
+    [notice] = stack.slack.recorder.wait_for(
+        lambda: [e for e in stack.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER") if e.text == fmt.FILED_FALLBACK.format(id=filed.id)]
+    )
     assert notice.blocks == fmt.filed_notice(filed, None)["blocks"]
 
 
@@ -415,7 +478,12 @@ def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
     url = postgres_url("limit_requests", "known_limits")
     settings = stack.bot.services.settings.model_copy(update={"database_url": url})
     key = settings.agent_api_key.get_secret_value()
-    bots = [create_bot(settings, agent=AgentClient(base_url=stack.sandbox.url, api_key=key, today=lambda: TODAY), today=lambda: TODAY, now=clock) for _ in range(2)]
+    bots = [
+        create_bot(
+            settings, agent=AgentClient(base_url=stack.sandbox.url, api_key=key, today=lambda: TODAY), today=lambda: TODAY, now=clock
+        )
+        for _ in range(2)
+    ]
     servers = [serve_in_thread(bot.asgi()) for bot in bots]
     clients = [stack.slack.client(server.url) for server in servers]
     try:
@@ -429,7 +497,11 @@ def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
 
         def approve(i):
             client = clients[i % 2]
-            sent.append(client.send_block_action(fmt.APPROVE_ACTION, user_id="U0OWNER", channel_id=DEMO_CHANNEL, message_ts=message.ts, message=message.as_payload()))
+            sent.append(
+                client.send_block_action(
+                    fmt.APPROVE_ACTION, user_id="U0OWNER", channel_id=DEMO_CHANNEL, message_ts=message.ts, message=message.as_payload()
+                )
+            )
 
         threads = [threading.Thread(target=approve, args=(i,)) for i in range(6)]
         for thread in threads:

@@ -48,7 +48,9 @@ def details_button(payload: dict) -> dict:
 def click_details(stack, reply, *, user: str = MEMBER) -> list:
     """Click Details on the ephemeral reply ``reply`` and return the response_url posts it caused."""
     shown = [e for e in stack.slack.recorder.ephemerals() if e.response_url_id == reply.response_url_id][-1]
-    clicked = stack.click(DETAILS_ACTION, user=user, channel=shown.channel, message_ts=shown.ts, message={"text": shown.text, "blocks": shown.blocks})
+    clicked = stack.click(
+        DETAILS_ACTION, user=user, channel=shown.channel, message_ts=shown.ts, message={"text": shown.text, "blocks": shown.blocks}
+    )
     assert clicked.status == 200
     return clicked.responses
 
@@ -69,7 +71,9 @@ def test_reports_alone_lists_every_repository_worst_first(stack, block_kit_valid
     assert [line.split("*")[1] for line in lines[1:]] == expected
     worst = latest[expected[0]]
     rate = len(passing(worst)) / len(worst["report"])
-    assert lines[1].startswith(f"\u2022 *{expected[0]}*: {rate:.0%} of criteria pass ({len(passing(worst))}/{len(worst['report'])}) \u00b7 ")
+    assert lines[1].startswith(
+        f"\u2022 *{expected[0]}*: {rate:.0%} of criteria pass ({len(passing(worst))}/{len(worst['report'])}) \u00b7 "
+    )
     assert lines[1].endswith(" days ago")
 
 
@@ -177,4 +181,8 @@ def test_a_guest_is_refused_reports_and_its_details(stack):
     refused = stack.command("reports acme/web", user="U0GUEST")
     assert refused.ack == refusal_message("reports", "member", "guest") and refused.responses == []
     [clicked] = click_details(stack, stack.command("reports acme/web", user=MEMBER), user="U0GUEST")
-    assert clicked.payload == {**refusal_message(DETAILS_ACTION, "member", "guest"), "response_type": "ephemeral", "replace_original": False}
+    assert clicked.payload == {
+        **refusal_message(DETAILS_ACTION, "member", "guest"),
+        "response_type": "ephemeral",
+        "replace_original": False,
+    }

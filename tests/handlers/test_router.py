@@ -68,7 +68,9 @@ async def test_a_known_command_runs_its_handler_with_args_and_options():
     assert await dispatch(router, "usage user a@example.com 7d --chart") == []
     [request] = seen
     assert (request.command.sub_command, request.command.args, dict(request.command.options)) == (
-        "usage user", ("a@example.com", "7d"), {"chart": "true"}
+        "usage user",
+        ("a@example.com", "7d"),
+        {"chart": "true"},
     )
 
 
@@ -146,5 +148,9 @@ async def test_an_unbalanced_quote_says_so():
 def test_policy_key_of_unknown_or_unreadable_text_is_help():
     router, _ = router_with(*ALL)
     assert [router.policy_key(t) for t in ("usage 7d", "session start x", "usge", 'usage "7d', "")] == [
-        "usage", "session start", "help", "help", "help"
+        "usage",
+        "session start",
+        "help",
+        "help",
+        "help",
     ]

@@ -10,9 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from bot.demo import DEMO_CHANNEL
+from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
 from formatters.notices import REFUSED
 from formatters.sessions import ARCHIVE_ACTION, PICK_ACTION, START_VIEW, WORKED
-from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, NOT_ACTIVE
 from tests.conftest import block_texts, sandbox_get
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
@@ -43,6 +43,7 @@ def bot_messages(stack, channel=DEMO_CHANNEL, thread_ts=None):
 
 def parent_of(stack, prompt_fragment, channel=DEMO_CHANNEL):
     """The parent message of the session whose prompt contains ``prompt_fragment``."""
+
     def find():
         for m in bot_messages(stack, channel):
             if not m.is_reply and any(prompt_fragment in t for t in block_texts(m.as_payload())):
@@ -58,6 +59,7 @@ def replies(stack, parent, channel=DEMO_CHANNEL):
 
 def answers(stack, parent, fragment, count=1, timeout=15.0):
     """The thread's replies containing ``fragment``, once there are ``count`` of them."""
+
     def find():
         found = [m for m in replies(stack, parent) if any(fragment in t for t in block_texts(m.as_payload()))]
         return found if len(found) >= count else None
@@ -77,24 +79,28 @@ def test_a_slash_command_starts_a_session_and_the_answer_arrives_in_its_thread_o
     block_kit_validator(reply.last)
     assert "its thread" in reply.last["text"] or any("its thread" in t for t in block_texts(reply.last))
     parent = parent_of(stack, "run the tests for issue 41")
-    answer = answers(stack, parent, "You asked: \"run the tests for issue 41\"")
+    answer = answers(stack, parent, 'You asked: "run the tests for issue 41"')
     assert len(answer) == 1
     # the tool step is a working message, collapsed once the agent answered
     working = stack.slack.recorder.wait_for(
-        lambda: [m for m in replies(stack, parent) if m.text == WORKED.format(count=1, s="")], timeout=10,
+        lambda: [m for m in replies(stack, parent) if m.text == WORKED.format(count=1, s="")],
+        timeout=10,
         what="the collapsed working message",
     )
     assert len(working) == 1
+
     # the parent shows the outcome, edited in place, with a done reaction on it
     def done():
         now = stack.slack.recorder.message(DEMO_CHANNEL, parent.ts)
         texts = " ".join(block_texts(now.as_payload()))
         return "waiting for you" in texts and now
+
     final = stack.slack.recorder.wait_for(done, timeout=10, what="the parent edited to idle")
     block_kit_validator(final.as_payload())
     assert "CI sandbox" in " ".join(block_texts(final.as_payload()))
     stack.slack.recorder.wait_for(
-        lambda: "white_check_mark" in stack.slack.recorder.reactions(DEMO_CHANNEL, parent.ts), timeout=10,
+        lambda: "white_check_mark" in stack.slack.recorder.reactions(DEMO_CHANNEL, parent.ts),
+        timeout=10,
         what="the done reaction",
     )
     link = link_of(stack, parent)
@@ -136,7 +142,12 @@ def test_several_active_computers_offer_a_menu_only_the_asker_can_use(stack, blo
 
     def choose(user):
         sent = stack.client.send_block_action(
-            PICK_ACTION, "cmp-dev-laptop", user_id=user, channel_id=DEMO_CHANNEL, message=message, message_ts="1.0",
+            PICK_ACTION,
+            "cmp-dev-laptop",
+            user_id=user,
+            channel_id=DEMO_CHANNEL,
+            message=message,
+            message_ts="1.0",
             block_id=block_id,
         )
         return sent.response_url_id
@@ -161,8 +172,13 @@ def test_a_mention_starts_a_session_in_its_thread_and_thread_replies_reach_the_a
     mention_ts = sent.request.payload["event"]["ts"]
     # one session for the two deliveries (app_mention and message)
     answer = stack.slack.recorder.wait_for(
-        lambda: [m for m in replies_of_thread(stack, mention_ts) if "You asked" in m.text or any("You asked" in t for t in block_texts(m.as_payload()))],
-        timeout=15, what="the answer in the mention's thread",
+        lambda: [
+            m
+            for m in replies_of_thread(stack, mention_ts)
+            if "You asked" in m.text or any("You asked" in t for t in block_texts(m.as_payload()))
+        ],
+        timeout=15,
+        what="the answer in the mention's thread",
     )
     assert len(answer) == 1
     starts = [m for m in replies_of_thread(stack, mention_ts) if any("started an agent session" in t for t in block_texts(m.as_payload()))]
@@ -173,15 +189,21 @@ def test_a_mention_starts_a_session_in_its_thread_and_thread_replies_reach_the_a
     image = b"\x89PNG\r\n\x1a\nfake-png-bytes"
     shared = stack.client.share_file("screen.png", "image/png", image)
     event = {
-        "type": "message", "subtype": "file_share", "channel": DEMO_CHANNEL, "user": "U0MEMBER",
-        "text": "please explain this screenshot", "thread_ts": mention_ts, "files": [shared],
+        "type": "message",
+        "subtype": "file_share",
+        "channel": DEMO_CHANNEL,
+        "user": "U0MEMBER",
+        "text": "please explain this screenshot",
+        "thread_ts": mention_ts,
+        "files": [shared],
     }
     first = stack.client.send_event(event, event_id="EvREPLY1")
     retry = stack.client.send_event(event, event_id="EvREPLY1", retry_num=1)
     assert first.status_code == retry.status_code == 200
     got = stack.slack.recorder.wait_for(
         lambda: [m for m in replies_of_thread(stack, mention_ts) if any("1 image" in t for t in block_texts(m.as_payload()))],
-        timeout=15, what="the answer to the reply with an image",
+        timeout=15,
+        what="the answer to the reply with an image",
     )
     assert len(got) == 1
     messages = sandbox_get(stack, f"/api/v0/sessions/{link.session_id}/messages", limit="100")["messages"]
@@ -217,8 +239,13 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
     answers(stack, parent, "read the spec")
     shared = stack.client.share_file("notes.txt", "text/plain", b"hello")
     event = {
-        "type": "message", "subtype": "file_share", "channel": DEMO_CHANNEL, "user": "U0MEMBER",
-        "text": "see attached", "thread_ts": parent.ts, "files": [shared],
+        "type": "message",
+        "subtype": "file_share",
+        "channel": DEMO_CHANNEL,
+        "user": "U0MEMBER",
+        "text": "see attached",
+        "thread_ts": parent.ts,
+        "files": [shared],
     }
     # with a wrong token Slack answers the download with its HTML sign-in page
     feature = stack.bot.services.sessions
@@ -227,7 +254,8 @@ def test_a_file_download_answered_with_a_sign_in_page_is_skipped_with_a_note(sta
     try:
         stack.client.send_event(event)
         note = stack.slack.recorder.wait_for(
-            lambda: [m for m in replies(stack, parent) if "web page instead of the file" in m.text], timeout=10,
+            lambda: [m for m in replies(stack, parent) if "web page instead of the file" in m.text],
+            timeout=10,
             what="the note about the HTML answer",
         )
     finally:
@@ -242,11 +270,14 @@ def test_archive_stops_following_and_edits_the_parent(stack):
     link = link_of(stack, parent)
     current = stack.slack.recorder.message(DEMO_CHANNEL, parent.ts)
     message = {"type": "message", "ts": parent.ts, "text": current.text, "blocks": current.blocks}
-    sent = stack.client.send_block_action(ARCHIVE_ACTION, link.session_id, user_id="U0MEMBER", channel_id=DEMO_CHANNEL, message=message, message_ts=parent.ts)
+    sent = stack.client.send_block_action(
+        ARCHIVE_ACTION, link.session_id, user_id="U0MEMBER", channel_id=DEMO_CHANNEL, message=message, message_ts=parent.ts
+    )
     assert sent.status_code == 200
     stack.slack.recorder.wait_for(
         lambda: "archived" in " ".join(block_texts(stack.slack.recorder.message(DEMO_CHANNEL, parent.ts).as_payload())),
-        timeout=10, what="the parent marked archived",
+        timeout=10,
+        what="the parent marked archived",
     )
     assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]["archivedAt"]
     assert link_of(stack, parent).following is False
@@ -261,7 +292,9 @@ def test_sessions_list_status_and_set(stack, block_kit_validator):
     assert any("fix the flaky login test" in t for t in block_texts(listing))
     status = block_kit_validator(stack.command(f"session status {link.session_id}", user="U0MEMBER").last)
     assert any("CI sandbox" in t for t in block_texts(status))
-    changed = block_kit_validator(stack.command(f"session set {link.session_id} model=fast-model reasoningEffort=high", user="U0MEMBER").last)
+    changed = block_kit_validator(
+        stack.command(f"session set {link.session_id} model=fast-model reasoningEffort=high", user="U0MEMBER").last
+    )
     assert any("fast-model" in t for t in block_texts(changed))
     settings = sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]
     assert settings["model"] == "fast-model" and settings["reasoningEffort"] == "high"
@@ -290,7 +323,8 @@ def test_without_a_prompt_a_form_opens_shows_field_errors_and_a_double_submit_st
     )
     assert inactive.json()["response_action"] == "errors" and set(inactive.json()["errors"]) == {"computer"}
     too_long = stack.client.send_view_submission(
-        view, {"computer": {"value": pick("cmp-ci-sandbox")}, "cwd": {"value": "x" * 5000}, "prompt": {"value": "go"}},
+        view,
+        {"computer": {"value": pick("cmp-ci-sandbox")}, "cwd": {"value": "x" * 5000}, "prompt": {"value": "go"}},
         user_id="U0MEMBER",
     )
     assert set(too_long.json()["errors"]) == {"cwd"}
@@ -334,7 +368,6 @@ def link_by_thread(stack, thread_ts):
     return asyncio.run(feature.store.by_thread(DEMO_CHANNEL, thread_ts))
 
 
-
 async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cause_no_call(tmp_path):
     """In-process (the bot's ASGI app over ``httpx.ASGITransport``): a plain channel message and a
     reply in a thread that is no session's are answered 200; the bot then calls neither the Web
@@ -356,8 +389,11 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
     slack = SlackEmulator().start()
     agent = AgentClient(base_url="http://agent.test", api_key="key", transport=httpx.MockTransport(agent_api))
     settings = Settings(
-        _env_file=None, SLACK_BOT_TOKEN=slack.bot_token, SLACK_SIGNING_SECRET=slack.signing_secret,
-        SLACK_API_URL=slack.api_url, database_url=f"sqlite:///{tmp_path / 'bot.db'}",
+        _env_file=None,
+        SLACK_BOT_TOKEN=slack.bot_token,
+        SLACK_SIGNING_SECRET=slack.signing_secret,
+        SLACK_API_URL=slack.api_url,
+        database_url=f"sqlite:///{tmp_path / 'bot.db'}",
     )
     bot = create_bot(settings, agent=agent)
     client = slack.async_client("http://bot.test")
@@ -370,7 +406,9 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
         assert [call.method for call in slack.recorder.calls() if call.method != "auth.test"] == []
         assert agent_requests == []
         # the control: in this same setup a mention does reach the listeners (and the Agent API)
-        await client.send_mention(f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False)
+        await client.send_mention(
+            f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
         await drain_listeners(5.0)
         assert agent_requests != []
     finally:
@@ -384,9 +422,24 @@ def link(**values):
     from bot.services.sessions import SessionLink
 
     fields = dict(
-        id=7, start_key="command:1", state="started", session_id="s-1", slack_user="U0MEMBER", user_email=None,
-        channel=DEMO_CHANNEL, thread_ts="100.1", parent_ts="100.1", origin="command", computer_id="cmp-ci",
-        computer_name="CI sandbox", cwd=None, model=None, prompt="go", status="running", title=None, message_count=0,
+        id=7,
+        start_key="command:1",
+        state="started",
+        session_id="s-1",
+        slack_user="U0MEMBER",
+        user_email=None,
+        channel=DEMO_CHANNEL,
+        thread_ts="100.1",
+        parent_ts="100.1",
+        origin="command",
+        computer_id="cmp-ci",
+        computer_name="CI sandbox",
+        cwd=None,
+        model=None,
+        prompt="go",
+        status="running",
+        title=None,
+        message_count=0,
     )
     return SessionLink(**{**fields, **values})
 
@@ -404,5 +457,7 @@ def test_what_the_starter_is_told_for_each_outcome():
     assert start_reply(ChooseComputer(7, computers, 10, offer=False)) is None  # offered before: a retry
     assert start_reply(link()) == started_notice("CI sandbox", message_link(DEMO_CHANNEL, "100.1"))
     assert start_reply(link(state="failed", error="POST failed.")) == error_message("POST failed.", SEE_CHANNEL)
-    assert start_reply(link(state="failed", error=CANNOT_POST, thread_ts=None, parent_ts=None)) == error_message(CANNOT_POST, CANNOT_POST_HINT)
+    assert start_reply(link(state="failed", error=CANNOT_POST, thread_ts=None, parent_ts=None)) == error_message(
+        CANNOT_POST, CANNOT_POST_HINT
+    )
     assert start_reply(link(state="starting", thread_ts=None, parent_ts=None)) == error_message(ALREADY_STARTED)

@@ -55,7 +55,9 @@ def test_usage_of_one_user_by_mention_and_unknown_user(stack, block_kit_validato
     payload = block_kit_validator(stack.command("usage user <@U0OWNER|alice> 7d").last)
     assert block_texts(payload)[0].startswith("Agent usage of alice@example.com")
     missing = stack.command("usage user nobody@example.com 7d").last
-    assert block_texts(missing)[0].endswith(NO_USER_USAGE.format(email="nobody@example.com", period="2026-11-15 \u2013 2026-11-21 (7 days)"))
+    assert block_texts(missing)[0].endswith(
+        NO_USER_USAGE.format(email="nobody@example.com", period="2026-11-15 \u2013 2026-11-21 (7 days)")
+    )
 
 
 def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):

@@ -48,8 +48,7 @@ def test_a_query_shows_the_matching_users_with_their_sign_in(stack, block_kit_va
     users = everyone(stack)
     for query in ("alice", "ANDERSON", "@example.com"):
         expected = [
-            u for u in users
-            if any(query.lower() in (v or "").lower() for v in (u.get("firstName"), u.get("lastName"), u["email"]))
+            u for u in users if any(query.lower() in (v or "").lower() for v in (u.get("firstName"), u.get("lastName"), u["email"]))
         ]
         assert expected
         screens, payload = [], block_kit_validator(stack.command(f"users {query}", user="U0MANAGER").last)

@@ -19,9 +19,7 @@ CONFIG = SandboxConfig(today=TODAY, reply_delay_seconds=0.02, provision_delay_se
 OWNER = {"Authorization": f"Bearer {CONFIG.api_key}"}
 MEMBER = {"Authorization": f"Bearer {CONFIG.member_key}"}
 DAYS = "startDate=2026-11-18&endDate=2026-11-20"
-ANALYTICS_PATHS = [
-    f"/api/v1/analytics/{name}?{DAYS}" for name in ("tokens", "tools", "activity", "productivity", "users")
-]
+ANALYTICS_PATHS = [f"/api/v1/analytics/{name}?{DAYS}" for name in ("tokens", "tools", "activity", "productivity", "users")]
 #: (method, path, JSON body) of every non-analytics endpoint
 OTHER_ENDPOINTS = [
     ("GET", "/api/organization/maturity-level-reports", None),
@@ -132,15 +130,15 @@ def test_cli_options_build_a_config() -> None:
 
 def test_default_today_is_the_utc_date(anonymous) -> None:
     app = create_app(SandboxConfig())
-    assert app.state.sandbox.today() == dt.datetime.now(dt.timezone.utc).date()
+    assert app.state.sandbox.today() == dt.datetime.now(dt.UTC).date()
     with serve_in_thread(app) as running:
         health = anonymous.get(running.url + "/_sandbox/health").json()
-        yesterday = dt.datetime.now(dt.timezone.utc).date() - dt.timedelta(days=1)
+        yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
         ok = anonymous.get(
             f"{running.url}/api/v1/analytics/activity?startDate={yesterday}&endDate={yesterday}",
             headers=OWNER,
         )
-    assert health["today"] == dt.datetime.now(dt.timezone.utc).date().isoformat()
+    assert health["today"] == dt.datetime.now(dt.UTC).date().isoformat()
     assert ok.status_code == 200
 
 
@@ -157,16 +155,11 @@ def test_sandbox_never_imports_the_bot() -> None:
 
 
 @pytest.mark.parametrize("path", ANALYTICS_PATHS)
-@pytest.mark.parametrize(
-    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": CONFIG.api_key}]
-)
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": CONFIG.api_key}])
 def test_analytics_requires_a_valid_key(anonymous, path, headers) -> None:
     response = anonymous.get(path, headers=headers)
     assert response.status_code == 401
-    assert (
-        set(response.json()) == {"title", "detail", "status", "requestId"}
-        and response.json()["status"] == 401
-    )
+    assert set(response.json()) == {"title", "detail", "status", "requestId"} and response.json()["status"] == 401
 
 
 @pytest.mark.parametrize("path", ANALYTICS_PATHS)
@@ -226,11 +219,7 @@ def test_ten_thousand_users() -> None:
             },
         )
         users = client.get("/api/v0/organization/users", params={"limit": 100, "cursor": "usr_009900"})
-    assert (
-        page.status_code == 200
-        and len(page.json()["data"]) == 100
-        and page.json()["meta"]["has_more"] is True
-    )
+    assert page.status_code == 200 and len(page.json()["data"]) == 100 and page.json()["meta"]["has_more"] is True
     ids = [row["user_id"] for row in page.json()["data"] + second.json()["data"]]
     assert len(set(ids)) == 200 and ids == sorted(ids)
     body = users.json()

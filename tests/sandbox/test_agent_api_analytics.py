@@ -129,19 +129,14 @@ def all_user_rows(client: httpx.Client, limit: int, **dates) -> list[dict]:
 # -- shapes ----------------------------------------------------------------------------------------------
 def test_tokens_rows(client) -> None:
     body = get(client, "tokens")
-    assert body["meta"] == META and [r["date"] for r in body["data"]] == [
-        f"2026-11-{d}" for d in range(15, 22)
-    ]
+    assert body["meta"] == META and [r["date"] for r in body["data"]] == [f"2026-11-{d}" for d in range(15, 22)]
     for row in body["data"]:
         assert set(row) == TOKEN_ROW
         assert {m["model_tier"] for m in row["by_model"]} <= {"standard", "thinking"}
         for item in row["by_user"]:
             assert set(item) == {"user_id", "user_email", "billable_tokens", "by_model"}
     tiers = {m["model_tier"] for r in body["data"] for m in r["by_model"]}
-    assert (
-        tiers == {"standard", "thinking"}
-        and len({m["model_id"] for r in body["data"] for m in r["by_model"]}) >= 4
-    )
+    assert tiers == {"standard", "thinking"} and len({m["model_id"] for r in body["data"] for m in r["by_model"]}) >= 4
 
 
 def test_tools_rows(client) -> None:
@@ -153,10 +148,7 @@ def test_tools_rows(client) -> None:
         assert row["autonomy_ratio_p50"] <= row["autonomy_ratio_p90"]
     tools = {t["tool"] for r in body["data"] for t in r["by_tool"]}
     assert {"Read", "Bash", "Edit"} <= tools and any(t.startswith("mcp__") for t in tools)
-    assert any(
-        r["skills_invocations"] and r["slash_commands_invocations"] and r["hooks_invocations"]
-        for r in body["data"]
-    )
+    assert any(r["skills_invocations"] and r["slash_commands_invocations"] and r["hooks_invocations"] for r in body["data"])
 
 
 def test_activity_rows(client) -> None:
@@ -169,11 +161,7 @@ def test_productivity_rows(client) -> None:
     for row in get(client, "productivity")["data"]:
         assert set(row) == PRODUCTIVITY_ROW
         files = row["files_created"] + row["files_edited"]
-        assert (
-            sum(e["count"] for e in row["by_extension"])
-            == files
-            == sum(lang["count"] for lang in row["by_language"])
-        )
+        assert sum(e["count"] for e in row["by_extension"]) == files == sum(lang["count"] for lang in row["by_language"])
 
 
 def test_user_rows(client) -> None:
@@ -236,14 +224,8 @@ def test_bad_queries_are_400_with_the_documented_body(client, endpoint, params) 
 
 
 def test_first_day_and_yesterday_are_available(client) -> None:
-    assert (
-        get(client, "activity", startDate="2026-01-14", endDate="2026-01-14")["data"][0]["date"]
-        == "2026-01-14"
-    )
-    assert (
-        get(client, "activity", startDate="2026-11-21", endDate="2026-11-21")["data"][0]["date"]
-        == "2026-11-21"
-    )
+    assert get(client, "activity", startDate="2026-01-14", endDate="2026-01-14")["data"][0]["date"] == "2026-01-14"
+    assert get(client, "activity", startDate="2026-11-21", endDate="2026-11-21")["data"][0]["date"] == "2026-11-21"
 
 
 # -- consistency -----------------------------------------------------------------------------------------
@@ -266,9 +248,7 @@ def test_token_breakdowns_add_up(client) -> None:
         ("tools", "tool_name", "tool_calls", "by_tool", "tool", "invocations"),
     ],
 )
-def test_grouped_rows_match_the_ungrouped_totals(
-    client, endpoint, group_by, measure, breakdown, key, value
-) -> None:
+def test_grouped_rows_match_the_ungrouped_totals(client, endpoint, group_by, measure, breakdown, key, value) -> None:
     plain = get(client, endpoint)["data"]
     grouped = get(client, endpoint, group_by=group_by)["data"]
     for row in plain:
@@ -280,11 +260,7 @@ def test_grouped_rows_match_the_ungrouped_totals(
 def test_tool_breakdowns_add_up(client) -> None:
     for row in get(client, "tools")["data"]:
         assert sum(t["invocations"] for t in row["by_tool"]) == row["tool_calls"]
-        mcp = sum(
-            t["invocations"]
-            for t in row["by_tool"]
-            if t["tool"].startswith("mcp__") and t["tool"].count("__") >= 2
-        )
+        mcp = sum(t["invocations"] for t in row["by_tool"] if t["tool"].startswith("mcp__") and t["tool"].count("__") >= 2)
         assert sum(s["invocations"] for s in row["mcp_by_server"]) == mcp
         assert sum(s["count"] for s in row["skills_by_name"]) == row["skills_invocations"]
         assert sum(s["count"] for s in row["slash_commands_by_name"]) == row["slash_commands_invocations"]
@@ -296,17 +272,10 @@ def test_activity_counts_are_consistent(client) -> None:
     rows = get(client, "activity", startDate="2026-10-01", endDate="2026-11-21")["data"]
     grouped = get(client, "activity", startDate="2026-10-01", endDate="2026-11-21", group_by="client")["data"]
     for row in rows:
-        assert (
-            row["daily_active_users"]
-            <= row["weekly_active_users"]
-            <= row["monthly_active_users"]
-            <= CONFIG.users
-        )
+        assert row["daily_active_users"] <= row["weekly_active_users"] <= row["monthly_active_users"] <= CONFIG.users
         by_client = row["daily_active_users_by_client"]
         assert max(by_client.values()) <= row["daily_active_users"] <= sum(by_client.values())
-        assert by_client == {
-            r["group_key"]: r["daily_active_users"] for r in grouped if r["date"] == row["date"]
-        }
+        assert by_client == {r["group_key"]: r["daily_active_users"] for r in grouped if r["date"] == row["date"]}
     # Data-quality fact: a person on several clients counts once in DAU and in each client's breakdown.
     assert any(sum(r["daily_active_users_by_client"].values()) > r["daily_active_users"] for r in rows)
     weekdays = [r["daily_active_users"] for r in rows if dt.date.fromisoformat(r["date"]).weekday() < 5]
@@ -323,9 +292,7 @@ def test_user_rows_match_the_day_totals(client) -> None:
     for date, token_row in tokens.items():
         day = [r for r in rows if r["date"] == date]
         assert sum(r["billable_tokens"] for r in day) == token_row["billable_tokens"]
-        assert {r["user_id"]: r["billable_tokens"] for r in day} == {
-            u["user_id"]: u["billable_tokens"] for u in token_row["by_user"]
-        }
+        assert {r["user_id"]: r["billable_tokens"] for r in day} == {u["user_id"]: u["billable_tokens"] for u in token_row["by_user"]}
         assert sum(r["tool_calls"] for r in day) == tools[date]["tool_calls"]
         assert len(day) == activity[date]["daily_active_users"]
         assert sum(r["sessions"] for r in day) == activity[date]["sessions"]

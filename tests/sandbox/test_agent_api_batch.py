@@ -11,7 +11,7 @@ from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 
 KEY = {"Authorization": "Bearer sandbox-owner-key"}
-UTC = dt.timezone.utc
+UTC = dt.UTC
 BEFORE = dt.datetime(2026, 11, 22, 5, 59, tzinfo=UTC)
 AFTER = dt.datetime(2026, 11, 22, 6, 0, tzinfo=UTC)
 RANGE = {"startDate": "2026-11-20", "endDate": "2026-11-21"}
@@ -34,7 +34,14 @@ def _dates(sandbox, endpoint, **params):
 
 @pytest.mark.parametrize(
     ("endpoint", "params"),
-    [("tokens", {}), ("tokens", {"group_by": "model"}), ("tools", {}), ("activity", {"group_by": "client"}), ("productivity", {}), ("users", {"limit": "100"})],
+    [
+        ("tokens", {}),
+        ("tokens", {"group_by": "model"}),
+        ("tools", {}),
+        ("activity", {"group_by": "client"}),
+        ("productivity", {}),
+        ("users", {"limit": "100"}),
+    ],
 )
 def test_yesterday_is_missing_before_lands_at_and_present_after(sandbox, endpoint, params):
     assert _dates(sandbox, endpoint, **params) == ["2026-11-20"]
@@ -43,13 +50,17 @@ def test_yesterday_is_missing_before_lands_at_and_present_after(sandbox, endpoin
 
 
 def test_only_yesterday_asked_before_landing_is_an_empty_answer_not_an_error(sandbox):
-    response = httpx.get(
-        f"{sandbox.url}/api/v1/analytics/users", params={"startDate": "2026-11-21", "endDate": "2026-11-21"}, headers=KEY
-    )
+    response = httpx.get(f"{sandbox.url}/api/v1/analytics/users", params={"startDate": "2026-11-21", "endDate": "2026-11-21"}, headers=KEY)
     assert response.status_code == 200
     assert response.json() == {
         "data": [],
-        "meta": {"org_id": "org_acme_sandbox", "start_date": "2026-11-21", "end_date": "2026-11-21", "has_more": False, "next_cursor": None},
+        "meta": {
+            "org_id": "org_acme_sandbox",
+            "start_date": "2026-11-21",
+            "end_date": "2026-11-21",
+            "has_more": False,
+            "next_cursor": None,
+        },
     }
     today = httpx.get(f"{sandbox.url}/api/v1/analytics/tokens", params={"startDate": "2026-11-22", "endDate": "2026-11-22"}, headers=KEY)
     assert today.status_code == 400  # today stays the spec's 400
@@ -57,7 +68,9 @@ def test_only_yesterday_asked_before_landing_is_an_empty_answer_not_an_error(san
 
 def test_land_now_lands_yesterday_at_once(sandbox):
     assert httpx.get(f"{sandbox.url}/_sandbox/batch").json() == {
-        "now": BEFORE.isoformat(), "lands_at": "06:00", "last_landed_day": "2026-11-20",
+        "now": BEFORE.isoformat(),
+        "lands_at": "06:00",
+        "last_landed_day": "2026-11-20",
     }
     landed = httpx.post(f"{sandbox.url}/_sandbox/land").json()
     assert landed["landed"] == "2026-11-21" and landed["last_landed_day"] == "2026-11-21"

@@ -14,7 +14,15 @@ from sandbox.server import serve_in_thread
 
 TODAY = dt.date(2026, 11, 22)
 KEY = {"Authorization": "Bearer sandbox-owner-key"}
-ENDPOINTS = [("tokens", None), ("tokens", "model"), ("tools", None), ("tools", "tool_name"), ("activity", None), ("activity", "client"), ("productivity", None)]
+ENDPOINTS = [
+    ("tokens", None),
+    ("tokens", "model"),
+    ("tools", None),
+    ("tools", "tool_name"),
+    ("activity", None),
+    ("activity", "client"),
+    ("productivity", None),
+]
 
 
 @pytest.fixture(scope="module")

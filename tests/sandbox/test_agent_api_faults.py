@@ -60,11 +60,7 @@ def test_rate_limit_every_nth_request(http, server) -> None:
     assert [r.status_code for r in statuses] == [200, 200, 429, 200, 200, 429]
     assert statuses[2].headers["Retry-After"] == "1" and statuses[2].json()["error"]["code"] == "rate_limited"
     limited = [http.get(server.url + ACTIVITY, headers=OWNER) for _ in range(3)][-1]
-    assert (
-        limited.status_code == 429
-        and limited.json()["status"] == 429
-        and limited.headers["Retry-After"] == "1"
-    )
+    assert limited.status_code == 429 and limited.json()["status"] == 429 and limited.headers["Retry-After"] == "1"
     set_faults(http, server, rate_limit_every=0)
     assert all(http.get(server.url + COMPUTERS, headers=OWNER).status_code == 200 for _ in range(4))
 
@@ -75,10 +71,7 @@ def test_error_rate_one_answers_500_in_each_family(http, server) -> None:
     analytics = http.get(server.url + ACTIVITY, headers=OWNER)
     assert v0.status_code == analytics.status_code == 500
     assert v0.json()["error"]["code"] == "internal_error"
-    assert (
-        set(analytics.json()) == {"title", "detail", "status", "requestId"}
-        and analytics.json()["status"] == 500
-    )
+    assert set(analytics.json()) == {"title", "detail", "status", "requestId"} and analytics.json()["status"] == 500
     assert http.get(server.url + "/_sandbox/health").status_code == 200  # admin is exempt
     set_faults(http, server, error_rate=0.0)
     assert http.get(server.url + COMPUTERS, headers=OWNER).status_code == 200

@@ -22,9 +22,7 @@ OPTIONAL = {"commitHash", "branch", "hasLocalChanges", "hasNonRemoteCommits", "m
 def client():
     with (
         serve_in_thread(create_app(CONFIG)) as running,
-        httpx.Client(
-            base_url=running.url, headers={"Authorization": f"Bearer {CONFIG.member_key}"}, timeout=10
-        ) as http,
+        httpx.Client(base_url=running.url, headers={"Authorization": f"Bearer {CONFIG.member_key}"}, timeout=10) as http,
     ):
         yield http
 
@@ -51,7 +49,7 @@ def test_reports_shape(client) -> None:
     everything = reports(client, limit=1000)
     assert len({r["repoUrl"] for r in everything}) >= 5
     assert all(r["repoUrl"].startswith("https://github.com/acme/") for r in everything)
-    midnight = dt.datetime(2026, 11, 22, tzinfo=dt.timezone.utc).timestamp() * 1000
+    midnight = dt.datetime(2026, 11, 22, tzinfo=dt.UTC).timestamp() * 1000
     for report in everything:
         assert REQUIRED <= set(report) <= REQUIRED | OPTIONAL
         uuid.UUID(report["reportId"])
@@ -60,9 +58,7 @@ def test_reports_shape(client) -> None:
         assert set(report["report"]) == set(CRITERIA)
         for evaluation in report["report"].values():
             assert set(evaluation) == {"numerator", "denominator", "rationale"}
-            assert (
-                evaluation["denominator"] >= 1 and 0 <= evaluation["numerator"] <= evaluation["denominator"]
-            )
+            assert evaluation["denominator"] >= 1 and 0 <= evaluation["numerator"] <= evaluation["denominator"]
             assert evaluation["rationale"]
         if "modelUsed" in report:
             assert report["modelUsed"]["reasoningEffort"] in {"low", "medium", "high", "off"}

@@ -51,9 +51,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def client(server):
-    with httpx.Client(
-        base_url=server.url + "/api/v0", headers={"Authorization": f"Bearer {CONFIG.api_key}"}, timeout=10
-    ) as http:
+    with httpx.Client(base_url=server.url + "/api/v0", headers={"Authorization": f"Bearer {CONFIG.api_key}"}, timeout=10) as http:
         yield http
 
 
@@ -82,9 +80,7 @@ def wait_for(predicate, timeout: float = 5.0):
 def walk(client: httpx.Client, path: str, name: str, limit: int, **params) -> list[dict]:
     items, cursor = [], None
     for _ in range(200):
-        body = ok(
-            client.get(path, params={"limit": str(limit), **params, **({"cursor": cursor} if cursor else {})})
-        )
+        body = ok(client.get(path, params={"limit": str(limit), **params, **({"cursor": cursor} if cursor else {})}))
         assert set(body) == {name, "pagination"} and len(body[name]) <= limit
         items += body[name]
         if not body["pagination"]["hasMore"]:
@@ -105,14 +101,8 @@ def test_session_lifecycle(client) -> None:
         cwd="/home/alice/web",
         sessionSettings={"model": "gpt-5-codex", "tags": [{"name": "demo", "metadata": {}}]},
     )
-    assert (
-        session["status"] == "pending"
-        and session["messageCount"] == 0
-        and session["computerId"] == "cmp-dev-laptop"
-    )
-    assert (
-        session["createdAt"] == session["updatedAt"] and session["sessionSettings"]["model"] == "gpt-5-codex"
-    )
+    assert session["status"] == "pending" and session["messageCount"] == 0 and session["computerId"] == "cmp-dev-laptop"
+    assert session["createdAt"] == session["updatedAt"] and session["sessionSettings"]["model"] == "gpt-5-codex"
     sid = session["sessionId"]
     assert wait_for(lambda: ok(client.get(f"/sessions/{sid}"))["status"] == "idle")
 
@@ -121,9 +111,7 @@ def test_session_lifecycle(client) -> None:
     assert ok(client.get(f"/sessions/{sid}"))["status"] == "running"
     done = wait_for(lambda: (s := ok(client.get(f"/sessions/{sid}")))["status"] == "idle" and s)
     assert done["messageCount"] == 4 and done["title"] == "Please run the tests <!channel>"
-    assert (
-        done["completedAt"] >= done["createdAt"] and done["sessionSettings"]["tokenUsage"]["inputTokens"] > 0
-    )
+    assert done["completedAt"] >= done["createdAt"] and done["sessionSettings"]["tokenUsage"]["inputTokens"] > 0
 
     messages = ok(client.get(f"/sessions/{sid}/messages"))["messages"]
     assert [m["role"] for m in messages] == ["user", "system", "tool", "assistant"]
@@ -138,10 +126,7 @@ def test_an_answer_can_carry_commentary_hidden_and_error_messages(client) -> Non
     ok(client.post(f"/sessions/{sid}/messages", json={"text": "think, plan the steps, then fix the error"}))
     done = wait_for(lambda: (s := ok(client.get(f"/sessions/{sid}")))["status"] == "idle" and s)
     messages = ok(client.get(f"/sessions/{sid}/messages"))["messages"]
-    shape = [
-        (m["role"], m.get("visibility"), m.get("isUserVisible"), m.get("isError"), m.get("providerAPhase"))
-        for m in messages
-    ]
+    shape = [(m["role"], m.get("visibility"), m.get("isUserVisible"), m.get("isError"), m.get("providerAPhase")) for m in messages]
     assert shape == [
         ("user", "both", True, False, None),
         ("system", "both", True, False, None),
@@ -169,11 +154,7 @@ def test_messages_without_an_action_get_only_a_reply(client) -> None:
     )
     wait_for(lambda: ok(client.get(f"/sessions/{sid}"))["messageCount"] == 3)  # user, system, assistant
     reply = ok(client.get(f"/sessions/{sid}/messages", params={"role": "assistant"}))["messages"]
-    assert (
-        len(reply) == 1
-        and "hello there" in reply[0]["content"][0]["text"]
-        and "1 image" in reply[0]["content"][0]["text"]
-    )
+    assert len(reply) == 1 and "hello there" in reply[0]["content"][0]["text"] and "1 image" in reply[0]["content"][0]["text"]
 
 
 def test_message_pagination_and_role_filter(client) -> None:
@@ -186,19 +167,13 @@ def test_message_pagination_and_role_filter(client) -> None:
     assert walk(client, f"/sessions/{sid}/messages", "messages", limit=5) == everything
     for role in ("user", "assistant", "tool"):
         mine = walk(client, f"/sessions/{sid}/messages", "messages", limit=3, role=role)
-        assert [m["id"] for m in mine] == [m["id"] for m in everything if m["role"] == role] and len(
-            mine
-        ) == 4
-    assert [m["content"][0]["text"] for m in everything if m["role"] == "user"] == [
-        f"fix bug {n}" for n in range(4)
-    ]
+        assert [m["id"] for m in mine] == [m["id"] for m in everything if m["role"] == role] and len(mine) == 4
+    assert [m["content"][0]["text"] for m in everything if m["role"] == "user"] == [f"fix bug {n}" for n in range(4)]
     assert len(ok(client.get(f"/sessions/{sid}/messages"))["messages"]) == 13  # default limit 20
 
 
 def test_patch_merges_session_settings(client) -> None:
-    sid = new_session(client, sessionSettings={"model": "claude-sonnet-4-5", "reasoningEffort": "low"})[
-        "sessionId"
-    ]
+    sid = new_session(client, sessionSettings={"model": "claude-sonnet-4-5", "reasoningEffort": "low"})["sessionId"]
     patched = ok(
         client.patch(
             f"/sessions/{sid}",
@@ -211,9 +186,7 @@ def test_patch_merges_session_settings(client) -> None:
         "high",
         ["Read"],
     )
-    removed = ok(client.patch(f"/sessions/{sid}", json={"sessionSettings": {"model": None}}))[
-        "sessionSettings"
-    ]
+    removed = ok(client.patch(f"/sessions/{sid}", json={"sessionSettings": {"model": None}}))["sessionSettings"]
     assert "model" not in removed and removed["reasoningEffort"] == "high"
     assert ok(client.get(f"/sessions/{sid}"))["sessionSettings"] == removed
 
@@ -296,10 +269,7 @@ def test_files_are_accepted(client) -> None:
         "name": "spec.pdf",
         "path": "docs/spec.pdf",
     }
-    assert (
-        ok(client.post(f"/sessions/{sid}/messages", json={"text": "read this", "files": [pdf]}))["status"]
-        == "running"
-    )
+    assert ok(client.post(f"/sessions/{sid}/messages", json={"text": "read this", "files": [pdf]}))["status"] == "running"
 
 
 # -- computers --------------------------------------------------------------------------------------------
@@ -322,9 +292,7 @@ def test_install_deps_lifecycle(client) -> None:
     assert install["status"] == "running" and "error" not in install and install["installSessionId"]
 
     def status() -> str:
-        return next(c for c in ok(client.get("/computers"))["computers"] if c["id"] == "cmp-legacy-build")[
-            "status"
-        ]
+        return next(c for c in ok(client.get("/computers"))["computers"] if c["id"] == "cmp-legacy-build")["status"]
 
     assert wait_for(lambda: status() == "active")
     error(client.post("/computers/cmp-nope/install-deps"), 404)
@@ -341,9 +309,7 @@ def test_organization_users(client) -> None:
         "firstName": "Alice",
         "lastName": "Anderson",
     }
-    assert [u["email"] for u in users[:5]] == [
-        f"{n}@example.com" for n in ("alice", "bob", "carol", "dave", "erin")
-    ]
+    assert [u["email"] for u in users[:5]] == [f"{n}@example.com" for n in ("alice", "bob", "carol", "dave", "erin")]
     for user in users:
         assert set(user) == {"id", "email", "firstName", "lastName", "createdAt", "lastSignInAt", "metadata"}
         dt.datetime.fromisoformat(user["createdAt"])
@@ -356,14 +322,10 @@ def test_organization_users(client) -> None:
 
 def test_enterprise_control_history(client) -> None:
     changes = walk(client, "/organization/enterprise-controls/history", "changes", limit=5)
-    assert len(changes) >= 12 and [c["revision"] for c in changes] == sorted(
-        (c["revision"] for c in changes), reverse=True
-    )
+    assert len(changes) >= 12 and [c["revision"] for c in changes] == sorted((c["revision"] for c in changes), reverse=True)
     assert len({c["user"]["id"] for c in changes}) >= 2
     stamps = [dt.datetime.fromisoformat(c["updatedAt"]) for c in changes]
-    assert stamps == sorted(stamps, reverse=True) and stamps[0] < dt.datetime(
-        2026, 11, 22, tzinfo=dt.timezone.utc
-    )
+    assert stamps == sorted(stamps, reverse=True) and stamps[0] < dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     for change in changes:
         assert set(change) == {"revision", "settings", "user", "updatedAt"} and set(change["user"]) == {
             "id",
@@ -406,29 +368,17 @@ def test_credit_limits(client, server) -> None:
         {"email": "dave@example.com", "limit": 250},
         {"email": "Carol@Example.com", "limit": 0},
     ]
-    assert [e["email"] for e in body["errors"]] == ["nobody@example.com", "not-an-email"] + [
-        "erin@example.com"
-    ] * 4 + [""]
+    assert [e["email"] for e in body["errors"]] == ["nobody@example.com", "not-an-email"] + ["erin@example.com"] * 4 + [""]
     assert all(e["error"] for e in body["errors"])
     limits = client.get(server.url + "/_sandbox/limits").json()["limits"]
-    assert (
-        limits["dave@example.com"] == 250
-        and limits["carol@example.com"] == 0
-        and "erin@example.com" not in limits
-    )
-    ok(
-        client.put(
-            "/organization/usage/limits/users", json={"users": [{"email": "dave@example.com", "limit": 300}]}
-        )
-    )
+    assert limits["dave@example.com"] == 250 and limits["carol@example.com"] == 0 and "erin@example.com" not in limits
+    ok(client.put("/organization/usage/limits/users", json={"users": [{"email": "dave@example.com", "limit": 300}]}))
     read_back = client.get(server.url + "/_sandbox/limits").json()
     assert read_back["limits"]["dave@example.com"] == 300
     assert read_back["updates"][-1] == [{"email": "dave@example.com", "limit": 300}]
     assert len(read_back["updates"][-2]) == 9  # every PUT is kept as sent, failed entries too
 
 
-@pytest.mark.parametrize(
-    "body", [{}, {"users": []}, {"users": "x"}, {"users": [{"email": "dave@example.com", "limit": 1}] * 101}]
-)
+@pytest.mark.parametrize("body", [{}, {"users": []}, {"users": "x"}, {"users": [{"email": "dave@example.com", "limit": 1}] * 101}])
 def test_credit_limit_batches_need_1_to_100_entries(client, body) -> None:
     error(client.put("/organization/usage/limits/users", json=body), 400)

@@ -115,9 +115,7 @@ def test_a_malformed_json_body_is_an_error_not_a_crash(slack: SlackEmulator) -> 
 
 
 def test_unknown_methods_answer_unknown_method(web: WebClient) -> None:
-    assert (
-        error_of(lambda: web.api_call("chat.meMessage", params={"channel": "C0GENERAL"})) == "unknown_method"
-    )
+    assert error_of(lambda: web.api_call("chat.meMessage", params={"channel": "C0GENERAL"})) == "unknown_method"
 
 
 async def test_users_info_returns_email_bot_flag_name_and_tz(aweb: AsyncWebClient) -> None:
@@ -179,9 +177,7 @@ def test_missing_arguments_are_invalid_arguments_with_the_field_named(web: WebCl
 # --------------------------------------------------------------------- chat
 
 
-async def test_post_message_records_messages_by_channel_and_thread(
-    slack: SlackEmulator, aweb: AsyncWebClient
-) -> None:
+async def test_post_message_records_messages_by_channel_and_thread(slack: SlackEmulator, aweb: AsyncWebClient) -> None:
     parent = await aweb.chat_postMessage(channel="C0GENERAL", text="Session started")
     reply = await aweb.chat_postMessage(channel="C0GENERAL", text="Step 1", thread_ts=parent["ts"])
     await aweb.chat_postMessage(channel="C0ENG", text="elsewhere")
@@ -223,9 +219,7 @@ def test_post_message_enforces_block_kit_limits(web: WebClient) -> None:
     divider = {"type": "divider"}
     long_section = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3001}}
     with pytest.raises(SlackApiError) as raised:
-        web.chat_postMessage(
-            channel="C0GENERAL", text="t", blocks=[divider] * MAX_MESSAGE_BLOCKS + [long_section]
-        )
+        web.chat_postMessage(channel="C0GENERAL", text="t", blocks=[divider] * MAX_MESSAGE_BLOCKS + [long_section])
     assert raised.value.response["error"] == "invalid_blocks"
     assert raised.value.response["response_metadata"]["messages"] == [
         "[ERROR] no more than 50 items allowed [json-pointer:/blocks]",
@@ -250,15 +244,9 @@ async def test_ephemeral_update_and_delete_are_recorded(slack: SlackEmulator, aw
     assert (update.before.text, update.after.text, update.after.edited) == ("Pending", "Approved", True)
     assert slack.recorder.messages("C0GENERAL") == []
     assert slack.recorder.message("C0GENERAL", posted["ts"]).deleted
-    assert (
-        await async_error_of(aweb.chat_update(channel="C0GENERAL", ts=posted["ts"], text="x"))
-        == "message_not_found"
-    )
+    assert await async_error_of(aweb.chat_update(channel="C0GENERAL", ts=posted["ts"], text="x")) == "message_not_found"
     assert await async_error_of(aweb.chat_delete(channel="C0GENERAL", ts="1.000001")) == "message_not_found"
-    assert (
-        await async_error_of(aweb.chat_postEphemeral(channel="C0GENERAL", user="U0X", text="x"))
-        == "user_not_found"
-    )
+    assert await async_error_of(aweb.chat_postEphemeral(channel="C0GENERAL", user="U0X", text="x")) == "user_not_found"
 
 
 def test_post_message_rate_limit_answers_429_with_retry_after(clock: FakeClock) -> None:
@@ -281,9 +269,7 @@ def test_post_message_rate_limit_answers_429_with_retry_after(clock: FakeClock) 
 # --------------------------------------------------------------------- files and views
 
 
-def test_files_upload_v2_records_bytes_title_channel_thread_and_comment(
-    slack: SlackEmulator, web: WebClient
-) -> None:
+def test_files_upload_v2_records_bytes_title_channel_thread_and_comment(slack: SlackEmulator, web: WebClient) -> None:
     parent = web.chat_postMessage(channel="C0DIGEST", text="Daily digest")
     answer = web.files_upload_v2(
         channel="C0DIGEST",
@@ -319,14 +305,9 @@ async def test_async_files_upload_v2_works_too(slack: SlackEmulator, aweb: Async
     )
 
 
-def test_the_upload_url_accepts_multipart_and_complete_checks_the_upload(
-    slack: SlackEmulator, web: WebClient
-) -> None:
+def test_the_upload_url_accepts_multipart_and_complete_checks_the_upload(slack: SlackEmulator, web: WebClient) -> None:
     ticket = web.files_getUploadURLExternal(filename="notes.txt", length=5)
-    assert (
-        error_of(lambda: web.files_completeUploadExternal(files=[{"id": ticket["file_id"]}]))
-        == "file_not_found"
-    )
+    assert error_of(lambda: web.files_completeUploadExternal(files=[{"id": ticket["file_id"]}])) == "file_not_found"
     assert httpx.post(ticket["upload_url"], files={"file": ("notes.txt", b"hello")}).text == "OK - 5"
     web.files_completeUploadExternal(files=[{"id": ticket["file_id"], "title": "Notes"}])
     [file] = slack.recorder.files()
@@ -353,15 +334,9 @@ def test_a_response_url_works_five_times_then_answers_404_used_url(slack: SlackE
     response_url_id, _ = slack.issue_response_url(ResponseUrlOrigin("slash_command", "C0GENERAL", "U0MEMBER"))
     answers = [post_response(slack, response_url_id, {"text": f"reply {n}"}) for n in range(1, MAX_USES + 2)]
 
-    assert [(a.status_code, a.json()) for a in answers] == [(200, {"ok": True})] * 5 + [
-        (404, {"ok": False, "error": "used_url"})
-    ]
-    assert [(r.text, r.use) for r in slack.recorder.responses(response_url_id)] == [
-        (f"reply {n}", n) for n in range(1, 6)
-    ]
-    assert [e.text for e in slack.recorder.ephemerals("C0GENERAL", "U0MEMBER")] == [
-        f"reply {n}" for n in range(1, 6)
-    ]
+    assert [(a.status_code, a.json()) for a in answers] == [(200, {"ok": True})] * 5 + [(404, {"ok": False, "error": "used_url"})]
+    assert [(r.text, r.use) for r in slack.recorder.responses(response_url_id)] == [(f"reply {n}", n) for n in range(1, 6)]
+    assert [e.text for e in slack.recorder.ephemerals("C0GENERAL", "U0MEMBER")] == [f"reply {n}" for n in range(1, 6)]
 
 
 def test_a_response_url_expires_after_thirty_minutes(slack: SlackEmulator, clock: FakeClock) -> None:
@@ -381,16 +356,12 @@ def test_a_bad_reply_is_refused_and_does_not_count_as_a_use(slack: SlackEmulator
     assert slack.response_urls.uses(response_url_id) == 0
 
 
-def test_response_types_replace_and_delete_act_on_the_conversation(
-    slack: SlackEmulator, web: WebClient
-) -> None:
+def test_response_types_replace_and_delete_act_on_the_conversation(slack: SlackEmulator, web: WebClient) -> None:
     parent = web.chat_postMessage(channel="C0ENG", text="Approve 500 credits?")
     clicked = ResponseUrlOrigin("block_actions", "C0ENG", "U0MANAGER", message_ts=parent["ts"])
     replace_id, _ = slack.issue_response_url(clicked)
     post_response(slack, replace_id, {"replace_original": True, "text": "Approved by bob"})
-    post_response(
-        slack, replace_id, {"response_type": "in_channel", "text": "Limit raised", "thread_ts": parent["ts"]}
-    )
+    post_response(slack, replace_id, {"response_type": "in_channel", "text": "Limit raised", "thread_ts": parent["ts"]})
 
     thread = slack.recorder.messages("C0ENG", parent["ts"])
     assert [(m.text, m.source, m.thread_ts) for m in thread] == [

@@ -182,9 +182,7 @@ def test_a_request_bolt_cannot_verify_gets_401(client, received, delivery: dict)
 
 def test_a_button_click_reaches_the_app_and_replaces_the_message(slack: SlackEmulator, client) -> None:
     posted = slack.web_client().chat_postMessage(channel="C0ENG", text="Raise?", blocks=APPROVAL_BLOCKS)
-    sent = client.send_block_action(
-        "approve", user_id="U0MANAGER", channel_id="C0ENG", message_ts=posted["ts"]
-    )
+    sent = client.send_block_action("approve", user_id="U0MANAGER", channel_id="C0ENG", message_ts=posted["ts"])
 
     assert sent.status_code == 200
     slack.recorder.wait_for(lambda: slack.recorder.updates("C0ENG", posted["ts"]))
@@ -209,14 +207,10 @@ def test_a_button_click_reaches_the_app_and_replaces_the_message(slack: SlackEmu
 
 def test_a_thread_message_reaches_the_app_and_the_thread_reads_complete(slack: SlackEmulator, client) -> None:
     parent = slack.web_client().chat_postMessage(channel="C0GENERAL", text="Session started")
-    sent = client.send_message(
-        "run the tests", user_id="U0MEMBER", channel_id="C0GENERAL", thread_ts=parent["ts"]
-    )
+    sent = client.send_message("run the tests", user_id="U0MEMBER", channel_id="C0GENERAL", thread_ts=parent["ts"])
 
     assert sent.status_code == 200
-    thread = slack.recorder.wait_for(
-        lambda: (t := slack.recorder.messages("C0GENERAL", parent["ts"]))[2:] and t
-    )
+    thread = slack.recorder.wait_for(lambda: (t := slack.recorder.messages("C0GENERAL", parent["ts"]))[2:] and t)
     assert [(m.user, m.text, m.source) for m in thread] == [
         ("U0AGENTBOT", "Session started", "chat.postMessage"),
         ("U0MEMBER", "run the tests", "user"),
@@ -260,7 +254,12 @@ async def test_the_async_client_side_sends_the_same_requests(slack: SlackEmulato
 
 
 def test_a_button_opens_a_modal_and_its_submission_reaches_the_app(slack: SlackEmulator, client) -> None:
-    blocks = [{"type": "actions", "elements": [{"type": "button", "action_id": "reject", "value": "x", "text": {"type": "plain_text", "text": "Reject"}}]}]
+    blocks = [
+        {
+            "type": "actions",
+            "elements": [{"type": "button", "action_id": "reject", "value": "x", "text": {"type": "plain_text", "text": "Reject"}}],
+        }
+    ]
     posted = slack.web_client().chat_postMessage(channel="C0ENG", text="Raise?", blocks=blocks)
     client.send_block_action("reject", user_id="U0OWNER", channel_id="C0ENG", message_ts=posted["ts"])
     [modal] = slack.recorder.wait_for(lambda: slack.recorder.modals("reason"))
@@ -289,7 +288,10 @@ def test_views_open_and_update_check_their_arguments(slack: SlackEmulator) -> No
         (lambda: web.views_update(view_id=opened["id"], view=changed, hash=opened["hash"]), "hash_conflict"),
         (lambda: web.views_update(view_id="V404", view=changed), "not_found"),
         (lambda: web.views_open(trigger_id="1.2.abc", view={**REASON_MODAL, "type": "home"}), "invalid_arguments"),
-        (lambda: web.views_open(trigger_id="1.2.abc", view={**REASON_MODAL, "title": {"type": "plain_text", "text": "x" * 25}}), "invalid_arguments"),
+        (
+            lambda: web.views_open(trigger_id="1.2.abc", view={**REASON_MODAL, "title": {"type": "plain_text", "text": "x" * 25}}),
+            "invalid_arguments",
+        ),
         (lambda: web.views_open(view=REASON_MODAL), "invalid_arguments"),
     ):
         with pytest.raises(Exception) as caught:

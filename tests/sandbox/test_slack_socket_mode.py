@@ -38,7 +38,8 @@ def test_apps_connections_open_takes_the_app_token_in_the_header_only(slack):
     assert connections_open(slack, None) == {"ok": False, "error": "not_authed"}
     # and the app token opens no bot method
     posted = httpx.post(
-        f"{slack.api_url}chat.postMessage", headers={"Authorization": f"Bearer {slack.app_token}"},
+        f"{slack.api_url}chat.postMessage",
+        headers={"Authorization": f"Bearer {slack.app_token}"},
         json={"channel": "C0GENERAL", "text": "hi"},
     ).json()
     assert posted == {"ok": False, "error": "not_allowed_token_type"}
@@ -59,9 +60,7 @@ async def test_hello_envelopes_acks_retries_disconnect_and_drop(slack):
         }
 
         # a slash command: its form fields as the payload; the ack's payload is the answer
-        sending = asyncio.create_task(
-            asyncio.to_thread(client.send_slash_command, "usage 7d", user_id="U0MANAGER", channel_id="C0GENERAL")
-        )
+        sending = asyncio.create_task(asyncio.to_thread(client.send_slash_command, "usage 7d", user_id="U0MANAGER", channel_id="C0GENERAL"))
         envelope = await ws.receive_json()
         assert envelope.keys() == {"envelope_id", "payload", "type", "accepts_response_payload"}
         assert envelope["type"] == "slash_commands" and envelope["accepts_response_payload"] is True
@@ -76,7 +75,11 @@ async def test_hello_envelopes_acks_retries_disconnect_and_drop(slack):
         # a button click: an interactive envelope that accepts no response payload; an ack without one
         sending = asyncio.create_task(
             asyncio.to_thread(
-                client.send_block_action, "computers.retry", "cmp-1", user_id="U0MANAGER", channel_id="C0GENERAL",
+                client.send_block_action,
+                "computers.retry",
+                "cmp-1",
+                user_id="U0MANAGER",
+                channel_id="C0GENERAL",
                 message_ts="1.000001",
             )
         )

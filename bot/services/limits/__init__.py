@@ -8,6 +8,21 @@ No Slack request objects and no Bolt here; Slack I/O goes through :class:`bot.sl
 payloads come from :mod:`formatters.limits`.
 """
 
+from bot.services.limits.entries import (
+    BAD_CREDITS,
+    BAD_USER,
+    CREDITS_MAX,
+    CSV_LINE,
+    NO_CREDITS,
+    NO_ENTRIES,
+    NOT_ORG_USER,
+    TWICE,
+    UNKNOWN_MENTION,
+    check_entries,
+    parse_credits,
+    parse_csv,
+    user_problem,
+)
 from bot.services.limits.store import (
     APPLIED,
     APPROVED,
@@ -26,21 +41,6 @@ from bot.services.limits.store import (
     Outcome,
     TransitionRefused,
     entries_hash,
-)
-from bot.services.limits.entries import (
-    BAD_CREDITS,
-    BAD_USER,
-    CREDITS_MAX,
-    CSV_LINE,
-    NO_CREDITS,
-    NO_ENTRIES,
-    NOT_ORG_USER,
-    TWICE,
-    UNKNOWN_MENTION,
-    check_entries,
-    parse_credits,
-    parse_csv,
-    user_problem,
 )
 from bot.services.limits.workflow import (
     EXPIRY_CHECK_SECONDS,

@@ -52,9 +52,7 @@ def user_problem(token: str) -> str:
     return UNKNOWN_MENTION.format(user=token) if mentioned_user(token) else BAD_USER.format(user=token)
 
 
-async def check_entries(
-    pairs: Sequence[tuple[str, str]], *, identity: Identity, agent: AgentClient
-) -> tuple[list[LimitEntry], list[str]]:
+async def check_entries(pairs: Sequence[tuple[str, str]], *, identity: Identity, agent: AgentClient) -> tuple[list[LimitEntry], list[str]]:
     """``(user token, credits text)`` pairs -> ``(entries, problems)``.
 
     ``entries`` are the pairs that read well, e-mails lower-cased, in order; ``problems`` names every

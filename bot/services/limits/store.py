@@ -119,7 +119,7 @@ class ApprovalsConfig(BaseModel):
         return Role.parse(str(value)) if isinstance(value, str) else value
 
     @classmethod
-    def from_extra(cls, extra: Mapping[str, Any] | None) -> "ApprovalsConfig":
+    def from_extra(cls, extra: Mapping[str, Any] | None) -> ApprovalsConfig:
         """Read ``approvals`` from the config file's extra sections; raises ``RolesConfigError``."""
         section = (extra or {}).get("approvals") or {}
         try:
@@ -161,7 +161,7 @@ class Outcome:
         return json.dumps({"updated": self.updated, "errors": self.errors, "problem": self.problem})
 
     @classmethod
-    def from_json(cls, text: str | None) -> "Outcome | None":
+    def from_json(cls, text: str | None) -> Outcome | None:
         if not text:
             return None
         data = json.loads(text)
@@ -225,7 +225,7 @@ def entries_hash(entries: Iterable[LimitEntry]) -> str:
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     """SQLite returns naive datetimes; every stored time is UTC."""
     if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC)
     return value
 
 
@@ -407,9 +407,7 @@ class LimitsStore:
     async def mark_not_applied(self, request_id: int, outcome: Outcome, now: dt.datetime) -> LimitRequest:
         """``approved -> approved_not_applied`` (the PUT failed, or the bot stopped before it), and
         record the known limits of the entries the API did update (a partial batch failure)."""
-        return await self._transition(
-            request_id, (APPROVED,), NOT_APPLIED, outcome_updates=outcome, now=now, outcome=outcome.to_json()
-        )
+        return await self._transition(request_id, (APPROVED,), NOT_APPLIED, outcome_updates=outcome, now=now, outcome=outcome.to_json())
 
     async def mark_applied(self, request_id: int, outcome: Outcome, now: dt.datetime) -> LimitRequest:
         """``approved -> applied``, and in the same transaction the known limits of ``updated``."""
@@ -468,8 +466,8 @@ def _record_known(conn: Connection, request: LimitRequest, updated: Mapping[str,
 def _upsert(conn: Connection, email: str, values: dict[str, Any]) -> Insert:
     """INSERT ... ON CONFLICT (email) DO UPDATE, in the dialect's own words (two replicas may race)."""
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # noqa: PLC0415
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # noqa: PLC0415
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
     statement = dialect_insert(known_limits).values(email=email, **values)
     return statement.on_conflict_do_update(index_elements=[known_limits.c.email], set_=values)

@@ -25,6 +25,9 @@ from pydantic import SecretStr
 from bot.api import AgentClient, NotFoundError
 from bot.api.models import Session
 from bot.middleware import THREAD_REPLY, is_person_reply
+from bot.services.sessions.follower import Follower
+from bot.services.sessions.relay import Relay, ThreadReply
+from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
 from bot.services.sessions.store import (
     CHOICE_TTL,
     CHOOSING,
@@ -37,9 +40,6 @@ from bot.services.sessions.store import (
     agent_sessions,
     session_posts,
 )
-from bot.services.sessions.follower import Follower
-from bot.services.sessions.relay import Relay, ThreadReply
-from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
@@ -65,7 +65,13 @@ __all__ = [
 
 SET_USAGE: Final = "/agent session set <id> key=value ..."
 SETTABLE_MEMBERS: Final = (
-    "model", "reasoningEffort", "interactionMode", "autonomyLevel", "autonomyMode", "specModeModel", "specModeReasoningEffort",
+    "model",
+    "reasoningEffort",
+    "interactionMode",
+    "autonomyLevel",
+    "autonomyMode",
+    "specModeModel",
+    "specModeReasoningEffort",
 )
 """The ``sessionSettings`` members a person may change (management-api-v0.md, "Session settings";
 ``tokenUsage`` is the platform's, ``archivedAt`` has its own command)."""

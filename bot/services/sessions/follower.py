@@ -200,7 +200,9 @@ class Follower:
             except Exception:
                 logger.exception("following session row %s failed; trying again later", link.id)
                 await self.sessions.save_progress(
-                    link.id, owner=self.owner, polled_due_at=link.next_poll_at,
+                    link.id,
+                    owner=self.owner,
+                    polled_due_at=link.next_poll_at,
                     next_poll_at=self.now() + dt.timedelta(seconds=BACKOFF_MAX),
                 )
             return True
@@ -409,9 +411,7 @@ class Follower:
         result = await self.slack.post(link.channel, working_message(steps, count, done=done), thread_ts=link.thread_ts)
         return None if isinstance(result, SlackFailure) else result.ts
 
-    async def _edit_working(
-        self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False
-    ) -> Posted | SlackFailure:
+    async def _edit_working(self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False) -> Posted | SlackFailure:
         return await self.slack.update(link.channel, ts, working_message(steps, count, done=done))
 
     async def _show_state(self, link: SessionLink, session: Session, *, answered: bool, errored: bool) -> None:
@@ -419,7 +419,10 @@ class Follower:
         if fresh is None:
             return
         if (link.status, link.message_count, total_tokens(link.token_usage), link.title) != (
-            fresh.status, fresh.message_count, total_tokens(fresh.token_usage), fresh.title
+            fresh.status,
+            fresh.message_count,
+            total_tokens(fresh.token_usage),
+            fresh.title,
         ):
             await self.show_parent(fresh)  # a failed edit shows the next change (logged by the gateway)
         wanted = link.reaction

@@ -75,7 +75,7 @@ def split_options(text: str) -> tuple[str, dict[str, str]]:
     options: dict[str, str] = {}
 
     def take(match: re.Match[str]) -> str:
-        options[match.group(1).lower()] = match.group(2).strip("\"\u201c\u201d")
+        options[match.group(1).lower()] = match.group(2).strip('"\u201c\u201d')
         return ""
 
     prompt = _OPTION.sub(take, text)

@@ -345,9 +345,7 @@ class SessionStore:
             lease_until=now + dt.timedelta(seconds=seconds),
         )
 
-    async def save_progress(
-        self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any
-    ) -> bool:
+    async def save_progress(self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any) -> bool:
         """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it.
 
         ``polled_due_at`` is the ``next_poll_at`` the poll read. A :meth:`wake` while the poll was in
@@ -364,18 +362,14 @@ class SessionStore:
             for name in ("next_poll_at", "last_activity_at", "following"):
                 if name in values:
                     values[name] = case((woken, agent_sessions.c[name]), else_=literal(values[name], agent_sessions.c[name].type))
-        return await self._update_where(
-            and_(agent_sessions.c.id == row_id, agent_sessions.c.lease_owner == owner), **values
-        )
+        return await self._update_where(and_(agent_sessions.c.id == row_id, agent_sessions.c.lease_owner == owner), **values)
 
     async def wake(self, row_id: int, now: dt.datetime, *, hooks: bool | None = None) -> None:
         """Follow the session again and poll it now (a thread reply, a hook, a Refresh click)."""
         values: dict[str, Any] = {"following": True, "next_poll_at": now, "last_activity_at": now, "failures": 0}
         if hooks is not None:
             values["hooks"] = hooks
-        await self._update_where(
-            and_(agent_sessions.c.id == row_id, agent_sessions.c.archived.is_(False)), **values
-        )
+        await self._update_where(and_(agent_sessions.c.id == row_id, agent_sessions.c.archived.is_(False)), **values)
 
     async def stop_following(self, row_id: int, *, archived: bool = False) -> None:
         values: dict[str, Any] = {"following": False, "lease_owner": None, "lease_until": None}
@@ -391,9 +385,7 @@ class SessionStore:
         def work() -> bool:
             try:
                 with self.store.engine.begin() as conn:
-                    conn.execute(
-                        insert(session_posts).values(session_id=session_id, message_id=message_id, claimed_at=now)
-                    )
+                    conn.execute(insert(session_posts).values(session_id=session_id, message_id=message_id, claimed_at=now))
                 return True
             except IntegrityError:
                 return False
@@ -415,9 +407,7 @@ class SessionStore:
         """``message_id -> ts`` of every claimed post of a session (``None``: claimed, not confirmed)."""
 
         def work() -> dict[str, str | None]:
-            query = select(session_posts.c.message_id, session_posts.c.ts).where(
-                session_posts.c.session_id == session_id
-            )
+            query = select(session_posts.c.message_id, session_posts.c.ts).where(session_posts.c.session_id == session_id)
             with self.store.engine.connect() as conn:
                 return {r.message_id: r.ts for r in conn.execute(query)}
 
@@ -453,7 +443,7 @@ def _lease_free(now: dt.datetime, owner: str) -> Any:
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     """SQLite returns naive datetimes for ``DateTime(timezone=True)``; they were written in UTC."""
     if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC)
     return value
 
 

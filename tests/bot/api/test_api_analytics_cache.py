@@ -16,11 +16,21 @@ ROWS = {  # one landed row for 2026-11-21 per endpoint
     "tokens": {**TOKENS, "cache_read_tokens": 0, "cache_write_tokens": 0, "by_model": [], "by_user": []},
     "tokens?group_by": {**TOKENS, "group_key": "m"},
     "activity": {
-        "daily_active_users": 1, "weekly_active_users": 1, "monthly_active_users": 1,
-        "daily_active_users_by_client": {}, "sessions": 1, "messages": 2, "user_messages": 1,
+        "daily_active_users": 1,
+        "weekly_active_users": 1,
+        "monthly_active_users": 1,
+        "daily_active_users_by_client": {},
+        "sessions": 1,
+        "messages": 2,
+        "user_messages": 1,
     },
     "productivity": {
-        "files_created": 0, "files_edited": 0, "by_extension": [], "by_language": [], "git_commits": 0, "git_prs_created": 0,
+        "files_created": 0,
+        "files_edited": 0,
+        "by_extension": [],
+        "by_language": [],
+        "git_commits": 0,
+        "git_prs_created": 0,
     },
 }
 
@@ -33,8 +43,12 @@ def landed(request):
 
 def client(handler, ttl):
     return AgentClient(
-        base_url="http://api.test", api_key="k", transport=httpx.MockTransport(handler), retry=RetryPolicy.none(),
-        today=lambda: TODAY, analytics_cache_ttl=ttl,
+        base_url="http://api.test",
+        api_key="k",
+        transport=httpx.MockTransport(handler),
+        retry=RetryPolicy.none(),
+        today=lambda: TODAY,
+        analytics_cache_ttl=ttl,
     )
 
 

@@ -131,13 +131,9 @@ ANALYTICS_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("method", "extra", "endpoint", "query", "row", "row_type"), ANALYTICS_CASES
-)
+@pytest.mark.parametrize(("method", "extra", "endpoint", "query", "row", "row_type"), ANALYTICS_CASES)
 async def test_analytics_request_and_parsing(method, extra, endpoint, query, row, row_type):
-    result, request = await call(
-        method, {**RANGE, **extra}, json_response(analytics_envelope([row]))
-    )
+    result, request = await call(method, {**RANGE, **extra}, json_response(analytics_envelope([row])))
 
     assert_request(request, "GET", f"{API}/api/v1/analytics/{endpoint}", {**RANGE_QUERY, **query})
     assert isinstance(result, AnalyticsResponse)
@@ -302,9 +298,7 @@ V0_CASES = [
         "update_session",
         {
             "session_id": "ses_1",
-            "session_settings": SessionSettings(
-                autonomy_level="auto-high", enabled_tool_ids=["Read"]
-            ),
+            "session_settings": SessionSettings(autonomy_level="auto-high", enabled_tool_ids=["Read"]),
         },
         "PATCH",
         "/api/v0/sessions/ses_1",
@@ -398,12 +392,8 @@ V0_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("method", "kwargs", "http_method", "path", "query", "body", "answer", "model"), V0_CASES
-)
-async def test_v0_request_and_parsing(
-    method, kwargs, http_method, path, query, body, answer, model
-):
+@pytest.mark.parametrize(("method", "kwargs", "http_method", "path", "query", "body", "answer", "model"), V0_CASES)
+async def test_v0_request_and_parsing(method, kwargs, http_method, path, query, body, answer, model):
     status = {"create_session": 201, "install_deps": 202}.get(method, 200)
     result, request = await call(method, kwargs, json_response(answer, status))
 
@@ -412,9 +402,7 @@ async def test_v0_request_and_parsing(
 
 
 async def test_list_computers_returns_a_list():
-    answer = {
-        "computers": [computer_payload(), computer_payload(id="cmp_2", providerType="cloud-x")]
-    }
+    answer = {"computers": [computer_payload(), computer_payload(id="cmp_2", providerType="cloud-x")]}
     result, request = await call("list_computers", {}, json_response(answer))
     assert_request(request, "GET", f"{API}/api/v0/computers", {"includeProvisioningSteps": "true"})
     assert [c.id for c in result] == ["cmp_1", "cmp_2"]
@@ -435,9 +423,7 @@ async def test_user_limits_over_100_are_batched_and_merged():
 
     def answer(request: httpx.Request) -> httpx.Response:
         users = httpx.Response(200, content=request.content).json()["users"]
-        return json_response(
-            {"updated": users[:-1], "errors": [{"email": users[-1]["email"], "error": "no"}]}
-        )
+        return json_response({"updated": users[:-1], "errors": [{"email": users[-1]["email"], "error": "no"}]})
 
     transport = RecordingTransport(answer)
     async with fake_client(transport) as client:
@@ -456,9 +442,7 @@ async def test_update_session_refuses_empty_settings():
     transport = RecordingTransport()
     async with fake_client(transport) as client:
         with pytest.raises(AgentAPIValidationError, match="session_settings"):
-            await client.update_session(
-                session_id="ses_1", session_settings={"tokenUsage": {"inputTokens": 1}}
-            )
+            await client.update_session(session_id="ses_1", session_settings={"tokenUsage": {"inputTokens": 1}})
     assert transport.requests == []
 
 
@@ -479,19 +463,28 @@ async def test_debug_log_has_method_path_status_and_no_query_or_headers(caplog):
 
 
 async def test_token_summary_keeps_totals_models_and_each_users_tokens_and_skips_the_rest():
-    row = token_row(by_user=[
-        {"user_id": "u_1", "user_email": "ada@example.com", "billable_tokens": 1500, "by_model": [{"x": 1}], "new": "kept out"},
-        {"user_id": "u_2", "user_email": None, "billable_tokens": 2.5, "by_model": []},
-    ], unlisted_member={"deep": [1, 2, 3]})
+    row = token_row(
+        by_user=[
+            {"user_id": "u_1", "user_email": "ada@example.com", "billable_tokens": 1500, "by_model": [{"x": 1}], "new": "kept out"},
+            {"user_id": "u_2", "user_email": None, "billable_tokens": 2.5, "by_model": []},
+        ],
+        unlisted_member={"deep": [1, 2, 3]},
+    )
     result, request = await call("get_token_summary", RANGE, json_response(analytics_envelope([row])))
     assert dict(request.url.params) == RANGE_QUERY
     assert result == TokenSummaryAnswer(
-        data=[TokenSummaryRow(
-            date=date(2026, 2, 1), billable_tokens=1500, input_tokens=1200, output_tokens=400,
-            cache_read_tokens=300, cache_write_tokens=50,
-            by_model=[ModelTokenTotal("model-large", "thinking", 1500, 1200, 400)],
-            by_user=[UserTokenTotal("u_1", "ada@example.com", 1500), UserTokenTotal("u_2", None, 2.5)],
-        )],
+        data=[
+            TokenSummaryRow(
+                date=date(2026, 2, 1),
+                billable_tokens=1500,
+                input_tokens=1200,
+                output_tokens=400,
+                cache_read_tokens=300,
+                cache_write_tokens=50,
+                by_model=[ModelTokenTotal("model-large", "thinking", 1500, 1200, 400)],
+                by_user=[UserTokenTotal("u_1", "ada@example.com", 1500), UserTokenTotal("u_2", None, 2.5)],
+            )
+        ],
         meta=LeanMeta(org_id="org_1", start_date=date(2026, 2, 1), end_date=date(2026, 2, 1)),
     )
     assert type(result.data[0].by_user[0].billable_tokens) is int  # numbers as sent
@@ -515,7 +508,10 @@ async def test_token_totals_keep_only_the_days_totals():
             "GET /api/v1/analytics/tokens: the response does not match the spec: "
             "Expected `int | float`, got `str` - at `$.data[0].billable_tokens`",
         ),
-        (httpx.Response(200, text='{"data": [{"date": "2026-02-01", "billa'), "GET /api/v1/analytics/tokens: the response (HTTP 200) is not JSON"),
+        (
+            httpx.Response(200, text='{"data": [{"date": "2026-02-01", "billa'),
+            "GET /api/v1/analytics/tokens: the response (HTTP 200) is not JSON",
+        ),
         (httpx.Response(200, text="<html>sign in</html>"), "GET /api/v1/analytics/tokens: the response (HTTP 200) is not JSON"),
     ],
 )

@@ -77,8 +77,7 @@ async def test_bad_request_carries_the_analytics_error_body():
         "req_42",
     )
     assert str(error) == (
-        "GET /api/v1/analytics/tokens failed: HTTP 400 Bad Request "
-        "(Bad Request: endDate must be before today) [request id req_42]"
+        "GET /api/v1/analytics/tokens failed: HTTP 400 Bad Request (Bad Request: endDate must be before today) [request id req_42]"
     )
 
 

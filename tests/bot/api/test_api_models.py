@@ -52,9 +52,7 @@ def test_camel_case_models_round_trip_to_the_wire_form(model, payload):
 
 
 def test_snake_case_names_are_accepted_too():
-    session = Session(
-        session_id="s", status="idle", message_count=0, created_at=1, updated_at=2, computer_id="c"
-    )
+    session = Session(session_id="s", status="idle", message_count=0, created_at=1, updated_at=2, computer_id="c")
     assert session.model_dump(by_alias=True, exclude_none=True)["computerId"] == "c"
 
 
@@ -123,9 +121,7 @@ def test_user_email_may_be_null_and_numbers_keep_their_type():
     ],
 )
 def test_analytics_meta_accepts_both_spellings(meta):
-    parsed = AnalyticsMeta.model_validate(
-        {"org_id": "o", "start_date": "2026-02-01", "end_date": "2026-02-02", **meta}
-    )
+    parsed = AnalyticsMeta.model_validate({"org_id": "o", "start_date": "2026-02-01", "end_date": "2026-02-02", **meta})
     assert (parsed.has_more, parsed.next_cursor) == (True, "u_5")
 
 

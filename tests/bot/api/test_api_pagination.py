@@ -139,9 +139,7 @@ def reports_page(ids: list[str]) -> httpx.Response:
 )
 async def test_readiness_iterator_follows_start_after(pages, requests):
     transport = RecordingTransport(responses=[reports_page(p) for p in pages])
-    reports = await collect(
-        "iter_readiness_reports", {"repo_id": "repo_1", "page_size": 2}, transport
-    )
+    reports = await collect("iter_readiness_reports", {"repo_id": "repo_1", "page_size": 2}, transport)
 
     assert [r.report_id for r in reports] == [i for p in pages for i in p]
     assert len(transport.requests) == requests

@@ -39,7 +39,7 @@ async def run(method: str, kwargs: dict, answers: list, retry: RetryPolicy):
     async with fake_client(transport, retry=retry) as client:
         try:
             result = await getattr(client, method)(**kwargs)
-        except Exception as error:  # noqa: BLE001 - returned for the test to inspect
+        except Exception as error:
             result = error
     return result, transport
 
@@ -95,9 +95,7 @@ async def test_get_retries_timeouts_and_connection_errors(failure):
 async def test_put_limits_is_retried_on_5xx():
     retry, _ = policy()
     ok = json_response({"updated": [{"email": "a@example.com", "limit": 1}], "errors": []})
-    result, transport = await run(
-        "set_user_limits", {"entries": [("a@example.com", 1)]}, [json_response({}, 500), ok], retry
-    )
+    result, transport = await run("set_user_limits", {"entries": [("a@example.com", 1)]}, [json_response({}, 500), ok], retry)
     assert len(result.updated) == 1 and len(transport.requests) == 2
 
 
@@ -133,9 +131,7 @@ POSTS = [
         (httpx.RemoteProtocolError("server hung up"), ConnectionFailedError),
     ],
 )
-async def test_post_that_may_have_reached_the_server_is_not_retried(
-    method, kwargs, ok, failure, error_type
-):
+async def test_post_that_may_have_reached_the_server_is_not_retried(method, kwargs, ok, failure, error_type):
     retry, sleep = policy()
     error, transport = await run(method, kwargs, [failure, ok], retry)
     assert type(error) is error_type
@@ -160,9 +156,7 @@ async def test_client_errors_are_never_retried(status):
 
 async def test_malformed_response_is_not_retried():
     retry, _ = policy()
-    error, transport = await run(
-        "get_tokens", RANGE, [httpx.Response(200, text="x"), TOKENS_OK], retry
-    )
+    error, transport = await run("get_tokens", RANGE, [httpx.Response(200, text="x"), TOKENS_OK], retry)
     assert type(error).__name__ == "MalformedResponseError" and len(transport.requests) == 1
 
 

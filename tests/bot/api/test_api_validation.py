@@ -69,9 +69,10 @@ async def test_analytics_dates_are_checked(start, end, parameter, fragment):
 
 
 def test_boundary_dates_are_accepted():
-    assert validation.analytics_range(
-        EARLIEST_ANALYTICS_DATE, YESTERDAY.isoformat(), today=FIXED_TODAY
-    ) == (EARLIEST_ANALYTICS_DATE, YESTERDAY)
+    assert validation.analytics_range(EARLIEST_ANALYTICS_DATE, YESTERDAY.isoformat(), today=FIXED_TODAY) == (
+        EARLIEST_ANALYTICS_DATE,
+        YESTERDAY,
+    )
 
 
 async def test_today_comes_from_the_injected_clock():

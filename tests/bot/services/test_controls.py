@@ -19,7 +19,6 @@ from bot.api.redaction import (
     public_value,
     redact_settings,
 )
-from tests.api_fakes import RecordingTransport, change_payload, fake_client, json_response
 from bot.services.controls import (
     ChangeKind,
     SettingChange,
@@ -30,6 +29,7 @@ from bot.services.controls import (
     fetch_overview,
     summarize,
 )
+from tests.api_fakes import RecordingTransport, change_payload, fake_client, json_response
 
 KEY_OLD, KEY_NEW = "sk-live-OLD-0123456789", "sk-live-NEW-9876543210"
 
@@ -126,9 +126,7 @@ def test_lists_of_scalars_report_items_added_and_removed_or_a_new_order():
             {"deny": ["rm -rf /", "curl | sh", "x"], "order": ["b", "a"], "same": [1]},
         )
     )
-    assert changes["deny"] == SettingChange(
-        "deny", ChangeKind.ITEMS, added_items=("curl | sh",), removed_items=("push --force", "x")
-    )
+    assert changes["deny"] == SettingChange("deny", ChangeKind.ITEMS, added_items=("curl | sh",), removed_items=("push --force", "x"))
     assert changes["order"].kind is ChangeKind.REORDERED
     assert "same" not in changes
 
@@ -171,7 +169,7 @@ def test_a_rotated_secret_is_changed_without_values_nor_fingerprints():
     changes = diff_settings(old, new)
     assert changes == (
         SettingChange("customModels[0].apiKey", ChangeKind.CHANGED, secret=True),
-        SettingChange('customModels[0].extraHeaders.Authorization', ChangeKind.CHANGED, secret=True),
+        SettingChange("customModels[0].extraHeaders.Authorization", ChangeKind.CHANGED, secret=True),
     )
     assert diff_settings(old, copy.deepcopy(old)) == ()  # an unchanged secret is no change
 

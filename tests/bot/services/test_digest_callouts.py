@@ -35,10 +35,15 @@ def rows(spike: int) -> list[dict]:
     out = []
     for day in days:
         today = day == DAY
-        out.append(token_row(date=day.isoformat(), by_user=[
-            user("ada@example.com", spike if today else 1_000_000),
-            user("bob@example.com", 3_000_000 if today else 2_000_000),  # up, but not twice his usual
-        ]))
+        out.append(
+            token_row(
+                date=day.isoformat(),
+                by_user=[
+                    user("ada@example.com", spike if today else 1_000_000),
+                    user("bob@example.com", 3_000_000 if today else 2_000_000),  # up, but not twice his usual
+                ],
+            )
+        )
     return out
 
 
@@ -102,12 +107,14 @@ async def test_fetch_digest_makes_its_eleven_requests_at_once_and_never_walks_us
     )
     day, before, week = DAY.isoformat(), (DAY - dt.timedelta(days=1)).isoformat(), WEEK_START.isoformat()
     chart_start = max(DAY - dt.timedelta(days=CHART_DAYS + AVERAGE_DAYS - 2), EARLIEST).isoformat()
-    assert asked == sorted([
-        *((name, day, day, None) for name in ("tokens", "activity", "tools", "productivity")),
-        *((name, before, before, None) for name in ("tokens", "activity", "tools", "productivity")),
-        ("tokens", chart_start, day, "model"),
-        ("tools", week, day, None),
-        ("tokens", week, day, None),
-    ])
+    assert asked == sorted(
+        [
+            *((name, day, day, None) for name in ("tokens", "activity", "tools", "productivity")),
+            *((name, before, before, None) for name in ("tokens", "activity", "tools", "productivity")),
+            ("tokens", chart_start, day, "model"),
+            ("tools", week, day, None),
+            ("tokens", week, day, None),
+        ]
+    )
     assert digest.api_calls == 11
     assert digest.callouts[0] == Callout("user", "ada@example.com", 5_000_000.0, 1_000_000.0, "billable tokens")

@@ -23,7 +23,7 @@ from bot.store import Store
 from handlers.digest import digest_service
 from sandbox.slack_emulator.recorder import Message
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 NOW = dt.datetime(2026, 11, 22, 7, 0, tzinfo=UTC)
 DAY = dt.date(2026, 11, 21)
 CHANNEL = "C0ENG"

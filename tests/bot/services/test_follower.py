@@ -28,7 +28,7 @@ from sandbox.slack_emulator import SlackEmulator
 from tests.conftest import postgres_url
 
 CHANNEL = "C0ENG"
-T0 = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
 KEY = SandboxConfig().api_key
 
 
@@ -52,8 +52,6 @@ def world():
     sandbox.stop()
 
 
-
-
 class Replica:
     """One bot process's follower: its own store connection, Agent API client and Slack client."""
 
@@ -63,7 +61,9 @@ class Replica:
         self.sessions = SessionStore(self.store)
         self.agent = AgentClient(base_url=sandbox.url, api_key=KEY, retry=retry or RetryPolicy(max_attempts=1), timeout=5.0)
         self.slack = slack.async_web_client()
-        self.follower = Follower(sessions=self.sessions, agent=self.agent, slack=SlackGateway(self.slack), now=clock, follow_hours=follow_hours)
+        self.follower = Follower(
+            sessions=self.sessions, agent=self.agent, slack=SlackGateway(self.slack), now=clock, follow_hours=follow_hours
+        )
 
     async def close(self) -> None:
         await self.agent.aclose()
@@ -74,9 +74,18 @@ async def start_link(replica: Replica, clock: Clock, prompt: str) -> tuple[int, 
     """A session as the bot starts one: claimed row, parent message, POST /sessions, the prompt."""
     parent = await replica.slack.chat_postMessage(channel=CHANNEL, text=f"session: {prompt}")
     row, created = await replica.sessions.claim_start(
-        NewStart(start_key=f"test:{prompt}:{time.monotonic()}", slack_user="U0MEMBER", user_email=None, channel=CHANNEL,
-                 origin="command", prompt=prompt, computer_id="cmp-ci-sandbox", computer_name="CI sandbox"),
-        state="starting", now=clock(),
+        NewStart(
+            start_key=f"test:{prompt}:{time.monotonic()}",
+            slack_user="U0MEMBER",
+            user_email=None,
+            channel=CHANNEL,
+            origin="command",
+            prompt=prompt,
+            computer_id="cmp-ci-sandbox",
+            computer_name="CI sandbox",
+        ),
+        state="starting",
+        now=clock(),
     )
     assert created
     await replica.sessions.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
@@ -99,7 +108,8 @@ async def agent_done(agent: AgentClient, session_id: str, count: int) -> None:
 def answers_in_thread(slack: SlackEmulator, thread_ts: str) -> list[str]:
     bot = slack.directory.bot.user_id
     return [
-        m.text for m in slack.recorder.messages(CHANNEL, thread_ts=thread_ts)
+        m.text
+        for m in slack.recorder.messages(CHANNEL, thread_ts=thread_ts)
         if m.user == bot and m.ts != thread_ts and "You asked" in m.text
     ]
 
@@ -192,7 +202,12 @@ async def test_server_errors_back_off_and_keep_the_place(world, tmp_path):
 def test_back_off_honours_retry_after_and_caps_the_exponent():
     limited = RateLimitedError("slow down", status=429, method="GET", url="/x", retry_after=7.0)
     assert _backoff_seconds(limited, 1) == 7.0
-    assert [_backoff_seconds(ServerError("boom", status=500, method="GET", url="/x"), n) for n in (1, 2, 3, 9)] == [2.0, 4.0, 8.0, BACKOFF_MAX]
+    assert [_backoff_seconds(ServerError("boom", status=500, method="GET", url="/x"), n) for n in (1, 2, 3, 9)] == [
+        2.0,
+        4.0,
+        8.0,
+        BACKOFF_MAX,
+    ]
 
 
 async def test_an_idle_session_stops_being_polled_until_someone_replies(world, tmp_path):
@@ -222,14 +237,31 @@ async def test_the_working_message_is_edited_at_most_every_few_seconds(world, tm
     status = {"value": "running"}
 
     def message(n: int, role: str, text: str) -> dict:
-        return {"id": f"m{n}", "role": role, "content": [{"type": "text", "text": text, "id": f"m{n}_0"}],
-                "createdAt": n, "updatedAt": n, "visibility": "both", "isUserVisible": True, "isError": False}
+        return {
+            "id": f"m{n}",
+            "role": role,
+            "content": [{"type": "text", "text": text, "id": f"m{n}_0"}],
+            "createdAt": n,
+            "updatedAt": n,
+            "visibility": "both",
+            "isUserVisible": True,
+            "isError": False,
+        }
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/messages"):
             return httpx.Response(200, json={"messages": messages, "pagination": {"hasMore": False, "nextCursor": None}})
-        return httpx.Response(200, json={"sessionId": "s-1", "status": status["value"], "messageCount": len(messages),
-                                         "createdAt": 1, "updatedAt": 2, "computerId": "c-1"})
+        return httpx.Response(
+            200,
+            json={
+                "sessionId": "s-1",
+                "status": status["value"],
+                "messageCount": len(messages),
+                "createdAt": 1,
+                "updatedAt": 2,
+                "computerId": "c-1",
+            },
+        )
 
     store = Store(f"sqlite:///{tmp_path / 'bot.db'}")
     sessions = SessionStore(store)
@@ -239,7 +271,8 @@ async def test_the_working_message_is_edited_at_most_every_few_seconds(world, tm
     parent = await web.chat_postMessage(channel=CHANNEL, text="parent")
     row, _ = await sessions.claim_start(
         NewStart(start_key="throttle", slack_user="U0MEMBER", user_email=None, channel=CHANNEL, origin="command", prompt="go"),
-        state="starting", now=clock(),
+        state="starting",
+        now=clock(),
     )
     await sessions.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
     await sessions.record_session(row.id, session_id="s-1", status="running", now=clock())

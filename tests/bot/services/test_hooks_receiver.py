@@ -21,7 +21,7 @@ from bot.store import Store
 from formatters.sessions import hook_dm, hook_note
 
 SECRET = "hook-secret"
-NOW = dt.datetime(2026, 11, 22, 7, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 22, 7, 0, tzinfo=dt.UTC)
 """The receiver's clock: far from the wall clock, so a signature checked against it shows the clock is injected."""
 
 
@@ -93,7 +93,9 @@ def store(database: str):
     opened.close()
 
 
-def receiver(store: Store, sessions: FakeSessions | None = None, slack: FakeSlack | None = None, secret: str | None = SECRET) -> HookReceiver:
+def receiver(
+    store: Store, sessions: FakeSessions | None = None, slack: FakeSlack | None = None, secret: str | None = SECRET
+) -> HookReceiver:
     return HookReceiver(
         store=store,
         sessions=sessions or FakeSessions(),

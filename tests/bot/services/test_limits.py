@@ -9,6 +9,7 @@ import datetime as dt
 
 import pytest
 
+from bot.roles import Role, RolesConfigError
 from bot.services.limits import (
     APPLIED,
     APPROVED,
@@ -24,11 +25,10 @@ from bot.services.limits import (
     TransitionRefused,
     entries_hash,
 )
-from bot.roles import Role, RolesConfigError
 from bot.store import Store
 from tests.conftest import postgres_url
 
-NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 LATER = NOW + dt.timedelta(days=2)
 ENTRIES = (LimitEntry("carol@example.com", 500), LimitEntry("dave@example.com", 0))
 

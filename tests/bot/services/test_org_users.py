@@ -5,7 +5,6 @@ import json
 import pytest
 
 from bot.api import MalformedResponseError, OrganizationUser
-from tests.api_fakes import RecordingTransport, fake_client, json_response, org_user_payload
 from bot.services.org_users import (
     MAX_PAGES_PER_SCREEN,
     QUERY_PAGE_SIZE,
@@ -16,10 +15,14 @@ from bot.services.org_users import (
     fetch_screen,
     matches,
 )
+from tests.api_fakes import RecordingTransport, fake_client, json_response, org_user_payload
 
 
 def people(n):
-    return [org_user_payload(id=f"u{i:03d}", firstName=f"Name{i:03d}", lastName="Odd" if i % 7 else "Seven", email=f"p{i}@example.com") for i in range(n)]
+    return [
+        org_user_payload(id=f"u{i:03d}", firstName=f"Name{i:03d}", lastName="Odd" if i % 7 else "Seven", email=f"p{i}@example.com")
+        for i in range(n)
+    ]
 
 
 def api(users):
@@ -102,6 +105,15 @@ def test_button_value_round_trip_and_bad_values():
     position = Position("ada", "abc", 3, 40)
     assert decode_more(encode_more(position)) == position
     assert encode_more(Position(None, "x" * 2000)) is None
-    for bad in (None, "", "[]", "{", json.dumps({"cursor": 5}), json.dumps({"skip": -1}), json.dumps({"start": True}), json.dumps({"query": "q" * 101})):
+    for bad in (
+        None,
+        "",
+        "[]",
+        "{",
+        json.dumps({"cursor": 5}),
+        json.dumps({"skip": -1}),
+        json.dumps({"start": True}),
+        json.dumps({"query": "q" * 101}),
+    ):
         with pytest.raises(ValueError):
             decode_more(bad)

@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from bot.api import MalformedResponseError, ServerError
-from tests.api_fakes import RecordingTransport, fake_client, json_response, readiness_report_payload
 from bot.services.readiness import (
     PAGE_SIZE,
     AmbiguousRepository,
@@ -25,6 +24,7 @@ from bot.services.readiness import (
     find_repository_reports,
     overview,
 )
+from tests.api_fakes import RecordingTransport, fake_client, json_response, readiness_report_payload
 
 DAY_MS = 86_400_000
 T0 = 1_790_000_000_000  # 2026-09-21, newest report of the fixtures

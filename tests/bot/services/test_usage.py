@@ -9,9 +9,9 @@ import datetime as dt
 import pytest
 
 from bot.api import AgentClient, RetryPolicy
-from tests.api_fakes import RecordingTransport, analytics_envelope, fake_client, json_response, token_row, user_row
 from bot.services.periods import parse_period
 from bot.services.usage import fetch_breakdown, fetch_user_usage
+from tests.api_fakes import RecordingTransport, analytics_envelope, fake_client, json_response, token_row, user_row
 
 TODAY = dt.date(2026, 3, 1)
 DAYS = ("2026-02-01", "2026-02-02")
@@ -67,7 +67,12 @@ PERIOD = parse_period("2026-02-01..2026-02-02", TODAY)
 async def test_by_user_ranks_tokens_by_user_in_one_call():
     transport = server()
     breakdown = await fetch_breakdown(fake_client(transport), PERIOD, "user")
-    assert [(r.name, r.value) for r in breakdown.rows] == [("u_3", 30), ("Ada@Example.com", 25), ("bo@example.com", 10), ("cy@example.com", 7)]
+    assert [(r.name, r.value) for r in breakdown.rows] == [
+        ("u_3", 30),
+        ("Ada@Example.com", 25),
+        ("bo@example.com", 10),
+        ("cy@example.com", 7),
+    ]
     assert breakdown.total == 72
     assert _calls(transport) == [("tokens", {"startDate": "2026-02-01", "endDate": "2026-02-02"})]
 
@@ -102,7 +107,9 @@ def test_one_person_matches_walking_users_to_the_end_against_the_sandbox(stack, 
 
     async def both():
         today = dt.date(2026, 11, 22)
-        async with AgentClient(base_url=stack.sandbox.url, api_key="sandbox-owner-key", today=lambda: today, retry=RetryPolicy.none()) as client:
+        async with AgentClient(
+            base_url=stack.sandbox.url, api_key="sandbox-owner-key", today=lambda: today, retry=RetryPolicy.none()
+        ) as client:
             period = parse_period("30d", today)
             fast = await fetch_user_usage(client, period, email)
             rows = [r async for r in client.iter_users(start_date=period.start, end_date=period.end) if r.user_email == email]
@@ -113,5 +120,7 @@ def test_one_person_matches_walking_users_to_the_end_against_the_sandbox(stack, 
     assert fast.days_active == len(rows)
     assert fast.billable_tokens == sum(r.billable_tokens for r in rows)
     assert (fast.tool_calls, fast.sessions, fast.messages) == (
-        sum(r.tool_calls for r in rows), sum(r.sessions for r in rows), sum(r.messages for r in rows)
+        sum(r.tool_calls for r in rows),
+        sum(r.sessions for r in rows),
+        sum(r.messages for r in rows),
     )

@@ -22,8 +22,13 @@ def start_hook(stdin: str, **env: str) -> subprocess.Popen:
     """Start ``agent-bot hook`` with ``stdin`` and only the ``AGENT_BOT_HOOK_*`` settings in ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_BOT_HOOK_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "hook"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env={**clean, **env}, cwd=ROOT,
+        [sys.executable, "-m", "bot.cli", "hook"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**clean, **env},
+        cwd=ROOT,
     )
     proc.stdin.write(stdin)
     proc.stdin.close()

@@ -82,7 +82,8 @@ def sessions_with(state, prompt: str) -> list:
 def bot_answers(slack, thread_ts: str) -> list:
     bot_user = slack.directory.bot.user_id
     return [
-        m for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts)
+        m
+        for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts)
         if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))
     ]
 
@@ -110,7 +111,9 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
         slack.recorder.wait_for(lambda: sessions_with(state, prompt), timeout=20, what=prompt)
 
     # a mention: app_mention to A, its message twin to B, each retried on the other
-    mention = clients[0].send_mention(f"<@{bot_user}> computer=ci replica mention", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False)
+    mention = clients[0].send_mention(
+        f"<@{bot_user}> computer=ci replica mention", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+    )
     twin = {**mention.request.payload["event"], "type": "message"}
     message = clients[1].send_event(twin)
     clients[1].send(mention.request, retry_num=1)
@@ -133,7 +136,10 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
     [shown] = slack.recorder.wait_for(lambda: slack.recorder.responses(listing.response_url_id), timeout=20, what="computers")
     message_ts = "1700000000.000200"
     click = clients[1].send_block_action(
-        RETRY_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=message_ts,
+        RETRY_ACTION,
+        user_id="U0MANAGER",
+        channel_id=DEMO_CHANNEL,
+        message_ts=message_ts,
         message={"type": "message", "ts": message_ts, "text": shown.text, "blocks": shown.blocks},
     )
     assert clients[0].send(click.request, retry_num=1).status_code == 200
@@ -148,7 +154,8 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
     assert not [r for r in slack.recorder.responses(click.response_url_id) if ALREADY_RETRYING.split("{")[0] in r.text]
     for prompt in ("replica prompt one", "replica prompt two"):
         parents = [
-            m for m in slack.recorder.messages(DEMO_CHANNEL)
+            m
+            for m in slack.recorder.messages(DEMO_CHANNEL)
             if m.user == bot_user and not m.is_reply and any(prompt in t for t in block_texts(m.as_payload()))
         ]
         assert len(parents) == 1, prompt

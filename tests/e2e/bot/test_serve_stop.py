@@ -17,8 +17,11 @@ def test_sigterm_stops_serve_with_exit_code_0(tmp_path):
     roles = tmp_path / "roles.yaml"
     roles.write_text(ROLES_YAML)
     env = bot_environment(
-        slack, agent_api_url=sandbox.url, agent_api_key=config.api_key,
-        database_url=f"sqlite:///{tmp_path / 'bot.db'}", roles_file=roles,
+        slack,
+        agent_api_url=sandbox.url,
+        agent_api_key=config.api_key,
+        database_url=f"sqlite:///{tmp_path / 'bot.db'}",
+        roles_file=roles,
     )
     try:
         bot = start_serve(env, tmp_path / "serve.log")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -43,8 +42,11 @@ def world(tmp_path_factory):
 
     def env(name: str) -> dict[str, str]:
         return bot_environment(
-            slack, agent_api_url=sandbox.url, agent_api_key=config.api_key,
-            database_url=f"sqlite:///{tmp / name}.db", roles_file=roles,
+            slack,
+            agent_api_url=sandbox.url,
+            agent_api_key=config.api_key,
+            database_url=f"sqlite:///{tmp / name}.db",
+            roles_file=roles,
         )
 
     http_bot = start_serve(env("http"), tmp / "http.log")
@@ -97,9 +99,7 @@ def test_a_click_over_the_socket_retries_install_once_and_its_redelivery_is_drop
     assert computer.status == "error" and computer.generation == 0
     [listing] = command(slack, client, "computers")
     message = {"type": "message", "ts": "1700000000.000100", "text": listing["text"], "blocks": listing["blocks"]}
-    click = client.send_block_action(
-        RETRY_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=message["ts"], message=message
-    )
+    click = client.send_block_action(RETRY_ACTION, user_id="U0MANAGER", channel_id=DEMO_CHANNEL, message_ts=message["ts"], message=message)
     assert click.status_code == 200 and click.body == ""
     first_envelope = client.last_envelope
     [update, *_] = slack.recorder.wait_for(lambda: slack.recorder.responses(click.response_url_id), timeout=20, what="the update")
@@ -130,8 +130,13 @@ def test_a_mention_and_thread_replies_over_a_dropped_connection_reach_the_agent_
     assert mention.status_code == 200
     thread_ts = mention.request.payload["event"]["ts"]
     answered = slack.recorder.wait_for(
-        lambda: [m for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))],
-        timeout=20, what="the agent's answer in the mention's thread",
+        lambda: [
+            m
+            for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts)
+            if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))
+        ],
+        timeout=20,
+        what="the agent's answer in the mention's thread",
     )
     assert len(answered) == 1
     [session] = sessions_with_prompt(state, "summarize the socket tests")
@@ -148,8 +153,18 @@ def test_a_mention_and_thread_replies_over_a_dropped_connection_reach_the_agent_
     assert retried.status_code == 200 and client.last_envelope.connection_id == new.id
     assert client.last_envelope.retry_attempt == 1
     slack.recorder.wait_for(
-        lambda: len([m for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))]) >= 2,
-        timeout=20, what="the answer to the thread reply",
+        lambda: (
+            len(
+                [
+                    m
+                    for m in slack.recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts)
+                    if m.user == bot_user and "You asked" in " ".join(block_texts(m.as_payload()))
+                ]
+            )
+            >= 2
+        ),
+        timeout=20,
+        what="the answer to the thread reply",
     )
     time.sleep(0.5)
     assert user_messages(session) == ["summarize the socket tests", "and list the flaky ones"]
@@ -215,8 +230,12 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
     roles = tmp_path / "roles.yaml"
     roles.write_text(ROLES_YAML)
     env = bot_environment(
-        slack, agent_api_url=sandbox.url, agent_api_key=config.api_key,
-        database_url=f"sqlite:///{tmp_path / 'socket.db'}", roles_file=roles, AGENT_BOT_SOCKET_PING_SECONDS="0.2",
+        slack,
+        agent_api_url=sandbox.url,
+        agent_api_key=config.api_key,
+        database_url=f"sqlite:///{tmp_path / 'socket.db'}",
+        roles_file=roles,
+        AGENT_BOT_SOCKET_PING_SECONDS="0.2",
     )
     bot = start_socket(env, tmp_path / "socket.log", slack)
     try:
@@ -232,7 +251,9 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         assert new.id > lost.id and lost.closed_at is None  # no close frame was ever heard
         # Slack retries the envelope; it reaches the bot on the new connection and runs once
         assert client.send(unheard.request).status_code == 200 and client.last_envelope.connection_id == new.id
-        slack.recorder.wait_for(lambda: sessions_with_prompt(sandbox_app.state.sandbox, "after the silence"), timeout=20, what="the session")
+        slack.recorder.wait_for(
+            lambda: sessions_with_prompt(sandbox_app.state.sandbox, "after the silence"), timeout=20, what="the session"
+        )
         time.sleep(0.5)
         assert len(sessions_with_prompt(sandbox_app.state.sandbox, "after the silence")) == 1
         assert "Reconnecting" in bot.log_text()

@@ -9,7 +9,6 @@ checked (it is what the bot waited) rather than spent; the hanging test has a bo
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 
 import pytest

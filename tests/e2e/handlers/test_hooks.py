@@ -43,13 +43,15 @@ def thread_texts(stack, parent):
 
 def test_notification_and_stop_reach_the_thread_and_stop_posts_the_final_answer_now(stack):
     parent, link = started(stack, "review the pull request")
-    answer = post_hook(stack, {"hook_event_name": "Notification", "session_id": link.session_id, "cwd": "~", "message": "Allow `rm` <!channel>?"})
+    answer = post_hook(
+        stack, {"hook_event_name": "Notification", "session_id": link.session_id, "cwd": "~", "message": "Allow `rm` <!channel>?"}
+    )
     assert answer.status_code == 200
     expected = HOOK_WAITING.format(who="<@U0MEMBER>", message="Allow \u02cbrm\u02cb &lt;!channel&gt;?")  # one line, no code span
     assert expected in thread_texts(stack, parent)
     # the agent works on without the follower knowing; only the Stop hook can make it look now
     feature = stack.bot.services.sessions
-    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
 
     def push_back() -> None:
         with feature.store.store.engine.begin() as conn:
@@ -96,7 +98,13 @@ def test_a_repeated_delivery_posts_once(stack):
 
 
 def test_an_unknown_session_of_a_known_user_becomes_a_dm_else_it_is_dropped(stack):
-    event = {"hook_event_name": "Notification", "session_id": "local-123", "cwd": "/home/carol/api", "message": "Continue?", "user": "carol@example.com"}
+    event = {
+        "hook_event_name": "Notification",
+        "session_id": "local-123",
+        "cwd": "/home/carol/api",
+        "message": "Continue?",
+        "user": "carol@example.com",
+    }
     answer = post_hook(stack, event)
     assert answer.status_code == 200 and answer.json() == {"status": "sent as a direct message"}
     dm = stack.slack.recorder.wait_for(

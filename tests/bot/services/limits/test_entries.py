@@ -31,7 +31,7 @@ class FakeSlack:
     def __init__(self, emails: dict[str, str | None]) -> None:
         self.emails, self.asked = emails, []
 
-    async def user_email(self, user_id: str) -> str | None | SlackFailure:
+    async def user_email(self, user_id: str) -> str | SlackFailure | None:
         self.asked.append(user_id)
         if user_id not in self.emails:
             return SlackFailure("users.info", "user_not_found", True)
@@ -77,7 +77,9 @@ def test_anything_else_is_not_credits(text):
 
 async def test_emails_and_mentions_become_lower_case_entries_in_order():
     entries, problems = await check(
-        [("Carol@Example.com", "1,000"), ("<@U0DAVE>", "0"), ("<@U0ERIN|erin>", "1_500")], U0DAVE="Dave@Example.com", U0ERIN="erin@example.com"
+        [("Carol@Example.com", "1,000"), ("<@U0DAVE>", "0"), ("<@U0ERIN|erin>", "1_500")],
+        U0DAVE="Dave@Example.com",
+        U0ERIN="erin@example.com",
     )
     assert problems == []
     assert entries == [LimitEntry("carol@example.com", 1000), LimitEntry("dave@example.com", 0), LimitEntry("erin@example.com", 1500)]

@@ -47,7 +47,7 @@ from bot.store import Store
 from formatters import limits as fmt
 from formatters.notices import error_message, refusal_message
 
-START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 CHANNEL = "C0ENG"
 BOB = ResolvedUser("U0MANAGER", "bob@example.com", Role.manager, "roles file")
 ALICE = ResolvedUser("U0OWNER", "alice@example.com", Role.owner, "roles file")
@@ -128,15 +128,15 @@ def parts(database):
     store = Store(database)
     clock, slack, agent = Clock(), FakeGateway(), FakeAgent()
     policy = Policy(DEFAULT_POLICY, owner_required_above=THRESHOLD)
-    workflow = LimitsWorkflow(
-        agent=agent, store=LimitsStore(store), slack=slack, now=clock, config=ApprovalsConfig(), policy=policy
-    )
+    workflow = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=clock, config=ApprovalsConfig(), policy=policy)
     yield workflow, slack, agent, clock
     store.close()
 
 
 async def file(workflow, entries=(LimitEntry("dave@example.com", 500),), requester=BOB):
-    filed = await workflow.file(requester_id=requester.user_id, requester_email=requester.email, reason=" Q4 ", entries=list(entries), channel=CHANNEL)
+    filed = await workflow.file(
+        requester_id=requester.user_id, requester_email=requester.email, reason=" Q4 ", entries=list(entries), channel=CHANNEL
+    )
     assert not isinstance(filed, Refusal)
     return filed
 
@@ -164,7 +164,9 @@ async def test_filing_posts_the_request_message_and_records_where(parts):
 async def test_a_refused_post_cancels_the_request_and_names_channel_and_error(parts):
     workflow, slack, _, _ = parts
     slack.fail["chat.postMessage"] = "not_in_channel"
-    refusal = await workflow.file(requester_id=BOB.user_id, requester_email=BOB.email, reason="", entries=[LimitEntry("dave@example.com", 1)], channel=CHANNEL)
+    refusal = await workflow.file(
+        requester_id=BOB.user_id, requester_email=BOB.email, reason="", entries=[LimitEntry("dave@example.com", 1)], channel=CHANNEL
+    )
     assert isinstance(refusal, Refusal) and refusal.reason is Refused.POST_FAILED
     assert refusal.payload == error_message(POST_FAILED.format(channel=CHANNEL, error="not_in_channel"), POST_FAILED_HINT)
     assert refusal.request.state == CANCELLED
@@ -179,7 +181,10 @@ async def test_approved_then_applied_once_shown_in_place_in_the_thread_and_by_dm
     assert done.outcome == Outcome({"dave@example.com": 500})
     assert agent.puts == [[("dave@example.com", 500)]]
     approved = dataclasses.replace(done, state=APPROVED, outcome=None, applied_at=None)
-    assert slack.updates == [(CHANNEL, done.message_ts, fmt.request_message(approved)), (CHANNEL, done.message_ts, fmt.request_message(done))]
+    assert slack.updates == [
+        (CHANNEL, done.message_ts, fmt.request_message(approved)),
+        (CHANNEL, done.message_ts, fmt.request_message(done)),
+    ]
     assert published(slack, done)
     assert (await workflow.store.known(["dave@example.com"]))["dave@example.com"].limit == 500
     again = await workflow.approve(await workflow.store.get(request.id), ALICE)
@@ -278,7 +283,9 @@ async def test_two_approvers_at_once_on_two_replicas_one_put(parts, database):
     workflow, _, agent, clock = parts
     other = Store(database)
     try:
-        replica = LimitsWorkflow(agent=agent, store=LimitsStore(other), slack=FakeGateway(), now=clock, config=ApprovalsConfig(), policy=workflow.policy)
+        replica = LimitsWorkflow(
+            agent=agent, store=LimitsStore(other), slack=FakeGateway(), now=clock, config=ApprovalsConfig(), policy=workflow.policy
+        )
         request = await file(workflow)
         results = await asyncio.gather(*(w.approve(request, u) for w, u in [(workflow, ALICE), (replica, DAN)] * 3))
         won = [r for r in results if not isinstance(r, Refusal)]
@@ -309,7 +316,9 @@ async def test_reject_opens_the_modal_and_its_submission_decides(parts):
     value = str(request.id)
     assert await workflow.reject(value, ALICE.user_id, "  ") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED})
     assert await workflow.reject("999", ALICE.user_id, "no") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id="999")})
-    assert await workflow.reject(value, BOB.user_id, "no") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)})
+    assert await workflow.reject(value, BOB.user_id, "no") == InvalidSubmission(
+        {fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)}
+    )
     rejected = await workflow.reject(value, ALICE.user_id, " too much ")
     assert (rejected.state, rejected.decided_by, rejected.reject_reason) == (REJECTED, ALICE.user_id, "too much")
     again = await workflow.reject(value, DAN.user_id, "me too")

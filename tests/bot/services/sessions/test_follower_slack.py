@@ -23,7 +23,7 @@ from sandbox.slack_emulator import SlackEmulator
 CHANNEL = "C0ENG"
 SESSION = "s-1"
 ANSWER = "The tests pass."
-T0 = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
 
 
 class Clock:
@@ -39,11 +39,20 @@ class Clock:
 
 def scripted_agent(request: httpx.Request) -> httpx.Response:
     if request.url.path.endswith("/messages"):
-        answer = {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": ANSWER, "id": "m2_0"}],
-                  "createdAt": 2, "updatedAt": 2, "visibility": "both", "isUserVisible": True, "isError": False}
+        answer = {
+            "id": "m2",
+            "role": "assistant",
+            "content": [{"type": "text", "text": ANSWER, "id": "m2_0"}],
+            "createdAt": 2,
+            "updatedAt": 2,
+            "visibility": "both",
+            "isUserVisible": True,
+            "isError": False,
+        }
         return httpx.Response(200, json={"messages": [answer], "pagination": {"hasMore": False, "nextCursor": None}})
-    return httpx.Response(200, json={"sessionId": SESSION, "status": "idle", "messageCount": 2, "createdAt": 1,
-                                     "updatedAt": 2, "computerId": "c-1"})
+    return httpx.Response(
+        200, json={"sessionId": SESSION, "status": "idle", "messageCount": 2, "createdAt": 1, "updatedAt": 2, "computerId": "c-1"}
+    )
 
 
 @dataclass
@@ -57,8 +66,10 @@ class World:
     def answers(self) -> list[str]:
         """The ts of every thread reply that carries the agent's answer's metadata."""
         return [
-            m.ts for m in self.slack.recorder.messages(CHANNEL, thread_ts=self.thread_ts)
-            if m.metadata and m.metadata.get("event_type") == POST_METADATA_TYPE
+            m.ts
+            for m in self.slack.recorder.messages(CHANNEL, thread_ts=self.thread_ts)
+            if m.metadata
+            and m.metadata.get("event_type") == POST_METADATA_TYPE
             and m.metadata.get("event_payload") == {"session_id": SESSION, "message_id": "m2"}
         ]
 
@@ -75,7 +86,8 @@ async def world(tmp_path) -> AsyncIterator[World]:
     parent = await web.chat_postMessage(channel=CHANNEL, text="parent")
     row, _ = await sessions.claim_start(
         NewStart(start_key="k", slack_user="U0MEMBER", user_email=None, channel=CHANNEL, origin="command", prompt="go"),
-        state="starting", now=clock(),
+        state="starting",
+        now=clock(),
     )
     await sessions.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
     await sessions.record_session(row.id, session_id=SESSION, status="running", now=clock())

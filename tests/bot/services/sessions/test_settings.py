@@ -12,7 +12,9 @@ KEYS = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
 
 def test_names_in_lower_case_or_snake_case_become_the_api_members():
     assert settings_changes({"model": "fast", "reasoningeffort": "high", "spec_mode_model": "slow"}) == {
-        "model": "fast", "reasoningEffort": "high", "specModeModel": "slow",
+        "model": "fast",
+        "reasoningEffort": "high",
+        "specModeModel": "slow",
     }
 
 
