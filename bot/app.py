@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 import handlers
 from bot.api import AgentAPIError, AgentClient
-from bot.config import Settings
+from bot.config import ConfigurationError, Settings
 from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
@@ -59,10 +59,6 @@ FOLLOW_SECONDS = 1.0
 """How often the session follower looks for sessions due to be polled."""
 DELIVERY_KEEP = dt.timedelta(days=1)
 """How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
-
-
-class ConfigurationError(RuntimeError):
-    """A setting the bot needs is missing or unusable."""
 
 
 def settle_heap() -> None:

@@ -84,9 +84,7 @@ def _socket(_args: argparse.Namespace) -> int:
             # slack_sdk's aiohttp client pings every ping_interval (aiohttp heartbeat) and closes a connection
             # whose pong is half an interval late; its monitor then opens a new one: a connection lost
             # without a close frame (NAT, network) is replaced within about 2-3 intervals
-            handler = AsyncSocketModeHandler(
-                bot.app, settings.slack_app_token.get_secret_value(), ping_interval=settings.socket_ping_seconds
-            )
+            handler = AsyncSocketModeHandler(bot.app, settings.required("slack_app_token"), ping_interval=settings.socket_ping_seconds)
             await handler.start_async()
         finally:
             bot.scheduler.shutdown()
@@ -137,9 +135,9 @@ def _digest_tick(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         agent = AgentClient(
-            base_url=settings.agent_api_url,
+            base_url=settings.required("agent_api_url"),
             app_url=settings.agent_app_url,
-            api_key=settings.agent_api_key.get_secret_value(),
+            api_key=settings.required("agent_api_key"),
             today=lambda: now().date(),
         )
         # socket_mode=True: this process serves no Slack request, so it needs no signing secret

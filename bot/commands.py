@@ -42,7 +42,7 @@ class CommandSyntaxError(ValueError):
 
 def whole_number(word: str, *, max_digits: int = MAX_NUMBER_DIGITS) -> int | None:
     """The number an ASCII-digit word reads as (``"42"`` -> 42), else None: other digits
-    (``"²"``, ``"١٠٠"``), signs, separators, or more than ``max_digits`` digits."""
+    (a superscript ``"\u00b2"``, Arabic-Indic ``"\u0661\u0660\u0660"``), signs, separators, or more than ``max_digits`` digits."""
     if not 1 <= len(word) <= max_digits or not (word.isascii() and word.isdigit()):
         return None
     return int(word)

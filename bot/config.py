@@ -83,7 +83,19 @@ class Settings(BaseSettings):
             self.agent_app_url = self.agent_api_url
         return self
 
+    def required(self, name: str) -> str:
+        """The value of the setting ``name`` (a field name; a secret's value in clear), or
+        :class:`ConfigurationError` naming its environment variable when it is not set."""
+        value = getattr(self, name)
+        if value in (None, ""):
+            raise ConfigurationError(f"missing settings: {', '.join(self.missing(name))} (see README, Configuration)")
+        return value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+
     def missing(self, *names: str) -> list[str]:
         """Return the environment variable names among ``names`` (field names) that are not set."""
         fields = type(self).model_fields
         return [str(fields[name].validation_alias) for name in names if getattr(self, name) in (None, "")]
+
+
+class ConfigurationError(RuntimeError):
+    """A setting the bot needs is missing or unusable (the message names the environment variables)."""

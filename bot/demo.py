@@ -14,6 +14,7 @@ organization users (carol is one: member). dave's Slack e-mail is outside the or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -74,6 +75,13 @@ class Stack:
     workdir: Path
     client: Any = None
 
+    @property
+    def bot_url(self) -> str:
+        """The URL the bot is served at (a stack started with ``serve_bot=False`` has none)."""
+        if self.bot_server is None:
+            raise RuntimeError("this stack does not serve the bot over HTTP (serve_bot=False)")
+        return self.bot_server.url
+
     def command(self, text: str, *, user: str = "U0MANAGER", channel: str = DEMO_CHANNEL, timeout: float = 20.0, **delivery: Any) -> Reply:
         """Send ``/agent <text>`` as ``user`` and wait for the reply (ack body or response_url)."""
         sent = self.client.send_slash_command(text, user_id=user, channel_id=channel, **delivery)
@@ -94,10 +102,8 @@ class Stack:
         for part in (self.client, self.bot_server, self.slack, self.sandbox):
             if part is None:
                 continue
-            try:
+            with contextlib.suppress(Exception):  # a part that fails to stop must not keep the others running
                 part.close() if hasattr(part, "close") else part.stop()
-            except Exception:
-                pass
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -212,16 +218,15 @@ def tick_digests(stack: Stack, now: Any = None) -> Any:
     API client, Slack client and Store, on this thread's own event loop); returns its TickReport."""
     import asyncio
 
-    from bot.app import utc_now
     from bot.slack import SlackGateway, web_client
     from bot.store import Store
     from handlers.digest import digest_service
 
-    clock = now or stack.bot.services.now or utc_now
+    clock = now or stack.bot.services.now
     settings = stack.bot.services.settings
 
     async def run() -> Any:
-        agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.agent_api_key.get_secret_value(), today=lambda: clock().date())
+        agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.required("agent_api_key"), today=lambda: clock().date())
         store = Store(settings.database_url)
         slack = SlackGateway(web_client(stack.slack.bot_token, stack.slack.api_url))
         service = digest_service(agent=agent, store=store, slack=slack, now=clock)
@@ -334,6 +339,9 @@ def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
     it at once (a signed ``POST /hooks/agent``) and says so in the session's thread."""
     recorder = stack.slack.recorder
     row = asyncio.run(stack.bot.services.sessions.store.by_thread(DEMO_CHANNEL, thread_ts))
+    if row is None or row.session_id is None:
+        out.write("(the session of that thread is not known, so there is no hook to show)\n")
+        return
     event = {
         "hook_event_name": "Notification",
         "session_id": row.session_id,
@@ -344,7 +352,7 @@ def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
     body = json.dumps(event).encode()
     stamp = str(int(time.time()))
     answer = httpx.post(
-        f"{stack.bot_server.url}/hooks/agent",
+        f"{stack.bot_url}/hooks/agent",
         content=body,
         headers={"Content-Type": "application/json", TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: sign(HOOK_SECRET, stamp, body)},
     )
@@ -391,8 +399,9 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
         out.write("(no outcome within 10 s)\n")
         return
     edited = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
-    out.write("the request message, edited in place:\n")
-    out.write(render_text({"text": edited.text, "blocks": edited.blocks}, users=None) + "\n")
+    if edited is not None:
+        out.write("the request message, edited in place:\n")
+        out.write(render_text({"text": edited.text, "blocks": edited.blocks}, users=None) + "\n")
     out.write("in its thread:\n")
     for reply in thread[1:]:
         out.write(render_text({"text": reply.text, "blocks": reply.blocks}, users=None) + "\n")
@@ -426,7 +435,7 @@ def socket_step(stack: Stack, out: TextIO, *, startup_timeout: float = 30.0) -> 
         SLACK_APP_TOKEN=stack.slack.app_token,
         SLACK_API_URL=stack.slack.api_url,
         AGENT_API_URL=stack.sandbox.url,
-        AGENT_API_KEY=settings.agent_api_key.get_secret_value(),
+        AGENT_API_KEY=settings.required("agent_api_key"),
         AGENT_BOT_DATABASE_URL=f"sqlite:///{stack.workdir / 'socket.db'}",
         AGENT_BOT_CONFIG=settings.config_file or "",
         AGENT_BOT_LOG_LEVEL="WARNING",
@@ -475,7 +484,7 @@ def run_demo(
     options = {"sandbox_options": {"hostile": True}} if hostile else {}
     with running_stack(users=users, seed=seed, analytics_cache_ttl=300.0, **options) as stack:
         out.write(
-            f"sandbox API {stack.sandbox.url} | Slack emulator {stack.slack.url} | bot {stack.bot_server.url}\n"
+            f"sandbox API {stack.sandbox.url} | Slack emulator {stack.slack.url} | bot {stack.bot_url}\n"
             "People: alice (owner), bob (manager), carol (member), dave (guest).\n"
         )
         for who, text in TOUR:

@@ -155,7 +155,8 @@ class _TTLCache:
     """A tiny per-key cache with a time-to-live, on a monotonic clock."""
 
     def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
-        self.ttl, self._clock, self._data = ttl, clock, {}
+        self.ttl, self._clock = ttl, clock
+        self._data: dict[str, tuple[float, Any]] = {}
 
     def get(self, key: str) -> Any:
         hit = self._data.get(key)

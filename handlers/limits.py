@@ -117,7 +117,7 @@ async def handle_set(request: CommandRequest) -> None:
         return
     reason = _reason(request)
     problems = ([] if args else [NO_ENTRIES]) + ([NO_CREDITS.format(user=args[-1])] if len(args) % 2 else [])
-    await _file_and_reply(request, list(zip(args[0::2], args[1::2])), reason, problems)
+    await _file_and_reply(request, list(zip(args[0::2], args[1::2], strict=False)), reason, problems)
 
 
 async def handle_request(request: CommandRequest) -> None:

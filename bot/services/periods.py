@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 EARLIEST = dt.date(2026, 1, 14)
 MAX_RELATIVE_DAYS = 366
-_RELATIVE = re.compile(r"^(\d{1,4})d$", re.ASCII)  # ASCII digits only: "١٠d" is not a period
+_RELATIVE = re.compile(r"^(\d{1,4})d$", re.ASCII)  # ASCII digits only: Arabic-Indic "10d" is not a period
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 
 PERIOD_HELP = (

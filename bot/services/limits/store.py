@@ -37,7 +37,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import (
@@ -52,6 +52,8 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
@@ -222,11 +224,22 @@ def entries_hash(entries: Iterable[LimitEntry]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+@overload
+def _aware(value: dt.datetime) -> dt.datetime: ...
+@overload
+def _aware(value: dt.datetime | None) -> dt.datetime | None: ...
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     """SQLite returns naive datetimes; every stored time is UTC."""
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=dt.UTC)
     return value
+
+
+def _required(value: dt.datetime | None, column: str) -> dt.datetime:
+    """A NOT NULL time column's value (aware UTC); a None means a corrupt row."""
+    if value is None:
+        raise ValueError(f"limit request row without {column}")
+    return _aware(value)
 
 
 def _row_request(row: Row[Any]) -> LimitRequest:
@@ -240,8 +253,8 @@ def _row_request(row: Row[Any]) -> LimitRequest:
         entries_hash=data["entries_hash"],
         before={k: (None if v is None else int(v)) for k, v in json.loads(data["before"]).items()},
         state=data["state"],
-        created_at=_aware(data["created_at"]),
-        expires_at=_aware(data["expires_at"]),
+        created_at=_required(data["created_at"], "created_at"),
+        expires_at=_required(data["expires_at"], "expires_at"),
         decided_by=data["decided_by"],
         decided_at=_aware(data["decided_at"]),
         reject_reason=data["reject_reason"],
@@ -279,6 +292,14 @@ class LimitsStore:
         row = conn.execute(select(limit_requests).where(limit_requests.c.id == request_id)).first()
         return _row_request(row) if row else None
 
+    @classmethod
+    def _get_written(cls, conn: Connection, request_id: int) -> LimitRequest:
+        """The request this transaction just inserted or updated (it exists: the write succeeded)."""
+        request = cls._get(conn, request_id)
+        if request is None:
+            raise LookupError(f"credit-limit request {request_id} vanished inside its own transaction")
+        return request
+
     async def recent(self, count: int) -> list[LimitRequest]:
         """The last ``count`` requests, newest first."""
 
@@ -312,7 +333,7 @@ class LimitsStore:
                 query = query.where(known_limits.c.email.in_(wanted))
             with self.store.engine.connect() as conn:
                 return {
-                    r.email: KnownLimit(r.email, int(r.credit_limit), _aware(r.set_at), r.request_id, r.approved_by)
+                    r.email: KnownLimit(r.email, int(r.credit_limit), _required(r.set_at, "set_at"), r.request_id, r.approved_by)
                     for r in conn.execute(query)
                 }
 
@@ -355,7 +376,10 @@ class LimitsStore:
                         channel=channel,
                     )
                 )
-                return self._get(conn, result.inserted_primary_key[0])
+                key = result.inserted_primary_key
+                if key is None:
+                    raise LookupError("the database gave no id for the new credit-limit request")
+                return self._get_written(conn, int(key[0]))
 
         return await self._run(work)
 
@@ -439,9 +463,9 @@ class LimitsStore:
                 query = query.where(extra)
             with self.store.engine.begin() as conn:
                 won = conn.execute(query.values(state=target, **values)).rowcount == 1
-                current = self._get(conn, request_id)
                 if not won:
-                    raise TransitionRefused(request_id, target, current)
+                    raise TransitionRefused(request_id, target, self._get(conn, request_id))
+                current = self._get_written(conn, request_id)
                 if outcome_updates is not None and outcome_updates.updated:
                     _record_known(conn, current, outcome_updates.updated, now)
             return current
@@ -466,8 +490,7 @@ def _record_known(conn: Connection, request: LimitRequest, updated: Mapping[str,
 def _upsert(conn: Connection, email: str, values: dict[str, Any]) -> Insert:
     """INSERT ... ON CONFLICT (email) DO UPDATE, in the dialect's own words (two replicas may race)."""
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    statement = dialect_insert(known_limits).values(email=email, **values)
-    return statement.on_conflict_do_update(index_elements=[known_limits.c.email], set_=values)
+        postgres = postgresql_insert(known_limits).values(email=email, **values)
+        return postgres.on_conflict_do_update(index_elements=[known_limits.c.email], set_=values)
+    sqlite = sqlite_insert(known_limits).values(email=email, **values)
+    return sqlite.on_conflict_do_update(index_elements=[known_limits.c.email], set_=values)

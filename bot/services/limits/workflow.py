@@ -287,9 +287,10 @@ class LimitsWorkflow:
         their hash). When the stall sweep took the request over meanwhile, the request as given."""
         now = self.now
         if not request.intact:
-            done = await self.store.mark_not_applied(request.id, Outcome(problem=fmt.TAMPERED.format(id=request.id)), now())
-            await self.publish(done)
-            return done
+            tampered = await self.store.mark_not_applied(request.id, Outcome(problem=fmt.TAMPERED.format(id=request.id)), now())
+            await self.publish(tampered)
+            return tampered
+        done: LimitRequest | None
         try:
             result = await self.agent.set_user_limits(entries=[(e.email, e.limit) for e in request.entries])
         except PartialLimitsUpdateError as exc:
