@@ -19,7 +19,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+from slack_bolt.async_app import AsyncApp
 
 from bot.api import AgentClient
 from bot.commands import SubCommand
@@ -38,6 +40,9 @@ from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
 from handlers.router import CommandRequest, Router, UserInputError
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 JOB_NAME = "digest"
 
@@ -185,7 +190,7 @@ def digest_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now
     return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text)
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Add the ``/agent digest`` sub-commands."""
     router.add(SUBSCRIBE, handle_subscribe)
     router.add(UNSUBSCRIBE, handle_unsubscribe)

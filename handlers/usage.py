@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
+
+from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand
 from bot.identity import mentioned_user
@@ -29,6 +31,9 @@ from formatters.blocks import message, section
 from formatters.notices import error_message
 from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
 from handlers.router import CommandRequest, Router, UserInputError
+
+if TYPE_CHECKING:
+    from bot.container import Services
 
 logger = logging.getLogger(__name__)
 
@@ -141,5 +146,5 @@ async def _send_chart(request: CommandRequest, period: Period) -> None:
     await request.reply(message([section(CHART_SENT)], CHART_SENT))
 
 
-def register(app: Any, router: Router, services: Any) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     router.add(SPEC, handle_usage)
