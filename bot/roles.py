@@ -234,6 +234,11 @@ class RoleResolver:
             return set()  # logged by the gateway; not cached: the next request asks again
         return self._cache.put(f"group:{handle}", members)
 
+    async def is_organization_email(self, email: str) -> bool:
+        """Whether ``email`` belongs to an organization user of the Agent platform (the cached
+        walk of ``GET /api/v0/organization/users``; a failed walk answers False)."""
+        return email.lower() in await self._org_emails()
+
     async def _org_emails(self) -> set[str]:
         async with self._lock:  # one walk of the organization users at a time
             cached = self._cache.get("org-emails")

@@ -306,9 +306,11 @@ class SlackGateway:
         thread_ts: str | None = None,
         alt_text: str | None = None,
         snippet_type: str | None = None,
+        comment: str | None = None,
     ) -> Done | SlackFailure:
         """Upload a file into ``channel`` (its thread when given) with ``files_upload_v2``
-        (``files.getUploadURLExternal``, the upload, ``files.completeUploadExternal``)."""
+        (``files.getUploadURLExternal``, the upload, ``files.completeUploadExternal``), with
+        ``comment`` as the message text that carries the file when given."""
         arguments: dict[str, Any] = {"channel": channel, "content": content, "filename": filename, "title": title}
         if thread_ts:
             arguments["thread_ts"] = thread_ts
@@ -316,6 +318,8 @@ class SlackGateway:
             arguments["alt_txt"] = alt_text
         if snippet_type:
             arguments["snippet_type"] = snippet_type
+        if comment:
+            arguments["initial_comment"] = comment
         try:
             await self.client.files_upload_v2(**arguments)
         except Exception as exc:

@@ -14,8 +14,10 @@ from bot.services.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsag
 from formatters.blocks import Payload, change, context, divider, esc, fields, header, message, number, section
 
 NO_PREVIOUS = "no comparison: the previous period starts before 2026-01-14"
-NO_USER_USAGE = "No usage for {email} in {period}."
-NO_USER_USAGE_HINT = "Check the e-mail, or try a longer period such as `30d`."
+NO_USER_USAGE = "{email} is an organization user but used the Agent platform in none of {period}."
+NO_USER_USAGE_HINT = "Try a longer period such as `30d`."
+UNKNOWN_USER = "{email} is not an organization user of the Agent platform, so there is no usage to show."
+UNKNOWN_USER_HINT = "Check the spelling; `/agent users <name>` finds people by name."
 
 _TOKEN_FIELDS = (
     ("Billable tokens", "billable_tokens"),
@@ -126,6 +128,9 @@ def user_usage(usage: UserUsage) -> Payload:
     return message(blocks, f"{title}: {number(usage.billable_tokens)} billable tokens")
 
 
-def no_user_usage(email: str, period_label: str) -> tuple[str, str]:
-    """``(what, hint)`` for a person with no usage rows in the period."""
+def no_user_usage(email: str, period_label: str, *, known: bool) -> tuple[str, str]:
+    """``(what, hint)`` for a person with no usage rows in the period: ``known`` says whether the
+    e-mail is an organization user's (then they simply did not use the platform)."""
+    if not known:
+        return UNKNOWN_USER.format(email=email), UNKNOWN_USER_HINT
     return NO_USER_USAGE.format(email=email, period=period_label), NO_USER_USAGE_HINT

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.commands import SubCommand
+from bot.commands import SubCommand, quoted
 from bot.identity import mentioned_user
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
 from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
@@ -40,8 +40,13 @@ logger = logging.getLogger(__name__)
 SPEC = SubCommand(
     name="usage",
     summary="Usage analytics: billable tokens, active users, tools, files, commits, top users.",
-    usage="/agent usage [yesterday|7d|30d|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD] [by model|client|tool|user] [chart]",
-    examples=("/agent usage 7d", "/agent usage 30d by model", "/agent usage 30d chart", "/agent usage user alice@example.com 30d"),
+    usage="/agent usage [yesterday|7d|last week|this month|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD] [by model|client|tool|user] [chart]",
+    examples=(
+        "/agent usage 7d",
+        "/agent usage last week by model",
+        "/agent usage 30d chart",
+        "/agent usage user alice@example.com this month",
+    ),
     details=(
         "Numbers come from the analytics API and compare with the previous period of the same length. "
         "`/agent usage user <email|@mention> [period]` shows one person. "
@@ -51,10 +56,9 @@ SPEC = SubCommand(
 
 
 def _period(words: list[str], request: CommandRequest) -> Period:
-    if len(words) > 1:
-        raise UserInputError(f"I expected one period, got `{' '.join(words)}`.", PERIOD_HELP)
+    """The period the words name (``7d``, ``last week``, ``7 days``...; none: yesterday)."""
     try:
-        return parse_period(words[0] if words else None, request.services.today())
+        return parse_period(" ".join(words) if words else None, request.services.today())
     except PeriodError as exc:
         raise UserInputError(str(exc)) from None
 
@@ -71,17 +75,22 @@ async def _email_of(target: str, request: CommandRequest) -> str:
 
 
 async def handle_usage(request: CommandRequest) -> None:
-    """Answer ``/agent usage ...`` (see the module docstring)."""
-    args = list(request.command.args)
+    """Answer ``/agent usage ...`` (see the module docstring); ``chart`` may stand anywhere."""
+    args = [a for a in request.command.args if a.lower() != "chart"]
+    want_chart = len(args) < len(request.command.args)
     agent = request.services.agent
     if args and args[0].lower() == "user":
+        if want_chart:
+            raise UserInputError(CHART_OF_ORGANIZATION, "Example: `/agent usage 30d chart`.")
         if len(args) < 2:
             raise UserInputError("Whose usage? Name a person.", "Example: `/agent usage user alice@example.com 7d`.")
         email = await _email_of(args[1], request)
+        _check_words(args[2:])
         period = _period(args[2:], request)
         usage = await fetch_user_usage(agent, period, email)
         if usage is None:
-            raise UserInputError(*no_user_usage(email, period.label()))
+            known = await request.services.resolver.is_organization_email(email)
+            raise UserInputError(*no_user_usage(email, period.label(), known=known))
         await request.reply(user_usage(usage))
         return
     dimension = None
@@ -92,12 +101,7 @@ async def handle_usage(request: CommandRequest) -> None:
             raise UserInputError("`by` takes one of: " + ", ".join(BREAKDOWNS) + ".", "Example: `/agent usage 7d by model`.")
         dimension = lowered[at + 1]
         del args[at : at + 2]
-    want_chart = "chart" in lowered and dimension is None
-    if want_chart:
-        args = [a for a in args if a.lower() != "chart"]
-    unknown = [a for a in args if not looks_like_period(a)]
-    if unknown:
-        raise UserInputError(f"I don't understand `{' '.join(unknown)}`.", f"Usage: `{SPEC.usage}`")
+    _check_words(args)
     period = _period(args, request)
     if dimension:
         await request.reply(usage_breakdown(await fetch_breakdown(agent, period, dimension)))
@@ -107,7 +111,15 @@ async def handle_usage(request: CommandRequest) -> None:
         await _send_chart(request, period)
 
 
+def _check_words(words: list[str]) -> None:
+    unknown = [w for w in words if not looks_like_period(w)]
+    if unknown:
+        raise UserInputError(f"I don't understand `{quoted(' '.join(unknown))}`.", f"Usage: `{SPEC.usage}`")
+
+
+CHART_OF_ORGANIZATION = "The chart shows the whole organization's billable tokens, not one person's."
 CHART_SENT = ":bar_chart: The chart is in your direct messages with me."
+CHART_COMMENT = ":bar_chart: Billable tokens per day, {period}, with the 7-day average ending each day."
 CHART_FAILED = "I could not make or send the chart ({reason}); the numbers above stand."
 
 
@@ -138,6 +150,7 @@ async def _send_chart(request: CommandRequest, period: Period) -> None:
             filename=f"agent-usage-{period.start.isoformat()}-{period.end.isoformat()}.png",
             title=title,
             alt_text=usage_chart_alt_text(period.label(), series.values, series.averages),
+            comment=CHART_COMMENT.format(period=period.label()),
         )
     )
     if isinstance(sent, SlackFailure):

@@ -3,10 +3,13 @@
 Analytics data is daily, UTC, from :data:`EARLIEST` (2026-01-14) through yesterday (the spec's
 24-hour lag: "Data is available through yesterday (UTC)"; analytics-and-readiness-api.md, Limits).
 
-Accepted forms (case-insensitive): ``yesterday`` (the default), ``today``-free relative spans ``7d``
-and ``30d`` (any ``Nd`` from 1 to 366: the N days ending yesterday), a day ``YYYY-MM-DD``, and a
-range ``YYYY-MM-DD..YYYY-MM-DD`` (inclusive). Anything else, a day after yesterday, or a day before
-2026-01-14 raises :class:`PeriodError` whose message says what is allowed.
+Accepted forms (case-insensitive): ``yesterday`` (the default); relative spans ``7d`` and ``30d``
+(any ``Nd`` from 1 to 366: the N days ending yesterday), also typed ``7 days`` or ``last 7 days``;
+calendar spans ``last week`` (Monday to Sunday before this week), ``this week`` and ``this month``
+(from their first day through yesterday), ``last month``; a day ``YYYY-MM-DD``; and a range
+``YYYY-MM-DD..YYYY-MM-DD`` (inclusive). ``today`` is refused with the reason (today's numbers land
+tomorrow). Anything else, a day after yesterday, or a day before 2026-01-14 raises
+:class:`PeriodError` whose message says what is allowed.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ _RELATIVE = re.compile(r"^(\d{1,4})d$", re.ASCII)  # ASCII digits only: Arabic-I
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 
 PERIOD_HELP = (
-    "Use `yesterday`, `7d`, `30d` (any `Nd`), a day `YYYY-MM-DD`, or a range `YYYY-MM-DD..YYYY-MM-DD`. "
-    "Data starts 2026-01-14 and runs through yesterday (UTC)."
+    "Use `yesterday`, `7d` or `7 days` (any number of days), `last week`, `this week`, `this month`, `last month`, "
+    "a day `YYYY-MM-DD`, or a range `YYYY-MM-DD..YYYY-MM-DD`. Data starts 2026-01-14 and runs through yesterday (UTC)."
 )
+TODAY_NOT_LANDED = "Today's numbers land tomorrow: data runs through yesterday, {last} (UTC). Try `yesterday` or `this week`."
+NOTHING_YET = "`{text}` has no data yet: it starts today, and data runs through yesterday, {last} (UTC). Try `{instead}`."
+_DAYS_PHRASE = re.compile(r"^(?:last\s+)?(\d{1,4})\s*days?$", re.ASCII)
 
 
 class PeriodError(ValueError):
@@ -61,10 +67,18 @@ def latest_day(today: dt.date) -> dt.date:
 
 
 def parse_period(text: str | None, today: dt.date) -> Period:
-    """Parse ``text`` (``None``/empty = ``yesterday``) against ``today`` (UTC). Raises :class:`PeriodError`."""
+    """Parse ``text`` (``None``/empty = ``yesterday``; words separated by spaces, as in ``last week``)
+    against ``today`` (UTC). Raises :class:`PeriodError`."""
     last = latest_day(today)
-    word = (text or "yesterday").strip().lower()
-    if word == "yesterday":
+    word = " ".join((text or "yesterday").split()).lower()
+    if word == "today":
+        raise PeriodError(TODAY_NOT_LANDED.format(last=last.isoformat()))
+    if days_phrase := _DAYS_PHRASE.match(word):
+        word = f"{days_phrase.group(1)}d"
+    calendar = _calendar_span(word, today, text)
+    if calendar is not None:
+        period = calendar
+    elif word == "yesterday":
         period = Period(last, last)
     elif match := _RELATIVE.match(word):
         days = int(match.group(1))
@@ -86,6 +100,26 @@ def parse_period(text: str | None, today: dt.date) -> Period:
     return period
 
 
+def _calendar_span(word: str, today: dt.date, text: str | None) -> Period | None:
+    """``last week``, ``this week``, ``this month``, ``last month`` as UTC days (weeks start on
+    Monday, ISO 8601); ``this ...`` ends yesterday. None for any other word."""
+    last = latest_day(today)
+    week_start = today - dt.timedelta(days=today.weekday())
+    month_start = today.replace(day=1)
+    if word == "last week":
+        return Period(week_start - dt.timedelta(days=7), week_start - dt.timedelta(days=1))
+    if word == "last month":
+        end = month_start - dt.timedelta(days=1)
+        return Period(end.replace(day=1), end)
+    if word in ("this week", "this month"):
+        start = week_start if word == "this week" else month_start
+        if start > last:
+            instead = "last week" if word == "this week" else "last month"
+            raise PeriodError(NOTHING_YET.format(text=text, last=last.isoformat(), instead=instead))
+        return Period(start, last)
+    return None
+
+
 def _day(word: str, original: str | None) -> dt.date:
     word = word.strip()
     if _DAY.match(word):
@@ -96,7 +130,17 @@ def _day(word: str, original: str | None) -> dt.date:
     raise PeriodError(f"`{original}` is not a period I know. {PERIOD_HELP}")
 
 
+PERIOD_WORDS = frozenset({"yesterday", "today", "last", "this", "week", "month", "days", "day"})
+"""Words that only ever belong to a period in a command line (``last week``, ``7 days``)."""
+
+
 def looks_like_period(word: str) -> bool:
-    """True when ``word`` is meant as a period (even a malformed or out-of-range one)."""
+    """True when ``word`` is meant as (part of) a period, even a malformed or out-of-range one."""
     word = word.strip().lower()
-    return word == "yesterday" or bool(_RELATIVE.match(word)) or ".." in word or bool(re.match(r"^\d{4}-", word, re.ASCII))
+    return (
+        word in PERIOD_WORDS
+        or (word.isascii() and word.isdigit())
+        or bool(_RELATIVE.match(word))
+        or ".." in word
+        or bool(re.match(r"^\d{4}-", word, re.ASCII))
+    )

@@ -3,8 +3,8 @@ asks the running sandbox Agent API; replies are read where Slack would get them 
 
 from formatters.blocks import number
 from formatters.notices import refusal_message
-from formatters.usage import NO_USER_USAGE
-from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, sandbox_get, set_faults
+from formatters.usage import NO_USER_USAGE, NO_USER_USAGE_HINT, UNKNOWN_USER, UNKNOWN_USER_HINT
+from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, error_reply, sandbox_get, set_faults
 from tests.inprocess import inprocess_fixture, start_inprocess
 
 stack = inprocess_fixture()
@@ -54,10 +54,22 @@ def test_usage_by_model_sums_the_grouped_rows(stack, block_kit_validator):
 def test_usage_of_one_user_by_mention_and_unknown_user(stack, block_kit_validator):
     payload = block_kit_validator(stack.command("usage user <@U0OWNER|alice> 7d").last)
     assert block_texts(payload)[0].startswith("Agent usage of alice@example.com")
-    missing = stack.command("usage user nobody@example.com 7d").last
-    assert block_texts(missing)[0].endswith(
-        NO_USER_USAGE.format(email="nobody@example.com", period="2026-11-15 \u2013 2026-11-21 (7 days)")
-    )
+    missing = stack.command("usage user nobody@example.com 7d")
+    assert missing.payloads == [error_reply(UNKNOWN_USER.format(email="nobody@example.com"), UNKNOWN_USER_HINT)]
+
+
+def test_an_organization_user_without_usage_is_told_apart_from_an_unknown_one(stack):
+    day = "2026-11-21"
+    used = {
+        u["user_email"]
+        for row in sandbox_get(stack, "/api/v1/analytics/tokens", startDate=day, endDate=day)["data"]
+        for u in row["by_user"]
+        if u["user_email"]
+    }
+    members = [u["email"] for u in sandbox_get(stack, "/api/v0/organization/users", limit="100")["users"] if u.get("email")]
+    idle = next(email for email in members if email not in used)
+    reply = stack.command(f"usage user {idle} {day}")
+    assert reply.payloads == [error_reply(NO_USER_USAGE.format(email=idle, period=day), NO_USER_USAGE_HINT)]
 
 
 def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):
@@ -65,6 +77,8 @@ def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):
         ("usage 2026-11-22", "data runs through yesterday, 2026-11-21"),
         ("usage 2025-12-01", "data starts 2026-01-14"),
         ("usage lastweek", "I don't understand `lastweek`"),
+        ("usage today", "Today's numbers land tomorrow: data runs through yesterday, 2026-11-21 (UTC)."),
+        ("usage last fortnight", "I don't understand `fortnight`"),
         ("usage 7d by colour", "`by` takes one of: model, client, tool, user"),
     ]:
         reply = stack.command(text)

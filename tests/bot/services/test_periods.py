@@ -64,3 +64,43 @@ def test_looks_like_period():
 def test_periods_take_ascii_digits_only():
     with pytest.raises(PeriodError):
         parse_period("\u0661\u0660d", dt.date(2026, 11, 22))
+
+
+TUESDAY = dt.date(2026, 11, 24)  # yesterday is Monday 2026-11-23
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("last week", "2026-11-16", "2026-11-22"),
+        ("LAST   WEEK", "2026-11-16", "2026-11-22"),
+        ("this week", "2026-11-23", "2026-11-23"),
+        ("this month", "2026-11-01", "2026-11-23"),
+        ("last month", "2026-10-01", "2026-10-31"),
+        ("7 days", "2026-11-17", "2026-11-23"),
+        ("last 7 days", "2026-11-17", "2026-11-23"),
+        ("1 day", "2026-11-23", "2026-11-23"),
+    ],
+)
+def test_the_phrases_people_type_for_periods(text, start, end):
+    assert parse_period(text, TUESDAY) == Period(dt.date.fromisoformat(start), dt.date.fromisoformat(end))
+
+
+def test_today_and_a_span_that_starts_today_say_why_and_what_to_type():
+    from bot.services.periods import NOTHING_YET, TODAY_NOT_LANDED
+
+    with pytest.raises(PeriodError) as today:
+        parse_period("today", TUESDAY)
+    assert str(today.value) == TODAY_NOT_LANDED.format(last="2026-11-23")
+    monday, first = dt.date(2026, 11, 23), dt.date(2026, 12, 1)
+    with pytest.raises(PeriodError) as week:
+        parse_period("this week", monday)
+    assert str(week.value) == NOTHING_YET.format(text="this week", last="2026-11-22", instead="last week")
+    with pytest.raises(PeriodError) as month:
+        parse_period("this month", first)
+    assert str(month.value) == NOTHING_YET.format(text="this month", last="2026-11-30", instead="last month")
+
+
+def test_period_words_are_recognised_as_such():
+    assert all(looks_like_period(w) for w in ("last", "week", "this", "month", "7", "days", "today", "7d"))
+    assert not any(looks_like_period(w) for w in ("fortnight", "model", "\u0661\u0660"))
