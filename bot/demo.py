@@ -184,12 +184,16 @@ def running_stack(**options: Any) -> Iterator[Stack]:
 
 TOUR: Sequence[tuple[str, str]] = (
     ("bob", "help"),
+    ("carol", "help"),
+    ("bob", "usge 7d"),
     ("bob", "usage"),
     ("bob", "usage 7d"),
     ("bob", "usage 30d by model"),
     ("bob", "usage 7d by client"),
     ("bob", "usage 7d by user"),
     ("bob", "usage user alice@example.com 30d"),
+    ("bob", "usage last week by model"),
+    ("bob", "usage today"),
     ("bob", "usage 2025-12-01"),
     ("carol", "usage 7d"),
     ("dave", "help usage"),

@@ -6,7 +6,10 @@ Input: :class:`bot.commands.SubCommand` specs (plain data). Output: a Block Kit 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from slack_sdk.models.blocks import Block
 
 from bot.commands import SubCommand
 from formatters.blocks import Payload, context, divider, esc, esc_text, header, message, section
@@ -19,19 +22,58 @@ FAMILY = "I don't know `{text}`. The `{family}` commands are:"
 MORE_HELP = "`/agent help` lists everything I can do."
 
 
-def help_message(commands: Sequence[SubCommand], *, unknown: str | None = None) -> Payload:
-    """Every sub-command with its summary and one example. ``unknown``: the text that did not match."""
-    blocks: list = [header(HELP_TITLE)]
+HELP_GROUPS: Final = (
+    ("Agent sessions", ("session", "sessions")),
+    ("Readiness reports", ("reports",)),
+    ("Computers", ("computers",)),
+    ("Usage and people", ("usage", "users")),
+    ("Credit limits", ("limits",)),
+    ("Daily digests", ("digest",)),
+    ("Enterprise controls", ("controls",)),
+    ("Help", ("help",)),
+)
+"""The jobs help groups sub-commands by (their first word), developers' jobs first."""
+OTHER_GROUP = "More"
+HIDDEN_LINE = "Also there, for other roles: {names}."
+
+
+def help_message(commands: Sequence[SubCommand], *, unknown: str | None = None, hidden: Mapping[str, str] | None = None) -> Payload:
+    """The sub-commands the asker may use, grouped by job (:data:`HELP_GROUPS`), each with its
+    summary and one example; ``hidden`` (sub-command name -> the role it needs) are the others,
+    named in one line. ``unknown``: the text that did not match (escaped here)."""
+    hidden = hidden or {}
+    blocks: list[Block] = [header(HELP_TITLE)]
     if unknown:
         blocks.append(section(UNKNOWN_SUB_COMMAND.format(text=esc(unknown))))
-    lines = []
-    for spec in commands:
-        example = f"  e.g. `{esc_text(spec.examples[0])}`" if spec.examples else ""
-        lines.append(f"*{esc(spec.name)}*: {esc_text(spec.summary)}{example}")
-    blocks.append(section("\n".join(lines)))
+    shown = [spec for spec in commands if spec.name not in hidden]
+    for title, specs in _grouped(shown):
+        lines = [f"*{esc(title)}*"]
+        for spec in specs:
+            example = f"  e.g. `{esc_text(spec.examples[0])}`" if spec.examples else ""
+            lines.append(f"\u2022 *{esc(spec.name)}*: {esc_text(spec.summary)}{example}")
+        blocks.append(section("\n".join(lines)))
+    if hidden:
+        by_role: dict[str, list[str]] = {}
+        for name, role in sorted(hidden.items()):
+            by_role.setdefault(role, []).append(f"`{esc(name)}`")
+        names = "; ".join(f"{', '.join(found)} ({esc(role)})" for role, found in sorted(by_role.items()))
+        blocks.append(context(HIDDEN_LINE.format(names=names)))
     blocks.append(context(HELP_FOOTER))
-    names = ", ".join(spec.name for spec in commands)
-    return message(blocks, f"/agent sub-commands: {names}")
+    return message(blocks, f"/agent sub-commands: {', '.join(spec.name for spec in shown)}")
+
+
+def _grouped(specs: Sequence[SubCommand]) -> list[tuple[str, list[SubCommand]]]:
+    groups: list[tuple[str, list[SubCommand]]] = []
+    placed: set[str] = set()
+    for title, words in HELP_GROUPS:
+        members = [spec for spec in specs if spec.words[0] in words]
+        placed.update(spec.name for spec in members)
+        if members:
+            groups.append((title, members))
+    rest = [spec for spec in specs if spec.name not in placed]
+    if rest:
+        groups.append((OTHER_GROUP, rest))
+    return groups
 
 
 def sub_command_help(spec: SubCommand, related: Sequence[SubCommand] = ()) -> Payload:

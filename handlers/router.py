@@ -225,7 +225,7 @@ class Router:
             return
         request = request_factory(parsed)
         if parsed.sub_command is None:
-            await request.reply(self._unknown(text.strip()))
+            await request.reply(self._unknown(request, text.strip()))
             return
         _spec, handler = self._routes[parsed.sub_command]
         try:
@@ -236,13 +236,24 @@ class Router:
             logger.warning("sub-command %s: Agent API error %s", parsed.sub_command, type(exc).__name__)
             await request.reply(error_message(*describe_api_error(exc)))
 
-    def _unknown(self, text: str) -> Payload:
+    def _unknown(self, request: CommandRequest, text: str) -> Payload:
         if not text:
-            return help_message(self.specs)
+            return self._help_of(request)
         suggestion = self.suggest(text)
         if suggestion is None:
-            return help_message(self.specs, unknown=text)
+            return self._help_of(request, unknown=text)
         return did_you_mean(text, suggestion.line, suggestion.specs)
+
+    def _help_of(self, request: CommandRequest, *, unknown: str | None = None) -> Payload:
+        """The help the asker needs: what their role may use, the rest named in one line."""
+        return help_message(self.specs, unknown=unknown, hidden=self.hidden_from(request))
+
+    def hidden_from(self, request: CommandRequest) -> dict[str, str]:
+        """Sub-command name -> the role it needs, for those the asker's role may not use."""
+        policy = request.services.policy if request.services is not None else None
+        if policy is None:
+            return {}
+        return {spec.name: policy.minimum(spec.policy_key).name for spec in self.specs if not policy.allows(request.user, spec.policy_key)}
 
     async def _help(self, request: CommandRequest) -> None:
         if request.command.args:
@@ -258,9 +269,9 @@ class Router:
                 related = [s for s in self.specs if s.words[0] == matches[0].words[0]]
                 await request.reply(sub_command_help(matches[0], related))
                 return
-            await request.reply(help_message(self.specs, unknown=wanted))
+            await request.reply(self._help_of(request, unknown=wanted))
             return
-        await request.reply(help_message(self.specs))
+        await request.reply(self._help_of(request))
 
 
 @dataclass(frozen=True)

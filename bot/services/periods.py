@@ -27,7 +27,7 @@ PERIOD_HELP = (
     "Use `yesterday`, `7d` or `7 days` (any number of days), `last week`, `this week`, `this month`, `last month`, "
     "a day `YYYY-MM-DD`, or a range `YYYY-MM-DD..YYYY-MM-DD`. Data starts 2026-01-14 and runs through yesterday (UTC)."
 )
-TODAY_NOT_LANDED = "Today's numbers land tomorrow: data runs through yesterday, {last} (UTC). Try `yesterday` or `this week`."
+TODAY_NOT_LANDED = "Today's numbers land tomorrow: data runs through yesterday, {last} (UTC). Try `yesterday` or `{span}`."
 NOTHING_YET = "`{text}` has no data yet: it starts today, and data runs through yesterday, {last} (UTC). Try `{instead}`."
 _DAYS_PHRASE = re.compile(r"^(?:last\s+)?(\d{1,4})\s*days?$", re.ASCII)
 
@@ -72,7 +72,8 @@ def parse_period(text: str | None, today: dt.date) -> Period:
     last = latest_day(today)
     word = " ".join((text or "yesterday").split()).lower()
     if word == "today":
-        raise PeriodError(TODAY_NOT_LANDED.format(last=last.isoformat()))
+        span = "last week" if today.weekday() == 0 else "this week"  # on a Monday this week has no data yet
+        raise PeriodError(TODAY_NOT_LANDED.format(last=last.isoformat(), span=span))
     if days_phrase := _DAYS_PHRASE.match(word):
         word = f"{days_phrase.group(1)}d"
     calendar = _calendar_span(word, today, text)

@@ -154,3 +154,31 @@ def test_policy_key_of_unknown_or_unreadable_text_is_help():
         "help",
         "help",
     ]
+
+
+async def test_help_shows_what_the_asker_may_use_grouped_by_job_and_names_the_rest():
+    from types import SimpleNamespace
+
+    from bot.policy import Policy
+
+    router, _ = router_with(*ALL)
+    policy = Policy({"usage": Role.manager, "limits": Role.member})
+    replies = Replies()
+
+    def request(parsed: ParsedCommand) -> CommandRequest:
+        member = ResolvedUser("U2", "c@example.com", Role.member, "test")
+        return CommandRequest(parsed, member, "C1", replies.respond, None, SimpleNamespace(policy=policy), {})  # type: ignore[arg-type]
+
+    await router.dispatch(request, "help")
+    [reply] = replies.payloads
+    hidden = {"usage": "manager", "usage user": "manager"}
+    assert reply == ephemeral(help_message(router.specs, hidden=hidden))
+    texts = [b["text"]["text"] if b["type"] == "section" else b["elements"][0]["text"] for b in reply["blocks"][1:]]
+    assert [t.split("\n")[0] for t in texts] == [
+        "*Agent sessions*",
+        "*Readiness reports*",
+        "*Credit limits*",
+        "*Help*",
+        "Also there, for other roles: `usage`, `usage user` (manager).",
+        "Type `/agent help <sub-command>` for details, e.g. `/agent help usage`.",
+    ]

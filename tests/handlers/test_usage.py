@@ -1,7 +1,9 @@
 """``/agent usage``: signed requests dispatched to the bot in-process (``tests/inprocess.py``), which
 asks the running sandbox Agent API; replies are read where Slack would get them (response_url)."""
 
+from bot.roles import Role
 from formatters.blocks import number
+from formatters.help import help_message
 from formatters.notices import refusal_message
 from formatters.usage import NO_USER_USAGE, NO_USER_USAGE_HINT, UNKNOWN_USER, UNKNOWN_USER_HINT
 from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, error_reply, sandbox_get, set_faults
@@ -77,7 +79,7 @@ def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):
         ("usage 2026-11-22", "data runs through yesterday, 2026-11-21"),
         ("usage 2025-12-01", "data starts 2026-01-14"),
         ("usage lastweek", "I don't understand `lastweek`"),
-        ("usage today", "Today's numbers land tomorrow: data runs through yesterday, 2026-11-21 (UTC)."),
+        ("usage today", "Today's numbers land tomorrow: data runs through yesterday, 2026-11-21 (UTC). Try `yesterday` or `this week`."),
         ("usage last fortnight", "I don't understand `fortnight`"),
         ("usage 7d by colour", "`by` takes one of: model, client, tool, user"),
     ]:
@@ -99,7 +101,11 @@ def test_a_member_asking_for_usage_is_refused_and_the_handler_never_runs(stack, 
 def test_a_guest_gets_help_but_not_usage(stack):
     assert stack.command("usage", user="U0GUEST").ack == refusal_message("usage", "manager", "guest")
     helped = stack.command("help", user="U0GUEST")
-    assert helped.ack is None and "usage" in helped.last["text"]
+    router, policy = stack.bot.router, stack.bot.services.policy
+    guest = [s.name for s in router.specs if policy.minimum(s.policy_key) > Role.guest]
+    hidden = {name: policy.minimum(next(s for s in router.specs if s.name == name).policy_key).name for name in guest}
+    assert helped.ack is None and "usage" in hidden
+    assert helped.payloads == [{**help_message(router.specs, hidden=hidden), "response_type": "ephemeral"}]
 
 
 def test_sandbox_failing_gives_a_clear_error_and_a_200_ack(stack, faults):

@@ -91,7 +91,10 @@ def test_today_and_a_span_that_starts_today_say_why_and_what_to_type():
 
     with pytest.raises(PeriodError) as today:
         parse_period("today", TUESDAY)
-    assert str(today.value) == TODAY_NOT_LANDED.format(last="2026-11-23")
+    assert str(today.value) == TODAY_NOT_LANDED.format(last="2026-11-23", span="this week")
+    with pytest.raises(PeriodError) as monday_today:
+        parse_period("today", dt.date(2026, 11, 23))
+    assert str(monday_today.value) == TODAY_NOT_LANDED.format(last="2026-11-22", span="last week")
     monday, first = dt.date(2026, 11, 23), dt.date(2026, 12, 1)
     with pytest.raises(PeriodError) as week:
         parse_period("this week", monday)
