@@ -59,7 +59,9 @@ DEFAULT_MINIMUM = Role.member
 #: Minimum role of each sub-command and action. Overridable with ``policy:`` in the roles file.
 DEFAULT_POLICY: dict[str, Role] = {
     "help": Role.guest,
-    "usage": Role.manager,  # the analytics API itself demands Manager or Owner
+    "usage": Role.manager,  # the organization's analytics, and anyone's usage
+    "usage me": Role.member,  # one's own usage (also `usage user <yourself>`)
+    "usage user": Role.member,  # another person's needs the `usage` key: checked through the policy
     "reports": Role.member,
     "computers": Role.member,
     "computers.retry_install": Role.manager,

@@ -49,7 +49,7 @@ SPEC = SubCommand(
     ),
     details=(
         "Numbers come from the analytics API and compare with the previous period of the same length. "
-        "`/agent usage user <email|@mention> [period]` shows one person. "
+        "`/agent usage user <email|@mention> [period]` shows one person, `/agent usage me` yourself. "
         "`chart` adds a chart of billable tokens per day (with the 7-day average), sent to you in a direct message. " + PERIOD_HELP
     ),
 )
@@ -61,6 +61,60 @@ def _period(words: list[str], request: CommandRequest) -> Period:
         return parse_period(" ".join(words) if words else None, request.services.today())
     except PeriodError as exc:
         raise UserInputError(str(exc)) from None
+
+
+async def handle_usage_user(request: CommandRequest) -> None:
+    """Answer ``/agent usage user <email|@mention> [period]``: anyone's usage for whoever holds the
+    ``usage`` policy key (managers by default), one's own for everyone (``usage me``)."""
+    args = list(request.command.args)
+    if not args:
+        raise UserInputError("Whose usage? Name a person.", f"Example: `{USER_EXAMPLE}`.")
+    email = await _email_of(args[0], request)
+    own = email == (request.user.email or "").lower()
+    if not own and not request.services.policy.allows(request.user, SPEC.policy_key):
+        needed = request.services.policy.minimum(SPEC.policy_key).name
+        raise UserInputError(OTHERS_USAGE.format(role=needed), OWN_USAGE_HINT)
+    await _user_usage(request, email, args[1:])
+
+
+async def handle_usage_me(request: CommandRequest) -> None:
+    """Answer ``/agent usage me [period]``: the asker's own usage."""
+    if not request.user.email:
+        raise UserInputError(NO_OWN_EMAIL, "Ask whoever runs the bot to give it the users:read.email scope.")
+    await _user_usage(request, request.user.email.lower(), list(request.command.args))
+
+
+async def _user_usage(request: CommandRequest, email: str, words: list[str]) -> None:
+    if any(w.lower() == "chart" for w in words):
+        raise UserInputError(CHART_OF_ORGANIZATION, "Example: `/agent usage 30d chart`.")
+    _check_words(words)
+    period = _period(words, request)
+    usage = await fetch_user_usage(request.services.agent, period, email)
+    if usage is None:
+        known = await request.services.resolver.is_organization_email(email)
+        raise UserInputError(*no_user_usage(email, period.label(), known=known))
+    await request.reply(user_usage(usage))
+
+
+USER_EXAMPLE = "/agent usage user alice@example.com 7d"
+OTHERS_USAGE = "Another person's usage needs the {role} role; everyone may see their own."
+OWN_USAGE_HINT = "`/agent usage me` shows yours."
+NO_OWN_EMAIL = "Slack does not give me your e-mail, so I cannot tell which usage is yours."
+
+USER_SPEC = SubCommand(
+    name="usage user",
+    summary="One person's usage: billable tokens, sessions, models, tools (anyone's for managers, your own for everyone).",
+    usage="/agent usage user <email|@mention> [period]",
+    examples=(USER_EXAMPLE, "/agent usage user @carol last week"),
+    details="Managers may look at anyone; everyone else at their own usage only (`/agent usage me`). " + PERIOD_HELP,
+)
+ME_SPEC = SubCommand(
+    name="usage me",
+    summary="Your own usage: billable tokens, sessions, models, tools.",
+    usage="/agent usage me [period]",
+    examples=("/agent usage me", "/agent usage me this month"),
+    details=PERIOD_HELP,
+)
 
 
 async def _email_of(target: str, request: CommandRequest) -> str:
@@ -79,20 +133,6 @@ async def handle_usage(request: CommandRequest) -> None:
     args = [a for a in request.command.args if a.lower() != "chart"]
     want_chart = len(args) < len(request.command.args)
     agent = request.services.agent
-    if args and args[0].lower() == "user":
-        if want_chart:
-            raise UserInputError(CHART_OF_ORGANIZATION, "Example: `/agent usage 30d chart`.")
-        if len(args) < 2:
-            raise UserInputError("Whose usage? Name a person.", "Example: `/agent usage user alice@example.com 7d`.")
-        email = await _email_of(args[1], request)
-        _check_words(args[2:])
-        period = _period(args[2:], request)
-        usage = await fetch_user_usage(agent, period, email)
-        if usage is None:
-            known = await request.services.resolver.is_organization_email(email)
-            raise UserInputError(*no_user_usage(email, period.label(), known=known))
-        await request.reply(user_usage(usage))
-        return
     dimension = None
     lowered = [a.lower() for a in args]
     if "by" in lowered:
@@ -160,4 +200,7 @@ async def _send_chart(request: CommandRequest, period: Period) -> None:
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:
+    """Add ``usage``, ``usage user`` and ``usage me`` to the router."""
     router.add(SPEC, handle_usage)
+    router.add(USER_SPEC, handle_usage_user)
+    router.add(ME_SPEC, handle_usage_me)

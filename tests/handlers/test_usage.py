@@ -6,6 +6,7 @@ from formatters.blocks import number
 from formatters.help import help_message
 from formatters.notices import refusal_message
 from formatters.usage import NO_USER_USAGE, NO_USER_USAGE_HINT, UNKNOWN_USER, UNKNOWN_USER_HINT
+from handlers.usage import OTHERS_USAGE, OWN_USAGE_HINT
 from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, error_reply, sandbox_get, set_faults
 from tests.inprocess import inprocess_fixture, start_inprocess
 
@@ -127,3 +128,14 @@ def test_sandbox_hanging_gives_a_timeout_message():
         assert reply.payloads == [api_error_reply("timeout")]
     finally:
         hanging.close()
+
+
+def test_everyone_sees_their_own_usage_and_only_managers_see_anyones(stack, block_kit_validator):
+    own = block_kit_validator(stack.command("usage me 7d", user="U0MEMBER").last)
+    assert block_texts(own)[0].startswith("Agent usage of carol@example.com")
+    same = stack.command("usage user carol@example.com 7d", user="U0MEMBER")
+    assert same.payloads == stack.command("usage user <@U0MEMBER|carol> 7d", user="U0MEMBER").payloads
+    assert block_texts(same.last)[0] == block_texts(own)[0]
+    other = stack.command("usage user alice@example.com 7d", user="U0MEMBER")
+    assert other.payloads == [error_reply(OTHERS_USAGE.format(role="manager"), OWN_USAGE_HINT)]
+    assert stack.command("usage me", user="U0GUEST").ack == refusal_message("usage me", "member", "guest")
