@@ -196,6 +196,7 @@ TOUR: Sequence[tuple[str, str]] = (
     ("bob", "usage today"),
     ("bob", "usage 2025-12-01"),
     ("carol", "usage 7d"),
+    ("carol", "usage me 7d"),
     ("dave", "help usage"),
     ("carol", "reports"),
     ("carol", "reports acme/web"),
