@@ -83,4 +83,10 @@ def configure_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redac
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # APScheduler says "Running job ..." and "... executed successfully" at INFO for every tick
+    # (the session follower ticks every second): routine, so DEBUG. A failed job is logged by
+    # bot.scheduler at ERROR with its trace, a missed one by APScheduler at WARNING.
+    quiet = logging.NOTSET if root.level <= logging.DEBUG else logging.WARNING
+    for name in ("apscheduler.executors", "apscheduler.scheduler"):
+        logging.getLogger(name).setLevel(quiet)
     return redactor

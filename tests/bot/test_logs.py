@@ -18,3 +18,24 @@ def test_secrets_and_token_shapes_are_redacted_from_messages_and_tracebacks():
     assert "sk-live-123456" not in text and "xoxb-1-2-abc" not in text
     assert text.count(REDACTED) >= 3
     assert f.redact("Authorization: Bearer abc.def") == f"Authorization: Bearer {REDACTED}"
+
+
+def test_routine_scheduler_ticks_are_debug_not_info():
+    import logging
+
+    from bot.logs import configure_logging
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        configure_logging("INFO")
+        tick = logging.getLogger("apscheduler.executors.default")
+        assert not tick.isEnabledFor(logging.INFO) and tick.isEnabledFor(logging.WARNING)
+        assert logging.getLogger("bot.services.sessions.follower").isEnabledFor(logging.INFO)
+        configure_logging("DEBUG")
+        assert tick.isEnabledFor(logging.DEBUG)
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        for name in ("apscheduler.executors", "apscheduler.scheduler"):
+            logging.getLogger(name).setLevel(logging.NOTSET)
