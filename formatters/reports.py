@@ -87,7 +87,9 @@ PASS_RATE_HELP = (
 )
 APPS_TITLE = "*Applications evaluated* ({n})"
 NO_APPS = "*Applications evaluated*: none listed"
-MORE_CRITERIA = "and {n} more criteria not shown here: press *Details* for every criterion in full"
+MORE_CRITERIA = "and {n} more criteria not passing, not shown here: press *Details* for every criterion in full"
+PASSING_LINE = ":white_check_mark: {n} passing: {names}. *Details* shows every rationale."
+ALL_PASS = ":white_check_mark: *Every criterion passes.*"
 CHANGES_TITLE = "*Since the previous report* ({when}, {gap} earlier)"
 CHANGES_COUNTS = "{improved} improved, {regressed} regressed, {new} new, {removed} removed, {unchanged} unchanged"
 NO_CHANGES = "No criterion changed."
@@ -280,14 +282,22 @@ def _apps_text(report: Report) -> str:
     return f"{title}\n{bullet_list(lines, limit=SECTION_TEXT_MAX - len(title) - 1)}"
 
 
-def _criteria_sections(report: Report) -> list[tuple[str, int]]:
+def _criteria_sections(report: Report, *, outcomes: Sequence[Outcome] = ("failing", "partial", "passing")) -> list[tuple[str, int]]:
+    """Sections of the criteria of ``outcomes`` (in that order), one line each, packed to fit."""
     sections: list[tuple[str, int]] = []
-    for outcome, criteria in group(report.criteria).items():
+    groups = group(report.criteria)
+    for outcome in outcomes:
+        criteria = groups[outcome]
         if not criteria:
             continue
         lines = [f"\u2022 *{esc(c.id)}* {fraction(c)}: {short_rationale(c.rationale)}" for c in criteria]
         sections += _pack(lines, GROUP_TITLES[outcome].format(n=len(criteria)))
     return sections
+
+
+def _passing_line(passing: Sequence[Criterion]) -> str:
+    names = ", ".join(f"*{esc(c.id)}*" for c in passing)
+    return cut(PASSING_LINE.format(n=len(passing), names=names), SECTION_TEXT_MAX)
 
 
 def _change_line(change: CriterionChange) -> str:
@@ -322,31 +332,38 @@ def _changes_text(latest: Report, comparison: Comparison | None) -> str:
 
 
 def report_message(result: RepositoryReports, now: datetime) -> Payload:
-    """The reply to ``/agent reports <repo>``: provenance, applications, criteria by outcome, pass
-    rate, changes since the previous report, and a Details button (value: the ``reportId``)."""
+    """The reply to ``/agent reports <repo>``, what matters first: the pass rate and its change,
+    what changed since the previous report, the criteria not passing (failing, then partial), the
+    passing ones named in one line (their rationale behind the *Details* button, value: the
+    ``reportId``), then provenance (when, commit, model, client) and the applications."""
     report = result.latest
     repo = report.repository.slug
     top = [
         header(TITLE.format(repo=repo)),
         section(_summary_text(report, result.previous)),
-        *fields(_facts(report, now)),
-        section(_apps_text(report)),
+        section(_changes_text(report, result.comparison)),
         divider(),
     ]
-    bottom: list = [divider(), section(_changes_text(report, result.comparison))]
+    passing = group(report.criteria)["passing"]
+    bottom: list[Block] = []
+    if passing:
+        bottom.append(context(_passing_line(passing)))
+    bottom += [divider(), *fields(_facts(report, now)), section(_apps_text(report))]
     if result.walk.hit_page_bound:
         bottom.append(context(_bound_note(result.walk, BOUND_REPORT.format(repo=esc(repo)))))
     bottom += _details_button(report)
     bottom.append(context(REPORT_FOOTER.format(report_id=esc(report.report_id), help=PASS_RATE_HELP)))
 
-    sections = _criteria_sections(report)
+    sections = _criteria_sections(report, outcomes=("failing", "partial"))
     budget = MAX_BLOCKS - len(top) - len(bottom)
-    middle: list = [section(text) for text, _ in sections]
+    middle: list[Block] = [section(text) for text, _ in sections]
     if len(sections) > budget:
         shown = sum(count for _, count in sections[: budget - 1])
-        middle = [*middle[: budget - 1], context(MORE_CRITERIA.format(n=len(report.criteria) - shown))]
-    if not sections:
+        middle = [*middle[: budget - 1], context(MORE_CRITERIA.format(n=len(report.criteria) - len(passing) - shown))]
+    if not report.criteria:
         middle = [section(NO_CRITERIA)]
+    elif not sections:
+        middle = [section(ALL_PASS)]
 
     if report.pass_rate is None:
         fallback = f"Agent readiness of {esc(repo)}: no criteria, evaluated {timestamp(report.created_at)}"

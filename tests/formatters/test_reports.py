@@ -22,6 +22,7 @@ from bot.services.readiness import (
 )
 from formatters.blocks import MAX_BLOCKS, SECTION_TEXT_MAX
 from formatters.reports import (
+    ALL_PASS,
     DETAILS_ACTION,
     DETAILS_TRUNCATED,
     FIRST_REPORT,
@@ -31,6 +32,7 @@ from formatters.reports import (
     OVERVIEW_FOOTER,
     PAGE_BOUND,
     PASS_RATE_HELP,
+    PASSING_LINE,
     RATIONALE_SHORT,
     REPORT_FOOTER,
     age,
@@ -92,33 +94,17 @@ def result(latest=LATEST, previous=PREVIOUS, walk=WALK) -> RepositoryReports:
     return RepositoryReports(latest.repository, latest, previous, compare(latest, previous) if previous else None, walk)
 
 
-def test_report_message_shows_everything_in_order(block_kit_validator):
+def test_report_message_leads_with_what_fails_and_what_changed(block_kit_validator):
     payload = block_kit_validator(report_message(result(), NOW))
     blocks = payload["blocks"]
     assert [b["type"] for b in blocks] == [
-        "header", "section", "section", "section", "divider", "section", "section", "section", "divider", "section", "actions", "context",
+        "header", "section", "section", "divider", "section", "section", "context", "divider", "section", "section", "actions", "context",
     ]  # fmt: skip
     assert blocks[0]["text"]["text"] == "Agent readiness: acme/web"
     assert blocks[1]["text"]["text"] == (
         "*2 of 4 criteria pass (50%)* \u00b7 4 of 6 checks (67%)\n\u25b2 25 points since the previous report (25%)"
     )
-    assert [f["text"] for f in blocks[2]["fields"]] == [
-        "*Evaluated*\n2026-11-19 11:00 UTC (3 days ago)",
-        "*Commit*\n`f1627f7` on `main`",
-        "*Uncommitted changes*\nno",
-        "*Unpushed commits*\nyes",
-        "*Model*\ngpt-5-codex (reasoning effort: high)",
-        "*Client version*\n0.23.0",
-    ]
-    assert blocks[3]["text"]["text"] == (
-        "*Applications evaluated* (2)\n\u2022 `apps/admin`: Admin console\n\u2022 `apps/storefront`: Storefront"
-    )
-    assert [b["text"]["text"] for b in blocks[5:8]] == [
-        ":white_check_mark: *Passing* (2)\n\u2022 *readme* 1/1: Pass: a README explains setup.\n\u2022 *unit_tests* 2/2: Both apps have tests.",
-        ":large_yellow_circle: *Partial* (1)\n\u2022 *lint_config* 1/2: 1/2 pass. Missing in: apps/admin.",
-        ":x: *Failing* (1)\n\u2022 *ci_pipeline* 0/1: Fail: no CI.",
-    ]
-    assert blocks[9]["text"]["text"] == (
+    assert blocks[2]["text"]["text"] == (
         "*Since the previous report* (2026-10-13 11:00 UTC, 37 days earlier)\n"
         "1 improved, 1 regressed, 1 new, 1 removed, 1 unchanged\n"
         "\u2022 \u25b2 *readme* 0/1 \u2192 1/1 (now passing)\n"
@@ -126,10 +112,36 @@ def test_report_message_shows_everything_in_order(block_kit_validator):
         "\u2022 + *unit_tests* new: 2/2\n"
         "\u2022 \u2212 *codeowners* removed (was 0/1)"
     )
+    assert [b["text"]["text"] for b in blocks[4:6]] == [
+        ":x: *Failing* (1)\n\u2022 *ci_pipeline* 0/1: Fail: no CI.",
+        ":large_yellow_circle: *Partial* (1)\n\u2022 *lint_config* 1/2: 1/2 pass. Missing in: apps/admin.",
+    ]
+    assert blocks[6]["elements"][0]["text"] == PASSING_LINE.format(n=2, names="*readme*, *unit_tests*")
+    assert [f["text"] for f in blocks[8]["fields"]] == [
+        "*Evaluated*\n2026-11-19 11:00 UTC (3 days ago)",
+        "*Commit*\n`f1627f7` on `main`",
+        "*Uncommitted changes*\nno",
+        "*Unpushed commits*\nyes",
+        "*Model*\ngpt-5-codex (reasoning effort: high)",
+        "*Client version*\n0.23.0",
+    ]
+    assert blocks[9]["text"]["text"] == (
+        "*Applications evaluated* (2)\n\u2022 `apps/admin`: Admin console\n\u2022 `apps/storefront`: Storefront"
+    )
     button = blocks[10]["elements"][0]
     assert (button["action_id"], button["value"], button["text"]["text"]) == (DETAILS_ACTION, "r-latest", "Details")
     assert blocks[11]["elements"][0]["text"] == REPORT_FOOTER.format(report_id="r-latest", help=PASS_RATE_HELP)
     assert payload["text"] == "Agent readiness of acme/web: 2 of 4 criteria pass (50%), evaluated 2026-11-19 11:00 UTC"
+
+
+def test_a_report_where_everything_passes_says_so(block_kit_validator):
+    blocks = block_kit_validator(report_message(result(make_report({"readme": (1, 1, "ok")}), None), NOW))["blocks"]
+    assert blocks[4]["text"]["text"] == ALL_PASS
+    assert blocks[5]["elements"][0]["text"] == PASSING_LINE.format(n=1, names="*readme*")
+
+
+def fields_of(blocks: list[dict]) -> list[str]:
+    return [f["text"] for f in next(b for b in blocks if b.get("fields"))["fields"]]
 
 
 def test_missing_optional_fields_say_not_recorded_or_are_left_out(block_kit_validator):
@@ -139,19 +151,19 @@ def test_missing_optional_fields_say_not_recorded_or_are_left_out(block_kit_vali
         model_id=None, reasoning_effort=None, agent_version=None, apps=(),
     )  # fmt: skip
     blocks = block_kit_validator(report_message(result(bare, None), NOW))["blocks"]
-    assert [f["text"] for f in blocks[2]["fields"]] == [
+    assert fields_of(blocks) == [
         "*Evaluated*\n2026-11-19 11:00 UTC (3 days ago)",
         "*Commit*\nnot recorded",
         "*Model*\nnot recorded",
         "*Client version*\nnot recorded",
     ]
-    assert blocks[3]["text"]["text"] == "*Applications evaluated*: none listed"
+    assert "*Applications evaluated*: none listed" in block_texts({"blocks": blocks})
     assert blocks[1]["text"]["text"] == "*1 of 1 criteria pass (100%)* \u00b7 1 of 1 checks (100%)"
     assert FIRST_REPORT.format(repo="acme/web") in block_texts({"blocks": blocks})
     branch_only = make_report({"readme": (1, 1, "ok")}, commit_hash=None, model_id="m", reasoning_effort=None)
-    fields = block_kit_validator(report_message(result(branch_only, None), NOW))["blocks"][2]["fields"]
-    assert [f["text"] for f in fields][1] == "*Commit*\nnot recorded, branch `main`"
-    assert "*Model*\nm" in [f["text"] for f in fields]
+    fields = fields_of(block_kit_validator(report_message(result(branch_only, None), NOW))["blocks"])
+    assert fields[1] == "*Commit*\nnot recorded, branch `main`"
+    assert "*Model*\nm" in fields
 
 
 def test_same_criteria_say_no_change_and_same_pass_rate(block_kit_validator):
@@ -207,7 +219,7 @@ def test_a_long_rationale_is_shortened_in_the_report_and_whole_in_the_details(bl
 
 
 def test_many_criteria_stay_within_50_blocks_and_keep_the_button(block_kit_validator):
-    many = {f"criterion_{i:04d}": (i % 3, 2, f"Rationale number {i} " + "x" * 120) for i in range(900)}
+    many = {f"criterion_{i:04d}": (i % 3, 2, f"Rationale number {i} " + "x" * 120) for i in range(1500)}
     latest, previous = make_report(many), make_report({}, rid="r-previous", days_ago=9)
     payload = block_kit_validator(report_message(result(latest, previous), NOW))
     blocks = payload["blocks"]
@@ -215,10 +227,11 @@ def test_many_criteria_stay_within_50_blocks_and_keep_the_button(block_kit_valid
     assert blocks[-2]["type"] == "actions" and blocks[-2]["elements"][0]["value"] == "r-latest"
     more = next(b for b in blocks if b["type"] == "context" and "more criteria" in b["elements"][0]["text"])
     shown = sum(t.count("\n\u2022 *criterion_") for t in block_texts(payload) if t.startswith(":"))
-    assert more["elements"][0]["text"] == MORE_CRITERIA.format(n=900 - shown)
+    passing = sum(1 for i in range(1500) if i % 3 == 2)
+    assert more["elements"][0]["text"] == MORE_CRITERIA.format(n=1500 - passing - shown)
     changes = next(t for t in block_texts(payload) if t.startswith("*Since the previous report*"))
     assert len(changes) <= SECTION_TEXT_MAX and changes.endswith("more_")
-    assert "900 new" in changes
+    assert "1500 new" in changes
 
 
 def test_details_are_split_over_messages_of_at_most_50_blocks_and_capped(block_kit_validator):

@@ -10,7 +10,7 @@ import pytest
 import bot.services.readiness
 from formatters.blocks import esc
 from formatters.notices import refusal_message
-from formatters.reports import DETAILS_ACTION, DETAILS_TITLE, PAGE_BOUND, TITLE, UNKNOWN_REPO
+from formatters.reports import DETAILS_ACTION, DETAILS_TITLE, PAGE_BOUND, PASSING_LINE, TITLE, UNKNOWN_REPO
 from handlers.reports import ONE_REPOSITORY, ONE_REPOSITORY_HINT
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
@@ -85,7 +85,7 @@ def test_reports_for_a_repository_compares_latest_with_previous(stack, block_kit
     assert texts[0] == TITLE.format(repo="acme/web")
     total = len(latest["report"])
     assert texts[1].startswith(f"*{len(passing(latest))} of {total} criteria pass ({len(passing(latest)) / total:.0%})*")
-    fields = [f["text"] for f in payload["blocks"][2]["fields"]]
+    fields = [f["text"] for f in next(b for b in payload["blocks"] if b.get("fields"))["fields"]]
     assert fields[0].startswith(f"*Evaluated*\n{stamp(latest)} (") and fields[0].endswith(" ago)")
     commit = f"`{latest['commitHash'][:7]}` on `{latest['branch']}`" if "commitHash" in latest else "not recorded"
     assert fields[1] == f"*Commit*\n{commit}"
@@ -107,11 +107,15 @@ def test_reports_for_a_repository_compares_latest_with_previous(stack, block_kit
         assert f"\u25b2 *{k}* " in changes
     for k in regressed:
         assert f"\u25bc *{k}* " in changes
-    for outcome, title in (("passing", ":white_check_mark: *Passing*"), ("failing", ":x: *Failing*")):
-        ids = passing(latest) if outcome == "passing" else sorted(k for k, ev in latest["report"].items() if ev["numerator"] == 0)
-        if ids:
-            section = next(t for t in texts if t.startswith(title))
-            assert [line.split("*")[1] for line in section.split("\n")[1:]] == ids
+    failing = sorted(k for k, ev in latest["report"].items() if ev["numerator"] == 0)
+    if failing:
+        section = next(t for t in texts if t.startswith(":x: *Failing*"))
+        assert [line.split("*")[1] for line in section.split("\n")[1:]] == failing
+        assert texts.index(section) < texts.index(apps)  # what fails comes before provenance
+    passed = passing(latest)
+    if passed:
+        line = next(b["elements"][0]["text"] for b in payload["blocks"] if b["type"] == "context" and "passing" in b["elements"][0]["text"])
+        assert line == PASSING_LINE.format(n=len(passed), names=", ".join(f"*{k}*" for k in passed))
     assert details_button(payload)["value"] == latest["reportId"]
     [response] = reply.responses
     assert reply.ack is None and response.response_type == "ephemeral"
