@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from bot.services.controls import (
     ChangeKind,
@@ -98,7 +99,52 @@ def _code(text: str, limit: int = VALUE_MAX) -> str:
 
 
 def _value(value: Any) -> str:
+    """A setting's value as a person reads it: yes/no, "not set", numbers and words as text; a
+    list or object as compact JSON in a code span (cut)."""
+    if value is None:
+        return NOT_SET
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:,}"
+    if isinstance(value, str) and value.strip() and len(value) <= VALUE_MAX and "\n" not in value:
+        return esc(value)
     return _code(compact(value))
+
+
+_ACRONYMS: Final = {
+    "mcp": "MCP",
+    "byom": "BYOM",
+    "ip": "IP",
+    "ips": "IPs",
+    "url": "URL",
+    "urls": "URLs",
+    "id": "ID",
+    "ids": "IDs",
+    "llm": "LLM",
+}
+_WORDS = re.compile(r"[A-Z]{2,}s?(?![a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
+_INDEX = re.compile(r"\[(\d+)\]")
+_KEY = re.compile(r"^[a-z][a-zA-Z0-9]*$")
+
+
+def setting_label(path: str) -> str:
+    """A setting's dotted path in words (escaped), for people: ``sessionRetentionDays`` ->
+    ``Session retention days``, ``missionPolicy.restrictedAccess`` -> ``Mission policy \u203a
+    restricted access``, ``customModels[1]`` -> ``Custom models #2``; map keys (``mcpAutonomyOverrides.github``)
+    keep their own spelling."""
+    parts = []
+    for n, segment in enumerate(path.split(".")):
+        index = _INDEX.search(segment)
+        name = _INDEX.sub("", segment)
+        words = [_ACRONYMS.get(w.lower(), w.lower()) for w in _WORDS.findall(name)]
+        text = " ".join(words) if _KEY.match(name) else name  # a header name or map key stays as written
+        if n == 0 and text:
+            text = text[0].upper() + text[1:]
+        if index:
+            text += f" #{int(index.group(1)) + 1}"
+        parts.append(text)
+    return cut(esc(" \u203a ".join(parts)), PATH_MAX)
 
 
 def _items(values: Sequence[Any]) -> str:
@@ -107,8 +153,9 @@ def _items(values: Sequence[Any]) -> str:
 
 
 def change_line(change: SettingChange) -> str:
-    """One change as escaped mrkdwn: ``path``: what happened (see the module docstring)."""
-    path = _code(change.path, PATH_MAX)
+    """One change as escaped mrkdwn: the setting in words (:func:`setting_label`): what happened
+    (see the module docstring)."""
+    path = f"*{setting_label(change.path)}*"
     if change.secret:
         return f"{path}: {change.kind.value} {SECRET}"
     if change.kind is ChangeKind.ADDED:
@@ -213,9 +260,7 @@ def summary_fields(summary: SettingsSummary) -> list[tuple[str, str]]:
     """The settings that matter as ``(label, escaped mrkdwn)`` pairs, in :data:`_SUMMARY_LABELS` order."""
     defaults = NOT_SET
     if summary.session_defaults:
-        defaults = "\n".join(
-            f"{esc(name)}: {esc(value if isinstance(value, str) else compact(value))}" for name, value in summary.session_defaults
-        )
+        defaults = "\n".join(f"{setting_label(name)}: {_value(value)}" for name, value in summary.session_defaults)
     mp = summary.model_policy
     model_policy = "\n".join(
         [
@@ -288,7 +333,7 @@ def _paths(entry: RevisionChanges) -> str:
         return "_first revision_"
     if not entry.changes:
         return "_no setting changed_"
-    paths = [_code(c.path, PATH_MAX) for c in entry.changes]
+    paths = [setting_label(c.path) for c in entry.changes]
     more = len(paths) - PATHS_PER_REVISION
     return "changed " + ", ".join(paths[:PATHS_PER_REVISION]) + (f" +{more} more" if more > 0 else "")
 

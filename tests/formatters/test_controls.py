@@ -22,6 +22,7 @@ from bot.services.controls import (
 from formatters.blocks import MAX_BLOCKS
 from formatters.controls import (
     FIRST_REVISION,
+    setting_label,
     HISTORY_HINT,
     OVERVIEW_HINT,
     VALUE_MAX,
@@ -74,19 +75,42 @@ def _texts(payload) -> list[str]:
 
 
 def test_change_lines_of_every_kind():
-    assert change_line(SettingChange("sessionRetentionDays", ChangeKind.CHANGED, 30, 60)) == "`sessionRetentionDays`: `30` \u2192 `60`"
-    assert change_line(SettingChange("a.b", ChangeKind.ADDED, new={"x": [1, True]})) == '`a.b`: added `{"x":[1,true]}`'
-    assert change_line(SettingChange("a", ChangeKind.REMOVED, old="x")) == '`a`: removed (was `"x"`)'
+    assert change_line(SettingChange("sessionRetentionDays", ChangeKind.CHANGED, 30, 60)) == "*Session retention days*: 30 \u2192 60"
+    assert change_line(SettingChange("a.b", ChangeKind.ADDED, new={"x": [1, True]})) == '*A \u203a b*: added `{"x":[1,true]}`'
+    assert change_line(SettingChange("a", ChangeKind.REMOVED, old="x")) == "*A*: removed (was x)"
     assert change_line(SettingChange("n", ChangeKind.CHANGED, 30, "30", type_change=("number", "string"))) == (
-        '`n`: `30` \u2192 `"30"` _(number \u2192 string)_'
+        "*N*: 30 \u2192 30 _(number \u2192 string)_"
     )
+    assert change_line(SettingChange("sandbox.enabled", ChangeKind.CHANGED, False, True)) == "*Sandbox \u203a enabled*: no \u2192 yes"
+    assert change_line(SettingChange("model", ChangeKind.CHANGED, None, "")) == '*Model*: not set \u2192 `""`'
     items = SettingChange("deny", ChangeKind.ITEMS, added_items=tuple("abcdefg"), removed_items=("z",))
-    assert change_line(items) == '`deny`: added `"a"`, `"b"`, `"c"`, `"d"`, `"e"` +2 more; removed `"z"`'
-    assert change_line(SettingChange("l", ChangeKind.REORDERED)) == "`l`: same items, new order"
+    assert change_line(items) == "*Deny*: added a, b, c, d, e +2 more; removed z"
+    assert change_line(SettingChange("l", ChangeKind.REORDERED)) == "*L*: same items, new order"
     assert change_line(SettingChange("customModels[0].apiKey", ChangeKind.CHANGED, secret=True)) == (
-        "`customModels[0].apiKey`: changed (redacted)"
+        "*Custom models #1 \u203a api key*: changed (redacted)"
     )
-    assert change_line(SettingChange("x.token", ChangeKind.ADDED, secret=True)) == "`x.token`: added (redacted)"
+    assert change_line(SettingChange("x.token", ChangeKind.ADDED, secret=True)) == "*X \u203a token*: added (redacted)"
+
+
+def test_setting_labels_read_as_words_and_keep_map_keys():
+    assert [
+        setting_label(path)
+        for path in (
+            "sessionRetentionDays",
+            "networkPolicy.allowedIPs",
+            "modelPolicy.blockedModelIds",
+            "mcpAutonomyOverrides.github",
+            "customModels[1].extraHeaders.X-Auth",
+            "a<b>&c",
+        )
+    ] == [
+        "Session retention days",
+        "Network policy \u203a allowed IPs",
+        "Model policy \u203a blocked model IDs",
+        "MCP autonomy overrides \u203a github",
+        "Custom models #2 \u203a extra headers \u203a X-Auth",
+        "A&lt;b&gt;&amp;c",
+    ]
 
 
 def test_values_are_escaped_cut_and_cannot_break_out_of_code():
@@ -109,7 +133,7 @@ def test_overview_blocks(block_kit_validator):
         "elements": [{"type": "mrkdwn", "text": "Changed by Bob Baker (bob@example.com) \u00b7 2026-11-20 16:30 UTC (2 days ago)"}],
     }
     assert [f["text"] for f in blocks[2]["fields"]] == [
-        "*Session defaults*\nmodel: gpt-5-codex\nreasoningEffort: high",
+        "*Session defaults*\nModel: gpt-5-codex\nReasoning effort: high",
         "*Maximum autonomy*\nmedium",
         "*Model policy*\nallowed: a, b\nblocked: none\nall service models: yes \u00b7 fast models: no\n"
         "custom models: allowed \u00b7 Acme Coder\nallowed base URLs: https://llm.internal",
@@ -122,7 +146,7 @@ def test_overview_blocks(block_kit_validator):
     assert blocks[3:] == [
         {"type": "divider"},
         {"type": "section", "text": {"type": "mrkdwn", "text": "*What changed from revision 15* (1 change)"}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": "`sessionRetentionDays`: `30` \u2192 `60`"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": "*Session retention days*: 30 \u2192 60"}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": OVERVIEW_HINT.replace("<", "&lt;").replace(">", "&gt;")}]},
     ]
     assert payload["text"] == (
@@ -171,9 +195,9 @@ def test_secret_values_and_fingerprints_never_reach_a_payload(block_kit_validato
         assert secret not in everything and fingerprint(secret) not in everything
     assert "sha256" not in everything
     assert _texts(payload)[4:] == [
-        "`customModels[0].apiKey`: changed (redacted)\n"
-        "`customModels[0].extraHeaders.X-Auth`: changed (redacted)\n"
-        '`vault`: added `{"password":"(redacted)"}`'
+        "*Custom models #1 \u203a api key*: changed (redacted)\n"
+        "*Custom models #1 \u203a extra headers \u203a X-Auth*: changed (redacted)\n"
+        '*Vault*: added `{"password":"(redacted)"}`'
     ]
 
 
@@ -206,7 +230,7 @@ def test_history_lists_revisions_with_their_paths(block_kit_validator):
     )
     payload = block_kit_validator(controls_history(ControlsHistory(entries, 10), today=TODAY))
     assert payload["blocks"][0]["text"]["text"] == "Enterprise controls: all 3 revisions"
-    paths = ", ".join(f"`path{i}`" for i in range(8))
+    paths = ", ".join(f"Path{i}" for i in range(8))
     assert payload["blocks"][1]["text"]["text"] == (
         f"*Revision 3* \u00b7 Bob Baker (bob@example.com) \u00b7 2026-11-20 16:30 UTC (2 days ago)\nchanged {paths} +2 more\n"
         "*Revision 2* \u00b7 bob@example.com \u00b7 2026-11-13 16:30 UTC (9 days ago)\n_no setting changed_\n"

@@ -9,7 +9,7 @@ import logging
 
 from bot.api.redaction import fingerprint
 from bot.commands import quoted
-from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION
+from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION, setting_label
 from formatters.notices import refusal_message
 from handlers.controls import BAD_COUNT, BAD_REVISION, COUNT_HINT, COUNT_RANGE, DIFF_HINT, SPEC, TWO_REVISIONS
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
@@ -69,7 +69,7 @@ def test_controls_shows_the_latest_revision_its_author_and_what_changed(stack, b
     assert changed
     assert f"*What changed from revision {previous['revision']}*" in _text(payload)
     for path in changed:
-        assert f"`{path}`" in _text(payload)
+        assert f"*{setting_label(path)}*" in _text(payload)
     [response] = reply.responses
     assert reply.ack is None and response.response_type == "ephemeral"
 
@@ -83,7 +83,7 @@ def test_history_5_lists_five_revisions_newest_first_with_their_authors(stack, b
     assert positions == sorted(positions)
     assert f"*Revision {expected[5]['revision']}*" not in text
     for path in _leaf_differences(expected[1]["settings"], expected[0]["settings"]):
-        assert f"`{path}`" in text
+        assert setting_label(path) in text
 
 
 def test_history_defaults_to_ten(stack, block_kit_validator):
@@ -104,7 +104,8 @@ def test_diff_of_two_revisions_lists_the_paths_that_differ_in_either_order(stack
         for part in path.split("."):
             value = value.get(part)
         is_object_list = isinstance(value, list) and any(isinstance(v, dict) for v in value)
-        assert (f"`{path}[" if is_object_list else f"`{path}`") in _text(payload), path  # object lists: by item
+        label = setting_label(path)
+        assert (f"*{label} #" if is_object_list else f"*{label}*") in _text(payload), path  # object lists: by item
     reversed_payload = stack.command(f"controls diff {new} {old}").last
     assert reversed_payload["blocks"] == payload["blocks"]
 
@@ -138,7 +139,7 @@ def test_no_secret_ever_reaches_slack_or_the_log(stack, caplog):
         assert key not in everything and key not in caplog.text
         assert fingerprint(key) not in everything
     assert "sha256" not in everything
-    assert "`customModels[0].apiKey`: changed (redacted)" in _text(replies[3])
+    assert "*Custom models #1 \u203a api key*: changed (redacted)" in _text(replies[3])
 
 
 def test_a_member_is_refused_every_controls_sub_command(stack):
