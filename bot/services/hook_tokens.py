@@ -143,7 +143,7 @@ class HookTokens:
             if row is None:
                 return None
             return HookToken(
-                token_id=row.token_id, slack_user=row.slack_user, email=row.email, created_at=row.created_at, key=row.token_hash
+                token_id=row.token_id, slack_user=row.slack_user, email=row.email, created_at=aware(row.created_at), key=row.token_hash
             )
 
         return await self.store._run(work)
@@ -154,3 +154,8 @@ class HookTokens:
         if token_id is not None:
             where = and_(where, hook_tokens.c.token_id == token_id)
         return conn.execute(update(hook_tokens).where(where).values(revoked_at=now)).rowcount
+
+
+def aware(value: dt.datetime) -> dt.datetime:
+    """A datetime read back from the database as aware UTC (SQLite gives naive ones)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
