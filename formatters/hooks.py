@@ -25,8 +25,8 @@ TOKEN_DM_INTRO = (
 TOKEN_DM_ENV = "*1. In the environment your agent's client runs in* (your shell profile, for example):\n```{lines}```"
 TOKEN_DM_SETTINGS = "*2. In the client's settings file*, the `hooks` object (what `agent-bot hook print-config` prints):\n```{settings}```"
 TOKEN_DM_NOTE = "I keep only a hash of the token, so I cannot show it again: if you lose it, run `/agent hook token` for a new one."
-HOOK_URL_UNKNOWN = "<the bot's /hooks/agent URL: ask whoever runs the bot>"
-"""Stands in for the URL when ``AGENT_BOT_HOOK_URL`` is not set on the bot."""
+HOOK_URL_UNKNOWN = "https://BOT-HOST/hooks/agent  # ask whoever runs the bot for its address"
+"""Stands in for the URL when ``AGENT_BOT_HOOK_URL`` is not set on the bot (still a valid shell line)."""
 
 TOKEN_SENT = (
     ":key: Your new hook token was sent to you by DM, with the lines to put in your agent's settings. "
