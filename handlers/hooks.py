@@ -51,15 +51,15 @@ REVOKE_SPEC = SubCommand(
     usage="/agent hook revoke",
     examples=("/agent hook revoke",),
 )
-HOOKS_OFF = "Agent hooks are not set up on this bot."
-HOOKS_OFF_HINT = "Ask whoever runs the bot."
+TOKENS_OFF = "Agent hooks are not set up on this bot."
+TOKENS_OFF_HINT = "Ask whoever runs the bot."
 
 
 def _tokens(request: CommandRequest) -> HookTokens:
     """The token store (held by the hook receiver), or a :class:`UserInputError` when there is none."""
     tokens = request.services.hooks.tokens
     if tokens is None:
-        raise UserInputError(HOOKS_OFF, HOOKS_OFF_HINT)
+        raise UserInputError(TOKENS_OFF, TOKENS_OFF_HINT)
     return tokens
 
 

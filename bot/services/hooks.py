@@ -127,8 +127,7 @@ class HookReceiver:
     async def receive(self, headers: Mapping[str, str], body: bytes) -> HookAnswer:
         """Check, de-duplicate and route one delivery: ``headers`` (case-insensitive, as Starlette's)
         carry the signature, its timestamp and, for a person's token, its id; ``body`` is the raw
-        signed JSON. Never raises for bad
-        input; the answer says what happened (module docstring)."""
+        signed JSON. Never raises for bad input; the answer says what happened (module docstring)."""
         if self._secret is None and self.tokens is None:
             return HOOKS_OFF
         if len(body) > MAX_BODY_BYTES:
