@@ -39,6 +39,7 @@ from bot.middleware import build_dedupe, build_role_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import HookReceiver
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
@@ -251,6 +252,7 @@ def create_bot(
         identity=identity,
         secret=settings.hook_secret.get_secret_value() if settings.hook_secret else None,
         now=now,
+        tokens=HookTokens(store, now=now),
     )
 
     async def prune_deliveries() -> None:

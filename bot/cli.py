@@ -32,6 +32,7 @@ def _secrets(settings: Settings) -> list[str]:
         settings.slack_app_token,
         settings.agent_api_key,
         settings.hook_secret,
+        settings.hook_token,
     ]
     return [v.get_secret_value() for v in values if v is not None]
 
@@ -188,7 +189,8 @@ def _hook(args: argparse.Namespace) -> int:
         settings = Settings()
         data = _read_stdin(MAX_BODY_BYTES + 1, RELAY_TIMEOUT)
         secret = settings.hook_secret.get_secret_value() if settings.hook_secret else None
-        relay(data, url=settings.hook_url, secret=secret, user=settings.hook_user)
+        token = settings.hook_token.get_secret_value() if settings.hook_token else None
+        relay(data, url=settings.hook_url, secret=secret, user=settings.hook_user, token=token)
     except HookError as exc:
         print(f"agent-bot hook: {exc}", file=sys.stderr)
     except Exception as exc:  # never fail or block the agent (management-api-v0.md, "Events", rule 3)

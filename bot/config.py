@@ -19,8 +19,14 @@ AGENT_BOT_ANALYTICS_CACHE_TTL  seconds analytics answers are kept (0 = off)     
 AGENT_BOT_LOG_LEVEL        Python log level name                                  ``INFO``
 AGENT_BOT_DIGEST_CHECK_SECONDS  how often the scheduler looks for due digests     ``300``
 AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
-AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events             none
+AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events; for a      none
+                           single-user setup only (it speaks for anyone; see
+                           :mod:`bot.hooks`)
+AGENT_BOT_HOOK_TOKEN       the developer's own hook token (for ``agent-bot        none
+                           hook``; ``/agent hook token`` sends it by DM); signs
+                           their hook events, and wins over the shared secret
 AGENT_BOT_HOOK_URL         the bot's ``/hooks/agent`` URL (for ``agent-bot hook``) none
+                           (set on the bot too, it is shown in the token's DM)
 AGENT_BOT_HOOK_USER        the developer's e-mail (for ``agent-bot hook``)        none
 AGENT_BOT_HOOK_PORT        Socket Mode: port of the small hook listener           none
 AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: seconds between pings; a connection   ``10``
@@ -68,6 +74,7 @@ class Settings(BaseSettings):
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")
     )
     hook_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_SECRET", "hook_secret"))
+    hook_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_TOKEN", "hook_token"))
     hook_url: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_URL", "hook_url"))
     hook_user: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_USER", "hook_user"))
     hook_port: int | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_PORT", "hook_port"))

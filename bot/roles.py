@@ -71,6 +71,8 @@ DEFAULT_POLICY: dict[str, Role] = {
     "thread_reply": Role.member,
     "session": Role.member,  # session start / status / set / archive, and the session.* buttons
     "sessions": Role.member,
+    "hook token": Role.member,  # a person's own agent hook token, by DM
+    "hook revoke": Role.member,
     "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
     # credit limits (handlers/limits.py); approvals.approver_role sets the approvers' keys
     "limits": Role.member,  # reading; a member sees only their own (below limits.read_all)

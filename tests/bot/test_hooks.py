@@ -13,10 +13,13 @@ from bot.hooks import (
     CONFIG_TIMEOUT,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
+    TOKEN_ID_HEADER,
     HookError,
     hooks_config,
+    new_token,
     relay,
     sign,
+    token_key,
     verify,
 )
 
@@ -43,6 +46,43 @@ def test_relay_signs_the_event_and_adds_the_user():
     assert seen["headers"][SIGNATURE_HEADER] == sign("s3cret", timestamp, seen["body"])
     assert verify("s3cret", timestamp=timestamp, signature=seen["headers"][SIGNATURE_HEADER], body=seen["body"], now=time.time)
     assert "s3cret" not in seen["body"].decode()
+
+
+def test_relay_signs_with_a_persons_token_and_names_it():
+    """``AGENT_BOT_HOOK_TOKEN``: the token id in its header, the HMAC keyed with the token's SHA-256
+    (what the bot stores), the token itself nowhere in the request; it wins over a shared secret."""
+    token_id, token = new_token()
+    seen = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.update(body=request.content, headers=request.headers, url=str(request.url))
+        return httpx.Response(200, json={"status": "ok"})
+
+    answer = relay(
+        json.dumps(EVENT),
+        url="http://bot.test/hooks/agent",
+        secret="shared",
+        user=None,
+        token=token,
+        transport=httpx.MockTransport(handler),
+    )
+    assert answer == "sent Notification (HTTP 200)"
+    headers = seen["headers"]
+    assert headers[TOKEN_ID_HEADER] == token_id
+    assert headers[SIGNATURE_HEADER] == sign(token_key(token), headers[TIMESTAMP_HEADER], seen["body"])
+    assert json.loads(seen["body"]) == EVENT
+    assert token not in seen["body"].decode() + seen["url"] + " ".join(headers.values())
+
+
+def test_relay_refuses_a_malformed_token_without_sending_or_repeating_it():
+    def handler(request: httpx.Request) -> httpx.Response:  # pragma: no cover - must not be called
+        raise AssertionError("nothing may be sent")
+
+    with pytest.raises(HookError, match="is not a hook token") as refused:
+        relay(
+            json.dumps(EVENT), url="http://bot.test", secret=None, user=None, token="pasted-wrong", transport=httpx.MockTransport(handler)
+        )
+    assert "pasted-wrong" not in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from bot.services.hooks import HookReceiver
+from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, TOKEN_ID_HEADER, sign, token_id_of, token_key
+from bot.services.hook_tokens import HookTokens
+from bot.services.hooks import NO_TOKEN, NOT_YOUR_DM, NOT_YOUR_SESSION, UNKNOWN_TOKEN, HookReceiver
 from bot.slack import Posted, SlackFailure
 from bot.store import Store
 from formatters.sessions import hook_dm, hook_note
@@ -68,7 +69,7 @@ class FakeSessions:
 
 @dataclass
 class FakeSlack:
-    answer: Posted | SlackFailure = Posted("D0MEMBER", "1.000001")
+    answer: Posted | SlackFailure = field(default_factory=lambda: Posted("D0MEMBER", "1.000001"))
     posts: list[tuple[str, Any]] = field(default_factory=list)
 
     async def post(self, channel: str, payload: Any) -> Posted | SlackFailure:
@@ -244,3 +245,130 @@ async def test_one_delivery_to_two_replicas_is_routed_once(database):
     finally:
         first_store.close()
         second_store.close()
+
+
+# ------------------------------------------------------------------ per-person hook tokens
+
+
+def token_receiver(
+    store: Store, tokens: HookTokens, sessions: FakeSessions | None = None, slack: FakeSlack | None = None, secret: str | None = None
+) -> HookReceiver:
+    return HookReceiver(
+        store=store,
+        sessions=sessions or FakeSessions(),
+        slack=slack or FakeSlack(),  # type: ignore[arg-type]
+        identity=FakeIdentity(),  # type: ignore[arg-type]
+        secret=secret,
+        now=lambda: NOW,
+        tokens=tokens,
+    )
+
+
+def token_signed(event: dict[str, Any], token: str, *, at: dt.datetime = NOW) -> tuple[dict[str, str], bytes]:
+    """A delivery as ``agent-bot hook`` sends it with a person's token: the token id, and the
+    signature keyed with the token's SHA-256."""
+    headers, body = signed(event, at=at, secret=token_key(token))
+    return {TOKEN_ID_HEADER: token_id_of(token), **headers}, body
+
+
+@pytest.fixture
+def tokens(store):
+    return HookTokens(store, now=lambda: NOW)
+
+
+async def test_a_token_speaks_in_its_owners_session_and_is_refused_in_anothers(store, tokens, caplog):
+    carol = await tokens.issue("U0MEMBER", "carol@example.com")
+    sessions = FakeSessions({"s-carol": Link(7, "U0MEMBER"), "s-bob": Link(8, "U0MANAGER")})
+    hooks = token_receiver(store, tokens, sessions)
+    into_bob = token_signed({**NOTIFICATION, "session_id": "s-bob"}, carol.token)
+    assert (
+        await hooks.receive(*into_bob)
+        == NOT_YOUR_SESSION
+        == (403, {"error": "this hook token may only speak in sessions its owner started"})
+    )
+    assert sessions.calls == []
+    assert not await store.was_claimed(claim_key(*into_bob))  # refused, not spent: a retry is refused again
+    assert await hooks.receive(*into_bob) == NOT_YOUR_SESSION
+    key = token_key(carol.token)
+    assert all(carol.token not in r.getMessage() and key not in r.getMessage() for r in caplog.records)
+    assert any(r.levelname == "WARNING" and carol.token_id in r.getMessage() for r in caplog.records)
+
+    into_carol = {**NOTIFICATION, "session_id": "s-carol"}
+    assert await hooks.receive(*token_signed(into_carol, carol.token)) == (200, {"status": "posted to the session's thread"})
+    await settle(hooks)
+    assert sessions.calls == [
+        ("wake", 7, NOW, True),
+        ("post_in_thread", 7, hook_note("Notification", into_carol, "U0MEMBER")),
+        ("poll_now", 7),
+    ]
+
+
+async def test_a_token_dms_its_owner_only(store, tokens):
+    carol = await tokens.issue("U0MEMBER", "Carol@Example.com")
+    slack = FakeSlack()
+    hooks = token_receiver(store, tokens, slack=slack)
+    to_bob = {**NOTIFICATION, "session_id": "local-1", "user": "bob@example.com"}
+    assert (
+        await hooks.receive(*token_signed(to_bob, carol.token))
+        == NOT_YOUR_DM
+        == (
+            403,
+            {"error": "this hook token may only send direct messages to its owner"},
+        )
+    )
+    assert slack.posts == []
+    own = {**NOTIFICATION, "session_id": "local-1", "user": "carol@example.com"}  # e-mails compare without case
+    unnamed = {"hook_event_name": "Stop", "session_id": "local-2", "cwd": "~"}  # the token says whose it is
+    assert await hooks.receive(*token_signed(own, carol.token)) == (200, {"status": "sent as a direct message"})
+    assert await hooks.receive(*token_signed(unnamed, carol.token)) == (200, {"status": "sent as a direct message"})
+    assert slack.posts == [("U0MEMBER", hook_dm("Notification", own)), ("U0MEMBER", hook_dm("Stop", unnamed))]
+
+
+async def test_revoked_unknown_and_wrongly_signed_tokens_are_401(store, tokens):
+    carol = await tokens.issue("U0MEMBER", "carol@example.com")
+    sessions = FakeSessions({"s-1": Link(7, "U0MEMBER")})
+    hooks = token_receiver(store, tokens, sessions)
+    headers, body = token_signed(NOTIFICATION, carol.token)
+    forged = {**headers, SIGNATURE_HEADER: sign(carol.token, headers[TIMESTAMP_HEADER], body)}  # keyed with the clear token
+    assert await hooks.receive(forged, body) == (401, {"error": "missing, stale or wrong signature"})
+    assert await hooks.receive(*token_signed(NOTIFICATION, carol.token, at=NOW - dt.timedelta(minutes=6))) == (
+        401,
+        {"error": "missing, stale or wrong signature"},
+    )
+    assert await hooks.receive({**headers, TOKEN_ID_HEADER: "0123456789ab"}, body) == UNKNOWN_TOKEN
+    assert await tokens.revoke("U0MEMBER") == 1
+    assert (
+        await hooks.receive(headers, body)
+        == UNKNOWN_TOKEN
+        == (
+            401,
+            {"error": "unknown or revoked hook token; run /agent hook token in Slack for a new one"},
+        )
+    )
+    assert sessions.calls == []
+    assert not await store.was_claimed(claim_key(headers, body))
+
+
+async def test_without_a_shared_secret_a_delivery_must_name_a_token(store, tokens):
+    sessions = FakeSessions({"s-1": Link(7, "U0MEMBER")})
+    hooks = token_receiver(store, tokens, sessions)
+    assert await hooks.receive(*signed(NOTIFICATION)) == NO_TOKEN
+    assert sessions.calls == []
+
+
+async def test_the_shared_secret_still_speaks_for_anyone_when_configured(store, tokens):
+    """Single-user setups: a delivery without a token id, signed with AGENT_BOT_HOOK_SECRET, is routed
+    as before, beside per-person tokens."""
+    carol = await tokens.issue("U0MEMBER", "carol@example.com")
+    sessions = FakeSessions({"s-bob": Link(8, "U0MANAGER")})
+    slack = FakeSlack()
+    hooks = token_receiver(store, tokens, sessions, slack, secret=SECRET)
+    into_bob = {**NOTIFICATION, "session_id": "s-bob"}
+    assert await hooks.receive(*signed(into_bob)) == (200, {"status": "posted to the session's thread"})
+    dm = {**NOTIFICATION, "session_id": "local-1", "user": "carol@example.com"}
+    assert await hooks.receive(*signed(dm)) == (200, {"status": "sent as a direct message"})
+    await settle(hooks)
+    assert sessions.calls[1] == ("post_in_thread", 8, hook_note("Notification", into_bob, "U0MANAGER"))
+    assert slack.posts == [("U0MEMBER", hook_dm("Notification", dm))]
+    # a token named beside the shared secret is still held to its owner
+    assert await hooks.receive(*token_signed({**into_bob, "message": "again"}, carol.token)) == NOT_YOUR_SESSION

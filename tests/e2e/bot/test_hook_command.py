@@ -104,3 +104,41 @@ def test_the_command_gives_up_on_a_hanging_bot_within_its_bound():
     assert done.returncode == 0 and "did not answer within" in done.stderr
     # the relay's own bound plus the interpreter's start-up, well under the configured hook timeout
     assert accepted and RELAY_TIMEOUT <= elapsed < CONFIG_TIMEOUT
+
+
+def test_the_command_signs_with_the_persons_token_from_the_environment():
+    """``AGENT_BOT_HOOK_TOKEN`` reaches the relay: the delivery names the token's id and is signed
+    with its SHA-256, even when a shared secret is set too."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, TOKEN_ID_HEADER, new_token, token_key, verify
+
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    class Bot(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(({k: v for k, v in self.headers.items()}, body))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"status": "ok"}')
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Bot)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    token_id, token = new_token()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hooks/agent"
+        done, _ = run_hook(json.dumps(EVENT), AGENT_BOT_HOOK_URL=url, AGENT_BOT_HOOK_TOKEN=token, AGENT_BOT_HOOK_SECRET="shared")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert (done.returncode, done.stderr) == (0, "")
+    [(headers, body)] = received
+    assert headers[TOKEN_ID_HEADER] == token_id
+    assert verify(token_key(token), timestamp=headers[TIMESTAMP_HEADER], signature=headers[SIGNATURE_HEADER], body=body, now=time.time)

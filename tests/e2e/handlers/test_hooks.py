@@ -12,10 +12,11 @@ import pytest
 from sqlalchemy import update
 
 from bot.demo import DEMO_CHANNEL, HOOK_SECRET
-from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, HookError, relay, sign
 from bot.services.sessions import agent_sessions
 from formatters.sessions import HOOK_DM, HOOK_WAITING
 from tests.conftest import block_texts, sandbox_get
+from tests.handlers.test_hook_commands import TOKEN_LINE
 from tests.handlers.test_sessions import answers, clean_sessions, link_of, parent_of  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
@@ -115,3 +116,47 @@ def test_an_unknown_session_of_a_known_user_becomes_a_dm_else_it_is_dropped(stac
     assert nobody.status_code == 202
     anonymous = post_hook(stack, {k: v for k, v in event.items() if k != "user"})
     assert anonymous.status_code == 202
+
+
+def started_by(stack, user: str, prompt: str):
+    stack.command(f"session start computer=ci {prompt}", user=user)
+    parent = parent_of(stack, prompt)
+    answers(stack, parent, prompt)
+    return parent, link_of(stack, parent)
+
+
+def hook_token(stack, user: str) -> str:
+    """``/agent hook token`` as ``user``; the token as they copy it from the DM."""
+    before = len(stack.slack.recorder.messages("D" + user[1:]))
+    stack.command("hook token", user=user)
+    dm = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.messages("D" + user[1:])[before:], what="the token's DM")[-1]
+    [token] = {m for b in dm.blocks for m in TOKEN_LINE.findall((b.get("text") or {}).get("text", ""))}
+    return token
+
+
+def relayed(stack, event: dict, token: str) -> str:
+    """``agent-bot hook``'s relay, configured with ``AGENT_BOT_HOOK_TOKEN`` only."""
+    return relay(json.dumps(event), url=f"{stack.bot_server.url}/hooks/agent", secret=None, user=None, token=token)
+
+
+def test_a_persons_token_speaks_in_their_session_only_until_revoked(stack):
+    carol_parent, carol_link = started_by(stack, "U0MEMBER", "tidy the readme")
+    bob_parent, bob_link = started_by(stack, "U0MANAGER", "bump the lockfile")
+    token = hook_token(stack, "U0MEMBER")
+    bob_before = thread_texts(stack, bob_parent)
+
+    mine = {"hook_event_name": "Notification", "session_id": carol_link.session_id, "cwd": "~", "message": "Approve the diff?"}
+    assert relayed(stack, mine, token) == "sent Notification (HTTP 200)"
+    assert HOOK_WAITING.format(who="<@U0MEMBER>", message="Approve the diff?") in thread_texts(stack, carol_parent)
+
+    theirs = {**mine, "session_id": bob_link.session_id, "message": "forged by carol"}
+    with pytest.raises(HookError, match="HTTP 403"):
+        relayed(stack, theirs, token)
+    someone_else = {"hook_event_name": "Stop", "session_id": "local-9", "cwd": "~", "user": "bob@example.com"}
+    with pytest.raises(HookError, match="HTTP 403"):
+        relayed(stack, someone_else, token)
+    assert thread_texts(stack, bob_parent) == bob_before
+
+    stack.command("hook revoke", user="U0MEMBER")
+    with pytest.raises(HookError, match="HTTP 401"):
+        relayed(stack, {**mine, "message": "after revoke"}, token)
