@@ -92,7 +92,7 @@ def chart_alt_text(digest: Digest) -> str:
     peak = max(range(len(series.values)), key=lambda i: series.values[i]) if series.values else None
     parts = [
         f"Bar chart of billable tokens per day from {series.days[0].isoformat()} to {digest.day.isoformat()} "
-        f"with a line of the 7-day average",
+        f"with a line of the average of the 7 days before each day",
         f"{digest.day.isoformat()}: {number(series.last, compact=True)} billable tokens",
         f"average of the 7 days before {number(digest.week_average, compact=True)}" if digest.week_average is not None else "",
     ]
@@ -107,9 +107,9 @@ def usage_chart_alt_text(label: str, values: Sequence[float], averages: Sequence
     """Alt text of the ``/agent usage <period> chart`` image."""
     total = sum(values)
     return (
-        f"Bar chart of billable tokens per day, {label}, with the 7-day average: total {number(total, compact=True)}, "
-        f"last day {number(values[-1] if values else 0, compact=True)}, last 7-day average "
-        f"{number(averages[-1] if averages else 0, compact=True)}."
+        f"Bar chart of billable tokens per day, {label}, with the average of the 7 days before each day: "
+        f"total {number(total, compact=True)}, last day {number(values[-1] if values else 0, compact=True)}, "
+        f"average of the 7 days before it {number(averages[-1] if averages else 0, compact=True)}."
     )
 
 

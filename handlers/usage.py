@@ -16,7 +16,6 @@ key ``usage``): the analytics API itself answers only Managers and Owners.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
@@ -159,17 +158,17 @@ def _check_words(words: list[str]) -> None:
 
 CHART_OF_ORGANIZATION = "The chart shows the whole organization's billable tokens, not one person's."
 CHART_SENT = ":bar_chart: The chart is in your direct messages with me."
-CHART_COMMENT = ":bar_chart: Billable tokens per day, {period}, with the 7-day average ending each day."
+CHART_COMMENT = ":bar_chart: Billable tokens per day, {period}; the line is the average of the 7 days before each day."
 CHART_FAILED = "I could not make or send the chart ({reason}); the numbers above stand."
 
 
 async def _send_chart(request: CommandRequest, period: Period) -> None:
     """Draw the period's tokens chart off the event loop and upload it into the asker's DM."""
-    from bot.services.chart import AVERAGE_DAYS, day_totals, render_tokens_chart, tokens_series
+    from bot.services.chart import day_totals, history_start, render_tokens_chart, tokens_series
     from bot.services.periods import EARLIEST
     from formatters.digest import usage_chart_alt_text
 
-    first = max(period.start - dt.timedelta(days=AVERAGE_DAYS - 1), EARLIEST)
+    first = max(history_start(period.start), EARLIEST)
     rows = (await request.services.agent.get_tokens(start_date=first, end_date=period.end, group_by="model")).data
     series = tokens_series(day_totals(rows), period.start, period.end)
     title = f"Billable tokens per day, {period.label()}"

@@ -1,4 +1,8 @@
-"""The billable-tokens chart: daily bars and the trailing 7-day average, as a PNG.
+"""The billable-tokens chart: daily bars and the average of the 7 days before each day, as a PNG.
+
+What a reader needs at a glance: the reported (last) day's bar stands out, weekends are shaded (a
+quiet Saturday is not a drop), date ticks fall on Mondays, and the line is the average of the 7 days
+*before* each day, the same base the digest's "vs 7-day average" compares with.
 
 Drawn with matplotlib's object-oriented API only (a :class:`matplotlib.figure.Figure` on an Agg
 canvas, matplotlib doc "Embedding in a web application server"): pyplot's global figure manager is
@@ -28,13 +32,16 @@ CHART_DPI = 100
 CHART_MARGINS = {"left": 0.08, "right": 0.98, "bottom": 0.09, "top": 0.92}
 """Fractions of the figure (matplotlib ``Figure.subplots_adjust``)."""
 BAR_COLOR = "#4a90d9"
+LAST_BAR_COLOR = "#1f4e8c"
+WEEKEND_COLOR = "#eeeeee"
 LINE_COLOR = "#d9534f"
 
 
 @dataclass(frozen=True)
 class TokenSeries:
     """Billable tokens per day: ``days`` (UTC dates, oldest first), ``values`` (tokens) and
-    ``averages`` (the trailing mean over up to 7 days ending with each day, tokens)."""
+    ``averages`` (the mean of the up to 7 days before each day that the totals had, tokens; 0 when
+    none)."""
 
     days: tuple[dt.date, ...]
     values: tuple[float, ...]
@@ -51,17 +58,23 @@ def tokens_series(
     """The series from ``start`` to ``end`` (inclusive) out of day totals (a missing day is 0).
 
     The averages also read the days before ``start`` found in ``totals`` (so the first bars have a
-    full 7-day average when the caller fetched 6 more days); ``history`` is accepted for clarity."""
+    full 7-day average when the caller fetched from :func:`history_start`); ``history`` is
+    accepted for clarity."""
     merged = {**(history or {}), **totals}
     days, values, averages = [], [], []
     day = start
     while day <= end:
-        window = [merged[d] for d in (day - dt.timedelta(days=n) for n in range(AVERAGE_DAYS)) if d in merged]
+        window = [merged[d] for d in (day - dt.timedelta(days=n) for n in range(1, AVERAGE_DAYS + 1)) if d in merged]
         days.append(day)
         values.append(float(merged.get(day, 0.0)))
         averages.append(sum(window) / len(window) if window else 0.0)
         day += dt.timedelta(days=1)
     return TokenSeries(tuple(days), tuple(values), tuple(averages))
+
+
+def history_start(start: dt.date) -> dt.date:
+    """The first day to fetch so that the average of ``start`` has its 7 days before."""
+    return start - dt.timedelta(days=AVERAGE_DAYS)
 
 
 class DayTokens(Protocol):
@@ -90,7 +103,8 @@ def _compact(value: float, _position: object = None) -> str:
 
 
 def render_tokens_chart(series: TokenSeries, title: str) -> bytes:
-    """The PNG (1000x400 px) of ``series``: bars of billable tokens, a line of the 7-day average.
+    """The PNG (1000x400 px) of ``series``: bars of billable tokens (the last day darker), weekends
+    shaded, ticks on Mondays, and a line of the average of the 7 days before each day.
 
     Pure CPU work, no I/O: call it with ``await asyncio.to_thread(render_tokens_chart, ...)``.
     Raises ``ValueError`` for an empty series."""
@@ -99,16 +113,19 @@ def render_tokens_chart(series: TokenSeries, title: str) -> bytes:
     figure = Figure(figsize=CHART_SIZE_INCHES, dpi=CHART_DPI)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    positions = range(len(series.days))
-    axes.bar(positions, series.values, color=BAR_COLOR, label="Billable tokens")
-    axes.plot(positions, series.averages, color=LINE_COLOR, linewidth=2, label=f"{AVERAGE_DAYS}-day average")
-    step = max(1, len(series.days) // 10)
-    axes.set_xticks(list(positions)[::step], [d.strftime("%b %d") for d in series.days][::step])
+    positions = list(range(len(series.days)))
+    for position, day in zip(positions, series.days, strict=True):
+        if day.weekday() >= 5:  # Saturday, Sunday
+            axes.axvspan(position - 0.5, position + 0.5, color=WEEKEND_COLOR, zorder=0, linewidth=0)
+    colors = [BAR_COLOR] * (len(positions) - 1) + [LAST_BAR_COLOR]
+    axes.bar(positions, series.values, color=colors, label="Billable tokens", zorder=2)
+    axes.plot(positions, series.averages, color=LINE_COLOR, linewidth=2, label=f"Average of the {AVERAGE_DAYS} days before", zorder=3)
+    mondays = [p for p, d in zip(positions, series.days, strict=True) if d.weekday() == 0] or positions[:: max(1, len(positions) // 10)]
+    axes.set_xticks(mondays, [series.days[p].strftime("%b %d") for p in mondays])
     axes.yaxis.set_major_formatter(FuncFormatter(_compact))
     axes.set_title(title)
-    axes.set_ylabel("billable tokens")
     axes.legend(loc="upper left")
-    axes.grid(axis="y", alpha=0.3)
+    axes.grid(axis="y", alpha=0.3, zorder=1)
     axes.spines[["top", "right"]].set_visible(False)
     # Fixed margins, not tight_layout(): that draws the figure once more only to measure it (0.06 s
     # of the 0.15 s a chart takes); these fit the widest compact tick label ("999.9M") and the title.

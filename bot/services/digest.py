@@ -63,7 +63,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, TokenSeries, day_totals, render_tokens_chart, tokens_series
+from bot.services.chart import CHART_DAYS, TokenSeries, day_totals, history_start, render_tokens_chart, tokens_series
 from bot.services.periods import EARLIEST, Period
 from bot.services.usage import UsageSummary, fetch_usage
 from bot.slack import Payload, SlackFailure, SlackGateway
@@ -432,7 +432,7 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
     and has ``day``'s row, before the others are: the caller can start drawing the chart while the
     large answers are still arriving."""
     counting = CountingClient(client)
-    first = max(day - dt.timedelta(days=CHART_DAYS + AVERAGE_DAYS - 2), EARLIEST)
+    first = max(history_start(day - dt.timedelta(days=CHART_DAYS - 1)), EARLIEST)
     week_start = max(day - dt.timedelta(days=7), EARLIEST)
 
     async def chart_rows() -> tuple[list[Any], TokenSeries]:

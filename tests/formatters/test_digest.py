@@ -69,7 +69,7 @@ def test_catch_up_and_quiet_day():
 
 def test_alt_text_carries_the_key_numbers():
     assert chart_alt_text(digest()) == (
-        "Bar chart of billable tokens per day from 2026-10-23 to 2026-11-21 with a line of the 7-day average; "
+        "Bar chart of billable tokens per day from 2026-10-23 to 2026-11-21 with a line of the average of the 7 days before each day; "
         "2026-11-21: 1.00M billable tokens; average of the 7 days before 4.00M; same weekday a week earlier 8.00M; "
         "peak 30.0M on 2026-10-23."
     )

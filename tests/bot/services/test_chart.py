@@ -7,17 +7,19 @@ import sys
 
 import pytest
 
-from bot.services.chart import render_tokens_chart, tokens_series
+from bot.services.chart import history_start, render_tokens_chart, tokens_series
 
 DAY = dt.date(2026, 11, 21)
 
 
-def test_series_has_trailing_seven_day_averages_over_the_days_fetched():
+def test_series_averages_the_seven_days_before_each_day_over_the_days_fetched():
     totals = {DAY - dt.timedelta(days=n): float(n) for n in range(10)}  # 9 .. 0 tokens, oldest first
     series = tokens_series(totals, DAY - dt.timedelta(days=2), DAY)
     assert series.days == (DAY - dt.timedelta(days=2), DAY - dt.timedelta(days=1), DAY)
     assert series.values == (2.0, 1.0, 0.0)
-    assert series.averages == (5.0, 4.0, 3.0)  # mean of 8..2, 7..1, 6..0
+    assert series.averages == (6.0, 5.0, 4.0)  # mean of 9..3, 8..2, 7..1: the day itself is not in its base
+    assert history_start(DAY) == DAY - dt.timedelta(days=7)
+    assert tokens_series({DAY: 5.0}, DAY, DAY).averages == (0.0,)  # nothing before: no base
 
 
 def test_render_is_a_png_and_works_off_the_event_loop():
@@ -30,7 +32,7 @@ def test_render_is_a_png_and_works_off_the_event_loop():
 
 def test_pyplot_is_never_imported():
     code = (
-        "import datetime as dt, sys; from bot.services.chart import render_tokens_chart, tokens_series;"
+        "import datetime as dt, sys; from bot.services.chart import history_start, render_tokens_chart, tokens_series;"
         "d=dt.date(2026,11,21); render_tokens_chart(tokens_series({d: 1.0}, d, d), 't');"
         "print('matplotlib.pyplot' in sys.modules)"
     )
