@@ -250,9 +250,7 @@ class Router:
 
     def hidden_from(self, request: CommandRequest) -> dict[str, str]:
         """Sub-command name -> the role it needs, for those the asker's role may not use."""
-        policy = request.services.policy if request.services is not None else None
-        if policy is None:
-            return {}
+        policy = request.services.policy
         return {spec.name: policy.minimum(spec.policy_key).name for spec in self.specs if not policy.allows(request.user, spec.policy_key)}
 
     async def _help(self, request: CommandRequest) -> None:

@@ -3,12 +3,14 @@ mapping of :class:`handlers.router.Router` (no Slack, no HTTP: replies are captu
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from bot.api import errors as api_errors
 from bot.commands import ParsedCommand, SubCommand
+from bot.policy import Policy
 from bot.roles import ResolvedUser, Role
 from bot.user_errors import UserInputError, describe_api_error
 from formatters.help import did_you_mean, help_message, sub_command_help
@@ -50,7 +52,8 @@ async def dispatch(router: Router, text: str) -> list[dict[str, Any]]:
 
     def request(parsed: ParsedCommand) -> CommandRequest:
         user = ResolvedUser("U1", "a@example.com", Role.manager, "test")
-        return CommandRequest(parsed, user, "C1", replies.respond, None, None, {})  # type: ignore[arg-type]
+        services = SimpleNamespace(policy=Policy())  # a manager may use every sub-command here
+        return CommandRequest(parsed, user, "C1", replies.respond, None, services, {})  # type: ignore[arg-type]
 
     await router.dispatch(request, text)
     return replies.payloads
@@ -157,10 +160,6 @@ def test_policy_key_of_unknown_or_unreadable_text_is_help():
 
 
 async def test_help_shows_what_the_asker_may_use_grouped_by_job_and_names_the_rest():
-    from types import SimpleNamespace
-
-    from bot.policy import Policy
-
     router, _ = router_with(*ALL)
     policy = Policy({"usage": Role.manager, "limits": Role.member})
     replies = Replies()
