@@ -25,6 +25,7 @@ CATCH_UP = (
 )
 NOTHING_STOOD_OUT = "Nothing stood out: no user or tool was at least twice its usual level."
 CHART_NOTE = "Days are UTC. The chart of the last 30 days is in the thread."
+PREVIEW_NOTE = "Days are UTC. A preview has no thread: `/agent usage 30d chart` sends you the chart of the last 30 days now."
 SUBSCRIBED = ":white_check_mark: <#{channel}> gets the daily digest at {at} {tz} ({days}), once the day's analytics have landed."
 UPDATED = ":white_check_mark: Updated: <#{channel}> gets the digest at {at} {tz} ({days})."
 UNSUBSCRIBED = ":wave: <#{channel}> no longer gets the daily digest."
@@ -45,8 +46,9 @@ def _callout_line(callout: Callout) -> str:
     return f":chart_with_upwards_trend: {who} *{esc(callout.name)}*: {value} {callout.unit}, {factor} the usual {usual} a day"
 
 
-def digest_message(digest: Digest, skipped: Sequence[dt.date] = ()) -> Payload:
-    """The digest of ``digest.day``; ``skipped`` days (catch-up) are named at the top."""
+def digest_message(digest: Digest, skipped: Sequence[dt.date] = (), *, preview: bool = False) -> Payload:
+    """The digest of ``digest.day``; ``skipped`` days (catch-up) are named at the top; a
+    ``preview`` (``/agent digest preview``, only to the asker) says where its chart is instead."""
     s = digest.summary
     t = s.totals
     title = TITLE.format(weekday=_weekday(digest.day), day=digest.day.isoformat())
@@ -78,7 +80,7 @@ def digest_message(digest: Digest, skipped: Sequence[dt.date] = ()) -> Payload:
             ("Top users (billable tokens)", _ranked_lines(s.top_users, "tokens")),
         ]
     )
-    blocks.append(context(CHART_NOTE))
+    blocks.append(context(PREVIEW_NOTE if preview else CHART_NOTE))
     fallback = (
         f"{title}: {number(t.billable_tokens)} billable tokens ({vs_week} vs last {_weekday(digest.day)}, "
         f"{vs_avg} vs the 7-day average), {number(t.dau)} active users, {number(t.sessions)} sessions"

@@ -181,7 +181,7 @@ async def handle_preview(request: CommandRequest) -> None:
         digest = await service.build(day)
     except NotLandedYet:
         raise UserInputError(NOT_LANDED.format(day=day.isoformat()), NOT_LANDED_HINT) from None
-    await request.reply(digest_message(digest))
+    await request.reply(digest_message(digest, preview=True))
 
 
 def digest_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> DigestService:

@@ -15,7 +15,7 @@ from bot.api import AgentClient, RetryPolicy
 from bot.services.digest import EVENT_TYPE, DigestRepository
 from bot.slack import SlackGateway, web_client
 from bot.store import Store
-from formatters.digest import NOT_SUBSCRIBED, SUBSCRIBED, UNSUBSCRIBED
+from formatters.digest import NOT_SUBSCRIBED, PREVIEW_NOTE, SUBSCRIBED, UNSUBSCRIBED
 from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service
 from tests.conftest import block_texts
 from tests.inprocess import start_inprocess
@@ -254,4 +254,5 @@ def test_preview_before_and_after_landing(stack, block_kit_validator):
     land(stack)
     payload = block_kit_validator(stack.command("digest preview").last)
     assert block_texts(payload)[0] == "Agent digest: Saturday 2026-11-21"
+    assert payload["blocks"][-1] == {"type": "context", "elements": [{"type": "mrkdwn", "text": PREVIEW_NOTE}]}
     assert digests(stack) == []  # a preview posts nothing to the channel
