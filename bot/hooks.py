@@ -34,7 +34,8 @@ SIGNATURE_HEADER = "X-Agent-Bot-Signature"
 TIMESTAMP_HEADER = "X-Agent-Bot-Request-Timestamp"
 MAX_BODY_BYTES = 64 * 1024
 RELAY_TIMEOUT = 3.0
-"""Seconds the relay may take in all (connect, send, answer); the agent must never wait longer."""
+"""Seconds the relay may take in all (connect, send, answer) by default; the agent must never wait
+longer. ``agent-bot hook`` reads its bound from ``AGENT_BOT_HOOK_TIMEOUT`` (this default when unset)."""
 CONFIG_TIMEOUT = 10
 """The ``timeout`` (seconds) printed in the hooks configuration: above the relay's own bound."""
 
