@@ -374,7 +374,7 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
     API nor the Agent API (Bolt's own ``auth.test``, once per process, aside)."""
     import httpx
 
-    from bot.api import AgentClient
+    from bot.api import AgentClient, RetryPolicy
     from bot.app import create_bot
     from bot.config import Settings
     from bot.errors import drain_listeners
@@ -387,7 +387,12 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
         return httpx.Response(500)
 
     slack = SlackEmulator().start()
-    agent = AgentClient(base_url="http://agent.test", api_key="key", transport=httpx.MockTransport(agent_api))
+    agent = AgentClient(
+        base_url="http://agent.test",
+        api_key="key",
+        transport=httpx.MockTransport(agent_api),
+        retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05),
+    )
     settings = Settings(
         _env_file=None,
         SLACK_BOT_TOKEN=slack.bot_token,
@@ -406,11 +411,11 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
         assert [call.method for call in slack.recorder.calls() if call.method != "auth.test"] == []
         assert agent_requests == []
         # the control: in this same setup a mention does reach the listeners (and the Agent API)
-        await client.send_mention(
-            f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
-        )
+        await client.send_mention(f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
         await drain_listeners(5.0)
-        assert agent_requests != []
+        # the app_mention: one look-up of the organization's users (the role check; two attempts),
+        # failing with a 500; its message twin is no thread reply and asks nothing
+        assert [(r.method, r.url.path) for r in agent_requests] == [("GET", "/api/v0/organization/users")] * 2
     finally:
         await client.aclose()
         await agent.aclose()
