@@ -114,7 +114,8 @@ def test_report_message_shows_everything_in_order(block_kit_validator):
         "*Applications evaluated* (2)\n\u2022 `apps/admin`: Admin console\n\u2022 `apps/storefront`: Storefront"
     )
     assert [b["text"]["text"] for b in blocks[5:8]] == [
-        ":white_check_mark: *Passing* (2)\n\u2022 *readme* 1/1: Pass: a README explains setup.\n\u2022 *unit_tests* 2/2: Both apps have tests.",
+        ":white_check_mark: *Passing* (2)\n\u2022 *readme* 1/1: Pass: a README explains setup."
+        "\n\u2022 *unit_tests* 2/2: Both apps have tests.",
         ":large_yellow_circle: *Partial* (1)\n\u2022 *lint_config* 1/2: 1/2 pass. Missing in: apps/admin.",
         ":x: *Failing* (1)\n\u2022 *ci_pipeline* 0/1: Fail: no CI.",
     ]
