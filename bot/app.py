@@ -60,6 +60,8 @@ FOLLOW_SECONDS = 1.0
 """How often the session follower looks for sessions due to be polled."""
 DELIVERY_KEEP = dt.timedelta(days=1)
 """How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
+READY_TIMEOUT = 2.0
+"""Seconds ``GET /readyz`` waits for the database and for the Agent API, each."""
 
 
 def settle_heap() -> None:
@@ -80,7 +82,9 @@ def settle_heap() -> None:
 @dataclass
 class Bot:
     """The assembled bot: ``app`` (Bolt), ``services``, ``router``, and the ``scheduler`` that runs
-    ``services.jobs`` (started by the ASGI lifespan in HTTP mode, by ``agent-bot socket`` otherwise)."""
+    ``services.jobs`` (started by the ASGI lifespan in HTTP mode, by ``agent-bot socket`` otherwise).
+    ``ready_timeout``: the seconds ``GET /readyz`` gives the database and the Agent API, each
+    (:data:`READY_TIMEOUT`; a test shortens it)."""
 
     app: AsyncApp
     services: Services
@@ -88,6 +92,7 @@ class Bot:
     scheduler: Scheduler = field(default_factory=lambda: Scheduler(()))
 
     run_jobs: bool = True
+    ready_timeout: float = READY_TIMEOUT
 
     def asgi(self) -> Starlette:
         """The HTTP-mode ASGI app: ``POST /slack/events``, ``POST /hooks/agent``, ``GET /healthz``
@@ -109,7 +114,7 @@ class Bot:
             return JSONResponse({"status": "ok"})  # liveness: no database or Agent API call
 
         async def readyz(_request: Request) -> Response:
-            return JSONResponse(*await readiness(self.services))
+            return JSONResponse(*await readiness(self.services, self.ready_timeout))
 
         hooks = self.hook_route()
 
@@ -154,8 +159,6 @@ def _refused(refusal: Refusal) -> Response:
     return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
 
 
-READY_TIMEOUT = 2.0
-"""Seconds ``GET /readyz`` waits for the database and for the Agent API, each."""
 DRAIN_SECONDS = 10.0
 """On shutdown, how long acknowledged work (listeners still running) may take to finish."""
 

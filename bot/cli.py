@@ -174,7 +174,7 @@ def _hook(args: argparse.Namespace) -> int:
     import os
     import shlex
 
-    from bot.hooks import MAX_BODY_BYTES, RELAY_TIMEOUT, HookError, hooks_config, relay
+    from bot.hooks import MAX_BODY_BYTES, HookError, hooks_config, relay
 
     if args.action == "print-config":
         events = [e.strip() for e in (args.events or "").split(",") if e.strip()]
@@ -187,10 +187,10 @@ def _hook(args: argparse.Namespace) -> int:
         return 0
     try:
         settings = Settings()
-        data = _read_stdin(MAX_BODY_BYTES + 1, RELAY_TIMEOUT)
+        data = _read_stdin(MAX_BODY_BYTES + 1, settings.hook_timeout)
         secret = settings.hook_secret.get_secret_value() if settings.hook_secret else None
         token = settings.hook_token.get_secret_value() if settings.hook_token else None
-        relay(data, url=settings.hook_url, secret=secret, user=settings.hook_user, token=token)
+        relay(data, url=settings.hook_url, secret=secret, user=settings.hook_user, token=token, timeout=settings.hook_timeout)
     except HookError as exc:
         print(f"agent-bot hook: {exc}", file=sys.stderr)
     except Exception as exc:  # never fail or block the agent (management-api-v0.md, "Events", rule 3)

@@ -28,6 +28,8 @@ AGENT_BOT_HOOK_TOKEN       the developer's own hook token (for ``agent-bot      
 AGENT_BOT_HOOK_URL         the bot's ``/hooks/agent`` URL (for ``agent-bot hook``) none
                            (set on the bot too, it is shown in the token's DM)
 AGENT_BOT_HOOK_USER        the developer's e-mail (for ``agent-bot hook``)        none
+AGENT_BOT_HOOK_TIMEOUT     seconds ``agent-bot hook`` may take in all (above 0,   ``3``
+                           below the hooks configuration's ``timeout`` of 10)
 AGENT_BOT_HOOK_PORT        Socket Mode: port of the small hook listener           none
 AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: seconds between pings; a connection   ``10``
                            that misses a pong is replaced (about 2-3 of them)
@@ -41,6 +43,8 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.hooks import CONFIG_TIMEOUT, RELAY_TIMEOUT
 
 
 class Settings(BaseSettings):
@@ -77,6 +81,9 @@ class Settings(BaseSettings):
     hook_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_TOKEN", "hook_token"))
     hook_url: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_URL", "hook_url"))
     hook_user: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_USER", "hook_user"))
+    hook_timeout: float = Field(
+        default=RELAY_TIMEOUT, gt=0, lt=CONFIG_TIMEOUT, validation_alias=AliasChoices("AGENT_BOT_HOOK_TIMEOUT", "hook_timeout")
+    )
     hook_port: int | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_PORT", "hook_port"))
     socket_ping_seconds: float = Field(
         default=10.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")

@@ -56,7 +56,8 @@ TOKEN_SECRET_BYTES = 32
 _TOKEN = re.compile(rf"{TOKEN_PREFIX}([0-9a-f]{{{TOKEN_ID_HEX}}})_[A-Za-z0-9_-]{{43}}")
 MAX_BODY_BYTES = 64 * 1024
 RELAY_TIMEOUT = 3.0
-"""Seconds the relay may take in all (connect, send, answer); the agent must never wait longer."""
+"""Seconds the relay may take in all (connect, send, answer) by default; the agent must never wait
+longer. ``agent-bot hook`` reads its bound from ``AGENT_BOT_HOOK_TIMEOUT`` (this default when unset)."""
 CONFIG_TIMEOUT = 10
 """The ``timeout`` (seconds) printed in the hooks configuration: above the relay's own bound."""
 

@@ -84,22 +84,6 @@ class InProcessClientSide(AsyncSlackClientSide):
         answer_headers = {k: v[0] if isinstance(v, (list, tuple)) else v for k, v in (response.headers or {}).items()}
         return SentRequest(request, response.status, body, answer_headers, time.perf_counter() - started)
 
-    async def send_mention(
-        self, text: str, *, user_id: str, channel_id: str, thread_ts: str | None = None, as_message_too: bool = True, **delivery: Any
-    ) -> SentRequest:
-        """As the base class, but both deliveries are awaited (the base calls ``send_event`` twice
-        without awaiting the second, which only a blocking ``send`` allows)."""
-        ts = self.emulator.recorder.next_ts()
-        event: dict[str, Any] = {"type": "app_mention", "channel": channel_id, "user": user_id, "text": text, "ts": ts}
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        message = {**event, "type": "message"}
-        self._complete_event(message)  # records the person's message
-        sent = await self.send_event(event, **delivery)
-        if as_message_too:
-            await self.send_event(message, **delivery)
-        return sent
-
 
 async def settle(before: set[asyncio.Task[Any]], *, timeout: float = SETTLE_TIMEOUT) -> None:
     """Await every task of the running loop that is not in ``before`` (nor the current one), again

@@ -41,14 +41,16 @@ async def test_settle_awaits_tasks_started_by_tasks_and_names_those_that_do_not_
         await asyncio.sleep(0.01)
         done.append("child")
 
+    started: list[asyncio.Future] = []  # references, so no task is collected before it ends; settle() is not told of them
+
     async def parent():
         await asyncio.sleep(0)
-        asyncio.ensure_future(child())
+        started.append(asyncio.ensure_future(child()))
 
     before = asyncio.all_tasks()
-    asyncio.ensure_future(parent())
+    started.append(asyncio.ensure_future(parent()))
     await settle(before)
-    assert done == ["child"]
+    assert done == ["child"] and all(task.done() for task in started) and len(started) == 2
 
     async def stuck():
         await asyncio.sleep(3600)

@@ -27,9 +27,12 @@ Delivery options, accepted by every ``send*`` method (:class:`DeliveryOptions`):
 same request as Slack's retries do (same body, same ``event_id``), pass ``sent.request`` to
 ``send(..., retry_num=1)``.
 
-A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broadcast``: a person's words) is also recorded as a user message (``source="user"``) in
-the emulator's recorder, so a thread reads complete. The same requests go over Socket Mode with :class:`.socket_mode.SocketModeClientSide`. Not
-emulated: ``view_closed``, shortcuts, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
+A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broadcast``: a person's
+words) is also recorded as a user message (``source="user"``) in the emulator's recorder, so a thread
+reads complete. A mention is delivered twice, as Slack does (an ``app_mention`` and a ``message``
+with the same ``ts``), by both client sides: the async one awaits both deliveries. The same requests
+go over Socket Mode with :class:`.socket_mode.SocketModeClientSide`. Not emulated: ``view_closed``,
+shortcuts, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
 """
 
 from __future__ import annotations
@@ -339,13 +342,9 @@ class _ClientSide(Generic[R]):
     ) -> R:
         """A mention of the bot: ``text`` should start with ``<@bot user id>``. As Slack does, the
         same words are delivered twice: an ``app_mention`` event and (``as_message_too``) a
-        ``message`` event with the same ``ts``. Returns the ``app_mention`` delivery's result."""
-        ts = self.emulator.recorder.next_ts()
-        event: dict[str, Any] = {"type": "app_mention", "channel": channel_id, "user": user_id, "text": text, "ts": ts}
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        message = {**event, "type": "message"}
-        self._complete_event(message)  # records the person's message
+        ``message`` event with the same ``ts``, one after the other. Returns the ``app_mention``
+        delivery's result."""
+        event, message = self._mention_events(text, user_id=user_id, channel_id=channel_id, thread_ts=thread_ts)
         sent = self.send_event(event, **delivery)
         if as_message_too:
             self.send_event(message, **delivery)
@@ -365,6 +364,17 @@ class _ClientSide(Generic[R]):
         return self.send(SlackRequest("url_verification", json.dumps(payload), JSON, payload), **delivery)
 
     # ----------------------------------------------------------------- helpers
+
+    def _mention_events(self, text: str, *, user_id: str, channel_id: str, thread_ts: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The ``app_mention`` event of a mention and its ``message`` twin (same ``ts``); records the
+        person's message once."""
+        ts = self.emulator.recorder.next_ts()
+        event: dict[str, Any] = {"type": "app_mention", "channel": channel_id, "user": user_id, "text": text, "ts": ts}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        message = {**event, "type": "message"}
+        self._complete_event(message)  # records the person's message
+        return event, message
 
     def _complete_event(self, event: dict[str, Any]) -> dict[str, Any]:
         event = dict(event)
@@ -471,6 +481,24 @@ class AsyncSlackClientSide(_ClientSide[Awaitable[SentRequest]]):
         started = time.perf_counter()
         response = await self._http.post(self.request_url, content=request.body.encode(), headers=headers)
         return self._sent(request, response, started)
+
+    async def send_mention(
+        self,
+        text: str,
+        *,
+        user_id: str,
+        channel_id: str,
+        thread_ts: str | None = None,
+        as_message_too: bool = True,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> SentRequest:
+        """As :meth:`SlackClientSide.send_mention`: the ``app_mention`` delivery, then (``as_message_too``)
+        its ``message`` twin, each awaited; returns the ``app_mention`` delivery's result."""
+        event, message = self._mention_events(text, user_id=user_id, channel_id=channel_id, thread_ts=thread_ts)
+        sent = await self.send_event(event, **delivery)
+        if as_message_too:
+            await self.send_event(message, **delivery)
+        return sent
 
     async def aclose(self) -> None:
         if self._http is not None:

@@ -345,7 +345,7 @@ class WebApi:
             return PlainTextResponse("file_not_found", status_code=404)
         if _bearer_token(request) != self.bot_token:
             return HTMLResponse("<!DOCTYPE html><html><body>Sign in to your workspace</body></html>")
-        name, mimetype, content = hosted
+        _name, mimetype, content = hosted
         return Response(content, media_type=mimetype)
 
     async def _response_url_endpoint(self, request: Request) -> JSONResponse:

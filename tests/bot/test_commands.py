@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from bot.commands import CommandSyntaxError, ParsedCommand, parse, unescape_slack
@@ -38,7 +40,7 @@ def test_unbalanced_quote_is_a_syntax_error():
 
 def test_parsed_command_is_frozen():
     parsed = parse("usage 7d", NAMES)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         parsed.args = ()
     with pytest.raises(TypeError):
         parsed.options["x"] = "y"

@@ -9,8 +9,10 @@ import time
 import httpx
 import pytest
 
+from bot.config import Settings
 from bot.hooks import (
     CONFIG_TIMEOUT,
+    RELAY_TIMEOUT,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,
     TOKEN_ID_HEADER,
@@ -123,3 +125,14 @@ def test_print_config_has_the_documented_shape():
     }
     with pytest.raises(HookError, match="unknown hook event"):
         hooks_config("x", ["PreToolUse"])
+
+
+def test_the_commands_bound_is_relay_timeout_unless_agent_bot_hook_timeout_says_otherwise(monkeypatch):
+    monkeypatch.delenv("AGENT_BOT_HOOK_TIMEOUT", raising=False)
+    assert Settings(_env_file=None).hook_timeout == RELAY_TIMEOUT == 3.0
+    monkeypatch.setenv("AGENT_BOT_HOOK_TIMEOUT", "0.5")
+    assert Settings(_env_file=None).hook_timeout == 0.5
+    for bad in ("0", str(CONFIG_TIMEOUT)):  # the relay must end before the agent's own hook timeout
+        monkeypatch.setenv("AGENT_BOT_HOOK_TIMEOUT", bad)
+        with pytest.raises(ValueError):
+            Settings(_env_file=None)

@@ -22,7 +22,6 @@ from bot.services.controls import (
 from formatters.blocks import MAX_BLOCKS
 from formatters.controls import (
     FIRST_REVISION,
-    setting_label,
     HISTORY_HINT,
     OVERVIEW_HINT,
     VALUE_MAX,
@@ -31,6 +30,7 @@ from formatters.controls import (
     controls_history,
     controls_overview,
     no_history,
+    setting_label,
     unknown_revision,
 )
 from tests.conftest import block_texts

@@ -34,7 +34,8 @@ def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_v
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": "*<@U0MEMBER>* started an agent session\n>fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
+                    "text": "*<@U0MEMBER>* started an agent session"
+                    "\n>fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
                 },
             },
             {

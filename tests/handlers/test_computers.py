@@ -52,7 +52,7 @@ def test_the_list_shows_every_sandbox_computer_problems_first(stack, block_kit_v
     assert len(sections) == len(computers)
     rank = {"error": 0, "provisioning": 1}
     expected = sorted(computers, key=lambda c: rank.get(c.get("status"), 2))
-    for section, computer in zip(sections, expected):
+    for section, computer in zip(sections, expected, strict=True):
         text = section["text"]["text"]
         assert text.startswith(f"{status_label(computer['status'])}  *{computer['name'].replace('&', '&amp;')}*")
         assert f"provider `{computer['providerType']}`" in text

@@ -4,6 +4,7 @@ sandbox API (``sandbox_get``); secrets are read from it too, and must never reac
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 
@@ -117,7 +118,7 @@ def test_no_secret_ever_reaches_slack_or_the_log(stack, caplog):
     assert keys, "the sandbox history has custom models with API keys"
     rotation = next(
         b["revision"]
-        for a, b in zip(changes, changes[1:])
+        for a, b in itertools.pairwise(changes)
         if a["settings"]["customModels"]
         and b["settings"]["customModels"]
         and a["settings"]["customModels"][0]["apiKey"] != b["settings"]["customModels"][0]["apiKey"]
@@ -131,8 +132,8 @@ def test_no_secret_ever_reaches_slack_or_the_log(stack, caplog):
             f"controls diff {first} {last}",
             f"controls diff {rotation - 1} {rotation}",
             f"controls {rotation}",
+            *tuple(f"controls {c['revision']}" for c in changes if c["settings"]["customModels"])[:3],
         )
-        + tuple(f"controls {c['revision']}" for c in changes if c["settings"]["customModels"])[:3]
     ]
     everything = json.dumps(replies)
     for key in keys:

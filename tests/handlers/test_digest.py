@@ -187,7 +187,7 @@ def test_catch_up_after_three_missed_days_posts_the_latest_day_only_naming_the_s
     move(stack, at(26, 7))  # the bot was down on the 23rd, 24th and 25th
     report = tick(stack)
     assert (report.day, report.posted) == (dt.date(2026, 11, 25), ["C0ENG"])
-    first, latest = digests(stack)
+    _first, latest = digests(stack)
     payload = block_kit_validator({"text": latest.text, "blocks": latest.blocks})
     texts = block_texts(payload)
     assert texts[0] == "Agent digest: Wednesday 2026-11-25"

@@ -253,6 +253,27 @@ async def test_the_async_client_side_sends_the_same_requests(slack: SlackEmulato
     assert reply.text == "echo: usage from alice in #agent-digest"
 
 
+def delivered_twice(slack: SlackEmulator, sent, received: list[AsyncBoltRequest]) -> None:
+    """``received`` holds exactly the two deliveries of the mention ``sent``: its ``app_mention``,
+    then the ``message`` twin with the same ``ts`` (another event_id); the person's words are
+    recorded once."""
+    ts = sent.request.payload["event"]["ts"]
+    assert [(r.body["event"]["type"], r.body["event"]["ts"]) for r in received] == [("app_mention", ts), ("message", ts)]
+    assert received[0].body["event_id"] == sent.request.event_id != received[1].body["event_id"]
+    assert [(m.user, m.ts) for m in slack.recorder.messages("C0ENG") if m.source == "user"] == [("U0MEMBER", ts)]
+
+
+def test_a_mention_is_delivered_as_app_mention_and_message(slack: SlackEmulator, client, received) -> None:
+    sent = client.send_mention(f"<@{slack.directory.bot.user_id}> review the readme", user_id="U0MEMBER", channel_id="C0ENG")
+    delivered_twice(slack, sent, received)
+
+
+async def test_the_async_client_side_delivers_both_events_of_a_mention(slack: SlackEmulator, bot_url: str, received) -> None:
+    async with slack.async_client(bot_url) as client:
+        sent = await client.send_mention(f"<@{slack.directory.bot.user_id}> review the readme", user_id="U0MEMBER", channel_id="C0ENG")
+    delivered_twice(slack, sent, received)
+
+
 def test_a_button_opens_a_modal_and_its_submission_reaches_the_app(slack: SlackEmulator, client) -> None:
     blocks = [
         {

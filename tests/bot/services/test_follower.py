@@ -211,10 +211,9 @@ def test_back_off_honours_retry_after_and_caps_the_exponent():
 
 
 async def test_an_idle_session_stops_being_polled_until_someone_replies(world, tmp_path):
-    _sandbox, slack = world
     clock = Clock()
     replica = Replica(f"sqlite:///{tmp_path / 'bot.db'}", world, clock, follow_hours=1)
-    row_id, session_id, thread_ts = await start_link(replica, clock, "review the diff")
+    row_id, session_id, _thread_ts = await start_link(replica, clock, "review the diff")
     await agent_done(replica.agent, session_id, 4)
     await replica.follower.tick()
     link = await replica.sessions.get(row_id)

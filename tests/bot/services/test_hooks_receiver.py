@@ -67,9 +67,12 @@ class FakeSessions:
         return self.polled_ok
 
 
+POSTED = Posted("D0MEMBER", "1.000001")
+
+
 @dataclass
 class FakeSlack:
-    answer: Posted | SlackFailure = field(default_factory=lambda: Posted("D0MEMBER", "1.000001"))
+    answer: Posted | SlackFailure = POSTED
     posts: list[tuple[str, Any]] = field(default_factory=list)
 
     async def post(self, channel: str, payload: Any) -> Posted | SlackFailure:

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from bot.hooks import CONFIG_TIMEOUT, RELAY_TIMEOUT
+from bot.hooks import CONFIG_TIMEOUT
 
 EVENT = {"hook_event_name": "Notification", "session_id": "s-1", "cwd": "/home/dev/web", "message": "Allow Bash?"}
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,6 +75,12 @@ def test_the_command_exits_0_with_no_settings_bad_stdin_or_the_bot_down():
     assert "Traceback" not in done.stderr
 
 
+HANG_BOUND = 0.5
+"""The relay's bound (``AGENT_BOT_HOOK_TIMEOUT``) for the hanging-bot run: the same path as with the
+production default (``RELAY_TIMEOUT``, 3 s; its reading is tested in tests/bot/test_hooks.py), in a
+fraction of the time."""
+
+
 def test_the_command_gives_up_on_a_hanging_bot_within_its_bound():
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -94,16 +100,21 @@ def test_the_command_gives_up_on_a_hanging_bot_within_its_bound():
     thread.start()
     try:
         port = server.getsockname()[1]
-        done, elapsed = run_hook(json.dumps(EVENT), AGENT_BOT_HOOK_URL=f"http://127.0.0.1:{port}/hooks/agent", AGENT_BOT_HOOK_SECRET="s")
+        done, elapsed = run_hook(
+            json.dumps(EVENT),
+            AGENT_BOT_HOOK_URL=f"http://127.0.0.1:{port}/hooks/agent",
+            AGENT_BOT_HOOK_SECRET="s",
+            AGENT_BOT_HOOK_TIMEOUT=str(HANG_BOUND),
+        )
     finally:
         stop.set()
         thread.join()
         for conn in accepted:
             conn.close()
         server.close()
-    assert done.returncode == 0 and "did not answer within" in done.stderr
+    assert (done.returncode, done.stderr) == (0, f"agent-bot hook: the bot did not answer within {HANG_BOUND:g} s\n")
     # the relay's own bound plus the interpreter's start-up, well under the configured hook timeout
-    assert accepted and RELAY_TIMEOUT <= elapsed < CONFIG_TIMEOUT
+    assert accepted and HANG_BOUND <= elapsed < CONFIG_TIMEOUT
 
 
 def test_the_command_signs_with_the_persons_token_from_the_environment():

@@ -14,16 +14,16 @@ when it is not reachable. The bot's tables are dropped first, so the replicas st
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 import sqlalchemy
 
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from bot.middleware import delivery_key
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
-from sandbox.slack_emulator import SlackEmulator
+from sandbox.slack_emulator import SlackEmulator, SlackRequest
 from tests.bot.bot_processes import bot_environment, start_serve
 from tests.conftest import block_texts
 
@@ -51,7 +51,7 @@ def replicas(tmp_path_factory):
     """``(sandbox state, emulator, [replica A, replica B], [client A, client B])``."""
     url = fresh_postgres_url()
     tmp = tmp_path_factory.mktemp("replicas")
-    config = SandboxConfig(seed=7, users=40)
+    config = SandboxConfig(seed=7, users=40, reply_delay_seconds=0.05)  # the agent answers at once: the follower's tick is the wait
     sandbox_app = create_app(config)
     sandbox = serve_in_thread(sandbox_app)
     slack = SlackEmulator(directory=demo_directory()).start()
@@ -88,6 +88,22 @@ def bot_answers(slack, thread_ts: str) -> list:
     ]
 
 
+def dropped(slack, replica, request: SlackRequest, what: str) -> None:
+    """Wait (bounded) until ``replica`` logged that it answered the retry of ``request`` without
+    processing it: the de-duplication middleware decides before the ack, so no listener ran."""
+    line = f"duplicate delivery {delivery_key(request.payload)} (retry 1) answered without processing"
+    slack.recorder.wait_for(lambda: line in replica.log_text(), timeout=10, what=f"the retry of {what} dropped")
+
+
+def parent_of(slack, prompt: str) -> list:
+    bot_user = slack.directory.bot.user_id
+    return [
+        m
+        for m in slack.recorder.messages(DEMO_CHANNEL)
+        if m.user == bot_user and not m.is_reply and any(prompt in t for t in block_texts(m.as_payload()))
+    ]
+
+
 def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(replicas):
     state, slack, bots, clients = replicas
     bot_user = slack.directory.bot.user_id
@@ -98,17 +114,16 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
         sent = first.send_slash_command(text, user_id="U0MANAGER", channel_id=DEMO_CHANNEL)
         retry = other.send(sent.request, retry_num=1, retry_reason="http_timeout")
         assert sent.status_code == retry.status_code == 200 and retry.body == ""
-        slack.recorder.wait_for(lambda: slack.recorder.responses(sent.response_url_id), timeout=20, what=text)
-        time.sleep(0.2)
-        assert len(slack.recorder.responses(sent.response_url_id)) == 1, text
+        dropped(slack, bots[(i + 1) % 2], sent.request, text)
+        [_reply] = slack.recorder.wait_for(lambda sent=sent: slack.recorder.responses(sent.response_url_id), timeout=20, what=text)
 
     # session starts: one session each
-    threads = {}
     for i, prompt in enumerate(("replica prompt one", "replica prompt two")):
         first, other = clients[i % 2], clients[(i + 1) % 2]
         sent = first.send_slash_command(f"session start computer=ci {prompt}", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
         assert other.send(sent.request, retry_num=1).status_code == 200
-        slack.recorder.wait_for(lambda: sessions_with(state, prompt), timeout=20, what=prompt)
+        dropped(slack, bots[(i + 1) % 2], sent.request, prompt)
+        slack.recorder.wait_for(lambda prompt=prompt: sessions_with(state, prompt), timeout=20, what=prompt)
 
     # a mention: app_mention to A, its message twin to B, each retried on the other
     mention = clients[0].send_mention(
@@ -118,6 +133,8 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
     message = clients[1].send_event(twin)
     clients[1].send(mention.request, retry_num=1)
     clients[0].send(message.request, retry_num=1)
+    dropped(slack, bots[1], mention.request, "the app_mention")
+    dropped(slack, bots[0], message.request, "the message twin")
     mention_ts = twin["ts"]
     [mentioned] = slack.recorder.wait_for(lambda: sessions_with(state, "replica mention"), timeout=20, what="the mention's session")
     slack.recorder.wait_for(lambda: bot_answers(slack, mention_ts), timeout=20, what="the answer in the mention's thread")
@@ -127,7 +144,8 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
         first, other = clients[i % 2], clients[(i + 1) % 2]
         reply = first.send_message(words, user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=mention_ts)
         assert other.send(reply.request, retry_num=1).status_code == 200
-        slack.recorder.wait_for(lambda: len(bot_answers(slack, mention_ts)) >= i + 2, timeout=20, what=words)
+        dropped(slack, bots[(i + 1) % 2], reply.request, words)
+        slack.recorder.wait_for(lambda i=i: len(bot_answers(slack, mention_ts)) >= i + 2, timeout=20, what=words)
 
     # a Retry install click on B, retried on A
     computer = state.fleet.get(LEGACY)
@@ -143,9 +161,15 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
         message={"type": "message", "ts": message_ts, "text": shown.text, "blocks": shown.blocks},
     )
     assert clients[0].send(click.request, retry_num=1).status_code == 200
+    dropped(slack, bots[0], click.request, "the Retry click")
     slack.recorder.wait_for(lambda: slack.recorder.responses(click.response_url_id), timeout=20, what="the click's update")
 
-    time.sleep(1.5)  # let every replica's follower tick: a double post would show now
+    # every retry above was dropped before its ack (no listener ran for it), so what is posted now
+    # is all there will be; the two started sessions' answers are waited for, then everything counted
+    for prompt in ("replica prompt one", "replica prompt two"):
+        slack.recorder.wait_for(
+            lambda prompt=prompt: (parents := parent_of(slack, prompt)) and bot_answers(slack, parents[0].ts), timeout=20, what=prompt
+        )
     for prompt in ("replica prompt one", "replica prompt two", "replica mention"):
         assert len(sessions_with(state, prompt)) == 1, prompt
     assert user_messages(mentioned) == ["replica mention", "first replica reply", "second replica reply"]
@@ -153,11 +177,7 @@ def test_every_delivery_retried_on_the_other_replica_has_its_side_effect_once(re
     assert computer.generation == generation + 1
     assert not [r for r in slack.recorder.responses(click.response_url_id) if ALREADY_RETRYING.split("{")[0] in r.text]
     for prompt in ("replica prompt one", "replica prompt two"):
-        parents = [
-            m
-            for m in slack.recorder.messages(DEMO_CHANNEL)
-            if m.user == bot_user and not m.is_reply and any(prompt in t for t in block_texts(m.as_payload()))
-        ]
+        parents = parent_of(slack, prompt)
         assert len(parents) == 1, prompt
         assert len(bot_answers(slack, parents[0].ts)) == 1, prompt
     # both replicas did work and both dropped retries

@@ -17,9 +17,48 @@ from bot.services.sessions import agent_sessions
 from formatters.sessions import HOOK_DM, HOOK_WAITING
 from tests.conftest import block_texts, sandbox_get
 from tests.handlers.test_hook_commands import TOKEN_LINE
-from tests.handlers.test_sessions import answers, clean_sessions, link_of, parent_of  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
+
+
+@pytest.fixture
+def clean_sessions(stack):
+    """Sessions of one test must not stay followed into the next one (the stack's follower ticks live)."""
+    yield
+    with stack.bot.services.sessions.store.store.engine.begin() as conn:
+        conn.execute(update(agent_sessions).values(following=False))
+
+
+def bot_messages(stack, channel=DEMO_CHANNEL, thread_ts=None):
+    bot_user = stack.slack.directory.bot.user_id
+    return [m for m in stack.slack.recorder.messages(channel, thread_ts=thread_ts) if m.user == bot_user]
+
+
+def parent_of(stack, prompt_fragment, channel=DEMO_CHANNEL):
+    """The parent message of the session whose prompt contains ``prompt_fragment`` (bounded wait)."""
+
+    def find():
+        for m in bot_messages(stack, channel):
+            if not m.is_reply and any(prompt_fragment in t for t in block_texts(m.as_payload())):
+                return m
+        return None
+
+    return stack.slack.recorder.wait_for(find, timeout=10, what=f"the parent message of {prompt_fragment!r}")
+
+
+def answers(stack, parent, fragment, count=1, timeout=15.0):
+    """The thread's replies containing ``fragment``, once there are ``count`` of them (bounded wait)."""
+
+    def find():
+        replies = [m for m in bot_messages(stack, DEMO_CHANNEL, parent.ts) if m.ts != parent.ts]
+        found = [m for m in replies if any(fragment in t for t in block_texts(m.as_payload()))]
+        return found if len(found) >= count else None
+
+    return stack.slack.recorder.wait_for(find, timeout=timeout, what=f"{count} answer(s) with {fragment!r}")
+
+
+def link_of(stack, parent):
+    return asyncio.run(stack.bot.services.sessions.store.by_thread(DEMO_CHANNEL, parent.ts))
 
 
 def post_hook(stack, event: dict, *, secret: str = HOOK_SECRET, timestamp: int | None = None, raw: bytes | None = None):

@@ -133,7 +133,10 @@ def parts(database):
     store.close()
 
 
-async def file(workflow, entries=(LimitEntry("dave@example.com", 500),), requester=BOB):
+DAVE_500 = (LimitEntry("dave@example.com", 500),)
+
+
+async def file(workflow, entries=DAVE_500, requester=BOB):
     filed = await workflow.file(
         requester_id=requester.user_id, requester_email=requester.email, reason=" Q4 ", entries=list(entries), channel=CHANNEL
     )
