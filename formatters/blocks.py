@@ -207,13 +207,21 @@ def number(value: float | int | None, *, compact: bool = False) -> str:
 
 def change(current: float | int | None, previous: float | int | None) -> str:
     """The change from ``previous`` to ``current`` as ``▲ 12.3%``, ``▼ 4.0%``, ``no change``, or
-    ``new`` when the previous value was zero; empty when either is missing."""
+    ``new`` when the previous value was zero; empty when either is missing. From a small base (the
+    current value :data:`SMALL_BASE_FACTOR` times the previous or more) a percentage would read as
+    noise ("▲ 10981.0%"): it is said as a factor, ``▲ \u00d7111, from a small base``."""
     if current is None or previous is None:
         return ""
     if previous == 0:
         return "new" if current else "no change"
+    if previous > 0 and current >= previous * SMALL_BASE_FACTOR:
+        return f"{UP} \u00d7{current / previous:,.0f}, from a small base"
     pct = (current - previous) / previous * 100
     if abs(pct) < 0.05:
         return "no change"
     arrow = UP if pct > 0 else DOWN
     return f"{arrow} {abs(pct):.1f}%"
+
+
+SMALL_BASE_FACTOR = 10
+"""From this many times the previous value up, a change is said as a factor, not a percentage."""

@@ -84,7 +84,11 @@ def usage_summary(summary: UsageSummary) -> Payload:
     )
     blocks.append(section("*Top users by billable tokens*\n" + _ranked_lines(summary.top_users, "tokens")))
     previous = summary.previous_period
-    note = f"Changes compare with {previous.label()}." if previous is not None else f"Changes: {NO_PREVIOUS}."
+    note = (
+        f"Changes compare with {previous.label()}, {summary.period.comparison_label()}."
+        if previous is not None
+        else f"Changes: {NO_PREVIOUS}."
+    )
     blocks.append(context(f"{note} Days are UTC; data runs through yesterday."))
     fallback = (
         f"Agent usage {summary.period.label()}: {number(t.billable_tokens)} billable tokens, "

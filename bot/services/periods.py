@@ -48,11 +48,20 @@ class Period:
         return (self.end - self.start).days + 1
 
     def previous(self) -> Period | None:
-        """The period of the same length just before this one, or ``None`` when any of it is before
+        """The base a change is measured against (the one comparison rule of usage, digest and
+        charts): for one day, the same weekday a week earlier (a Monday against a Monday, not a
+        Sunday); for N days, the N days just before. ``None`` when any of it is before
         :data:`EARLIEST` (a partial comparison would mislead)."""
+        if self.days == 1:
+            week_ago = self.start - dt.timedelta(days=7)
+            return Period(week_ago, week_ago) if week_ago >= EARLIEST else None
         end = self.start - dt.timedelta(days=1)
         start = end - dt.timedelta(days=self.days - 1)
         return Period(start, end) if start >= EARLIEST else None
+
+    def comparison_label(self) -> str:
+        """How :meth:`previous` was chosen, in words (for the line under a comparison)."""
+        return "the same weekday a week earlier" if self.days == 1 else f"the {self.days} days before"
 
     def label(self) -> str:
         """``2026-11-21`` or ``2026-11-15 – 2026-11-21 (7 days)``."""

@@ -42,6 +42,13 @@ def test_change_against_previous():
     assert change(5, None) == ""
 
 
+def test_a_change_from_a_small_base_is_a_factor_not_a_five_digit_percentage():
+    assert change(34_100_000, 307_000) == "\u25b2 \u00d7111, from a small base"
+    assert change(999, 100) == "\u25b2 899.0%"  # under ten times: still a percentage
+    assert change(1000, 100) == "\u25b2 \u00d710, from a small base"
+    assert change(10, 1000) == "\u25bc 99.0%"
+
+
 def test_message_caps_blocks_and_says_how_many_were_dropped(block_kit_validator):
     payload = message([section(f"line {i}") for i in range(80)], "fallback")
     assert len(payload["blocks"]) == MAX_BLOCKS

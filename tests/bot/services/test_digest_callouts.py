@@ -105,8 +105,9 @@ async def test_fetch_digest_makes_its_eleven_requests_at_once_and_never_walks_us
         (r.url.path.rsplit("/", 1)[1], r.url.params["startDate"], r.url.params["endDate"], r.url.params.get("group_by"))
         for r in transport.requests
     )
-    day, before, week = DAY.isoformat(), (DAY - dt.timedelta(days=1)).isoformat(), WEEK_START.isoformat()
-    chart_start = max(DAY - dt.timedelta(days=CHART_DAYS + AVERAGE_DAYS - 2), EARLIEST).isoformat()
+    # the day's base is the same weekday a week earlier; the chart reads the 7 days before its first day
+    day, before, week = DAY.isoformat(), (DAY - dt.timedelta(days=7)).isoformat(), WEEK_START.isoformat()
+    chart_start = max(DAY - dt.timedelta(days=CHART_DAYS - 1 + AVERAGE_DAYS), EARLIEST).isoformat()
     assert asked == sorted(
         [
             *((name, day, day, None) for name in ("tokens", "activity", "tools", "productivity")),

@@ -53,7 +53,18 @@ def test_previous_period_has_the_same_length_and_ends_the_day_before():
 
 def test_previous_period_before_the_data_starts_is_none():
     assert Period(EARLIEST, EARLIEST + dt.timedelta(days=6)).previous() is None
-    assert Period(EARLIEST + dt.timedelta(days=1), EARLIEST + dt.timedelta(days=1)).previous() == Period(EARLIEST, EARLIEST)
+    assert Period(EARLIEST + dt.timedelta(days=1), EARLIEST + dt.timedelta(days=1)).previous() is None
+    week_on = EARLIEST + dt.timedelta(days=7)
+    assert Period(week_on, week_on).previous() == Period(EARLIEST, EARLIEST)
+
+
+def test_one_day_compares_with_the_same_weekday_a_week_earlier_and_n_days_with_the_n_before():
+    monday = dt.date(2026, 11, 23)
+    assert Period(monday, monday).previous() == Period(dt.date(2026, 11, 16), dt.date(2026, 11, 16))
+    assert Period(monday, monday).comparison_label() == "the same weekday a week earlier"
+    week = Period(dt.date(2026, 11, 17), monday)
+    assert week.previous() == Period(dt.date(2026, 11, 10), dt.date(2026, 11, 16))
+    assert week.comparison_label() == "the 7 days before"
 
 
 def test_looks_like_period():
