@@ -53,6 +53,13 @@ def quoted(word: str, limit: int = 40) -> str:
     return word if len(word) <= limit else word[: limit - 1] + "\u2026"
 
 
+def in_code(word: str, limit: int = 40) -> str:
+    """What the person typed, for the inside of a code span in a message: cut (:func:`quoted`), on
+    one line, a backtick (which would end the span) as ``\u02cb``; ``&<>`` are left for the
+    formatter's escaping (``formatters.blocks.esc_text``)."""
+    return quoted(" ".join(word.split()), limit).replace("`", "\u02cb")
+
+
 @dataclass(frozen=True)
 class SubCommand:
     """What help says about a sub-command, and the policy key its role check uses.

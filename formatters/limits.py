@@ -29,7 +29,7 @@ from bot.services.limits.store import (
     KnownLimit,
     LimitRequest,
 )
-from formatters.blocks import Payload, actions, bullet_list, button, context, divider, esc, header, message, section
+from formatters.blocks import Payload, actions, bullet_list, button, context, divider, esc, esc_text, header, message, section
 from formatters.notices import error_message
 
 APPROVE_ACTION, REJECT_ACTION, CANCEL_ACTION = "limits.approve", "limits.reject", "limits.cancel"
@@ -285,12 +285,13 @@ def before_changed(request: LimitRequest) -> Payload:
     return message(blocks, f"The last known limits of request #{request.id} changed; confirm to approve.")
 
 
-def input_problems(problems: Sequence[str]) -> Payload:
-    """Bad input: every problem (already worded for people, unescaped), nothing filed."""
+def input_problems(problems: Sequence[str], *, hint: str = INPUT_HINT) -> Payload:
+    """Bad input: every problem (already worded for people, values in code spans made safe by
+    :func:`bot.commands.in_code`; ``&<>`` escaped here), nothing filed."""
     n = len(problems)
     head = INPUT_PROBLEMS.format(n=n, s="" if n == 1 else "s")
-    blocks = [section(f":warning: {head}\n" + bullet_list([esc(p) for p in problems], limit=2800)), context(INPUT_HINT)]
-    return message(blocks, esc(f"{head} " + "; ".join(problems[:5])))
+    blocks = [section(f":warning: {head}\n" + bullet_list([esc_text(p) for p in problems], limit=2800)), context(hint)]
+    return message(blocks, esc_text(f"{head} " + "; ".join(problems[:5])))
 
 
 def known_limits_message(known: Mapping[str, KnownLimit], *, email: str | None = None) -> Payload:

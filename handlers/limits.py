@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from bot.commands import SubCommand
+from bot.commands import SubCommand, in_code
 from bot.errors import reported
 from bot.roles import ResolvedUser, Role
 from bot.services.limits import (
@@ -34,6 +34,7 @@ from bot.services.limits import (
     LimitsWorkflow,
     Refusal,
     check_entries,
+    parse_credits,
     parse_csv,
     user_problem,
 )
@@ -91,6 +92,8 @@ UNKNOWN_OPTION: Final = "Unknown option `{name}`; only `reason` is accepted."
 NO_OWN_EMAIL: Final = "Slack does not give me your e-mail, so I cannot file a request for you."
 NO_OWN_EMAIL_READ: Final = "Slack does not give me your e-mail, so I cannot tell which credit limit is yours."
 REQUEST_USAGE: Final = "Give one number of credits, e.g. `/agent limits request 3000`."
+NOT_CREDITS: Final = "`{value}` is not a number of credits: give a whole number of 0 or more, like `3000`."
+REASON_NEEDS_QUOTES: Final = 'A reason with spaces needs quotes: `reason="Q4 migration"`.'
 ONE_USER: Final = "Name at most one user."
 OWN_ONLY: Final = "You may read only your own credit limit."
 OWN_ONLY_HINT: Final = "`/agent limits` shows yours."
@@ -116,18 +119,26 @@ async def handle_set(request: CommandRequest) -> None:
             raise UserInputError(VIEW_FAILED.format(error=opened.error), VIEW_FAILED_HINT)
         return
     reason = _reason(request)
-    problems = ([] if args else [NO_ENTRIES]) + ([NO_CREDITS.format(user=args[-1])] if len(args) % 2 else [])
+    problems = [] if args else [NO_ENTRIES]
+    if len(args) % 2:
+        unpaired = args[-1]
+        spaced_reason = "reason" in request.command.options and not await request.services.identity.email_of_token(unpaired)
+        problems.append(REASON_NEEDS_QUOTES if spaced_reason else NO_CREDITS.format(user=in_code(unpaired)))
     await _file_and_reply(request, list(zip(args[0::2], args[1::2], strict=False)), reason, problems)
 
 
 async def handle_request(request: CommandRequest) -> None:
     """``limits request <credits>``: a request for one's own limit."""
     reason = _reason(request)
-    if len(request.command.args) != 1:
-        raise UserInputError(REQUEST_USAGE, f"Usage: `{REQUEST.usage}`")
+    args = request.command.args
+    if len(args) != 1:
+        what = REASON_NEEDS_QUOTES if "reason" in request.command.options and len(args) > 1 else REQUEST_USAGE
+        raise UserInputError(what, f"Usage: `{REQUEST.usage}`")
+    if parse_credits(args[0]) is None:
+        raise UserInputError(NOT_CREDITS.format(value=in_code(args[0])), f"Usage: `{REQUEST.usage}`")
     if not request.user.email:
         raise UserInputError(NO_OWN_EMAIL)
-    await _file_and_reply(request, [(request.user.email, request.command.args[0])], reason)
+    await _file_and_reply(request, [(request.user.email, args[0])], reason)
 
 
 async def _file_and_reply(request: CommandRequest, pairs: list[tuple[str, str]], reason: str, problems: list[str] | None = None) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from bot.api import AgentClient
+from bot.commands import in_code
 from bot.identity import Identity, mentioned_user
 from bot.services.limits.store import LimitEntry
 
@@ -49,7 +50,7 @@ def parse_credits(value: str) -> int | None:
 
 def user_problem(token: str) -> str:
     """Why ``token`` names nobody: an unknown mention (Slack gave no e-mail) or not a user at all."""
-    return UNKNOWN_MENTION.format(user=token) if mentioned_user(token) else BAD_USER.format(user=token)
+    return UNKNOWN_MENTION.format(user=token) if mentioned_user(token) else BAD_USER.format(user=in_code(token))
 
 
 async def check_entries(pairs: Sequence[tuple[str, str]], *, identity: Identity, agent: AgentClient) -> tuple[list[LimitEntry], list[str]]:
@@ -69,7 +70,7 @@ async def check_entries(pairs: Sequence[tuple[str, str]], *, identity: Identity,
             problems.append(user_problem(user))
         limit = parse_credits(value)
         if limit is None:
-            problems.append(BAD_CREDITS.format(user=user, value=value))
+            problems.append(BAD_CREDITS.format(user=in_code(user), value=in_code(value)))
         if email is None or limit is None:
             continue
         if email in seen:
