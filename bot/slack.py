@@ -362,6 +362,22 @@ class SlackGateway:
             return SlackFailure("conversations.open", "invalid_response", True)
         return str(channel)
 
+    async def file_info(self, file_id: str) -> dict[str, Any] | SlackFailure:
+        """The file object of ``file_id`` (``files.info``, scope ``files:read``): ``name``,
+        ``mimetype``, ``size``, ``url_private`` / ``url_private_download``...
+
+        Needed for a file shared in a Slack Connect channel, whose event carries only ``{"id",
+        "file_access": "check_file_info"}`` (Slack doc "file_share message", "Slack Connect files").
+        An answer without ``file`` is a failure ``invalid_response`` (permanent)."""
+        answer = await self.call("files.info", file=file_id)
+        if isinstance(answer, SlackFailure):
+            return answer
+        found = answer.get("file")
+        if not isinstance(found, dict):
+            logger.warning("Slack files.info answered no file object")
+            return SlackFailure("files.info", "invalid_response", True)
+        return dict(found)
+
     async def user_email(self, user_id: str) -> str | SlackFailure | None:
         """The e-mail of a Slack user (``users.info``, needs ``users:read.email``); None when Slack
         knows the user but gives no e-mail."""
