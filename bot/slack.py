@@ -346,6 +346,15 @@ class SlackGateway:
             is_im=bool(info.get("is_im")),
         )
 
+    async def join(self, channel: str) -> Done | SlackFailure:
+        """``conversations.join`` (scope ``channels:join``): make the bot a member of the public
+        ``channel``, so that Slack sends it the channel's events (thread replies) and lets it read the
+        history. Joining a channel the bot is in is done (Slack answers ``already_in_channel`` as a
+        warning). A private channel or a DM answers ``method_not_supported_for_channel_type``: only
+        an invitation (``/invite``) brings the bot in there."""
+        answer = await self.call("conversations.join", channel=channel)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
     async def open_dm(self, user_id: str) -> str | SlackFailure:
         """The channel ID (``D…``) of the direct message between the bot and ``user_id``
         (``conversations.open``, scope ``im:write``; opening an open DM answers the same ID).
