@@ -25,7 +25,8 @@ The gateway wraps the bot's ``AsyncWebClient`` (:func:`web_client` builds it wit
 handlers; the Bolt app is given the same client). Slack docs followed: "Web API" (error
 handling, rate limits), ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
 ``conversations.history`` / ``conversations.replies`` (cursor pagination via
-``response_metadata.next_cursor``), ``files.getUploadURLExternal`` (through ``files_upload_v2``).
+``response_metadata.next_cursor``; ``not_in_channel`` in a public channel the bot is not in),
+``conversations.join``, ``files.info``, ``files.getUploadURLExternal`` (through ``files_upload_v2``).
 """
 
 from __future__ import annotations
