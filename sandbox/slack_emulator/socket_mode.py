@@ -45,6 +45,7 @@ whose ``body`` is the ack's payload, so code written for HTTP mode reads Socket 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import threading
@@ -283,10 +284,8 @@ class SocketModeHub:
             connection.closed_at, connection.closed_by = time.time(), "emulator"
         if connection.websocket is not None and connection.loop is not None:
             future = asyncio.run_coroutine_threadsafe(connection.websocket.close(code=DROP_CODE), connection.loop)
-            try:
+            with contextlib.suppress(Exception):  # already closed by the app: nothing left to drop
                 future.result(timeout)
-            except Exception:  # already closed by the app: nothing left to drop
-                pass
         return connection
 
     def silence(self, *, timeout: float = 5.0) -> Connection:
