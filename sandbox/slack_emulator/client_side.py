@@ -44,11 +44,9 @@ Delivery options, accepted by every ``send*`` method (:class:`DeliveryOptions`):
 same request as Slack's retries do (same body, same ``event_id``), pass ``sent.request`` to
 ``send(..., retry_num=1)``.
 
-A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broadcast``: a person's
-words) is also recorded as a user message (``source="user"``) in the emulator's recorder, so a
-thread reads complete. The same requests go over Socket Mode with
-:class:`.socket_mode.SocketModeClientSide`. Not emulated: ``view_closed``, shortcuts, enterprise
-grids, the 3-second timeout of a request to the app and Slack's own retries (tests send those).
+A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broadcast``: a person's words) is also recorded as a user message (``source="user"``) in
+the emulator's recorder, so a thread reads complete. The same requests go over Socket Mode with :class:`.socket_mode.SocketModeClientSide`. Not
+emulated: ``view_closed``, shortcuts, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
 """
 
 from __future__ import annotations
