@@ -533,6 +533,9 @@ class AsyncSlackClientSide(_ClientSide[Awaitable[SentRequest]]):
         super().__init__(emulator, bot_url, **options)
         self._http: httpx.AsyncClient | None = None
 
+    async def not_delivered(self, request: SlackRequest) -> SentRequest:
+        return SentRequest(request, 0, "", {}, 0.0, delivered=False)
+
     async def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> SentRequest:
         if self._http is None:
             self._http = httpx.AsyncClient(timeout=self.timeout)
@@ -540,9 +543,6 @@ class AsyncSlackClientSide(_ClientSide[Awaitable[SentRequest]]):
         started = time.perf_counter()
         response = await self._http.post(self.request_url, content=request.body.encode(), headers=headers)
         return self._sent(request, response, started)
-
-    async def not_delivered(self, request: SlackRequest) -> SentRequest:
-        return SentRequest(request, 0, "", {}, 0.0, delivered=False)
 
     async def aclose(self) -> None:
         if self._http is not None:
