@@ -41,6 +41,7 @@ from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import HookReceiver
+from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, SlackLifecycle
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
 from bot.slack import SlackGateway, web_client
@@ -262,11 +263,13 @@ def create_bot(
         removed = await store.prune(now() - DELIVERY_KEEP)
         logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
 
+    lifecycle = SlackLifecycle(store=store, slack=slack, now=now)  # the jobs that post skip ticks while Slack says stop
     jobs = [
-        PeriodicJob("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
-        PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, limits.tick),
-        PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, digest.tick),
+        PeriodicJob("sessions.follow", FOLLOW_SECONDS, lifecycle.gate("sessions.follow", sessions.follower.tick)),
+        PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, lifecycle.gate(EXPIRY_JOB, limits.tick)),
+        PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, lifecycle.gate(digest_handlers.JOB_NAME, digest.tick)),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
+        PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
     ]
     services = Services(
         settings=settings,

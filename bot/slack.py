@@ -25,7 +25,8 @@ The gateway wraps the bot's ``AsyncWebClient`` (:func:`web_client` builds it wit
 handlers; the Bolt app is given the same client). Slack docs followed: "Web API" (error
 handling, rate limits), ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
 ``conversations.history`` / ``conversations.replies`` (cursor pagination via
-``response_metadata.next_cursor``), ``files.getUploadURLExternal`` (through ``files_upload_v2``).
+``response_metadata.next_cursor``; ``not_in_channel`` in a public channel the bot is not in),
+``conversations.join``, ``files.info``, ``files.getUploadURLExternal`` (through ``files_upload_v2``).
 """
 
 from __future__ import annotations
@@ -350,6 +351,15 @@ class SlackGateway:
             is_im=bool(info.get("is_im")),
         )
 
+    async def join(self, channel: str) -> Done | SlackFailure:
+        """``conversations.join`` (scope ``channels:join``): make the bot a member of the public
+        ``channel``, so that Slack sends it the channel's events (thread replies) and lets it read the
+        history. Joining a channel the bot is in is done (Slack answers ``already_in_channel`` as a
+        warning). A private channel or a DM answers ``method_not_supported_for_channel_type``: only
+        an invitation (``/invite``) brings the bot in there."""
+        answer = await self.call("conversations.join", channel=channel)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
     async def open_dm(self, user_id: str) -> str | SlackFailure:
         """The channel ID (``D…``) of the direct message between the bot and ``user_id``
         (``conversations.open``, scope ``im:write``; opening an open DM answers the same ID).
@@ -365,6 +375,22 @@ class SlackGateway:
             logger.warning("Slack conversations.open answered no channel id")
             return SlackFailure("conversations.open", "invalid_response", True)
         return str(channel)
+
+    async def file_info(self, file_id: str) -> dict[str, Any] | SlackFailure:
+        """The file object of ``file_id`` (``files.info``, scope ``files:read``): ``name``,
+        ``mimetype``, ``size``, ``url_private`` / ``url_private_download``...
+
+        Needed for a file shared in a Slack Connect channel, whose event carries only ``{"id",
+        "file_access": "check_file_info"}`` (Slack doc "file_share message", "Slack Connect files").
+        An answer without ``file`` is a failure ``invalid_response`` (permanent)."""
+        answer = await self.call("files.info", file=file_id)
+        if isinstance(answer, SlackFailure):
+            return answer
+        found = answer.get("file")
+        if not isinstance(found, dict):
+            logger.warning("Slack files.info answered no file object")
+            return SlackFailure("files.info", "invalid_response", True)
+        return dict(found)
 
     async def user_email(self, user_id: str) -> str | SlackFailure | None:
         """The e-mail of a Slack user (``users.info``, needs ``users:read.email``); None when Slack

@@ -9,6 +9,11 @@ Tables:
   command's or a click's ``trigger_id``). The primary key makes :meth:`Store.claim` atomic across
   replicas, which is how a retried delivery (``X-Slack-Retry-Num``) never repeats a side effect.
   Rows older than a day are pruned by a periodic job (:meth:`Store.prune`): Slack retries within minutes.
+- ``slack_pauses``: at most one row per ``kind``: ``revoked`` (Slack said ``app_uninstalled`` or
+  ``tokens_revoked``: the token no longer works; no ``until``, the row stays until cleared) and
+  ``rate_limited`` (``app_rate_limited``: ``until`` the end of the minute Slack named). The periodic
+  jobs that post (session follower, digests, limits) skip their tick while a row is in force
+  (:mod:`bot.services.lifecycle`); every replica reads the same rows.
 
 The engine is synchronous; the async methods run it in a worker thread so the event loop never
 blocks on the database.
@@ -21,9 +26,10 @@ import datetime as dt
 import functools
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, event, insert, select
+from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, event, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
 
@@ -37,6 +43,27 @@ deliveries = Table(
     Column("key", String(255), primary_key=True),
     Column("received_at", DateTime(timezone=True), nullable=False),
 )
+
+
+slack_pauses = Table(
+    "slack_pauses",
+    metadata,
+    Column("kind", String(32), primary_key=True),  # revoked | rate_limited
+    Column("reason", String(64), nullable=False),  # the Slack event that said so
+    Column("since", DateTime(timezone=True), nullable=False),
+    Column("until", DateTime(timezone=True), nullable=True),  # None: until cleared
+)
+
+
+@dataclass(frozen=True)
+class SlackPause:
+    """A ``slack_pauses`` row: ``kind``, the ``reason`` (Slack event type), ``since`` when, and
+    ``until`` when it ends by itself (None: when cleared); times are aware UTC."""
+
+    kind: str
+    reason: str
+    since: dt.datetime
+    until: dt.datetime | None
 
 
 class DatabaseUnusable(RuntimeError):
@@ -97,6 +124,50 @@ class Store:
 
         return await self._run(work)
 
+    async def pause_slack(self, kind: str, reason: str, since: dt.datetime, until: dt.datetime | None = None) -> None:
+        """Set the ``kind`` row of ``slack_pauses`` (insert, or replace the one there: the latest
+        event wins), atomically across replicas."""
+        values = {"reason": reason[:64], "since": since, "until": until}
+
+        def work() -> None:
+            with self.engine.begin() as conn:
+                if conn.execute(update(slack_pauses).where(slack_pauses.c.kind == kind).values(values)).rowcount:
+                    return
+                try:
+                    with conn.begin_nested():
+                        conn.execute(insert(slack_pauses).values(kind=kind, **values))
+                except IntegrityError:  # another replica inserted it at the same moment
+                    conn.execute(update(slack_pauses).where(slack_pauses.c.kind == kind).values(values))
+
+        await self._run(work)
+
+    async def resume_slack(self, kind: str) -> bool:
+        """Delete the ``kind`` row of ``slack_pauses``; True when there was one."""
+
+        def work() -> bool:
+            with self.engine.begin() as conn:
+                return conn.execute(delete(slack_pauses).where(slack_pauses.c.kind == kind)).rowcount > 0
+
+        return await self._run(work)
+
+    async def slack_paused(self, now: dt.datetime) -> SlackPause | None:
+        """The pause in force at ``now`` (no ``until``, or ``until`` after ``now``), ``revoked``
+        before ``rate_limited``; None when Slack may be called."""
+
+        def work() -> SlackPause | None:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(slack_pauses)
+                    .where(or_(slack_pauses.c.until.is_(None), slack_pauses.c.until > now))
+                    .order_by(slack_pauses.c.kind.desc())
+                ).all()
+            if not rows:
+                return None
+            row = rows[0]
+            return SlackPause(row.kind, row.reason, _utc(row.since), _utc(row.until) if row.until is not None else None)
+
+        return await self._run(work)
+
     def check_writable(self) -> None:
         """Write a probe row and roll it back: raises :class:`DatabaseUnusable` (one line: what is
         wrong and how to fix it) when the database cannot be written (a read-only file or replica,
@@ -148,6 +219,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     cursor.close()
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    """``value`` with the UTC zone when the database gave it none (SQLite drops the zone)."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
 
 
 def _utc_now() -> dt.datetime:

@@ -44,3 +44,13 @@ def test_manifest_declares_what_the_bot_needs(manifest):
     # agent sessions: mentions start them, reactions show their state, thread replies carry files
     assert {"app_mentions:read", "reactions:write", "files:read", "channels:history", "groups:history"} <= scopes
     assert "app_mention" in manifest["settings"]["event_subscriptions"]["bot_events"]
+
+
+def test_manifest_lets_the_bot_join_a_sessions_public_channel(manifest):
+    # Slack delivers no thread replies from a channel the app is not in: a session joins it first
+    assert "channels:join" in manifest["oauth_config"]["scopes"]["bot"]
+
+
+def test_manifest_subscribes_the_lifecycle_events(manifest):
+    # app_rate_limited is sent to every app; these two must be subscribed
+    assert {"app_uninstalled", "tokens_revoked"} <= set(manifest["settings"]["event_subscriptions"]["bot_events"])

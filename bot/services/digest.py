@@ -23,7 +23,9 @@ decides, never the scheduler; see :mod:`bot.scheduler`):
    ``include_all_metadata``, following ``next_cursor`` page by page, so a busy channel's digest is
    found past the first page) for a message whose Slack ``metadata`` is ``{"event_type":
    "agent_digest", "event_payload": {"channel": ..., "day": ...}}``: a process that posted and
-   crashed before step 4 left exactly that, so it is recorded instead of re-posted.
+   crashed before step 4 left exactly that, so it is recorded instead of re-posted. A public
+   channel the bot is not in answers ``not_in_channel`` (it may post there, not read): nothing can
+   be found, so the tick posts (:meth:`DigestService._find_posted`).
 3. post ``chat.postMessage`` with that metadata through the Slack gateway (:mod:`bot.slack`: a 429
    is waited out and sent again there, by its retry handler). A post or look-up that still fails
    (a :class:`bot.slack.SlackFailure`) releases the lease, so the next tick retries the channel.
@@ -57,7 +59,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, overload
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, select, update
@@ -75,6 +77,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EVENT_TYPE = "agent_digest"
+NOT_IN_CHANNEL: Final = "not_in_channel"
+"""Slack's answer to a history read in a channel the bot is not in (it may still post there)."""
+NOT_A_MEMBER: Final = "the bot is not in the channel, so no earlier post can be looked for; posting"
 LEASE = dt.timedelta(minutes=10)
 """How long a claim is held before another tick may take it over (a crashed poster's claim)."""
 FIND_BACK = dt.timedelta(minutes=1)
@@ -347,7 +352,12 @@ class DigestRepository:
         return await self.store._run(work)
 
 
+@overload
+def _aware(value: dt.datetime) -> dt.datetime: ...
+@overload
+def _aware(value: dt.datetime | None) -> dt.datetime | None: ...
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    """``value`` with the UTC zone when the database gave it none (SQLite drops the zone)."""
     if value is not None and value.tzinfo is None:  # SQLite drops the zone
         return value.replace(tzinfo=dt.UTC)
     return value
@@ -504,8 +514,8 @@ def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout
 
 def _tool_callout(rows: list[Any], day: dt.date) -> Callout | None:
     """The tool (or MCP server, names folded by case) furthest above its usual level."""
-    on_day: Counter = Counter()
-    before: Counter = Counter()
+    on_day: Counter[str] = Counter()
+    before: Counter[str] = Counter()
     days_before = 0
     for row in rows:
         target = on_day if row.date == day else before
@@ -725,7 +735,13 @@ class DigestService:
     async def _find_posted(self, claim: Claim) -> str | SlackFailure | None:
         """The ts of this claim's digest when a previous attempt posted it (its message metadata),
         looked for in the channel's history since :data:`FIND_BACK` before the claim was first made;
-        None when there is none; a :class:`bot.slack.SlackFailure` when the history cannot be read."""
+        None when there is none; a :class:`bot.slack.SlackFailure` when the history cannot be read.
+
+        Slack answers ``not_in_channel`` to ``conversations.history`` of a public channel the bot is
+        not a member of, where ``chat:write.public`` still lets it post (Slack docs
+        ``conversations.history``, ``chat.postMessage``): that means "not found" (None), else the
+        channel would never get its digest. The price: a replica that posted there and crashed
+        before recording leaves a digest this attempt cannot see, so that day may be posted twice."""
         day = claim.day.isoformat()
 
         def matches(payload: Mapping[str, Any]) -> bool:
@@ -733,6 +749,9 @@ class DigestService:
 
         oldest = (claim.claimed_at - FIND_BACK).timestamp()
         found = await self.slack.find_by_metadata(claim.channel_id, EVENT_TYPE, matches, oldest=oldest)
+        if isinstance(found, SlackFailure) and found.error == NOT_IN_CHANNEL:
+            logger.info("digest of %s into %s: %s", claim.day, claim.channel_id, NOT_A_MEMBER)
+            return None
         if isinstance(found, str):
             logger.info("digest of %s into %s was posted before (ts %s); recorded, not re-posted", claim.day, claim.channel_id, found)
         return found

@@ -15,7 +15,8 @@ It is an independent implementation of Slack's documented behaviour (each module
 doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``.
 
 Not emulated: OAuth and scopes, the RTM API, Slack's own delivery timeouts and
-retries (tests send retries explicitly), message search and history methods.
+retries (tests send retries explicitly), message search. Membership is: the bot reads the history
+of, and gets events from, only the conversations it is in (:mod:`.web_api`, :mod:`.client_side`).
 """
 
 from .client_side import AsyncSlackClientSide, DeliveryOptions, SentRequest, SlackClientSide, SlackRequest

@@ -19,7 +19,24 @@ Slack docs followed:
 - events: https://api.slack.com/apis/events-api (``event_callback`` envelope with ``event_id``,
   ``event_time``, ``authorizations``; ``url_verification`` challenge; retries carry
   ``X-Slack-Retry-Num`` and ``X-Slack-Retry-Reason``);
-- signing: https://api.slack.com/authentication/verifying-requests-from-slack.
+- signing: https://api.slack.com/authentication/verifying-requests-from-slack;
+- app lifecycle events: https://docs.slack.dev/reference/events/app_uninstalled,
+  https://docs.slack.dev/reference/events/tokens_revoked (``event_callback`` envelopes) and
+  https://docs.slack.dev/reference/events/app_rate_limited (a top-level ``app_rate_limited``
+  payload with ``minute_rate_limited``, no ``event``);
+- Slack Connect files: https://docs.slack.dev/reference/events/message/file_share ("Slack Connect
+  files": the event carries ``{"id", "mode": "file_access", "file_access": "check_file_info"}`` and
+  the app calls ``files.info`` for the rest).
+
+Membership: Slack delivers an event that happened in a conversation only when the app is in it
+(Events API, "Permission model"). :meth:`_ClientSide.send_event` therefore sends nothing for an event
+whose ``channel`` is a channel of the directory the bot is not in (:meth:`.directory.Directory.is_member`)
+and answers a :class:`SentRequest` with ``delivered=False`` (status 0); the person's message is still
+recorded, as it is in Slack. Events in channels the directory does not know are delivered.
+
+``trigger_id``: every slash command, click and submission gets a fresh one, noted with the Web API
+(:meth:`.web_api.WebApi.issue_trigger`), so ``views.open`` refuses it after 3 seconds of the
+emulator's clock.
 
 Delivery options, accepted by every ``send*`` method (:class:`DeliveryOptions`): ``retry_num``
 (with ``retry_reason``, default ``http_timeout``), ``timestamp`` (the signed
@@ -96,6 +113,8 @@ class SentRequest:
     body: str
     headers: dict[str, str]
     elapsed: float
+    delivered: bool = True
+    """False when Slack would not have sent the request (an event from a conversation the bot is not in)."""
 
     @property
     def response_url_id(self) -> str | None:
@@ -128,6 +147,10 @@ class _ClientSide(Generic[R]):
 
     def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> R:
         """POST ``request`` to the bot's Request URL, signed; see :class:`DeliveryOptions`."""
+        raise NotImplementedError
+
+    def not_delivered(self, request: SlackRequest) -> R:
+        """What ``send_event`` answers for an event Slack would not deliver (module docstring)."""
         raise NotImplementedError
 
     # ----------------------------------------------------------------- what Slack sends
@@ -290,7 +313,8 @@ class _ClientSide(Generic[R]):
 
     def send_event(self, event: dict[str, Any], *, event_id: str | None = None, **delivery: Unpack[DeliveryOptions]) -> R:
         """An Events API ``event_callback`` wrapping ``event`` (``event_ts``, and for messages
-        ``ts``/``team``/``channel_type``, are filled in when missing)."""
+        ``ts``/``team``/``channel_type``, are filled in when missing). Not sent when the event's
+        ``channel`` is one the bot is not in (the module docstring): ``delivered`` is False."""
         event = self._complete_event(event)
         team, bot = self.emulator.directory.team, self.emulator.directory.bot
         envelope = {
@@ -313,7 +337,42 @@ class _ClientSide(Generic[R]):
             "is_ext_shared_channel": False,
             "event_context": f"4-{uuid.uuid4().hex}",
         }
-        return self.send(SlackRequest("event_callback", json.dumps(envelope), JSON, envelope), **delivery)
+        request = SlackRequest("event_callback", json.dumps(envelope), JSON, envelope)
+        if not self._bot_sees(event):
+            return self.not_delivered(request)
+        return self.send(request, **delivery)
+
+    def _bot_sees(self, event: dict[str, Any]) -> bool:
+        """Whether Slack sends ``event`` to the app: not when it happened in a known channel the bot is not in."""
+        channel = self.emulator.directory.channel(str(event.get("channel") or ""))
+        return channel is None or self.emulator.directory.is_member(channel)
+
+    def send_app_uninstalled(self, **delivery: Unpack[DeliveryOptions]) -> R:
+        """The ``app_uninstalled`` event: the app was removed from the workspace; its tokens no longer work."""
+        return self.send_event({"type": "app_uninstalled", "event_ts": f"{time.time():.6f}"}, **delivery)
+
+    def send_tokens_revoked(
+        self, *, bot: list[str] | None = None, oauth: list[str] | None = None, **delivery: Unpack[DeliveryOptions]
+    ) -> R:
+        """The ``tokens_revoked`` event: ``tokens.bot`` lists the bot users whose tokens were revoked
+        (default: the app's bot user), ``tokens.oauth`` the users whose user tokens were."""
+        bot_users = [self.emulator.directory.bot.user_id] if bot is None else bot
+        event = {"type": "tokens_revoked", "tokens": {"oauth": list(oauth or []), "bot": bot_users}, "event_ts": f"{time.time():.6f}"}
+        return self.send_event(event, **delivery)
+
+    def send_app_rate_limited(self, minute_rate_limited: int, **delivery: Unpack[DeliveryOptions]) -> R:
+        """The ``app_rate_limited`` payload: the app went over the Events API's limit (30,000 events
+        an hour) in the minute starting at ``minute_rate_limited`` (epoch seconds, a whole minute);
+        Slack sends no events until it is over."""
+        team, bot = self.emulator.directory.team, self.emulator.directory.bot
+        payload = {
+            "token": self.emulator.verification_token,
+            "type": "app_rate_limited",
+            "team_id": team.id,
+            "minute_rate_limited": int(minute_rate_limited),
+            "api_app_id": bot.app_id,
+        }
+        return self.send(SlackRequest("app_rate_limited", json.dumps(payload), JSON, payload), **delivery)
 
     def send_message(
         self,
@@ -353,6 +412,12 @@ class _ClientSide(Generic[R]):
     def share_file(self, name: str, mimetype: str, content: bytes) -> dict[str, Any]:
         """Host a file as if a person uploaded it; the returned file object goes in a message's ``files``."""
         return self.emulator.web_api.host_file(self.emulator.url, name=name, mimetype=mimetype, content=content)
+
+    def share_connect_file(self, name: str, mimetype: str, content: bytes) -> dict[str, Any]:
+        """Host a file as if a person of another organization shared it in a Slack Connect channel:
+        the returned object, for a message's ``files``, is only ``{"id", "file_access":
+        "check_file_info"}``; ``files.info`` gives the rest."""
+        return self.emulator.web_api.host_connect_file(self.emulator.url, name=name, mimetype=mimetype, content=content)
 
     def send_url_verification(self, challenge: str | None = None, **delivery: Unpack[DeliveryOptions]) -> R:
         """The ``url_verification`` handshake; the bot must echo ``challenge``."""
@@ -431,7 +496,8 @@ class _ClientSide(Generic[R]):
         return "im" if channel.is_im else "group"
 
     def _trigger_id(self) -> str:
-        return f"{next(self._numbers)}.{int(time.time())}.{uuid.uuid4().hex[:32]}"
+        trigger_id = f"{next(self._numbers)}.{int(time.time())}.{uuid.uuid4().hex[:32]}"
+        return self.emulator.web_api.issue_trigger(trigger_id)
 
     @staticmethod
     def _sent(request: SlackRequest, response: httpx.Response, started: float) -> SentRequest:
@@ -457,6 +523,9 @@ class SlackClientSide(_ClientSide[SentRequest]):
         response = self._http.post(self.request_url, content=request.body.encode(), headers=headers)
         return self._sent(request, response, started)
 
+    def not_delivered(self, request: SlackRequest) -> SentRequest:
+        return SentRequest(request, 0, "", {}, 0.0, delivered=False)
+
     def close(self) -> None:
         self._http.close()
 
@@ -473,6 +542,9 @@ class AsyncSlackClientSide(_ClientSide[Awaitable[SentRequest]]):
     def __init__(self, emulator: SlackEmulator, bot_url: str, **options: Any) -> None:
         super().__init__(emulator, bot_url, **options)
         self._http: httpx.AsyncClient | None = None
+
+    async def not_delivered(self, request: SlackRequest) -> SentRequest:
+        return SentRequest(request, 0, "", {}, 0.0, delivered=False)
 
     async def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> SentRequest:
         if self._http is None:

@@ -17,7 +17,13 @@ names from it when it builds slash commands and events.
 
 User groups: ``S0OWNERS`` ``@platform-owners`` = [U0OWNER], ``S0MANAGERS`` ``@eng-managers`` =
 [U0MANAGER]. Channels: ``C0GENERAL`` #general, ``C0ENG`` #engineering, ``C0DIGEST`` #agent-digest,
-``C0SECRET`` #leadership (private, the bot is not a member).
+``C0RANDOM`` #random (public, the bot is not a member: it may post there with ``chat:write.public``,
+but reads no history and gets no events until it joins), ``C0SECRET`` #leadership (private, the bot
+is not a member).
+
+Membership: a channel's ``bot_is_member`` is its seed; ``conversations.join`` adds the bot to a
+public channel at run time (:meth:`Directory.join`, kept in :attr:`Directory.joined`), and
+:meth:`Directory.is_member` answers for both. The bot is in every DM with it.
 Team ``T0EMULATED`` "Emulated Org" (domain ``emulated-org``). The roles themselves live in the bot's
 roles file and the sandbox Agent API's organization users; this module only names the people.
 
@@ -103,6 +109,8 @@ class Directory:
     channels: tuple[EmulatedChannel, ...] = ()
     team: Team = field(default_factory=Team)
     bot: BotIdentity = field(default_factory=BotIdentity)
+    joined: set[str] = field(default_factory=set, compare=False, repr=False)
+    """IDs of the channels the bot joined at run time (``conversations.join``)."""
 
     def __post_init__(self) -> None:
         if not any(user.id == self.bot.user_id for user in self.users):
@@ -131,6 +139,17 @@ class Directory:
             if user is not None:
                 found = EmulatedChannel(channel_id, user.name, is_private=True, is_im=True, user=user.id)
         return found
+
+    def is_member(self, channel: EmulatedChannel) -> bool:
+        """Whether the bot is in ``channel``: a DM, a channel seeded with it, or one it joined."""
+        return channel.is_im or channel.bot_is_member or channel.id in self.joined
+
+    def join(self, channel: EmulatedChannel) -> bool:
+        """Add the bot to ``channel``; False when it was a member already."""
+        if self.is_member(channel):
+            return False
+        self.joined.add(channel.id)
+        return True
 
     def resolve_channel(self, channel: str) -> EmulatedChannel | None:
         """What ``chat.*`` methods accept as ``channel``: a channel ID, or a user ID (their DM)."""
@@ -186,8 +205,9 @@ def user_group_json(group: EmulatedUserGroup, team: Team, *, include_users: bool
     return data
 
 
-def channel_json(channel: EmulatedChannel) -> dict:
-    """The ``channel`` object of ``conversations.info`` (the fields a bot reads, no more)."""
+def channel_json(channel: EmulatedChannel, *, is_member: bool | None = None) -> dict:
+    """The ``channel`` object of ``conversations.info`` (the fields a bot reads, no more);
+    ``is_member`` overrides the channel's seeded membership (:meth:`Directory.is_member`)."""
     data = {
         "id": channel.id,
         "name": channel.name,
@@ -196,7 +216,7 @@ def channel_json(channel: EmulatedChannel) -> dict:
         "is_im": channel.is_im,
         "is_private": channel.is_private,
         "is_archived": channel.is_archived,
-        "is_member": channel.bot_is_member,
+        "is_member": channel.bot_is_member if is_member is None else is_member,
     }
     if channel.user:
         data["user"] = channel.user
@@ -217,6 +237,7 @@ DEFAULT_CHANNELS = (
     EmulatedChannel("C0GENERAL", "general"),
     EmulatedChannel("C0ENG", "engineering"),
     EmulatedChannel("C0DIGEST", "agent-digest"),
+    EmulatedChannel("C0RANDOM", "random", bot_is_member=False),
     EmulatedChannel("C0SECRET", "leadership", is_private=True, bot_is_member=False),
 )
 

@@ -97,8 +97,10 @@ class SlackEmulator:
         self.stop()
 
     def reset(self) -> None:
-        """Forget what was recorded, the issued response URLs and the rate-limit counts; keep serving."""
+        """Forget what was recorded, the issued response URLs, the rate-limit counts and the channels
+        the bot joined (back to the directory's seed); keep serving."""
         self.recorder.clear()
+        self.directory.joined.clear()
         self.response_urls.clear()
         self.web_api.reset_rate_limits()
         self.socket_mode.clear()

@@ -72,6 +72,7 @@ ENVELOPE_TYPES = {
     "block_actions": "interactive",
     "view_submission": "interactive",
     "event_callback": "events_api",
+    "app_rate_limited": "events_api",
 }
 """The envelope type that carries each kind of :class:`.client_side.SlackRequest`."""
 
@@ -360,6 +361,9 @@ class SocketModeClientSide(_ClientSide[SentRequest]):
             return SentRequest(request, 0, "", {}, time.perf_counter() - started)
         body = json.dumps(ack.payload) if ack.payload else ""
         return SentRequest(request, 200, body, {"content-type": "application/json"}, time.perf_counter() - started)
+
+    def not_delivered(self, request: SlackRequest) -> SentRequest:
+        return SentRequest(request, 0, "", {}, 0.0, delivered=False)
 
     def close(self) -> None:
         """Nothing to release: the connection belongs to the app."""

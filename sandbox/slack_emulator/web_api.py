@@ -21,6 +21,9 @@ Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<met
 ``conversations.history`` (top-level messages newest first, ``oldest``/``latest``
 exclusive bounds, ``limit`` default 100, ``has_more``; a message's ``metadata`` only with
 ``include_all_metadata``, as Slack does), ``conversations.open`` (``users`` -> the DM channel),
+``conversations.join`` (public channels only), ``files.info`` (the file object of a file people
+shared, as a Slack Connect channel makes the app ask for it; Slack doc "file_share message",
+"Slack Connect files"),
 ``apps.connections.open`` (app-level token only; the Socket Mode URL, see :mod:`.socket_mode`, whose
 WebSocket is served at ``{url}/link/``; a bot token answers ``not_allowed_token_type``).
 Anything else answers ``unknown_method``. ``GET {url}/files-pri/<id>/<name>`` serves files people
@@ -29,9 +32,12 @@ shared (:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sig
 Scripted failures (:meth:`WebApi.fail_next`): the next N calls of a method answer an error of your
 choice (``internal_error``, or HTTP 429 ``ratelimited`` with ``Retry-After``) without doing anything.
 
-``views.open`` needs a ``trigger_id`` (any non-empty one; Slack's 3-second validity is not
-emulated) and a modal ``view`` (``type: modal``, ``title`` of at most 24 characters, at most 100
-blocks); it answers the view with a new ``id`` (``V...``) and records a :class:`.recorder.ModalView`.
+``views.open`` needs a ``trigger_id`` and a modal ``view``. A ``trigger_id`` the client side issued
+(:meth:`WebApi.issue_trigger`) is valid for :data:`TRIGGER_LIFETIME` seconds of the emulator's
+``clock``, then ``views.open`` answers ``expired_trigger_id`` (Slack: "trigger_id expires in 3
+seconds"); one it never issued (a test's own string) is taken as fresh. The view must be a modal
+(``type: modal``, ``title`` of at most 24 characters, at most 100 blocks); it answers the view
+with a new ``id`` (``V...``) and records a :class:`.recorder.ModalView`.
 ``views.update`` takes ``view_id`` (or ``external_id``) of an opened modal and a ``view``; an
 unknown id answers ``not_found``, a ``hash`` other than the current one ``hash_conflict``.
 
@@ -43,6 +49,16 @@ Errors, as Slack returns them (HTTP 200, ``{"ok": false, "error": ...}``): ``not
 (``users.lookupByEmail``), ``no_such_subteam``, ``message_not_found``, ``no_text``,
 ``invalid_blocks`` / ``msg_too_long`` (limits in :mod:`.limits`), ``file_not_found``.
 
+Membership, as Slack enforces it for a bot (Slack docs ``conversations.history``,
+``conversations.replies``, ``conversations.join``): ``conversations.history`` and
+``conversations.replies`` of a public channel the bot is not in answer ``not_in_channel``, of a
+private one ``channel_not_found``; ``chat.postMessage`` posts into any public channel (scope
+``chat:write.public``) but not into a private one it is not in (``channel_not_found``);
+``conversations.join`` adds the bot to a public channel (``warning: already_in_channel`` when it
+was in it), and answers ``method_not_supported_for_channel_type`` for a private channel or a DM,
+``is_archived`` for an archived one. The client side delivers no event from a conversation the bot
+is not in (:mod:`.client_side`).
+
 Rate limit (off by default): with ``post_message_rate_limit=N``, a ``chat.postMessage`` beyond N in
 the last second for one channel answers HTTP 429, ``Retry-After: <whole seconds>`` and
 ``{"ok": false, "error": "ratelimited"}`` (Slack docs: "Rate limits", chat.postMessage is about one
@@ -51,7 +67,7 @@ message per second per channel).
 Pagination: ``conversations.history`` and ``conversations.replies`` take ``limit`` and ``cursor`` and
 answer ``response_metadata.next_cursor`` (an opaque string; empty on the last page), as Slack does.
 
-Not emulated: scopes, channel membership, ``reply_broadcast``, unfurling,
+Not emulated: scopes, ``reply_broadcast``, unfurling,
 scheduled messages, rich-text parsing of ``text``, real file storage or file permalinks.
 """
 
@@ -193,6 +209,9 @@ def message_content(source: Args, *, max_blocks: int = MAX_MESSAGE_BLOCKS) -> di
 
 Handler = Callable[[Args, Request], dict[str, Any]]
 
+TRIGGER_LIFETIME = 3.0
+"""Seconds a ``trigger_id`` may open a modal (Slack: "expires in 3 seconds")."""
+
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 """Methods called with the app-level token (``xapp-...``), never the bot token."""
 
@@ -217,6 +236,9 @@ class WebApi:
         self.response_urls = response_urls
         self.bot_token = bot_token
         self._rate_limiter = _RateLimiter(post_message_rate_limit, clock) if post_message_rate_limit else None
+        self._clock = clock
+        self._triggers: dict[str, float] = {}
+        self._triggers_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._methods: dict[str, Handler] = {
             "auth.test": self.auth_test,
@@ -237,11 +259,14 @@ class WebApi:
             "conversations.replies": self.conversations_replies,
             "conversations.history": self.conversations_history,
             "conversations.open": self.conversations_open,
+            "conversations.join": self.conversations_join,
+            "files.info": self.files_info,
             "views.open": self.views_open,
             "views.update": self.views_update,
             "apps.connections.open": self.apps_connections_open,
         }
         self.hosted: dict[str, tuple[str, str, bytes]] = {}
+        self.hosted_objects: dict[str, dict[str, Any]] = {}
         self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
         self._scripted_lock = threading.Lock()
         self.app = Starlette(
@@ -268,6 +293,17 @@ class WebApi:
         with self._scripted_lock:
             queue = self._scripted.get(method)
             return queue.popleft() if queue else None
+
+    def issue_trigger(self, trigger_id: str) -> str:
+        """Note that ``trigger_id`` was given to the app now (the emulator's ``clock``); returns it."""
+        with self._triggers_lock:
+            self._triggers[trigger_id] = self._clock()
+        return trigger_id
+
+    def _trigger_expired(self, trigger_id: str) -> bool:
+        with self._triggers_lock:
+            issued = self._triggers.get(trigger_id)
+        return issued is not None and self._clock() - issued > TRIGGER_LIFETIME
 
     def reset_rate_limits(self) -> None:
         if self._rate_limiter:
@@ -326,7 +362,7 @@ class WebApi:
         file_id = f"F{next(self._ids):08d}"
         self.hosted[file_id] = (name, mimetype, content)
         url = f"{base_url}/files-pri/{file_id}/{name}"
-        return {
+        self.hosted_objects[file_id] = {
             "id": file_id,
             "name": name,
             "title": name,
@@ -337,6 +373,14 @@ class WebApi:
             "url_private_download": url,
             "mode": "hosted",
         }
+        return dict(self.hosted_objects[file_id])
+
+    def host_connect_file(self, base_url: str, *, name: str, mimetype: str, content: bytes) -> dict[str, Any]:
+        """A file shared in a Slack Connect channel: hosted as :meth:`host_file`, but the event
+        carries only ``{"id", "mode": "file_access", "file_access": "check_file_info", ...}``; the app gets the rest with
+        ``files.info`` (Slack doc "Slack Connect: working with files in shared channels")."""
+        hosted = self.host_file(base_url, name=name, mimetype=mimetype, content=content)
+        return {"id": hosted["id"], "mode": "file_access", "file_access": "check_file_info", "created": 0, "timestamp": 0, "user": ""}
 
     async def _hosted_file_endpoint(self, request: Request) -> Response:
         """``url_private``: the bytes with the bot token; without it, Slack's sign-in page (HTML, 200)."""
@@ -444,10 +488,30 @@ class WebApi:
         return {"users": list(group.user_ids)}
 
     def conversations_info(self, args: Args, request: Request) -> dict[str, Any]:
-        return {"channel": channel_json(self._channel(args.get("channel")))}
+        channel = self._channel(args.get("channel"))
+        return {"channel": channel_json(channel, is_member=self.directory.is_member(channel))}
+
+    def _member_of(self, channel: EmulatedChannel) -> EmulatedChannel:
+        """``channel`` when the bot is in it; else Slack's refusal of a read: ``not_in_channel`` for a
+        public channel, ``channel_not_found`` for a private one (the bot cannot see it)."""
+        if self.directory.is_member(channel):
+            return channel
+        raise SlackApiError("channel_not_found" if channel.is_private else "not_in_channel")
+
+    def conversations_join(self, args: Args, request: Request) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        if channel.is_private or channel.is_im:
+            raise SlackApiError("method_not_supported_for_channel_type")
+        if channel.is_archived:
+            raise SlackApiError("is_archived")
+        joined = self.directory.join(channel)
+        answer: dict[str, Any] = {"channel": channel_json(channel, is_member=True)}
+        if not joined:
+            answer.update(warning="already_in_channel", response_metadata={"warnings": ["already_in_channel"]})
+        return answer
 
     def conversations_history(self, args: Args, request: Request) -> dict[str, Any]:
-        channel = self._channel(args.required("channel", error="channel_not_found"))
+        channel = self._member_of(self._channel(args.required("channel", error="channel_not_found")))
         try:
             oldest = float(args.get("oldest", 0))
             latest = float(args.get("latest", "inf"))
@@ -495,7 +559,7 @@ class WebApi:
 
     def chat_post_message(self, args: Args, request: Request) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
-        if channel.is_private and not channel.is_im and not channel.bot_is_member:
+        if channel.is_private and not self.directory.is_member(channel):
             raise SlackApiError("channel_not_found")  # Slack: a private channel the bot is not in
         content = message_content(args)
         if self._rate_limiter and (wait := self._rate_limiter.retry_after(channel.id)) is not None:
@@ -565,7 +629,7 @@ class WebApi:
         return {}
 
     def conversations_replies(self, args: Args, request: Request) -> dict[str, Any]:
-        channel = self._channel(args.get("channel"))
+        channel = self._member_of(self._channel(args.get("channel")))
         ts = args.required("ts", error="thread_not_found")
         thread = self.recorder.messages(channel.id, thread_ts=ts)
         if not thread:
@@ -596,6 +660,17 @@ class WebApi:
         file_id = f"F{next(self._ids):08d}"
         self.recorder.put_file(UploadedFile(file_id, filename, length, alt_txt=args.get("alt_txt"), snippet_type=args.get("snippet_type")))
         return {"upload_url": f"{request.base_url}upload/{file_id}", "file_id": file_id}
+
+    def files_info(self, args: Args, request: Request) -> dict[str, Any]:
+        file_id = str(args.required("file"))
+        hosted = self.hosted_objects.get(file_id)
+        if hosted is not None:
+            found = dict(hosted)
+        elif (uploaded := self.recorder.file(file_id)) is not None and uploaded.completed:
+            found = _file_json(uploaded)
+        else:
+            raise SlackApiError("file_not_found")
+        return {"file": found, "comments": [], "response_metadata": {"next_cursor": ""}}
 
     def files_complete_upload_external(self, args: Args, request: Request) -> dict[str, Any]:
         entries = args.json("files")
@@ -679,6 +754,8 @@ class WebApi:
 
     def views_open(self, args: Args, request: Request) -> dict[str, Any]:
         trigger_id = args.required("trigger_id")
+        if self._trigger_expired(str(trigger_id)):
+            raise SlackApiError("expired_trigger_id")
         view = self._modal(args)
         view_id = f"V{next(self._ids):08d}"
         modal = ModalView(view_id, view, trigger_id=trigger_id, hash=f"h{view_id}.1")

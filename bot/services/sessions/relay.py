@@ -11,6 +11,15 @@ Attached images, PDFs and text files are downloaded with the bot token (Slack do
 files": ``url_private`` needs the token and the ``files:read`` scope, else Slack answers its HTML
 sign-in page, which is an error here, not a file) and sent as base64, :data:`MAX_FILE_BYTES` at most
 each; anything skipped gets a note in the thread.
+
+The bot token goes only to Slack: a file is downloaded only from :data:`SLACK_FILE_HOSTS` (https)
+or from the origin of the Slack Web API URL the gateway calls (``SLACK_API_URL``: the emulator in
+tests); a ``url_private_download`` anywhere else is skipped with a note, never requested. httpx
+drops the ``Authorization`` header when a download is redirected to another origin.
+
+A file shared in a Slack Connect channel arrives as ``{"id", "file_access": "check_file_info"}``
+(Slack doc "file_share message", "Slack Connect files"): its object is read with ``files.info``
+(:meth:`bot.slack.SlackGateway.file_info`) first.
 """
 
 from __future__ import annotations
@@ -49,6 +58,13 @@ TOO_LARGE = f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
 NO_ADDRESS = "Slack gave no download address"
 DOWNLOAD_FAILED = "the download failed ({error})"
 SIGN_IN_PAGE = "Slack answered with a web page instead of the file (the bot needs the files:read scope)"
+NOT_SLACK_HOST = "its download address is not on Slack's file host, and I send my Slack token only to Slack"
+FILE_INFO_FAILED = "Slack did not describe this shared file ({error})"
+CHECK_FILE_INFO: Final = "check_file_info"
+"""``file_access`` of a Slack Connect file: the event has only its id; ``files.info`` has the rest."""
+SLACK_FILE_HOSTS: Final = ("files.slack.com",)
+"""Hosts (https) that serve ``url_private`` / ``url_private_download``; the bot token goes nowhere else."""
+DEFAULT_PORTS: Final = {"https": 443, "http": 80}
 
 SEEN, SENT, FAILED = "eyes", "white_check_mark", "x"
 """The reactions on a reply: being sent, sent, not sent."""
@@ -147,13 +163,33 @@ class Relay:
             if isinstance(added, SlackFailure):
                 logger.info("reaction %s on a reply in %s not added: %s", add, reply.channel, added.error)
 
+    def slack_origins(self) -> frozenset[tuple[str, str, int]]:
+        """``(scheme, host, port)`` of the places the bot token may be sent with a download:
+        :data:`SLACK_FILE_HOSTS` over https, and the origin of the gateway's Web API URL."""
+        origins = {("https", host, 443) for host in SLACK_FILE_HOSTS}
+        api = _origin(str(self.slack.client.base_url))
+        if api is not None:
+            origins.add(api)
+        return frozenset(origins)
+
     async def attachments(self, files: Sequence[Mapping[str, Any]]) -> Attachments:
         """Download a reply's files (the first :data:`MAX_FILES`) with the bot token; images,
-        files and notes about the skipped ones. Never raises for a failed download (a note)."""
+        files and notes about the skipped ones. A Slack Connect file is read with ``files.info``
+        first; a download address outside :meth:`slack_origins` is skipped. Never raises for a
+        failed look-up or download (a note)."""
         found = Attachments()
         token = self.bot_token.get_secret_value()
+        origins = self.slack_origins()
         async with httpx.AsyncClient(timeout=DOWNLOAD_TIMEOUT, follow_redirects=True) as http:
-            for item in files[:MAX_FILES]:
+            for shared in files[:MAX_FILES]:
+                item: Mapping[str, Any] = shared
+                if shared.get("file_access") == CHECK_FILE_INFO:
+                    info = await self.slack.file_info(str(shared.get("id") or ""))
+                    if isinstance(info, SlackFailure):
+                        label = one_line(str(shared.get("name") or shared.get("id") or "file"), 80)
+                        found.notes.append(FILE_SKIPPED.format(name=label, why=FILE_INFO_FAILED.format(error=one_line(info.error, 60))))
+                        continue
+                    item = info
                 name = str(item.get("name") or item.get("title") or "file")
                 mimetype = str(item.get("mimetype") or "")
                 size = item.get("size") or 0
@@ -171,6 +207,10 @@ class Relay:
                 url = item.get("url_private_download") or item.get("url_private")
                 if not url:
                     skip(NO_ADDRESS)
+                    continue
+                if _origin(str(url)) not in origins:
+                    logger.warning("a reply's file download address is not on a Slack host; skipped, the token not sent")
+                    skip(NOT_SLACK_HOST)
                     continue
                 try:
                     response = await http.get(str(url), headers={"Authorization": f"Bearer {token}"})
@@ -194,3 +234,16 @@ class Relay:
                         entry["parsedData"] = data.decode("utf-8", errors="replace")
                     found.files.append(entry)
         return found
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of ``url`` (the scheme's default port when none is given); None
+    for an address that cannot be parsed or has no host."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return None
+    scheme = parsed.scheme.lower()
+    if not parsed.host or scheme not in DEFAULT_PORTS:
+        return None
+    return scheme, parsed.host.lower(), parsed.port or DEFAULT_PORTS[scheme]

@@ -7,7 +7,9 @@ else the only ``active`` one; several active and none named: the caller offers a
 (:class:`ChooseComputer`; it expires after :data:`bot.services.sessions.store.CHOICE_TTL`) and
 :meth:`Starter.pick` takes the choice. A computer that is not ``active`` is refused with its status.
 
-Then, in :meth:`Starter.launch`: one parent message in the channel (edited in place as things
+Then, in :meth:`Starter.launch`: the bot joins a public channel it may not be in
+(``conversations.join``: Slack sends no thread replies from a channel the app is not in, though
+``chat:write.public`` lets it post there), then one parent message in the channel (edited in place as things
 change; its thread is the session's), ``POST /sessions`` (``computerId``, ``cwd``,
 ``sessionSettings.model``) and ``POST /sessions/{id}/messages`` with the prompt
 (management-api-v0.md, "Endpoints", "Session").
@@ -62,6 +64,10 @@ FORM_NO_PROMPT = "Tell the agent what to do."
 FORM_NO_COMPUTER = "Choose a computer."
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
+CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I started no session: I would not see the replies in its thread."
+JOIN_NOT_NEEDED: Final = "method_not_supported_for_channel_type"
+"""``conversations.join`` of a private channel (or a DM): only an invitation brings the bot in; the
+parent post then tells whether it is there (``channel_not_found`` when not: :data:`CANNOT_POST`)."""
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
 
 _OPTION = re.compile(r"(?:(?<=\s)|^)(computer|cwd|model)=(\"[^\"]*\"|\u201c[^\u201d]*\u201d|\S+)", re.IGNORECASE)
@@ -255,7 +261,17 @@ class Starter:
         Returns the row as it ends: ``failed`` with ``error`` set when the parent message could not
         be posted (nothing started: nobody would see the session; ``parent_ts`` stays None) or when
         ``POST /sessions`` failed (the parent shows it); else ``started`` (``error`` set when the
-        prompt was not delivered). Never raises for a Slack or Agent API failure."""
+        prompt was not delivered). Never raises for a Slack or Agent API failure.
+
+        First the bot joins the channel (:meth:`bot.slack.SlackGateway.join`; a channel ``C…``):
+        a join Slack refuses fails the row with :data:`CANNOT_JOIN`, nothing posted or started;
+        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post."""
+        if row.channel.startswith("C"):
+            joined = await self.slack.join(row.channel)
+            if isinstance(joined, SlackFailure) and joined.error != JOIN_NOT_NEEDED:
+                await self.sessions.mark_failed(row.id, CANNOT_JOIN.format(error=joined.error))
+                logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
+                return await self.sessions.get(row.id) or row
         parent = await self.slack.post(row.channel, parent_message(view_of(row, status="starting")), thread_ts=row.thread_ts)
         if isinstance(parent, SlackFailure) or not parent.ts:
             await self.sessions.mark_failed(row.id, CANNOT_POST)

@@ -17,7 +17,7 @@ from sqlalchemy import delete
 
 from bot.api import AgentClient, RetryPolicy
 from bot.demo import start_stack
-from bot.services.digest import EVENT_TYPE, DigestRepository, Subscription, TickReport, digest_posts, digest_subscriptions
+from bot.services.digest import EVENT_TYPE, NOT_A_MEMBER, DigestRepository, Subscription, TickReport, digest_posts, digest_subscriptions
 from bot.slack import HISTORY_PAGE, MAX_RETRY_AFTER, Posted, SlackGateway, web_client
 from bot.store import Store
 from handlers.digest import digest_service
@@ -204,3 +204,39 @@ def test_a_chart_slack_refuses_leaves_the_text_digest(stack, caplog):
     assert rows(stack) == [(CHANNEL, DAY, ts, 1)]
     assert stack.slack.recorder.files(CHANNEL) == []
     assert digest_log(caplog) == [(logging.WARNING, f"digest chart upload into {CHANNEL} failed: internal_error")]
+
+
+def test_a_public_channel_the_bot_is_not_in_gets_its_digest_after_a_failed_post(stack, caplog):
+    """Slack answers ``not_in_channel`` to the history of a public channel the bot is not in, where
+    ``chat:write.public`` lets it post: the look-up finds nothing there, and the tick posts."""
+    outside = "C0RANDOM"
+
+    async def subscribe_outside() -> None:
+        store = Store(stack.bot.services.settings.database_url)
+        try:
+            repo = DigestRepository(store)
+            await repo.unsubscribe(CHANNEL)
+            await repo.subscribe(Subscription(outside, dt.time(5, 30), created_by="U0MANAGER", created_at=NOW))
+        finally:
+            store.close()
+
+    asyncio.run(subscribe_outside())
+    stack.slack.web_api.fail_next("chat.postMessage", "internal_error")
+    assert tick(stack).failed == [outside]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="bot.services.digest"):
+        report = tick(stack)
+    assert (report.posted, report.recovered, report.failed) == ([outside], [], [])
+    [digest] = [m for m in stack.slack.recorder.messages(outside) if not m.is_reply]
+    assert digest.metadata == {"event_type": EVENT_TYPE, "event_payload": {"channel": outside, "day": DAY.isoformat()}}
+    assert rows(stack) == [(outside, DAY, digest.ts, 2)]
+    assert [
+        (c.method, c.response.get("error")) for c in stack.slack.recorder.calls() if c.method.startswith(("chat.", "conversations."))
+    ] == [
+        ("chat.postMessage", "internal_error"),
+        ("conversations.history", "not_in_channel"),
+        ("chat.postMessage", None),
+    ]
+    assert digest_log(caplog) == [
+        (logging.INFO, f"digest of {DAY} into {outside}: {NOT_A_MEMBER}"),
+    ]

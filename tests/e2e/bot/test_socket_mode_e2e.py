@@ -92,6 +92,16 @@ def test_help_and_usage_answer_the_same_in_socket_mode_as_over_http(world, block
     assert "billable tokens" in socket_payloads[-1]["text"]
 
 
+def test_the_lifecycle_events_are_acknowledged_over_the_socket(world):
+    _state, slack, _http_bot, socket_bot = world
+    client = slack.socket_client(timeout=10)
+    # without an ack Slack counts a failed delivery and sends it again; neither of these holds the bot back:
+    # a rate-limited minute long past, a revocation of user tokens only
+    assert client.send_app_rate_limited(60).status_code == 200
+    assert client.send_tokens_revoked(bot=[], oauth=["U0MEMBER"]).status_code == 200
+    assert "Slack tokens_revoked for user tokens only; the bot token still works" in socket_bot.log_text()
+
+
 def test_a_click_over_the_socket_retries_install_once_and_its_redelivery_is_dropped(world):
     state, slack, _http_bot, socket_bot = world
     client = slack.socket_client(timeout=20)
