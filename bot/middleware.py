@@ -16,6 +16,13 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    modal's first input; for an event, an ephemeral message in its thread through the Slack gateway
    (``chat.postEphemeral``). It is logged at WARNING; the handler never runs. Requests with no policy
    key (events the bot does not act on) pass through.
+
+   An event written by an app (``bot_id``, or subtype ``bot_message``: RSS, GitHub, a workflow;
+   whatever ``user`` it carries) is let through only when the roles file's ``sessions.allow_bots``
+   names its bot or app (:meth:`bot.policy.Policy.allowed_bot`; it then acts as a member); any other
+   is answered ``200`` with nothing done and logged, without telling anybody (there is no person to
+   tell). An event with a policy key but no user is refused the same way. So every event that can
+   cause a side effect has been through this check, and ``context["agent_user"]`` says who it acts as.
 """
 
 from __future__ import annotations
@@ -64,25 +71,44 @@ def request_user(body: Mapping[str, Any]) -> str | None:
 
 PERSON_SUBTYPES = (None, "file_share", "thread_broadcast")
 """Message subtypes that are a person's words (a reply with a file, a reply also sent to the channel)."""
+BOT_MESSAGE = "bot_message"
+"""The subtype of a message an app posted (Slack doc "message" event, ``bot_message``)."""
 
 
-def is_person_reply(event: Mapping[str, Any]) -> bool:
-    """The one definition of a person's reply in a thread: a ``message`` (or the ``app_mention``
-    that carries the same words) inside a thread, by a person (a ``user``, no ``bot_id``), not an
-    edit or deletion (subtype absent, ``file_share`` or ``thread_broadcast``)."""
+def is_bot_authored(event: Mapping[str, Any]) -> bool:
+    """Whether an app wrote the event's message: it carries a ``bot_id`` (whatever ``user`` it also
+    carries: an integration's bot user, or a person's ID), or has subtype ``bot_message``."""
+    return bool(event.get("bot_id")) or event.get("subtype") == BOT_MESSAGE
+
+
+def event_author(event: Mapping[str, Any]) -> str | None:
+    """Who wrote the event's message: its ``user``, else its ``bot_id``; ``None`` for neither."""
+    return event.get("user") or event.get("bot_id") or None
+
+
+def is_thread_message(event: Mapping[str, Any]) -> bool:
+    """A new message inside a thread, by a person or an app: a ``message`` (or the ``app_mention``
+    that carries the same words) whose ``thread_ts`` is not its own ``ts``, not an edit or deletion
+    (subtype absent, ``file_share``, ``thread_broadcast`` or ``bot_message``), with an author."""
     return (
         event.get("type") in ("message", "app_mention")
         and bool(event.get("thread_ts"))
         and event.get("thread_ts") != event.get("ts")
-        and not event.get("bot_id")
-        and event.get("subtype") in PERSON_SUBTYPES
-        and bool(event.get("user"))
+        and event.get("subtype") in (*PERSON_SUBTYPES, BOT_MESSAGE)
+        and event_author(event) is not None
     )
 
 
+def is_person_reply(event: Mapping[str, Any]) -> bool:
+    """The one definition of a person's reply in a thread: :func:`is_thread_message` by a person (a
+    ``user``, not :func:`is_bot_authored`)."""
+    return is_thread_message(event) and not is_bot_authored(event) and bool(event.get("user"))
+
+
 def is_thread_reply(body: Mapping[str, Any]) -> bool:
-    """Whether an Events API ``body`` carries a person's reply in a thread (:func:`is_person_reply`)."""
-    return is_person_reply(body.get("event") or {})
+    """Whether an Events API ``body`` carries a message in a thread (:func:`is_thread_message`); who
+    wrote it is the role check's business."""
+    return is_thread_message(body.get("event") or {})
 
 
 EventPolicy = Callable[[Mapping[str, Any]], Awaitable[str | None]]
@@ -146,9 +172,24 @@ def build_role_check(
 
     async def role_check(body: dict, context: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]) -> Any:
         key = await policy_key(body)
-        user_id = request_user(body)
-        if key is None or user_id is None:
+        if key is None:
             return await next()
+        event = (body.get("event") or {}) if body.get("type") == "event_callback" else {}
+        if event and is_bot_authored(event):
+            bot = policy.allowed_bot(bot_id=event.get("bot_id"), app_id=event.get("app_id"), author=event_author(event))
+            if bot is not None and policy.allows(bot, key):
+                context["agent_user"] = bot
+                return await next()
+            logger.warning(
+                "ignored %s by an app (bot %s, app %s): not in sessions.allow_bots", key, event.get("bot_id"), event.get("app_id")
+            )
+            return BoltResponse(status=200, body="")
+        user_id = request_user(body)
+        if user_id is None:
+            logger.warning("refused %s: the request names no user", key)
+            if body.get("type") != "event_callback":
+                await ack()
+            return BoltResponse(status=200, body="")
         user = await resolver.resolve(user_id)
         context["agent_user"] = user
         if policy.allows(user, key):

@@ -10,7 +10,9 @@ domain (which computer, the exactly-once start and relay, following) is in
 :mod:`bot.services.sessions`. Thread replies (Events API ``message`` with ``thread_ts``, and the
 ``app_mention`` with the same words) in a session's thread go to the agent; in any other thread, and
 plain channel messages, they are ignored silently. The role check (policy keys ``session start``,
-``thread_reply``, the buttons' action ids) ran before, in the middleware.
+``thread_reply``, the buttons' action ids) ran before, in the middleware; an event it did not pass
+on as the act of someone (``context["agent_user"]``: a person, or an app that ``sessions.allow_bots``
+names) starts and steers nothing here.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
-from bot.middleware import is_person_reply
+from bot.middleware import is_thread_message
+from bot.roles import ResolvedUser
 from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, StartOutcome, ThreadReply
 from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
 from bot.slack import SlackFailure
@@ -265,15 +268,19 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
 async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext) -> None:
     """``app_mention`` and ``message``: a reply in a session's thread goes to the agent; a mention
     elsewhere starts a session; anything else (the ``message`` twin of a mention, a channel message,
-    a reply in another thread, bots, edits) is ignored."""
-    if event.get("type") == "message" and not is_person_reply(event):
+    a reply in another thread, edits, an event the role check did not pass on as someone's act:
+    another app's message) is ignored."""
+    actor: ResolvedUser | None = context.get("agent_user")
+    if actor is None:
+        return  # no policy key, or an app's message sessions.allow_bots does not name: nothing to do
+    if event.get("type") == "message" and not is_thread_message(event):
         return
     channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
     text = _LEADING_MENTION.sub("", unescape_slack(event.get("text") or ""))
     if thread_ts and thread_ts != event.get("ts"):
         link = await services.sessions.of_thread(channel, thread_ts)
         if link is not None:
-            if is_person_reply(event):
+            if is_thread_message(event):
                 reply = ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ())
                 await services.sessions.forward(reply, link)
             return
@@ -283,8 +290,8 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     where = thread_ts or event.get("ts")
     start = NewStart(
         start_key=f"mention:{channel}:{event.get('ts')}",
-        slack_user=str(event.get("user") or ""),
-        user_email=getattr(context.get("agent_user"), "email", None),
+        slack_user=actor.user_id,
+        user_email=actor.email,
         channel=channel,
         origin="mention",
         prompt=prompt,

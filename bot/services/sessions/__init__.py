@@ -24,7 +24,7 @@ from pydantic import SecretStr
 
 from bot.api import AgentClient, NotFoundError
 from bot.api.models import Session
-from bot.middleware import THREAD_REPLY, is_person_reply
+from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
@@ -208,15 +208,16 @@ class Sessions:
 
     async def event_policy(self, body: Mapping[str, Any]) -> str | None:
         """The policy key of an Events API ``body`` for the role check: ``thread_reply`` for a
-        person's reply in a session's thread, ``session start`` for a mention elsewhere, None
-        otherwise (not for this bot: no role check, ignored)."""
+        message in a session's thread (:func:`bot.middleware.is_thread_message`), ``session start``
+        for a mention elsewhere, None otherwise (not for this bot: no role check, ignored).
+
+        Whoever wrote it, a person, an app or nobody named: the role check decides about the author
+        (an app's message passes only when ``sessions.allow_bots`` names it)."""
         event = body.get("event") or {}
-        if event.get("bot_id") or not event.get("user"):
-            return None
         thread_ts = event.get("thread_ts")
-        if thread_ts and thread_ts != event.get("ts") and is_person_reply(event):
-            if await self.store.by_thread(event.get("channel", ""), thread_ts) is not None:
-                return THREAD_REPLY
+        in_session = is_thread_message(event) and thread_ts and await self.store.by_thread(event.get("channel", ""), thread_ts)
+        if in_session:
+            return THREAD_REPLY
         if event.get("type") == "app_mention":
             return START_POLICY_KEY
         return None
