@@ -236,6 +236,8 @@ def create_bot(
     resolver = RoleResolver(
         roles_file, identity=identity, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
     )
+    approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
+    policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     sessions = Sessions(
         agent=agent,
         store=store,
@@ -243,9 +245,8 @@ def create_bot(
         now=now,
         follow_hours=settings.session_follow_hours,
         bot_token=bot_token,
+        policy=policy,
     )
-    approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
-    policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
     digest = digest_service(agent=agent, store=store, slack=slack, now=now)
     hook_receiver = HookReceiver(

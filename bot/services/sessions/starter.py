@@ -256,7 +256,9 @@ class Starter:
         be posted (nothing started: nobody would see the session; ``parent_ts`` stays None) or when
         ``POST /sessions`` failed (the parent shows it); else ``started`` (``error`` set when the
         prompt was not delivered). Never raises for a Slack or Agent API failure."""
-        parent = await self.slack.post(row.channel, parent_message(view_of(row, status="starting")), thread_ts=row.thread_ts)
+        parent = await self.slack.post(
+            row.channel, parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)), thread_ts=row.thread_ts
+        )
         if isinstance(parent, SlackFailure) or not parent.ts:
             await self.sessions.mark_failed(row.id, CANNOT_POST)
             logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
