@@ -1,7 +1,7 @@
 """The app factory: builds the slack-bolt ``AsyncApp``, its services, and the HTTP (ASGI) app.
 
 ``create_bot(settings)`` returns a :class:`Bot`: the Bolt app with the global middleware
-(de-duplication, role check) and the handlers registered, the :class:`Services` the handlers use,
+(the installation's workspace, de-duplication, role check) and the handlers registered, the :class:`Services` the handlers use,
 and :meth:`Bot.asgi` for HTTP mode: ``POST /slack/events`` (slash commands, interactivity and
 events on one Request URL, through Bolt's Starlette adapter) and ``GET /healthz``.
 
@@ -35,14 +35,14 @@ from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
-from bot.middleware import build_dedupe, build_role_check, tag_request
+from bot.middleware import Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.hooks import HookReceiver
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
-from bot.slack import SlackGateway, web_client
+from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
 from handlers.digest import digest_service
@@ -91,6 +91,19 @@ class Bot:
     scheduler: Scheduler = field(default_factory=lambda: Scheduler(()))
 
     run_jobs: bool = True
+    installation: Installation | None = None
+    """The workspace and app of the bot token (``auth.test``), which the workspace middleware checks
+    every request against; :meth:`check_installation` learns it at start-up."""
+
+    async def check_installation(self) -> None:
+        """Learn the installation with ``auth.test`` now (``agent-bot serve`` and ``socket`` call it
+        before serving). Raises :class:`ConfigurationError` naming Slack's error when it fails."""
+        if self.installation is None:
+            return
+        known = await self.installation.learn()
+        if isinstance(known, SlackFailure):
+            raise ConfigurationError(f"Slack auth.test failed ({known.error}): check SLACK_BOT_TOKEN and SLACK_API_URL")
+        logger.info("installed in workspace %s as app %s", known.team_id, known.app_id)
 
     def asgi(self) -> Starlette:
         """The HTTP-mode ASGI app: ``POST /slack/events``, ``POST /hooks/agent``, ``GET /healthz``
@@ -292,9 +305,11 @@ def create_bot(
         name="agent-chatops",
     )
     router = Router()
+    installation = Installation(slack)
     app.middleware(tag_request)
+    app.middleware(build_workspace_check(installation))
     app.middleware(build_dedupe(store))
     app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy))
     app.error(_on_unhandled)
     handlers.register(app, router, services)
-    return Bot(app, services, router, Scheduler(services.jobs))
+    return Bot(app, services, router, Scheduler(services.jobs), installation=installation)
