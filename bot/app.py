@@ -1,7 +1,7 @@
 """The app factory: builds the slack-bolt ``AsyncApp``, its services, and the HTTP (ASGI) app.
 
 ``create_bot(settings)`` returns a :class:`Bot`: the Bolt app with the global middleware
-(de-duplication, role check) and the handlers registered, the :class:`Services` the handlers use,
+(the installation's workspace, de-duplication, role check) and the handlers registered, the :class:`Services` the handlers use,
 and :meth:`Bot.asgi` for HTTP mode: ``POST /slack/events`` (slash commands, interactivity and
 events on one Request URL, through Bolt's Starlette adapter) and ``GET /healthz``.
 
@@ -35,7 +35,7 @@ from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
-from bot.middleware import build_dedupe, build_role_check, tag_request
+from bot.middleware import Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
@@ -44,7 +44,7 @@ from bot.services.hooks import HookReceiver
 from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, SlackLifecycle
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
-from bot.slack import SlackGateway, web_client
+from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
 from handlers.digest import digest_service
@@ -94,6 +94,19 @@ class Bot:
 
     run_jobs: bool = True
     ready_timeout: float = READY_TIMEOUT
+    installation: Installation | None = None
+    """The workspace and app of the bot token (``auth.test``), which the workspace middleware checks
+    every request against; :meth:`check_installation` learns it at start-up."""
+
+    async def check_installation(self) -> None:
+        """Learn the installation with ``auth.test`` now (``agent-bot serve`` and ``socket`` call it
+        before serving). Raises :class:`ConfigurationError` naming Slack's error when it fails."""
+        if self.installation is None:
+            return
+        known = await self.installation.learn()
+        if isinstance(known, SlackFailure):
+            raise ConfigurationError(f"Slack auth.test failed ({known.error}): check SLACK_BOT_TOKEN and SLACK_API_URL")
+        logger.info("installed in workspace %s as app %s", known.team_id, known.app_id)
 
     def asgi(self) -> Starlette:
         """The HTTP-mode ASGI app: ``POST /slack/events``, ``POST /hooks/agent``, ``GET /healthz``
@@ -237,6 +250,8 @@ def create_bot(
     resolver = RoleResolver(
         roles_file, identity=identity, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
     )
+    approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
+    policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     sessions = Sessions(
         agent=agent,
         store=store,
@@ -244,9 +259,8 @@ def create_bot(
         now=now,
         follow_hours=settings.session_follow_hours,
         bot_token=bot_token,
+        policy=policy,
     )
-    approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
-    policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
     digest = digest_service(agent=agent, store=store, slack=slack, now=now)
     hook_receiver = HookReceiver(
@@ -295,9 +309,11 @@ def create_bot(
         name="agent-chatops",
     )
     router = Router()
+    installation = Installation(slack)
     app.middleware(tag_request)
+    app.middleware(build_workspace_check(installation))
     app.middleware(build_dedupe(store))
     app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy))
     app.error(_on_unhandled)
     handlers.register(app, router, services)
-    return Bot(app, services, router, Scheduler(services.jobs))
+    return Bot(app, services, router, Scheduler(services.jobs), installation=installation)

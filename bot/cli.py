@@ -8,7 +8,8 @@
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
     agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
 
-Exit codes: 0 success, 2 bad usage or configuration (the message names what is missing).
+Exit codes: 0 success, 2 bad usage or configuration (the message names what is missing; for
+``serve`` and ``socket`` also a Slack ``auth.test`` that fails at start-up).
 Only ``sandbox`` and ``demo`` import the :mod:`sandbox` package, lazily.
 """
 
@@ -46,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level, _secrets(settings))
     bot = create_bot(settings)
     bot.services.store.check_writable()  # a read-only or locked database: one line now, not a 500 per request
+    asyncio.run(bot.check_installation())  # the workspace and app every request must come from (auth.test)
     settle_heap()
     # uvicorn drains on SIGTERM/SIGINT, then raises the signal again for the handler that was there
     # before it; with the default one the process would die of it (exit 143) after a clean stop
@@ -74,6 +76,7 @@ def _socket(_args: argparse.Namespace) -> int:
     settle_heap()
 
     async def run() -> None:
+        await bot.check_installation()  # auth.test: a bad token or URL is one line and exit 2
         bot.scheduler.start()
         listener = None
         if settings.hook_port:  # agent hooks need an HTTP listener even in Socket Mode

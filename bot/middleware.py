@@ -1,8 +1,20 @@
-"""Global Bolt middleware: de-duplication of Slack deliveries, and the role check.
+"""Global Bolt middleware: the installation's workspace, de-duplication of Slack deliveries, the role check.
 
-Both run before every listener, in this order (bolt-python "Listener middleware" / "Global
+They run before every listener, in this order (bolt-python "Listener middleware" / "Global
 middleware"; a refusal returns a response instead of calling ``next()``):
 
+0. :func:`build_workspace_check`: a request must come from the workspace (``team_id``) and the app
+   (``api_app_id``) of the bot token, which :class:`Installation` learns with ``auth.test`` (the CLI
+   does it at start-up; otherwise the first request does). Where each kind carries them
+   (:func:`workspace_of`): a slash command's ``team_id`` and ``api_app_id`` (Slack doc "Slash
+   commands"); an interaction's ``team.id`` (else ``user.team_id``) and ``api_app_id`` (Slack docs
+   "block_actions payload", "view_submission payload"); an Events API envelope's ``team_id`` and
+   ``api_app_id`` (Slack doc "Events API", "event_callback"). ``url_verification`` and Bolt's
+   ``ssl_check`` carry none and are answered by Bolt before this runs. Any other request is refused:
+   an event with ``200`` and nothing done, a slash command in its ack, a button with an ephemeral
+   reply, a modal with an error on its first input (:func:`formatters.notices.other_workspace_message`);
+   logged at WARNING. When ``auth.test`` fails nothing is accepted (the refusal says so). Enterprise
+   Grid org-wide installs are not supported (``org_deploy_enabled: false`` in manifest.yaml).
 1. :func:`dedupe_deliveries`: Slack re-sends a delivery it thinks failed, with ``X-Slack-Retry-Num``
    (Slack doc "Events API", retries). Each delivery has a key: an event's ``event_id``, a slash
    command's or a button click's ``trigger_id``. The first delivery of a key claims it in the store
@@ -16,6 +28,13 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    modal's first input; for an event, an ephemeral message in its thread through the Slack gateway
    (``chat.postEphemeral``). It is logged at WARNING; the handler never runs. Requests with no policy
    key (events the bot does not act on) pass through.
+
+   An event written by an app (``bot_id``, or subtype ``bot_message``: RSS, GitHub, a workflow;
+   whatever ``user`` it carries) is let through only when the roles file's ``sessions.allow_bots``
+   names its bot or app (:meth:`bot.policy.Policy.allowed_bot`; it then acts as a member); any other
+   is answered ``200`` with nothing done and logged, without telling anybody (there is no person to
+   tell). An event with a policy key but no user is refused the same way. So every event that can
+   cause a side effect has been through this check, and ``context["agent_user"]`` says who it acts as.
 """
 
 from __future__ import annotations
@@ -30,9 +49,10 @@ from slack_bolt.response import BoltResponse
 from bot.logs import request_id
 from bot.policy import Policy
 from bot.roles import RoleResolver
-from bot.slack import SlackFailure, SlackGateway
+from bot.slack import AuthTest, SlackFailure, SlackGateway
 from bot.store import Store
-from formatters.notices import refusal_message
+from formatters.blocks import Payload
+from formatters.notices import other_workspace_message, refusal_message
 
 logger = logging.getLogger(__name__)
 
@@ -64,25 +84,44 @@ def request_user(body: Mapping[str, Any]) -> str | None:
 
 PERSON_SUBTYPES = (None, "file_share", "thread_broadcast")
 """Message subtypes that are a person's words (a reply with a file, a reply also sent to the channel)."""
+BOT_MESSAGE = "bot_message"
+"""The subtype of a message an app posted (Slack doc "message" event, ``bot_message``)."""
 
 
-def is_person_reply(event: Mapping[str, Any]) -> bool:
-    """The one definition of a person's reply in a thread: a ``message`` (or the ``app_mention``
-    that carries the same words) inside a thread, by a person (a ``user``, no ``bot_id``), not an
-    edit or deletion (subtype absent, ``file_share`` or ``thread_broadcast``)."""
+def is_bot_authored(event: Mapping[str, Any]) -> bool:
+    """Whether an app wrote the event's message: it carries a ``bot_id`` (whatever ``user`` it also
+    carries: an integration's bot user, or a person's ID), or has subtype ``bot_message``."""
+    return bool(event.get("bot_id")) or event.get("subtype") == BOT_MESSAGE
+
+
+def event_author(event: Mapping[str, Any]) -> str | None:
+    """Who wrote the event's message: its ``user``, else its ``bot_id``; ``None`` for neither."""
+    return event.get("user") or event.get("bot_id") or None
+
+
+def is_thread_message(event: Mapping[str, Any]) -> bool:
+    """A new message inside a thread, by a person or an app: a ``message`` (or the ``app_mention``
+    that carries the same words) whose ``thread_ts`` is not its own ``ts``, not an edit or deletion
+    (subtype absent, ``file_share``, ``thread_broadcast`` or ``bot_message``), with an author."""
     return (
         event.get("type") in ("message", "app_mention")
         and bool(event.get("thread_ts"))
         and event.get("thread_ts") != event.get("ts")
-        and not event.get("bot_id")
-        and event.get("subtype") in PERSON_SUBTYPES
-        and bool(event.get("user"))
+        and event.get("subtype") in (*PERSON_SUBTYPES, BOT_MESSAGE)
+        and event_author(event) is not None
     )
 
 
+def is_person_reply(event: Mapping[str, Any]) -> bool:
+    """The one definition of a person's reply in a thread: :func:`is_thread_message` by a person (a
+    ``user``, not :func:`is_bot_authored`)."""
+    return is_thread_message(event) and not is_bot_authored(event) and bool(event.get("user"))
+
+
 def is_thread_reply(body: Mapping[str, Any]) -> bool:
-    """Whether an Events API ``body`` carries a person's reply in a thread (:func:`is_person_reply`)."""
-    return is_person_reply(body.get("event") or {})
+    """Whether an Events API ``body`` carries a message in a thread (:func:`is_thread_message`); who
+    wrote it is the role check's business."""
+    return is_thread_message(body.get("event") or {})
 
 
 EventPolicy = Callable[[Mapping[str, Any]], Awaitable[str | None]]
@@ -120,6 +159,89 @@ def build_dedupe(store: Store) -> Callable[..., Awaitable[Any]]:
     return dedupe_deliveries
 
 
+INTERACTIVE_KINDS = frozenset(
+    {"block_actions", "block_suggestion", "view_submission", "view_closed", "shortcut", "message_action", "interactive_message"}
+)
+"""Interaction payloads: ``team.id`` and ``api_app_id`` (Slack doc "Interaction payloads")."""
+ENVELOPE_KINDS = frozenset({"event_callback", "app_rate_limited"})
+"""Events API envelopes: ``team_id`` and ``api_app_id`` (Slack doc "Events API")."""
+
+
+def workspace_of(body: Mapping[str, Any]) -> tuple[str | None, str | None] | None:
+    """``(team_id, api_app_id)`` of a request as its kind carries them (see the module docstring;
+    a value missing where Slack always sends it is None, and refused), or None for a request that
+    carries neither (``url_verification``)."""
+    if body.get("command"):
+        return body.get("team_id"), body.get("api_app_id")
+    kind = body.get("type")
+    if kind in INTERACTIVE_KINDS:
+        team = (body.get("team") or {}).get("id") or (body.get("user") or {}).get("team_id")
+        return team, body.get("api_app_id")
+    if kind in ENVELOPE_KINDS:
+        return body.get("team_id"), body.get("api_app_id")
+    if body.get("team_id") or body.get("api_app_id"):
+        return body.get("team_id"), body.get("api_app_id")
+    return None
+
+
+class Installation:
+    """The workspace and app of the bot token (:class:`bot.slack.AuthTest`), learned once with
+    :meth:`bot.slack.SlackGateway.auth_test` and kept; a failure is not kept (the next request asks again)."""
+
+    def __init__(self, slack: SlackGateway) -> None:
+        self._slack = slack
+        self.known: AuthTest | None = None
+
+    async def learn(self) -> AuthTest | SlackFailure:
+        """The installation, asking Slack the first time (and after a failure)."""
+        if self.known is None:
+            found = await self._slack.auth_test()
+            if isinstance(found, SlackFailure):
+                return found
+            self.known = found
+        return self.known
+
+
+async def answer_refusal(body: Mapping[str, Any], ack: Any, respond: Any, payload: Payload) -> Any:
+    """Tell whoever sent a slash command, a button click or a modal that it was refused, as each
+    allows: the command's ack; an ephemeral reply to a click (``respond``); an error on the modal's
+    first input. Any other request (an event) is answered ``200`` with nothing said."""
+    if body.get("command"):
+        return await ack(text=payload["text"], blocks=payload["blocks"])
+    if body.get("type") == "view_submission":  # the refusal shows on the modal's first input
+        inputs = [b.get("block_id") for b in (body.get("view") or {}).get("blocks", []) if b.get("type") == "input"]
+        if inputs and inputs[0]:
+            return await ack(response_action="errors", errors={inputs[0]: payload["text"][:150]})
+        return await ack()
+    if body.get("type") in INTERACTIVE_KINDS:
+        await ack()
+        if respond is not None:
+            await respond(**payload, response_type="ephemeral", replace_original=False)
+    return BoltResponse(status=200, body="")
+
+
+def build_workspace_check(installation: Installation) -> Callable[..., Awaitable[Any]]:
+    """The workspace middleware over ``installation`` (see the module docstring)."""
+
+    async def workspace_check(body: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]) -> Any:
+        ids = workspace_of(body)
+        if ids is None:
+            return await next()
+        known = await installation.learn()
+        if isinstance(known, AuthTest) and ids == (known.team_id, known.app_id):
+            return await next()
+        unchecked = isinstance(known, SlackFailure)
+        logger.warning(
+            "refused a request of team %s, app %s: %s",
+            ids[0],
+            ids[1],
+            f"auth.test failed ({known.error})" if isinstance(known, SlackFailure) else "not this installation",
+        )
+        return await answer_refusal(body, ack, respond, other_workspace_message(unchecked=unchecked))
+
+    return workspace_check
+
+
 def build_role_check(
     resolver: RoleResolver,
     policy: Policy,
@@ -146,9 +268,24 @@ def build_role_check(
 
     async def role_check(body: dict, context: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]) -> Any:
         key = await policy_key(body)
-        user_id = request_user(body)
-        if key is None or user_id is None:
+        if key is None:
             return await next()
+        event = (body.get("event") or {}) if body.get("type") == "event_callback" else {}
+        if event and is_bot_authored(event):
+            bot = policy.allowed_bot(bot_id=event.get("bot_id"), app_id=event.get("app_id"), author=event_author(event))
+            if bot is not None and policy.allows(bot, key):
+                context["agent_user"] = bot
+                return await next()
+            logger.warning(
+                "ignored %s by an app (bot %s, app %s): not in sessions.allow_bots", key, event.get("bot_id"), event.get("app_id")
+            )
+            return BoltResponse(status=200, body="")
+        user_id = request_user(body)
+        if user_id is None:
+            logger.warning("refused %s: the request names no user", key)
+            if body.get("type") != "event_callback":
+                await ack()
+            return BoltResponse(status=200, body="")
         user = await resolver.resolve(user_id)
         context["agent_user"] = user
         if policy.allows(user, key):
@@ -156,18 +293,8 @@ def build_role_check(
         needed = policy.minimum(key)
         logger.warning("refused %s to %s (role %s, needs %s)", key, user_id, user.role.name, needed.name)
         payload = refusal_message(key, needed.name, user.role.name)
-        if body.get("command"):
-            return await ack(text=payload["text"], blocks=payload["blocks"])
-        if body.get("type") == "view_submission":  # the refusal shows on the modal's first input
-            inputs = [b.get("block_id") for b in (body.get("view") or {}).get("blocks", []) if b.get("type") == "input"]
-            if inputs and inputs[0]:
-                return await ack(response_action="errors", errors={inputs[0]: payload["text"][:150]})
-            return await ack()
-        if body.get("type") == "block_actions":
-            await ack()
-            if respond is not None:
-                await respond(**payload, response_type="ephemeral", replace_original=False)
-            return BoltResponse(status=200, body="")
+        if body.get("type") != "event_callback":
+            return await answer_refusal(body, ack, respond, payload)
         event = body.get("event") or {}
         told = await slack.ephemeral(str(event.get("channel") or ""), user_id, payload, thread_ts=event.get("thread_ts"))
         if isinstance(told, SlackFailure):  # the refusal is logged above; nothing else can reach them

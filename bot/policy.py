@@ -11,7 +11,11 @@ A :class:`Policy` holds:
   then ``approvals.approver_role`` for the approver keys (:data:`APPROVER_KEYS`), then the roles
   file's ``policy:`` section, which wins over both;
 - the owner threshold ``approvals.owner_required_above`` (credits): an approval of a credit-limit
-  change larger than that needs an owner.
+  change larger than that needs an owner;
+- the roles file's ``sessions:`` section (:class:`bot.roles.SessionsConfig`): which apps' messages
+  may task the agent (:meth:`Policy.allowed_bot`), and who may act on one agent session (reply to
+  the agent in its thread, ``session set``, archive it: :meth:`Policy.may_act_on_session`, the one
+  place that rule lives; the sessions service asks it on every one of those paths).
 
 It never changes after it is built (a handler cannot widen it at run time).
 """
@@ -20,27 +24,49 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
 
-from bot.roles import DEFAULT_POLICY, ResolvedUser, Role, RolesFile, minimum_role
+from bot.roles import DEFAULT_POLICY, REPLY_CHANNEL, ResolvedUser, Role, RolesFile, SessionsConfig, minimum_role
 
 APPROVER_KEYS: Final = ("limits.approve", "limits.reject", "limits.retry", "limits.confirm")
 """The credit-limit buttons that ``approvals.approver_role`` opens (the action ids of
 :mod:`formatters.limits`), unless the roles file's ``policy:`` section names them itself."""
 
 
+ALLOWED_BOT_ROLE: Final = Role.member
+"""The role of an app's message when ``sessions.allow_bots`` names the app or its bot."""
+ALLOWED_BOT_SOURCE: Final = "sessions.allow_bots"
+SESSION_MANAGER_ROLE: Final = Role.manager
+"""The role from which a person may act on anybody's session (managers and owners)."""
+
+SessionAction = Literal["reply", "set", "archive"]
+"""What a person does to one agent session: reply to the agent in its thread, ``session set``, archive."""
+SESSION_REPLY: Final = "reply"
+SESSION_SET: Final = "set"
+SESSION_ARCHIVE: Final = "archive"
+
+
 class Policy:
-    """The minimum role per policy key, and the owner threshold of credit-limit approvals.
+    """The minimum role per policy key, the owner threshold of credit-limit approvals, and the
+    sessions rules.
 
     ``minimums`` maps a policy key to its minimum role (a key it does not name falls back as
     :func:`bot.roles.minimum_role` says: ``"controls diff"`` -> ``"controls"`` -> member);
-    ``owner_required_above`` is in credits, ``None`` for no threshold."""
+    ``owner_required_above`` is in credits, ``None`` for no threshold; ``sessions`` is the roles
+    file's ``sessions:`` section."""
 
-    __slots__ = ("_minimums", "owner_required_above")
+    __slots__ = ("_minimums", "owner_required_above", "sessions")
 
-    def __init__(self, minimums: Mapping[str, Role] = DEFAULT_POLICY, *, owner_required_above: int | None = None) -> None:
+    def __init__(
+        self,
+        minimums: Mapping[str, Role] = DEFAULT_POLICY,
+        *,
+        owner_required_above: int | None = None,
+        sessions: SessionsConfig | None = None,
+    ) -> None:
         self._minimums: Mapping[str, Role] = MappingProxyType(dict(minimums))
         self.owner_required_above = owner_required_above
+        self.sessions = sessions or SessionsConfig()
 
     @classmethod
     def from_roles_file(cls, roles_file: RolesFile, *, approver_role: Role, owner_required_above: int | None) -> Policy:
@@ -48,7 +74,11 @@ class Policy:
         file's ``policy:`` section; ``approver_role`` and ``owner_required_above`` come from the
         file's ``approvals:`` section (:class:`bot.services.limits.ApprovalsConfig`)."""
         approvers = {key: approver_role for key in APPROVER_KEYS}
-        return cls({**DEFAULT_POLICY, **approvers, **roles_file.policy}, owner_required_above=owner_required_above)
+        return cls(
+            {**DEFAULT_POLICY, **approvers, **roles_file.policy},
+            owner_required_above=owner_required_above,
+            sessions=roles_file.sessions,
+        )
 
     @property
     def minimums(self) -> Mapping[str, Role]:
@@ -70,6 +100,27 @@ class Policy:
         if user.role < self.minimum(key):
             return False
         return amount is None or not self.needs_owner(amount) or user.role >= Role.owner
+
+    def allowed_bot(self, *, bot_id: str | None, app_id: str | None, author: str | None) -> ResolvedUser | None:
+        """Who an app's message acts as, when ``sessions.allow_bots`` names its ``bot_id`` (``B...``)
+        or ``app_id`` (``A...``): a :data:`ALLOWED_BOT_ROLE` user whose ID is ``author`` (the
+        event's ``user``, else the bot ID). ``None`` when the list names neither: the message must
+        not start or steer anything."""
+        allowed = self.sessions.allow_bots
+        if not ((bot_id and bot_id in allowed) or (app_id and app_id in allowed)):
+            return None
+        return ResolvedUser(str(author or bot_id or app_id), None, ALLOWED_BOT_ROLE, ALLOWED_BOT_SOURCE)
+
+    def may_act_on_session(self, user: ResolvedUser, starter: str | None, action: SessionAction) -> bool:
+        """Whether ``user`` may do ``action`` to a session started by ``starter`` (a Slack user ID;
+        ``None`` for a session not started from Slack). The starter may, managers and owners may
+        (:data:`SESSION_MANAGER_ROLE`); with ``sessions.reply: channel`` anybody may reply (the role
+        check, key ``thread_reply``, ran before)."""
+        if starter is not None and user.user_id == starter:
+            return True
+        if action == SESSION_REPLY and self.sessions.reply == REPLY_CHANNEL:
+            return True
+        return user.role >= SESSION_MANAGER_ROLE
 
     def __repr__(self) -> str:
         return f"Policy({len(self._minimums)} keys, owner_required_above={self.owner_required_above})"

@@ -12,6 +12,19 @@ The policy table maps a *policy key* to the minimum role. Keys are sub-command n
 A key the table does not name needs :data:`DEFAULT_MINIMUM` (member): a new command is never
 open to guests by accident.
 
+The optional ``sessions:`` section (:class:`SessionsConfig`) says who may steer an agent session
+and which apps may task the agent::
+
+    sessions:
+      reply: starter          # starter (default): only the session's starter, managers and owners
+                              # reply to the agent in its thread; channel: anyone the role check lets
+                              # reply (policy key thread_reply, member by default)
+      allow_bots: ["B0123ABCD", "A0456EFGH"]   # bot IDs (B...) or app IDs (A...) whose messages may
+                              # start or steer a session (as a member); default: none
+
+Messages posted by apps (an event with ``bot_id``, or subtype ``bot_message``: RSS, GitHub,
+workflows) never start or steer a session unless ``allow_bots`` names the bot or its app.
+
 Look-ups are cached for ``ttl`` seconds (``AGENT_BOT_USER_CACHE_TTL``). Errors: a malformed roles
 file raises :class:`RolesConfigError` at start-up.
 """
@@ -25,10 +38,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Final, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from bot.identity import Identity
 from bot.slack import SlackFailure, SlackGateway
@@ -93,13 +106,49 @@ class RolesConfigError(ValueError):
     """The roles file cannot be read or does not have the documented shape."""
 
 
+REPLY_STARTER: Final = "starter"
+REPLY_CHANNEL: Final = "channel"
+ReplyMode = Literal["starter", "channel"]
+"""Who may reply to the agent in a session's thread (``sessions.reply``): :data:`REPLY_STARTER` or
+:data:`REPLY_CHANNEL`."""
+BotOrAppId = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[AB][A-Z0-9]{2,}$")]
+"""A Slack bot ID (``B...``, an event's ``bot_id``) or app ID (``A...``, an event's ``app_id``)."""
+
+
+class SessionsConfig(BaseModel):
+    """The roles file's ``sessions:`` section (see the module docstring): ``reply`` (a
+    :data:`ReplyMode`, default ``starter``) and ``allow_bots`` (bot or app IDs, default none).
+    Unknown keys are an error, so a typo is not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reply: ReplyMode = REPLY_STARTER
+    allow_bots: tuple[BotOrAppId, ...] = ()
+
+    @field_validator("allow_bots", mode="before")
+    @classmethod
+    def _bot_list(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, str) or not isinstance(value, list | tuple):
+            raise ValueError("allow_bots must be a list of bot IDs (B...) or app IDs (A...)")
+        return value
+
+
 class RolesFile(BaseModel):
-    """The YAML file named by ``AGENT_BOT_CONFIG``: ``roles``, optional ``policy`` and other sections."""
+    """The YAML file named by ``AGENT_BOT_CONFIG``: ``roles``, optional ``policy``, ``sessions``
+    (:class:`SessionsConfig`) and other sections."""
 
     model_config = ConfigDict(extra="allow")
 
     roles: dict[Role, list[str]] = Field(default_factory=dict)
     policy: dict[str, Role] = Field(default_factory=dict)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+
+    @field_validator("sessions", mode="before")
+    @classmethod
+    def _sessions_section(cls, value: Any) -> Any:
+        return {} if value is None else value
 
     @field_validator("roles", mode="before")
     @classmethod

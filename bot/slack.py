@@ -23,7 +23,7 @@ that are already there (``already_reacted``) or already gone (``no_reaction``) c
 
 The gateway wraps the bot's ``AsyncWebClient`` (:func:`web_client` builds it with the retry
 handlers; the Bolt app is given the same client). Slack docs followed: "Web API" (error
-handling, rate limits), ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
+handling, rate limits), ``auth.test``, ``bots.info``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
 ``conversations.history`` / ``conversations.replies`` (cursor pagination via
 ``response_metadata.next_cursor``; ``not_in_channel`` in a public channel the bot is not in),
 ``conversations.join``, ``files.info``, ``files.getUploadURLExternal`` (through ``files_upload_v2``).
@@ -115,6 +115,19 @@ class Done:
 
 
 DONE: Final = Done()
+
+
+@dataclass(frozen=True)
+class AuthTest:
+    """Who the bot token is (``auth.test``, and ``bots.info`` for the app ID when ``auth.test``
+    does not give it): the workspace ``team_id``, the bot user ``user_id``, ``bot_id``, the
+    ``app_id``, and ``enterprise_id`` (None outside Enterprise Grid)."""
+
+    team_id: str
+    user_id: str
+    bot_id: str | None
+    app_id: str
+    enterprise_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -335,6 +348,32 @@ class SlackGateway:
         return answer if isinstance(answer, SlackFailure) else DONE
 
     # ------------------------------------------------------------------ look-ups
+
+    async def auth_test(self) -> AuthTest | SlackFailure:
+        """The installation the bot token belongs to (Slack doc ``auth.test``: ``team_id``,
+        ``user_id``, ``bot_id``; no scope needed). Slack's answer for a bot token need not carry
+        ``app_id``; then it is read with ``bots.info`` of ``bot_id`` (scope ``users:read``,
+        ``bot.app_id``). An answer without ``team_id``, or no app ID found, is a failure
+        ``invalid_response`` (permanent)."""
+        answer = await self.call("auth.test")
+        if isinstance(answer, SlackFailure):
+            return answer
+        team_id, bot_id, app_id = answer.get("team_id"), answer.get("bot_id"), answer.get("app_id")
+        if not app_id and bot_id:
+            bot = await self.call("bots.info", bot=bot_id)
+            if isinstance(bot, SlackFailure):
+                return bot
+            app_id = (bot.get("bot") or {}).get("app_id")
+        if not team_id or not app_id:
+            logger.warning("Slack auth.test answered no %s", "team_id" if not team_id else "app id (nor bots.info)")
+            return SlackFailure("auth.test", "invalid_response", True)
+        return AuthTest(
+            team_id=str(team_id),
+            user_id=str(answer.get("user_id") or ""),
+            bot_id=str(bot_id) if bot_id else None,
+            app_id=str(app_id),
+            enterprise_id=str(answer["enterprise_id"]) if answer.get("enterprise_id") else None,
+        )
 
     async def channel_info(self, channel: str) -> ChannelInfo | SlackFailure:
         """``conversations.info`` of ``channel``."""

@@ -15,11 +15,12 @@ only the beginning is shown and the whole text goes into a file in the thread (t
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.models.blocks import Block
+from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, PlainTextObject
 
 from bot.api.models import Computer, Session
 from formatters.blocks import (
@@ -40,6 +41,8 @@ from formatters.blocks import (
 
 REFRESH_ACTION = "session.refresh"
 ARCHIVE_ACTION = "session.archive"
+ARCHIVE_CONFIRM_ACTION = "session.archive_confirm"
+ARCHIVE_CANCEL_ACTION = "session.archive_cancel"
 PICK_ACTION = "session.pick"
 START_VIEW = "session.start"
 START_BLOCKS = {"computer": "computer", "cwd": "cwd", "model": "model", "prompt": "prompt"}
@@ -74,6 +77,8 @@ CHOOSE_HINT = "Only you can choose; this menu expires in {minutes} minutes."
 CHOICE_TAKEN = "This choice was already made; the session is starting (or started) in its thread."
 CHOICE_EXPIRED = "This menu has expired."
 CHOICE_EXPIRED_HINT = "Run `/agent session start` again."
+FORM_NOT_YOURS = "This form was opened by someone else; only they can submit it. Run `/agent session start` to open your own."
+FORM_STALE = "This form is from an older version of the bot. Close it and run `/agent session start` again."
 NOT_YOURS = "Only the person who asked can choose the computer for this session."
 SESSION_STARTED_LINK = ":rocket: Session started on *{computer}*: follow it in <{link}|its thread>."
 NO_SESSIONS = "No agent sessions were started from this workspace yet."
@@ -82,6 +87,28 @@ REPLY_FAILED = ":x: I could not pass your reply to the agent: {what}"
 FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
 SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
 ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
+
+REPLY_STARTER, REPLY_CHANNEL = "starter", "channel"
+"""Who may reply to the agent in a session's thread (the roles file's ``sessions.reply``)."""
+WHO_MAY = "{starter} (who started it), managers and owners"
+WHO_MAY_NO_STARTER = "managers and owners"
+MAY_REPLY = {
+    REPLY_STARTER: "only {who} can reply to the agent in this thread",
+    REPLY_CHANNEL: "anyone in this channel can reply to the agent in this thread",
+}
+ACTION_WORDS = {
+    "reply": "reply to the agent in this thread",
+    "set": "change the settings of this session",
+    "archive": "archive this session",
+}
+NOT_ALLOWED = ":no_entry: Only {who} can {what}."
+NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
+ARCHIVE_QUESTION = "Archive the session *{title}*? I stop following it and the platform marks it archived."
+ARCHIVE_CONFIRM_TITLE = "Archive this session?"
+ARCHIVE_CONFIRM_TEXT = "The platform marks it archived and I stop following its thread."
+ARCHIVE_YES = "Archive"
+ARCHIVE_NO = "Cancel"
+NOT_ARCHIVED = "Not archived; the session goes on."
 
 
 def clean(value: object) -> str:
@@ -112,6 +139,49 @@ class SessionView:
     model: str | None = None
     error: str | None = None
     title: str | None = None
+    reply: str = REPLY_STARTER
+
+
+def who_may(starter: str | None) -> str:
+    """Who may act on a session started by ``starter`` (a Slack user ID, None when not started here)."""
+    return WHO_MAY.format(starter=f"<@{esc(starter)}>") if starter else WHO_MAY_NO_STARTER
+
+
+def not_allowed(action: str, starter: str | None) -> Payload:
+    """The refusal of ``action`` (``reply``, ``set``, ``archive``) on someone else's session: who may."""
+    text = NOT_ALLOWED.format(who=who_may(starter), what=ACTION_WORDS[action])
+    return message([section(text), context(NOT_ALLOWED_HINT)], text)
+
+
+def archive_button(session_id: str, *, action_id: str = ARCHIVE_ACTION) -> ButtonElement:
+    """The Archive button (style ``danger``), with Slack's ``confirm`` dialog: Slack asks "Archive
+    this session?" and sends the click only when it is confirmed (Slack doc "Confirmation dialog object")."""
+    return ButtonElement(
+        text=PlainTextObject(text=ARCHIVE_YES),
+        action_id=action_id,
+        value=session_id,
+        style="danger",
+        confirm=ConfirmObject(
+            title=PlainTextObject(text=ARCHIVE_CONFIRM_TITLE),
+            text=PlainTextObject(text=ARCHIVE_CONFIRM_TEXT),
+            confirm=PlainTextObject(text=ARCHIVE_YES),
+            deny=PlainTextObject(text=ARCHIVE_NO),
+            style="danger",
+        ),
+    )
+
+
+def archive_question(session_id: str, title: str) -> Payload:
+    """``/agent session archive <id>``: the ephemeral question, answered with its Archive button
+    (:data:`ARCHIVE_CONFIRM_ACTION`) or Cancel (:data:`ARCHIVE_CANCEL_ACTION`); nothing is archived before."""
+    text = ARCHIVE_QUESTION.format(title=one_line(title, 200) or f"`{one_line(session_id, 100)}`")
+    return message(
+        [
+            section(text),
+            actions(archive_button(session_id, action_id=ARCHIVE_CONFIRM_ACTION), button(ARCHIVE_NO, ARCHIVE_CANCEL_ACTION, session_id)),
+        ],
+        text,
+    )
 
 
 def status_label(status: str | None) -> str:
@@ -139,16 +209,11 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
         context(
             f"{number(view.message_count)} message{'s' if view.message_count != 1 else ''}"
             f" \u00b7 {number(view.tokens, compact=True)} tokens"
-            " \u00b7 replies in this thread go to the agent"
+            f" \u00b7 {MAY_REPLY.get(view.reply, MAY_REPLY[REPLY_STARTER]).format(who=who_may(view.slack_user))}"
         )
     )
     if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):
-        blocks.append(
-            actions(
-                button("Refresh", REFRESH_ACTION, view.session_id),
-                button("Archive", ARCHIVE_ACTION, view.session_id),
-            )
-        )
+        blocks.append(actions(button("Refresh", REFRESH_ACTION, view.session_id), archive_button(view.session_id)))
     fallback = PARENT_FALLBACK.format(computer=one_line(view.computer, 80), prompt=one_line(view.prompt, 200))
     return message(blocks, fallback)
 
@@ -237,9 +302,23 @@ def started_notice(computer: str, link: str) -> Payload:
     return message([section(text)], text)
 
 
-def start_modal(computers: Sequence[Computer], *, channel: str, default_computer: str | None = None) -> dict[str, Any]:
+def form_origin(private_metadata: str) -> tuple[str, str] | None:
+    """``(channel, opener)`` of a start form, read back from its ``private_metadata`` (what
+    :func:`start_modal` put there); None when it is not that shape (a form of an older version)."""
+    try:
+        data = json.loads(private_metadata or "")
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("channel"), str) or not isinstance(data.get("opener"), str):
+        return None
+    return data["channel"], data["opener"]
+
+
+def start_modal(computers: Sequence[Computer], *, channel: str, opener: str, default_computer: str | None = None) -> dict[str, Any]:
     """The ``views.open`` modal of ``/agent session start`` with no prompt: computer (select of the
-    active computers), working directory, model, prompt (multi-line). ``private_metadata`` is the channel."""
+    active computers), working directory, model, prompt (multi-line). ``private_metadata`` is JSON
+    ``{"channel", "opener"}``: where the session goes and who opened the form (only they may submit
+    it; Slack doc "view_submission payload": ``user`` is who submitted; :func:`form_origin`)."""
     options = [
         {"text": {"type": "plain_text", "text": cut(" ".join(str(c.name or c.id).split()) or c.id, 75)}, "value": cut(c.id, 150)}
         for c in list(computers)[:100]
@@ -256,7 +335,7 @@ def start_modal(computers: Sequence[Computer], *, channel: str, default_computer
     return {
         "type": "modal",
         "callback_id": START_VIEW,
-        "private_metadata": channel,
+        "private_metadata": json.dumps({"channel": channel, "opener": opener}, separators=(",", ":")),
         "title": {"type": "plain_text", "text": "Start an agent session"},
         "submit": {"type": "plain_text", "text": "Start"},
         "close": {"type": "plain_text", "text": "Cancel"},

@@ -10,7 +10,12 @@ domain (which computer, the exactly-once start and relay, following) is in
 :mod:`bot.services.sessions`. Thread replies (Events API ``message`` with ``thread_ts``, and the
 ``app_mention`` with the same words) in a session's thread go to the agent; in any other thread, and
 plain channel messages, they are ignored silently. The role check (policy keys ``session start``,
-``thread_reply``, the buttons' action ids) ran before, in the middleware.
+``thread_reply``, the buttons' action ids) ran before, in the middleware; an event it did not pass
+on as the act of someone (``context["agent_user"]``: a person, or an app that ``sessions.allow_bots``
+names) starts and steers nothing here. Who may act on one session (reply in its thread, ``session
+set``, archive by command or button) is the sessions service's to ask of the policy
+(:class:`bot.services.sessions.NotAllowed`); archiving asks for confirmation first, and only the
+person who opened the start form may submit it.
 """
 
 from __future__ import annotations
@@ -24,20 +29,29 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
-from bot.middleware import is_person_reply
-from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, StartOutcome, ThreadReply
+from bot.middleware import is_thread_message
+from bot.roles import ResolvedUser
+from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, StartOutcome, ThreadReply
 from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
 from bot.slack import SlackFailure
 from formatters.blocks import Payload, message_link
 from formatters.notices import error_message
 from formatters.sessions import (
     ARCHIVE_ACTION,
+    ARCHIVE_CANCEL_ACTION,
+    ARCHIVE_CONFIRM_ACTION,
+    FORM_NOT_YOURS,
+    FORM_STALE,
+    NOT_ARCHIVED,
     PICK_ACTION,
     REFRESH_ACTION,
     START_BLOCKS,
     START_VIEW,
     SessionRow,
+    archive_question,
     computer_choice,
+    form_origin,
+    not_allowed,
     session_status,
     sessions_list,
     start_modal,
@@ -81,14 +95,18 @@ SET = SubCommand(
     "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).",
     SET_USAGE,
     ("/agent session set 3f2a… model=fast-model reasoningEffort=high",),
-    details="Only the settings you name are sent (PATCH); the session is shown as the platform returns it.",
+    details=(
+        "Only the settings you name are sent (PATCH); the session is shown as the platform returns it. "
+        "Only whoever started the session, managers and owners can change it."
+    ),
     policy_key="session set",
 )
 ARCHIVE = SubCommand(
     "session archive",
-    "Archive a session; I stop following it.",
+    "Archive a session (I ask you to confirm first); I stop following it.",
     "/agent session archive <id>",
     ("/agent session archive 3f2a…",),
+    details="Only whoever started the session, managers and owners can archive it.",
     policy_key="session archive",
 )
 
@@ -146,7 +164,8 @@ async def handle_start(request: CommandRequest) -> None:
     if not prompt:
         computers, last = await services.sessions.starter.form_choices(request.user.user_id)
         trigger_id = str(request.body.get("trigger_id") or "")
-        opened = await services.slack.open_view(trigger_id, start_modal(computers, channel=request.channel_id, default_computer=last))
+        form = start_modal(computers, channel=request.channel_id, opener=request.user.user_id, default_computer=last)
+        opened = await services.slack.open_view(trigger_id, form)
         if isinstance(opened, SlackFailure):
             raise UserInputError(FORM_NOT_OPENED.format(error=opened.error), FORM_NOT_OPENED_HINT)
         return
@@ -194,14 +213,25 @@ async def handle_status(request: CommandRequest) -> None:
 
 
 async def handle_set(request: CommandRequest) -> None:
-    session, row = await request.services.sessions.update_settings(session_id_arg(request, SET), request.command.options)
+    try:
+        session, row = await request.services.sessions.update_settings(session_id_arg(request, SET), request.command.options, request.user)
+    except NotAllowed as exc:
+        await request.reply(not_allowed(exc.action, exc.starter))
+        return
     link = message_link(row.channel, row.thread_ts) if row else None
     await request.reply(session_status(session, computer=row.computer_name if row else None, link=link, note=SET_DONE))
 
 
 async def handle_archive(request: CommandRequest) -> None:
-    await request.services.sessions.archive(session_id_arg(request, ARCHIVE), request.user.user_id)
-    await request.reply(thread_note(ARCHIVED))
+    """Ask first (an ephemeral question with an Archive and a Cancel button); nothing is archived
+    until its Archive button is clicked (:func:`on_archive_confirm`)."""
+    session_id = session_id_arg(request, ARCHIVE)
+    try:
+        row = await request.services.sessions.may_archive(session_id, request.user)
+    except NotAllowed as exc:
+        await request.reply(not_allowed(exc.action, exc.starter))
+        return
+    await request.reply(archive_question(session_id, (row.title or row.prompt) if row else ""))
 
 
 # ---------------------------------------------------------------------- buttons, menu, form
@@ -212,7 +242,25 @@ async def on_refresh(request: ActionRequest) -> None:
 
 
 async def on_archive(request: ActionRequest) -> None:
-    await request.services.sessions.archive(request.value, request.user.user_id)
+    """The parent message's Archive button (Slack asked for confirmation before sending the click)."""
+    try:
+        await request.services.sessions.archive(request.value, request.user)
+    except NotAllowed as exc:
+        await request.reply(not_allowed(exc.action, exc.starter))
+
+
+async def on_archive_confirm(request: ActionRequest) -> None:
+    """The Archive button of the archive command's question: archive, and the question says so."""
+    try:
+        await request.services.sessions.archive(request.value, request.user)
+    except NotAllowed as exc:
+        await request.replace(not_allowed(exc.action, exc.starter))
+        return
+    await request.replace(thread_note(ARCHIVED))
+
+
+async def on_archive_cancel(request: ActionRequest) -> None:
+    await request.replace(thread_note(NOT_ARCHIVED))
 
 
 async def on_pick(request: ActionRequest) -> None:
@@ -238,6 +286,14 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         text = element.get("value")
         return text.strip() if isinstance(text, str) and text.strip() else None
 
+    user_id = str((body.get("user") or {}).get("id") or "")
+    origin = form_origin(str(view.get("private_metadata") or ""))
+    if origin is None or origin[1] != user_id:  # Slack doc "view_submission payload": user is the submitter
+        logger.warning("start form opened by %s refused to %s", origin[1] if origin else "?", user_id)
+        refusal = FORM_STALE if origin is None else FORM_NOT_YOURS
+        await ack(response_action="errors", errors={START_BLOCKS["prompt"]: refusal[:FIELD_ERROR_MAX]})
+        return
+    channel = origin[0]
     prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
     found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id)
     errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
@@ -245,12 +301,11 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         await ack(response_action="errors", errors=errors)
         return
     await ack()
-    user_id = str((body.get("user") or {}).get("id") or "")
     start = NewStart(
         start_key=f"view:{view.get('id')}",
         slack_user=user_id,
         user_email=getattr(context.get("agent_user"), "email", None),
-        channel=view.get("private_metadata") or user_id,
+        channel=channel or user_id,
         origin="modal",
         prompt=prompt,
         cwd=cwd,
@@ -265,17 +320,26 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
 async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext) -> None:
     """``app_mention`` and ``message``: a reply in a session's thread goes to the agent; a mention
     elsewhere starts a session; anything else (the ``message`` twin of a mention, a channel message,
-    a reply in another thread, bots, edits) is ignored."""
-    if event.get("type") == "message" and not is_person_reply(event):
+    a reply in another thread, edits, an event the role check did not pass on as someone's act:
+    another app's message) is ignored."""
+    actor: ResolvedUser | None = context.get("agent_user")
+    if actor is None:
+        return  # no policy key, or an app's message sessions.allow_bots does not name: nothing to do
+    if event.get("type") == "message" and not is_thread_message(event):
         return
     channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
     text = _LEADING_MENTION.sub("", unescape_slack(event.get("text") or ""))
     if thread_ts and thread_ts != event.get("ts"):
         link = await services.sessions.of_thread(channel, thread_ts)
         if link is not None:
-            if is_person_reply(event):
+            if is_thread_message(event):
                 reply = ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ())
-                await services.sessions.forward(reply, link)
+                try:
+                    await services.sessions.forward(reply, link, actor)
+                except NotAllowed as exc:  # who may reply, told to this person only
+                    told = await services.slack.ephemeral(channel, actor.user_id, not_allowed(exc.action, exc.starter), thread_ts=thread_ts)
+                    if isinstance(told, SlackFailure):
+                        logger.info("could not tell %s who may reply: %s", actor.user_id, told.error)
             return
     if event.get("type") != "app_mention":
         return
@@ -283,8 +347,8 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     where = thread_ts or event.get("ts")
     start = NewStart(
         start_key=f"mention:{channel}:{event.get('ts')}",
-        slack_user=str(event.get("user") or ""),
-        user_email=getattr(context.get("agent_user"), "email", None),
+        slack_user=actor.user_id,
+        user_email=actor.email,
         channel=channel,
         origin="mention",
         prompt=prompt,
@@ -307,6 +371,8 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         router.add(spec, handler)
     app.action(REFRESH_ACTION)(action_listener(services, on_refresh))
     app.action(ARCHIVE_ACTION)(action_listener(services, on_archive))
+    app.action(ARCHIVE_CONFIRM_ACTION)(action_listener(services, on_archive_confirm))
+    app.action(ARCHIVE_CANCEL_ACTION)(action_listener(services, on_archive_cancel))
     app.action(PICK_ACTION)(action_listener(services, on_pick))
 
     @reported

@@ -70,7 +70,7 @@ class SlackLifecycle:
     async def check_token(self) -> bool:
         """``auth.test``: when the token works, clear a ``revoked`` pause (logged); True when it works.
         A failure changes nothing (the gateway logs it)."""
-        answer = await self.slack.call("auth.test")
+        answer = await self.slack.auth_test()
         if isinstance(answer, SlackFailure):
             return False
         if await self.store.resume_slack(REVOKED):

@@ -14,7 +14,7 @@ Routes (``{url}`` is where the app is served, e.g. by ``sandbox.server.serve_in_
 - ``POST {url}/response/<id>`` - ``response_url``s (rules in :mod:`.response_urls`).
 
 Methods emulated (Slack reference: https://docs.slack.dev/reference/methods/<method>):
-``auth.test``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
+``auth.test``, ``bots.info``, ``users.info``, ``users.lookupByEmail``, ``usergroups.list``,
 ``usergroups.users.list``, ``conversations.info``, ``chat.postMessage``, ``chat.postEphemeral``,
 ``chat.update``, ``chat.delete``, ``files.getUploadURLExternal``, ``files.completeUploadExternal``,
 ``views.publish``, ``views.open``, ``views.update``, ``reactions.add``, ``reactions.remove``, ``conversations.replies``,
@@ -242,6 +242,7 @@ class WebApi:
         self._ids = itertools.count(1)
         self._methods: dict[str, Handler] = {
             "auth.test": self.auth_test,
+            "bots.info": self.bots_info,
             "users.info": self.users_info,
             "users.lookupByEmail": self.users_lookup_by_email,
             "usergroups.list": self.usergroups_list,
@@ -452,6 +453,8 @@ class WebApi:
     # ----------------------------------------------------------------- directory methods
 
     def auth_test(self, args: Args, request: Request) -> dict[str, Any]:
+        """As Slack answers a bot token: the workspace and the bot user, ``bot_id``; no ``app_id``
+        (Slack's documented answer has none; ``bots.info`` gives it)."""
         team, bot = self.directory.team, self.directory.bot
         return {
             "url": f"https://{team.domain}.slack.com/",
@@ -460,8 +463,24 @@ class WebApi:
             "team_id": team.id,
             "user_id": bot.user_id,
             "bot_id": bot.bot_id,
-            "app_id": bot.app_id,
             "is_enterprise_install": False,
+        }
+
+    def bots_info(self, args: Args, request: Request) -> dict[str, Any]:
+        """``bots.info``: the emulated workspace knows one bot, its own; another ID is ``bot_not_found``."""
+        bot = self.directory.bot
+        if args.get("bot") != bot.bot_id:
+            raise SlackApiError("bot_not_found")
+        return {
+            "bot": {
+                "id": bot.bot_id,
+                "deleted": False,
+                "name": bot.name,
+                "updated": 0,
+                "app_id": bot.app_id,
+                "user_id": bot.user_id,
+                "icons": {},
+            }
         }
 
     def users_info(self, args: Args, request: Request) -> dict[str, Any]:

@@ -170,3 +170,50 @@ async def test_the_approver_role_and_the_policy_section_decide_the_buttons():
     _, retry, _ = await run(check, click("U0MANAGER", "limits.retry"))
     assert approve.nexts == 0 and approve.responds[0]["text"] == refusal_message("limits.approve", "owner", "manager")["text"]
     assert retry.nexts == 1
+
+
+# ---------------------------------------------------------------------- messages written by apps
+
+
+def mention_by(**author):
+    return {"type": "event_callback", "event": {"type": "app_mention", "channel": "C0ENG", "ts": "3.0", "text": "go", **author}}
+
+
+async def start_policy(body):
+    return "session start" if (body.get("event") or {}).get("type") == "app_mention" else None
+
+
+def bot_check(allow_bots=()):
+    from bot.roles import SessionsConfig
+
+    resolver, gateway = FakeResolver(), FakeGateway()
+    policy = Policy(DEFAULT_POLICY, sessions=SessionsConfig(allow_bots=allow_bots))
+    return build_role_check(resolver, policy, gateway, lambda text: "help", start_policy), resolver, gateway
+
+
+@pytest.mark.parametrize(
+    "author",
+    [{"bot_id": "B0RSS", "subtype": "bot_message"}, {"bot_id": "B0RSS", "user": "U0OWNER"}, {"bot_id": "B0RSS", "user": "U0RSSBOT"}],
+    ids=["no-user", "an-owners-id", "its-bot-user"],
+)
+async def test_an_apps_message_with_a_policy_key_is_dropped_silently(author):
+    check, resolver, gateway = bot_check()
+    result, calls, context = await run(check, mention_by(**author))
+    assert (calls.nexts, calls.acks, calls.responds, gateway.ephemerals, resolver.asked) == (0, [], [], [], [])
+    assert isinstance(result, BoltResponse) and result.status == 200 and "agent_user" not in context
+
+
+async def test_an_app_named_in_allow_bots_acts_as_a_member():
+    from bot.policy import ALLOWED_BOT_SOURCE
+
+    for allowed, author in ((("B0RSS",), {"bot_id": "B0RSS", "user": "U0RSSBOT"}), (("A0RSS",), {"bot_id": "B0RSS", "app_id": "A0RSS"})):
+        check, resolver, _ = bot_check(allowed)
+        result, calls, context = await run(check, mention_by(**author))
+        assert (result, calls.nexts, resolver.asked) == ("handled", 1, [])
+        assert context["agent_user"] == ResolvedUser(author.get("user", "B0RSS"), None, Role.member, ALLOWED_BOT_SOURCE)
+
+
+async def test_an_event_with_a_policy_key_and_nobody_named_is_refused():
+    check, resolver, gateway = bot_check()
+    result, calls, _ = await run(check, mention_by())
+    assert (calls.nexts, gateway.ephemerals, resolver.asked, result.status) == (0, [], [], 200)

@@ -71,3 +71,28 @@ def test_a_built_policy_cannot_be_changed():
         built.minimums["limits.approve"] = Role.guest  # type: ignore[index]
     with pytest.raises(AttributeError):
         built.extra = 1  # type: ignore[attr-defined]
+
+
+def test_the_sessions_section_is_validated_and_defaults_to_starter_and_no_bots():
+    from bot.roles import RolesConfigError, SessionsConfig
+
+    assert policy().sessions == SessionsConfig(reply="starter", allow_bots=())
+    assert policy({"sessions": None}).sessions == SessionsConfig()
+    given = policy({"sessions": {"reply": "channel", "allow_bots": ["B0123ABC", " A0456DEF "]}}).sessions
+    assert given == SessionsConfig(reply="channel", allow_bots=("B0123ABC", "A0456DEF"))
+    for bad in ({"reply": "everyone"}, {"allow_bots": "B0123ABC"}, {"allow_bots": ["U0123ABC"]}, {"allow_bot": ["B0123ABC"]}):
+        with pytest.raises(ValueError):
+            RolesFile.model_validate({"sessions": bad})
+    assert issubclass(RolesConfigError, ValueError)
+
+
+def test_allowed_bot_names_who_an_apps_message_acts_as():
+    from bot.policy import ALLOWED_BOT_SOURCE
+
+    built = policy({"sessions": {"allow_bots": ["B0RSS", "A0GITHUB"]}})
+    assert built.allowed_bot(bot_id="B0RSS", app_id=None, author="U0RSSBOT") == ResolvedUser(
+        "U0RSSBOT", None, Role.member, ALLOWED_BOT_SOURCE
+    )
+    assert built.allowed_bot(bot_id="B0GH", app_id="A0GITHUB", author=None) == ResolvedUser("B0GH", None, Role.member, ALLOWED_BOT_SOURCE)
+    assert built.allowed_bot(bot_id="B0OTHER", app_id="A0OTHER", author="U0OWNER") is None
+    assert policy().allowed_bot(bot_id="B0RSS", app_id=None, author=None) is None

@@ -5,14 +5,22 @@ from __future__ import annotations
 from bot.api.models import Computer, Session
 from formatters.sessions import (
     ARCHIVE_ACTION,
+    ARCHIVE_CANCEL_ACTION,
+    ARCHIVE_CONFIRM_ACTION,
+    ARCHIVE_QUESTION,
     CHUNK_MAX,
     FULL_ANSWER_ATTACHED,
     LONG_TEXT,
+    NOT_ALLOWED_HINT,
     PICK_ACTION,
     REFRESH_ACTION,
+    REPLY_CHANNEL,
     SessionView,
     agent_message,
+    archive_question,
     computer_choice,
+    form_origin,
+    not_allowed,
     parent_message,
     session_status,
     split_text,
@@ -34,8 +42,8 @@ def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_v
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": "*<@U0MEMBER>* started an agent session"
-                    "\n>fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
+                    "text": "*<@U0MEMBER>* started an agent session\n"
+                    ">fix it &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet",
                 },
             },
             {
@@ -50,13 +58,32 @@ def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_v
             },
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": "3 messages · 12.3K tokens · replies in this thread go to the agent"}],
+                "elements": [
+                    {
+                        "type": "mrkdwn",
+                        "text": "3 messages · 12.3K tokens · only <@U0MEMBER> (who started it), managers and owners can reply to the agent"
+                        " in this thread",
+                    }
+                ],
             },
             {
                 "type": "actions",
                 "elements": [
                     {"type": "button", "text": {"type": "plain_text", "text": "Refresh"}, "action_id": REFRESH_ACTION, "value": "s-1"},
-                    {"type": "button", "text": {"type": "plain_text", "text": "Archive"}, "action_id": ARCHIVE_ACTION, "value": "s-1"},
+                    {
+                        "type": "button",
+                        "text": {"type": "plain_text", "text": "Archive"},
+                        "action_id": ARCHIVE_ACTION,
+                        "value": "s-1",
+                        "style": "danger",
+                        "confirm": {
+                            "title": {"type": "plain_text", "text": "Archive this session?"},
+                            "text": {"type": "plain_text", "text": "The platform marks it archived and I stop following its thread."},
+                            "confirm": {"type": "plain_text", "text": "Archive"},
+                            "deny": {"type": "plain_text", "text": "Cancel"},
+                            "style": "danger",
+                        },
+                    },
                 ],
             },
         ],
@@ -118,9 +145,11 @@ def computers(n: int) -> list[Computer]:
 def test_the_choice_menu_and_the_modal_validate(block_kit_validator):
     payload = block_kit_validator(computer_choice(computers(3), 42, minutes=10))
     assert payload["blocks"][0]["block_id"] == "pick:42" and payload["blocks"][0]["accessory"]["action_id"] == PICK_ACTION
-    view = start_modal(computers(2), channel="C1", default_computer="cmp-1")
+    view = start_modal(computers(2), channel="C1", opener="U0MEMBER", default_computer="cmp-1")
     block_kit_validator({"text": "modal", "blocks": view["blocks"]})
-    assert view["private_metadata"] == "C1"
+    assert view["private_metadata"] == '{"channel":"C1","opener":"U0MEMBER"}'
+    assert form_origin(view["private_metadata"]) == ("C1", "U0MEMBER")
+    assert [form_origin(stale) for stale in ("C1", "", "[]", '{"channel":"C1"}')] == [None] * 4
     assert view["blocks"][0]["element"]["initial_option"]["value"] == "cmp-1"
 
 
@@ -141,3 +170,31 @@ def test_session_status_shows_tokens_and_settings(block_kit_validator):
     assert "Fix <!here>" in texts[0]  # a header is plain text: nothing to escape
     assert "*Tokens*\ninput 1.20K, output 80" in texts
     assert "*Settings*\n`model`: fast\n`reasoningEffort`: extreme" in texts
+
+
+def test_the_parent_says_who_may_reply_in_channel_mode_too(block_kit_validator):
+    payload = block_kit_validator(parent_message(SessionView("U0MEMBER", "p", "c", "idle", "s-1", reply=REPLY_CHANNEL)))
+    assert payload["blocks"][-2] == {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": "0 messages · 0 tokens · anyone in this channel can reply to the agent in this thread"}],
+    }
+
+
+def test_the_refusal_says_who_may_and_the_archive_question_asks(block_kit_validator):
+    payload = block_kit_validator(not_allowed("set", "U0MEMBER"))
+    text = ":no_entry: Only <@U0MEMBER> (who started it), managers and owners can change the settings of this session."
+    assert payload == {
+        "text": text,
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": NOT_ALLOWED_HINT}]},
+        ],
+    }
+    assert not_allowed("archive", None)["text"] == ":no_entry: Only managers and owners can archive this session."
+    question = block_kit_validator(archive_question("s-1", f"fix {HOSTILE}"))
+    assert question["text"] == ARCHIVE_QUESTION.format(title="fix &lt;!channel&gt; *bold* &lt;https://evil.example|click&gt; &amp; txet")
+    buttons = question["blocks"][1]["elements"]
+    assert [(b["action_id"], b["value"], b.get("style"), "confirm" in b) for b in buttons] == [
+        (ARCHIVE_CONFIRM_ACTION, "s-1", "danger", True),
+        (ARCHIVE_CANCEL_ACTION, "s-1", None, False),
+    ]

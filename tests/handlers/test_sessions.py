@@ -340,7 +340,8 @@ def test_a_session_start_without_a_prompt_or_by_a_guest(stack):
 async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cause_no_call(tmp_path):
     """In-process (the bot's ASGI app over ``httpx.ASGITransport``): a plain channel message and a
     reply in a thread that is no session's are answered 200; the bot then calls neither the Web
-    API nor the Agent API (Bolt's own ``auth.test``, once per process, aside)."""
+    API nor the Agent API (aside from learning the installation once per process: Bolt's own
+    ``auth.test``, and the workspace check's ``auth.test`` and ``bots.info``)."""
     import httpx
 
     from bot.api import AgentClient, RetryPolicy
@@ -377,7 +378,7 @@ async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cau
         other = await client.send_message("just chatting", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts="123.456")
         await drain_listeners(5.0)
         assert (plain.status_code, other.status_code) == (200, 200)
-        assert [call.method for call in slack.recorder.calls() if call.method != "auth.test"] == []
+        assert [call.method for call in slack.recorder.calls() if call.method not in ("auth.test", "bots.info")] == []
         assert agent_requests == []
         # the control: in this same setup a mention does reach the listeners (and the Agent API)
         await client.send_mention(f"<@{slack.directory.bot.user_id}> run the tests", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)

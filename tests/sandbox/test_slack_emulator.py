@@ -86,9 +86,24 @@ def test_auth_test_reports_the_bot_identity(web: WebClient) -> None:
         "team_id": "T0EMULATED",
         "user_id": "U0AGENTBOT",
         "bot_id": "B0AGENTBOT",
-        "app_id": "A0AGENTBOT",
         "is_enterprise_install": False,
     }
+
+
+def test_bots_info_gives_the_app_id_of_the_bot(web: WebClient) -> None:
+    assert web.bots_info(bot="B0AGENTBOT").data == {
+        "ok": True,
+        "bot": {
+            "id": "B0AGENTBOT",
+            "deleted": False,
+            "name": "agent",
+            "updated": 0,
+            "app_id": "A0AGENTBOT",
+            "user_id": "U0AGENTBOT",
+            "icons": {},
+        },
+    }
+    assert error_of(lambda: web.bots_info(bot="B0SOMEONE")) == "bot_not_found"
 
 
 def test_a_wrong_or_missing_token_is_refused(slack: SlackEmulator) -> None:

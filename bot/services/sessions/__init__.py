@@ -11,6 +11,11 @@ Modules (the facade :class:`Sessions` ties them together; ``create_bot`` builds 
 
 Every Slack call goes through the one gateway (:class:`bot.slack.SlackGateway`); the Agent API
 calls follow management-api-v0.md ("Endpoints", "Session", "Message").
+
+Who may act on one session (reply to the agent in its thread, ``session set``, archive, by command
+or button) is asked of :meth:`bot.policy.Policy.may_act_on_session` on each of those paths here;
+a refusal raises :class:`NotAllowed` (a :class:`UserInputError` that names the action and the
+session's starter, for the handler to say who may).
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from pydantic import SecretStr
 
 from bot.api import AgentClient, NotFoundError
 from bot.api.models import Session
-from bot.middleware import THREAD_REPLY, is_person_reply
+from bot.middleware import THREAD_REPLY, is_thread_message
+from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
+from bot.roles import ResolvedUser
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
@@ -43,7 +50,7 @@ from bot.services.sessions.store import (
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
-from formatters.sessions import ARCHIVED_BY, one_line
+from formatters.sessions import ACTION_WORDS, ARCHIVED_BY, NOT_ALLOWED_HINT, one_line
 
 __all__ = [
     "CHOICE_TTL",
@@ -54,6 +61,7 @@ __all__ = [
     "STARTING",
     "ChooseComputer",
     "NewStart",
+    "NotAllowed",
     "SessionLink",
     "SessionStore",
     "Sessions",
@@ -86,6 +94,17 @@ NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the pl
 NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
 
 
+class NotAllowed(UserInputError):
+    """``action`` (``reply``, ``set``, ``archive``) on a session started by ``starter`` (a Slack
+    user ID; None for a session not started from Slack) is not this person's to do
+    (:meth:`bot.policy.Policy.may_act_on_session`)."""
+
+    def __init__(self, action: SessionAction, starter: str | None) -> None:
+        super().__init__(f"Only the person who started this session, managers and owners can {ACTION_WORDS[action]}.", NOT_ALLOWED_HINT)
+        self.action: SessionAction = action
+        self.starter = starter
+
+
 def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
     """The ``sessionSettings`` to PATCH for ``key=value`` options (keys as :data:`SETTABLE` knows
     them). Raises :class:`UserInputError` when there are none, or for an unknown key."""
@@ -104,8 +123,8 @@ class Sessions:
     Built with its dependencies: ``agent`` (the Agent API client), ``store`` (the bot's database:
     claims and the session rows), ``slack`` (the one Slack gateway), ``now`` (the aware UTC
     clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
-    downloads). Its parts are public: ``store`` (:class:`SessionStore`), ``follower``,
-    ``starter``, ``relay``."""
+    downloads), ``policy`` (who may act on a session; the roles file's ``sessions:`` section). Its
+    parts are public: ``store`` (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
 
     def __init__(
         self,
@@ -116,11 +135,16 @@ class Sessions:
         now: Callable[[], dt.datetime],
         follow_hours: float,
         bot_token: SecretStr,
+        policy: Policy | None = None,
     ) -> None:
         self.agent = agent
         self.now = now
+        self.policy = policy or Policy()
+        self.claims = store
         self.store = SessionStore(store)
-        self.follower = Follower(sessions=self.store, agent=agent, slack=slack, now=now, follow_hours=follow_hours)
+        self.follower = Follower(
+            sessions=self.store, agent=agent, slack=slack, now=now, follow_hours=follow_hours, reply_mode=self.policy.sessions.reply
+        )
         self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, now=now)
         self.relay = Relay(
             agent=agent, claims=store, sessions=self.store, follower=self.follower, slack=slack, now=now, bot_token=bot_token
@@ -142,8 +166,21 @@ class Sessions:
         """The started session whose thread is ``(channel, thread_ts)``, or None."""
         return await self.store.by_thread(channel, thread_ts)
 
-    async def forward(self, reply: ThreadReply, link: SessionLink) -> bool:
-        """:meth:`Relay.forward`: a person's thread reply, sent to the session once."""
+    def check(self, by: ResolvedUser, starter: str | None, action: SessionAction) -> None:
+        """Raise :class:`NotAllowed` unless ``by`` may do ``action`` to a session started by ``starter``."""
+        if not self.policy.may_act_on_session(by, starter, action):
+            raise NotAllowed(action, starter)
+
+    async def forward(self, reply: ThreadReply, link: SessionLink, by: ResolvedUser) -> bool:
+        """:meth:`Relay.forward`: a thread reply written by ``by``, sent to the session once.
+
+        Raises :class:`NotAllowed` when ``by`` may not reply in this session's thread, once per
+        reply (its two deliveries, ``app_mention`` and ``message``, and Slack's retries claim
+        ``refused:<channel>:<ts>``; the others return False): nothing is sent."""
+        if not self.policy.may_act_on_session(by, link.slack_user, SESSION_REPLY):
+            if await self.claims.claim(f"refused:{reply.channel}:{reply.ts}"):
+                raise NotAllowed(SESSION_REPLY, link.slack_user)
+            return False
         return await self.relay.forward(reply, link)
 
     async def status(self, session_id: str) -> tuple[Session, SessionLink | None]:
@@ -156,12 +193,14 @@ class Sessions:
             raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
         return session, await self.store.by_session_id(session.session_id)
 
-    async def update_settings(self, session_id: str, options: Mapping[str, str]) -> tuple[Session, SessionLink | None]:
+    async def update_settings(self, session_id: str, options: Mapping[str, str], by: ResolvedUser) -> tuple[Session, SessionLink | None]:
         """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
-        typed, see :func:`settings_changes`); the session as returned, and its row. Raises
-        :class:`UserInputError` for no or unknown settings or an unknown session, and the other
-        :class:`bot.api.AgentAPIError`."""
+        typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
+        Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
+        for no or unknown settings or an unknown session, and the other :class:`bot.api.AgentAPIError`."""
         changes = settings_changes(options)
+        row = await self.store.by_session_id(session_id) if session_id else None
+        self.check(by, row.slack_user if row else None, SESSION_SET)
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:
@@ -180,12 +219,21 @@ class Sessions:
         await self.follower.show_parent(fresh)  # a failed edit is logged by the gateway
         return fresh
 
-    async def archive(self, session_id: str, by_user: str) -> SessionLink | None:
+    async def may_archive(self, session_id: str, by: ResolvedUser) -> SessionLink | None:
+        """The row of ``session_id`` (None when it was not started here) when ``by`` may archive it;
+        raises :class:`NotAllowed` otherwise. Asked before the archive command's confirmation."""
+        row = await self.store.by_session_id(session_id) if session_id else None
+        self.check(by, row.slack_user if row else None, SESSION_ARCHIVE)
+        return row
+
+    async def archive(self, session_id: str, by: ResolvedUser) -> SessionLink | None:
         """Archive a session (``PATCH /sessions/{id}``, ``archivedAt`` = now, ISO 8601 UTC) and stop
         following it; when it was started here, its parent shows it and a note in its thread says
-        who (``by_user``, a Slack user ID). The row, or None for a session not started here.
-        Raises :class:`UserInputError` for a session the platform does not know, and the other
-        :class:`bot.api.AgentAPIError`."""
+        who (``by``). The row, or None for a session not started here. Raises :class:`NotAllowed`
+        when ``by`` may not (nothing is sent), :class:`UserInputError` for a session the platform
+        does not know, and the other :class:`bot.api.AgentAPIError`."""
+        await self.may_archive(session_id, by)
+        by_user = by.user_id
         stamp = self.now().isoformat().replace("+00:00", "Z")
         try:
             await self.agent.update_session(session_id=session_id, session_settings={"archivedAt": stamp})
@@ -208,15 +256,16 @@ class Sessions:
 
     async def event_policy(self, body: Mapping[str, Any]) -> str | None:
         """The policy key of an Events API ``body`` for the role check: ``thread_reply`` for a
-        person's reply in a session's thread, ``session start`` for a mention elsewhere, None
-        otherwise (not for this bot: no role check, ignored)."""
+        message in a session's thread (:func:`bot.middleware.is_thread_message`), ``session start``
+        for a mention elsewhere, None otherwise (not for this bot: no role check, ignored).
+
+        Whoever wrote it, a person, an app or nobody named: the role check decides about the author
+        (an app's message passes only when ``sessions.allow_bots`` names it)."""
         event = body.get("event") or {}
-        if event.get("bot_id") or not event.get("user"):
-            return None
         thread_ts = event.get("thread_ts")
-        if thread_ts and thread_ts != event.get("ts") and is_person_reply(event):
-            if await self.store.by_thread(event.get("channel", ""), thread_ts) is not None:
-                return THREAD_REPLY
+        in_session = is_thread_message(event) and thread_ts and await self.store.by_thread(event.get("channel", ""), thread_ts)
+        if in_session:
+            return THREAD_REPLY
         if event.get("type") == "app_mention":
             return START_POLICY_KEY
         return None

@@ -56,6 +56,7 @@ from bot.services.sessions.store import SessionLink, SessionStore, last_steps, t
 from bot.slack import Posted, SlackFailure, SlackGateway
 from formatters.blocks import Payload
 from formatters.sessions import (
+    REPLY_STARTER,
     SESSION_ENDED_GONE,
     SessionView,
     agent_message,
@@ -83,8 +84,9 @@ POST_METADATA_TYPE = "agent_session_message"
 REACTIONS = {"running": "hourglass_flowing_sand", "done": "white_check_mark", "error": "x"}
 
 
-def view_of(link: SessionLink, *, status: str | None = None) -> SessionView:
-    """The parent message's view of a session row."""
+def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_STARTER) -> SessionView:
+    """The parent message's view of a session row; ``reply`` says who may reply in its thread
+    (the roles file's ``sessions.reply``)."""
     shown = status or ("archived" if link.archived else link.state if link.state != "started" else link.status or "pending")
     return SessionView(
         slack_user=link.slack_user,
@@ -98,14 +100,13 @@ def view_of(link: SessionLink, *, status: str | None = None) -> SessionView:
         model=link.model,
         error=link.error,
         title=link.title,
+        reply=reply,
     )
 
 
 def shown(message: Message) -> bool:
     """Whether a message is for people (not ``system``, not ``llm_only``, not ``isUserVisible: false``)."""
-    if message.role == "system" or message.visibility == "llm_only" or message.is_user_visible is False:
-        return False
-    return True
+    return not (message.role == "system" or message.visibility == "llm_only" or message.is_user_visible is False)
 
 
 def message_text(message: Message) -> str:
@@ -156,7 +157,9 @@ class Follower:
 
     ``sessions`` is the row store, ``agent`` the Agent API client, ``slack`` the one Slack gateway
     (every post, update, reaction, upload and look-up of the follower goes through it), ``now``
-    the injected clock (aware UTC), ``follow_hours`` how long an idle session is still polled."""
+    the injected clock (aware UTC), ``follow_hours`` how long an idle session is still polled,
+    ``reply_mode`` who may reply in a session's thread (``starter`` or ``channel``: the roles file's
+    ``sessions.reply``), which its parent message says."""
 
     def __init__(
         self,
@@ -167,7 +170,9 @@ class Follower:
         now: Callable[[], dt.datetime],
         follow_hours: float = 24.0,
         owner: str | None = None,
+        reply_mode: str = REPLY_STARTER,
     ) -> None:
+        self.reply_mode = reply_mode
         self.sessions = sessions
         self.agent = agent
         self.slack = slack
@@ -439,7 +444,7 @@ class Follower:
         ``status`` instead of the row's when given); None when the row has no parent message."""
         if not link.parent_ts:
             return None
-        return await self.slack.update(link.channel, link.parent_ts, parent_message(view_of(link, status=status)))
+        return await self.slack.update(link.channel, link.parent_ts, parent_message(view_of(link, status=status, reply=self.reply_mode)))
 
     async def set_reaction(self, link: SessionLink, wanted: str | None) -> None:
         """Show ``wanted`` on the thread's root, removing the previous state reaction. The new one

@@ -272,7 +272,9 @@ class Starter:
                 await self.sessions.mark_failed(row.id, CANNOT_JOIN.format(error=joined.error))
                 logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
                 return await self.sessions.get(row.id) or row
-        parent = await self.slack.post(row.channel, parent_message(view_of(row, status="starting")), thread_ts=row.thread_ts)
+        parent = await self.slack.post(
+            row.channel, parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)), thread_ts=row.thread_ts
+        )
         if isinstance(parent, SlackFailure) or not parent.ts:
             await self.sessions.mark_failed(row.id, CANNOT_POST)
             logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)

@@ -458,4 +458,4 @@ def total_tokens(usage: dict[str, Any] | None) -> int:
 
 def last_steps(steps: Sequence[str], new: Sequence[str], keep: int) -> list[str]:
     """The last ``keep`` of ``steps + new``."""
-    return list(steps + list(new))[-keep:] if keep > 0 else []
+    return [*steps, *new][-keep:] if keep > 0 else []
