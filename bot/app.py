@@ -35,7 +35,7 @@ from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
-from bot.middleware import build_dedupe, build_role_check, tag_request
+from bot.middleware import FinishDelivery, build_dedupe, build_role_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
@@ -293,6 +293,9 @@ def create_bot(
     router = Router()
     app.middleware(tag_request)
     app.middleware(build_dedupe(store))
+    # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
+    # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced
+    app._async_listener_runner.listener_completion_handler = FinishDelivery(store)
     app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy))
     app.error(_on_unhandled)
     handlers.register(app, router, services)
