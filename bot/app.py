@@ -42,6 +42,7 @@ from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.hooks import HookReceiver
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
+from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
@@ -263,6 +264,7 @@ def create_bot(
 
     jobs = [
         PeriodicJob("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
+        PeriodicJob("sessions.interrupted_starts", INTERRUPTED_CHECK_SECONDS, sessions.starter.close_interrupted),
         PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, limits.tick),
         PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, digest.tick),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),

@@ -25,7 +25,11 @@ from sqlalchemy import select, update
 
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.services.sessions.follower import view_of
+from bot.services.sessions.starter import STARTING_BOUND
+from bot.services.sessions.store import FAILED, STARTING, SessionLink, agent_sessions
 from bot.store import deliveries
+from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackClientSide, SlackEmulator, SlackRequest
@@ -175,6 +179,67 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
         time.sleep(0.3)
         assert user_messages(session) == ["crash prompt", "the reply that must arrive"]
         assert "its first claim lapsed unfinished" in restarted.log_text()
+    finally:
+        restarted.stop()
+
+
+def session_row(database_url: str, prompt: str):
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(agent_sessions).where(agent_sessions.c.prompt == prompt)).first()
+    finally:
+        engine.dispose()
+
+
+def move_start_back(database_url: str, row_id: int, delta: dt.timedelta) -> None:
+    """Let ``delta`` pass for a start (its bound runs on the row's ``last_activity_at``)."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            row = conn.execute(select(agent_sessions.c.last_activity_at).where(agent_sessions.c.id == row_id)).one()
+            conn.execute(update(agent_sessions).where(agent_sessions.c.id == row_id).values(last_activity_at=row.last_activity_at - delta))
+    finally:
+        engine.dispose()
+
+
+def test_a_start_killed_during_post_sessions_is_closed_after_the_restart(world: World):
+    prompt = "a start that will be cut short"
+    bot = world.start_bot("first")
+    try:
+        # every API call takes 1.5 s: the bot is killed between the parent message and POST /sessions' answer
+        world.faults(latency_ms=1500)
+        client = world.slack.client(bot.url, timeout=20)
+        client.send_slash_command(f"session start computer=ci {prompt}", user_id="U0MANAGER", channel_id=DEMO_CHANNEL)
+        bot_user = world.slack.directory.bot.user_id
+        [parent] = world.slack.recorder.wait_for(
+            lambda: [m for m in world.slack.recorder.messages(DEMO_CHANNEL) if m.user == bot_user and prompt in m.text],
+            timeout=WAIT,
+            what="the parent message",
+        )
+        wait_until(lambda: (r := session_row(world.database_url, prompt)) is not None and r.parent_ts, "the parent recorded")
+        kill(bot)  # POST /sessions is in flight (1.5 s)
+    finally:
+        bot.stop()
+    row = session_row(world.database_url, prompt)
+    assert row is not None and row.state == STARTING and row.parent_ts == parent.ts
+
+    world.faults(latency_ms=0)
+    move_start_back(world.database_url, row.id, STARTING_BOUND + dt.timedelta(seconds=1))
+    restarted = world.start_bot("restarted")  # its periodic jobs run once at start
+    try:
+        notice = start_interrupted_notice("CI sandbox", prompt)
+        [told] = world.slack.recorder.wait_for(
+            lambda: [e for e in world.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER") if e.text == notice["text"]],
+            timeout=WAIT,
+            what="the starter told",
+        )
+        assert (told.blocks, told.thread_ts) == (notice["blocks"], parent.ts)
+        closed = session_row(world.database_url, prompt)
+        assert closed.state == FAILED
+        expected = parent_message(view_of(SessionLink.from_row(closed), status="failed"))
+        edited = world.slack.recorder.message(DEMO_CHANNEL, parent.ts)
+        assert edited is not None and (edited.text, edited.blocks) == (expected["text"], expected["blocks"])
     finally:
         restarted.stop()
 
