@@ -126,6 +126,7 @@ class Bot:
             finally:  # SIGTERM: uvicorn stopped taking requests; finish acked work, then close
                 self.scheduler.shutdown()
                 await drain_listeners(DRAIN_SECONDS)
+                await self.services.sessions.follower.release()  # the next process follows at once
                 await self.services.agent.aclose()
 
         return Starlette(

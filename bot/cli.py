@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -73,6 +74,12 @@ def _socket(_args: argparse.Namespace) -> int:
     settle_heap()
 
     async def run() -> None:
+        # SIGTERM/SIGINT cancel the run, so the finally below stops cleanly (a signal's default
+        # action would end the process at once, leaving the follow leases to lapse)
+        main = asyncio.current_task()
+        assert main is not None
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(stop, main.cancel)
         bot.scheduler.start()
         listener = None
         if settings.hook_port:  # agent hooks need an HTTP listener even in Socket Mode
@@ -92,8 +99,10 @@ def _socket(_args: argparse.Namespace) -> int:
             bot.scheduler.shutdown()
             if listener is not None:
                 listener.cancel()
+            await bot.services.sessions.follower.release()
 
-    asyncio.run(run())
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(run())
     return 0
 
 

@@ -141,7 +141,7 @@ def build_dedupe(store: Store, *, lease: float = DELIVERY_LEASE_SECONDS) -> Call
             return await database_down(body, ack, respond)
         retry = (request.headers.get("x-slack-retry-num") or [None])[0]
         if not claim.mine:
-            logger.info("duplicate delivery %s (retry %s, first one %s) answered without processing", key, retry, claim.value)
+            logger.info("duplicate delivery %s (retry %s) answered without processing (the first one: %s)", key, retry, claim.value)
             return BoltResponse(status=200, body="")
         if claim is Claim.TAKEN_OVER:
             logger.warning("delivery %s (retry %s): its first claim lapsed unfinished; processing it now", key, retry)

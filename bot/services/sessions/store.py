@@ -375,6 +375,19 @@ class SessionStore:
             lease_until=now + dt.timedelta(seconds=seconds),
         )
 
+    async def release_leases(self, owner: str) -> int:
+        """Give up every follow lease ``owner`` holds (a graceful stop), with one conditional UPDATE
+        on the owner, so another replica or the restarted process takes the sessions at once instead
+        of after :data:`LEASE_SECONDS`; returns how many were released."""
+
+        def work() -> int:
+            with self.store.engine.begin() as conn:
+                return conn.execute(
+                    update(agent_sessions).where(agent_sessions.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
+                ).rowcount
+
+        return await self.store._run(work)
+
     async def save_progress(self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any) -> bool:
         """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it.
 
