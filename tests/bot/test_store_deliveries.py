@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy
 from sqlalchemy import Column, DateTime, MetaData, String, Table, insert, inspect, select
 
-from bot.store import Claim, Store, deliveries
+from bot.store import Claim, Store, deliveries, metadata
 from tests.conftest import postgres_url
 
 T0 = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
@@ -104,6 +104,9 @@ async def test_an_existing_database_gets_the_new_columns_and_its_old_claims_stay
 
 def test_replicas_starting_together_on_an_old_database_both_upgrade_it(database_url):
     old_deliveries_table(database_url)
+    engine = sqlalchemy.create_engine(database_url)  # the other tables exist already: only the upgrade races
+    metadata.create_all(engine, tables=[t for t in metadata.sorted_tables if t.name != "deliveries"])
+    engine.dispose()
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as pool:
