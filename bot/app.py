@@ -35,7 +35,7 @@ from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
-from bot.middleware import Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
+from bot.middleware import FinishDelivery, Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
@@ -44,6 +44,7 @@ from bot.services.hooks import HookReceiver
 from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, SlackLifecycle
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
+from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from handlers import digest as digest_handlers
@@ -141,6 +142,7 @@ class Bot:
             finally:  # SIGTERM: uvicorn stopped taking requests; finish acked work, then close
                 self.scheduler.shutdown()
                 await drain_listeners(DRAIN_SECONDS)
+                await self.services.sessions.follower.release()  # the next process follows at once
                 await self.services.agent.aclose()
 
         return Starlette(
@@ -280,6 +282,11 @@ def create_bot(
     lifecycle = SlackLifecycle(store=store, slack=slack, now=now)  # the jobs that post skip ticks while Slack says stop
     jobs = [
         PeriodicJob("sessions.follow", FOLLOW_SECONDS, lifecycle.gate("sessions.follow", sessions.follower.tick)),
+        PeriodicJob(
+            "sessions.interrupted_starts",
+            INTERRUPTED_CHECK_SECONDS,
+            lifecycle.gate("sessions.interrupted_starts", sessions.starter.close_interrupted),
+        ),
         PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, lifecycle.gate(EXPIRY_JOB, limits.tick)),
         PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, lifecycle.gate(digest_handlers.JOB_NAME, digest.tick)),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
@@ -313,6 +320,9 @@ def create_bot(
     app.middleware(tag_request)
     app.middleware(build_workspace_check(installation))
     app.middleware(build_dedupe(store))
+    # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
+    # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced
+    app._async_listener_runner.listener_completion_handler = FinishDelivery(store)
     app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy))
     app.error(_on_unhandled)
     handlers.register(app, router, services)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -76,6 +77,12 @@ def _socket(_args: argparse.Namespace) -> int:
     settle_heap()
 
     async def run() -> None:
+        # SIGTERM/SIGINT cancel the run, so the finally below stops cleanly (a signal's default
+        # action would end the process at once, leaving the follow leases to lapse)
+        main = asyncio.current_task()
+        assert main is not None
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(stop, main.cancel)
         await bot.check_installation()  # auth.test: a bad token or URL is one line and exit 2
         bot.scheduler.start()
         listener = None
@@ -94,8 +101,10 @@ def _socket(_args: argparse.Namespace) -> int:
             bot.scheduler.shutdown()
             if listener is not None:
                 listener.cancel()
+            await bot.services.sessions.follower.release()
 
-    asyncio.run(run())
+    with contextlib.suppress(asyncio.CancelledError):
+        asyncio.run(run())
     return 0
 
 

@@ -15,11 +15,17 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    reply, a modal with an error on its first input (:func:`formatters.notices.other_workspace_message`);
    logged at WARNING. When ``auth.test`` fails nothing is accepted (the refusal says so). Enterprise
    Grid org-wide installs are not supported (``org_deploy_enabled: false`` in manifest.yaml).
-1. :func:`dedupe_deliveries`: Slack re-sends a delivery it thinks failed, with ``X-Slack-Retry-Num``
+1. :func:`build_dedupe`: Slack re-sends a delivery it thinks failed, with ``X-Slack-Retry-Num``
    (Slack doc "Events API", retries). Each delivery has a key: an event's ``event_id``, a slash
    command's or a button click's ``trigger_id``. The first delivery of a key claims it in the store
-   (atomic across replicas); any later delivery of the same key is answered ``200`` with no
-   processing, so a side effect happens once.
+   (atomic across replicas, :meth:`bot.store.Store.claim_delivery`), and the claim is marked done when
+   its listener has finished (:class:`FinishDelivery`, after the ack *and* the work). A later delivery
+   of the same key is answered ``200`` with no processing while the claim is done or still within its
+   lease (:data:`DELIVERY_LEASE_SECONDS`), so a side effect happens once; a claim that is not done
+   after its lease belongs to a process that died first, and the retry takes it over and does the
+   work. When the database cannot be reached, nothing is processed: a command, click or form is
+   answered ``200`` with a message that says so (:data:`formatters.notices.DATABASE_DOWN`), an event
+   ``503`` so that Slack delivers it again later.
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
    a modal's ``callback_id``, or for an event what ``event_policy`` says: ``thread_reply`` in a
    session's thread, ``session start`` for a mention), resolves the user's role and asks the
@@ -44,15 +50,18 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.logs import request_id
 from bot.policy import Policy
 from bot.roles import RoleResolver
 from bot.slack import AuthTest, SlackFailure, SlackGateway
-from bot.store import Store
+from bot.store import Claim, DatabaseUnusable, Store
 from formatters.blocks import Payload
-from formatters.notices import other_workspace_message, refusal_message
+from formatters.notices import database_down_message, other_workspace_message, refusal_message
 
 logger = logging.getLogger(__name__)
 
@@ -145,15 +154,37 @@ async def tag_request(body: dict, context: dict, next: Callable[[], Awaitable[No
     return await next()
 
 
-def build_dedupe(store: Store) -> Callable[..., Awaitable[Any]]:
-    """The de-duplication middleware over ``store`` (see the module docstring)."""
+DELIVERY_LEASE_SECONDS = 10.0
+"""How long a delivery's claim protects unfinished work from a retry. Longer than Slack's 3 s to ack
+(a live process acks well within it, after which Slack does not retry), so a retry that finds the
+claim unfinished after this died with it."""
+DELIVERY_CLAIM = "delivery_claim"
+"""The request context key of the claim (``(key, owner)``) that :class:`FinishDelivery` marks done."""
 
-    async def dedupe_deliveries(body: dict, request: Any, next: Callable[[], Awaitable[None]]) -> Any:
+
+def build_dedupe(store: Store, *, lease: float = DELIVERY_LEASE_SECONDS) -> Callable[..., Awaitable[Any]]:
+    """The de-duplication middleware over ``store``, claims held ``lease`` seconds (see the module
+    docstring). Puts the claim in ``context[DELIVERY_CLAIM]``; :class:`FinishDelivery` marks it done."""
+
+    async def dedupe_deliveries(
+        body: dict, request: Any, context: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]
+    ) -> Any:
         key = delivery_key(body)
-        if key is not None and not await store.claim(key):
-            retry = (request.headers.get("x-slack-retry-num") or [None])[0]
-            logger.info("duplicate delivery %s (retry %s) answered without processing", key, retry)
+        if key is None:
+            return await next()
+        owner = uuid.uuid4().hex
+        try:
+            claim = await store.claim_delivery(key, owner=owner, lease=lease)
+        except (SQLAlchemyError, DatabaseUnusable) as exc:
+            logger.error("cannot claim delivery %s: the database failed (%s); nothing processed", key, type(exc).__name__)
+            return await database_down(body, ack, respond)
+        retry = (request.headers.get("x-slack-retry-num") or [None])[0]
+        if not claim.mine:
+            logger.info("duplicate delivery %s (retry %s) answered without processing (the first one: %s)", key, retry, claim.value)
             return BoltResponse(status=200, body="")
+        if claim is Claim.TAKEN_OVER:
+            logger.warning("delivery %s (retry %s): its first claim lapsed unfinished; processing it now", key, retry)
+        context[DELIVERY_CLAIM] = (key, owner)
         return await next()
 
     return dedupe_deliveries
@@ -240,6 +271,52 @@ def build_workspace_check(installation: Installation) -> Callable[..., Awaitable
         return await answer_refusal(body, ack, respond, other_workspace_message(unchecked=unchecked))
 
     return workspace_check
+
+
+async def database_down(body: Mapping[str, Any], ack: Any, respond: Any) -> BoltResponse:
+    """Answer a delivery that could not be claimed because the database failed; nothing was done.
+
+    A slash command: the ack's body (ephemeral). A click: ack, then an ephemeral ``respond``. A form:
+    the message on its first input. An event: ``503``, so Slack delivers it again later (Slack doc
+    "Events API", retries) and nothing is lost."""
+    payload = database_down_message()
+    if body.get("command"):
+        return await ack(text=payload["text"], blocks=payload["blocks"])
+    if body.get("type") == "block_actions":
+        await ack()
+        if respond is not None:
+            try:
+                await respond(**payload, response_type="ephemeral", replace_original=False)
+            except Exception as exc:  # the response_url may be gone; the ack stands
+                logger.warning("could not tell the user the database is down: %s", type(exc).__name__)
+        return BoltResponse(status=200, body="")
+    if body.get("type") == "view_submission":
+        inputs = [b.get("block_id") for b in (body.get("view") or {}).get("blocks", []) if b.get("type") == "input"]
+        if inputs and inputs[0]:
+            return await ack(response_action="errors", errors={inputs[0]: payload["text"][:150]})
+        return await ack()
+    return BoltResponse(status=503, body="")
+
+
+class FinishDelivery(AsyncListenerCompletionHandler):
+    """Bolt's listener completion handler (it runs when a listener has finished, after its ack and
+    its work, whether it succeeded or raised): marks the request's delivery claim done in ``store``
+    so a later retry is dropped for good. A failure to mark it is logged (the claim then lapses and
+    a retry, if any, runs the work again)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def handle(self, request: AsyncBoltRequest, response: BoltResponse | None) -> None:
+        claim = request.context.get(DELIVERY_CLAIM)
+        if not claim:
+            return
+        key, owner = claim
+        try:
+            if not await self.store.finish(key, owner=owner):
+                logger.info("delivery %s was taken over before it finished here", key)
+        except (SQLAlchemyError, DatabaseUnusable) as exc:
+            logger.warning("could not mark delivery %s done: %s", key, type(exc).__name__)
 
 
 def build_role_check(

@@ -6,14 +6,23 @@ SQLite by default (``sqlite:///agent-bot.db``); PostgreSQL (``postgresql+psycopg
 Tables:
 
 - ``deliveries``: one row per Slack delivery the bot has taken on (an event's ``event_id``, a slash
-  command's or a click's ``trigger_id``). The primary key makes :meth:`Store.claim` atomic across
-  replicas, which is how a retried delivery (``X-Slack-Retry-Num``) never repeats a side effect.
-  Rows older than a day are pruned by a periodic job (:meth:`Store.prune`): Slack retries within minutes.
+  command's or a click's ``trigger_id``), and per one-off side effect (``forward:``, ``hook:`` keys).
+  The primary key makes a claim atomic across replicas, which is how a retried delivery
+  (``X-Slack-Retry-Num``) never repeats a side effect. A delivery's claim also says whether its work
+  was done (:meth:`Store.claim_delivery`: ``claimed_at``, ``claimed_by``, ``done_at``): a claim that
+  is not done and older than its lease belongs to a process that died before finishing, and a retry
+  takes it over. Rows older than a day are pruned by a periodic job (:meth:`Store.prune`): Slack
+  retries within minutes.
+
 - ``slack_pauses``: at most one row per ``kind``: ``revoked`` (Slack said ``app_uninstalled`` or
   ``tokens_revoked``: the token no longer works; no ``until``, the row stays until cleared) and
   ``rate_limited`` (``app_rate_limited``: ``until`` the end of the minute Slack named). The periodic
   jobs that post (session follower, digests, limits) skip their tick while a row is in force
   (:mod:`bot.services.lifecycle`); every replica reads the same rows.
+
+Schema upgrades: ``create_all`` creates missing tables, never missing columns. A database made by an
+older version is brought up to date by :func:`add_missing_columns` (``ALTER TABLE ... ADD COLUMN``,
+nullable columns only), run on start-up by :class:`Store` for the columns in :data:`ADDED_COLUMNS`.
 
 The engine is synchronous; the async methods run it in a worker thread so the event loop never
 blocks on the database.
@@ -23,15 +32,35 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import enum
 import functools
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine, delete, event, insert, or_, select, update
+from sqlalchemy import (
+    Column,
+    DateTime,
+    MetaData,
+    String,
+    Table,
+    and_,
+    create_engine,
+    delete,
+    event,
+    insert,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -42,7 +71,30 @@ deliveries = Table(
     metadata,
     Column("key", String(255), primary_key=True),
     Column("received_at", DateTime(timezone=True), nullable=False),
+    # added after the first release (see ADDED_COLUMNS); NULL in rows an older version wrote
+    Column("claimed_at", DateTime(timezone=True)),
+    Column("claimed_by", String(64)),
+    Column("done_at", DateTime(timezone=True)),
 )
+
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"deliveries": ("claimed_at", "claimed_by", "done_at")}
+"""Columns added to tables of an earlier release, by table name; :class:`Store` adds them to an
+existing database on start-up (:func:`add_missing_columns`). Every one is nullable."""
+
+
+class Claim(enum.Enum):
+    """What :meth:`Store.claim_delivery` found: the caller does the work (``NEW``, ``TAKEN_OVER``: the
+    claim of a process that did not finish within its lease) or not (``WORKING``: another is still
+    within its lease; ``DONE``: the work was done)."""
+
+    NEW = "new"
+    TAKEN_OVER = "taken over"
+    WORKING = "working"
+    DONE = "done"
+
+    @property
+    def mine(self) -> bool:
+        return self in (Claim.NEW, Claim.TAKEN_OVER)
 
 
 slack_pauses = Table(
@@ -87,6 +139,8 @@ class Store:
             event.listen(self.engine, "connect", functools.partial(_sqlite_pragmas, busy_timeout_ms=busy_timeout_ms))
         try:
             metadata.create_all(self.engine)
+            for table, columns in ADDED_COLUMNS.items():
+                add_missing_columns(self.engine, metadata.tables[table], columns)
         except OperationalError as exc:
             raise DatabaseUnusable(describe_database_error(exc)) from exc
 
@@ -94,15 +148,65 @@ class Store:
         return await asyncio.to_thread(work)
 
     async def claim(self, key: str) -> bool:
-        """Record ``key``; return True the first time, False when it was recorded before (by any replica)."""
+        """Record ``key`` for good; return True the first time, False when it was recorded before (by
+        any replica). Such a claim is done at once and never taken over: for side effects that must
+        not happen twice even after a crash (compare :meth:`claim_delivery`)."""
 
         def work() -> bool:
+            now = self._now()
             try:
                 with self.engine.begin() as conn:
-                    conn.execute(insert(deliveries).values(key=key[:255], received_at=self._now()))
+                    conn.execute(insert(deliveries).values(key=key[:255], received_at=now, claimed_at=now, done_at=now))
                 return True
             except IntegrityError:
                 return False
+
+        return await self._run(work)
+
+    async def claim_delivery(self, key: str, *, owner: str, lease: float) -> Claim:
+        """Claim the work of the delivery ``key`` for ``owner`` (at most 64 characters, unique per
+        attempt); ``lease`` is in seconds on the store's clock.
+
+        The first claim inserts the row (:attr:`Claim.NEW`). A later one takes over a claim that is
+        not done and was made more than ``lease`` seconds ago (:attr:`Claim.TAKEN_OVER`: its process
+        died, or hangs, before finishing), with one conditional UPDATE, so of several retries one
+        wins. Otherwise :attr:`Claim.WORKING` (not done, within the lease) or :attr:`Claim.DONE`
+        (done, or written by an older version, which kept no state: treated as done).
+        Raises ``sqlalchemy.exc.SQLAlchemyError`` when the database fails."""
+
+        def work() -> Claim:
+            now = self._now()
+            key_ = key[:255]
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(insert(deliveries).values(key=key_, received_at=now, claimed_at=now, claimed_by=owner[:64]))
+                return Claim.NEW
+            except IntegrityError:
+                pass
+            lapsed = and_(
+                deliveries.c.key == key_,
+                deliveries.c.done_at.is_(None),
+                deliveries.c.claimed_at.is_not(None),
+                deliveries.c.claimed_at < now - dt.timedelta(seconds=lease),
+            )
+            with self.engine.begin() as conn:
+                if conn.execute(update(deliveries).where(lapsed).values(claimed_at=now, claimed_by=owner[:64])).rowcount == 1:
+                    return Claim.TAKEN_OVER
+                row = conn.execute(select(deliveries.c.claimed_at, deliveries.c.done_at).where(deliveries.c.key == key_)).first()
+            if row is not None and row.done_at is None and row.claimed_at is not None:
+                return Claim.WORKING
+            return Claim.DONE
+
+        return await self._run(work)
+
+    async def finish(self, key: str, *, owner: str) -> bool:
+        """Mark the delivery ``key`` done, if ``owner`` still holds its claim (one that was taken
+        over is the new owner's to finish); True when it did."""
+
+        def work() -> bool:
+            held = and_(deliveries.c.key == key[:255], deliveries.c.claimed_by == owner[:64], deliveries.c.done_at.is_(None))
+            with self.engine.begin() as conn:
+                return conn.execute(update(deliveries).where(held).values(done_at=self._now())).rowcount == 1
 
         return await self._run(work)
 
@@ -187,6 +291,41 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def add_missing_columns(engine: Engine, table: Table, names: Iterable[str]) -> list[str]:
+    """Add the columns ``names`` of ``table`` (as defined in :data:`metadata`; each must be nullable)
+    that the database's table lacks, with ``ALTER TABLE ... ADD COLUMN``; returns the names added.
+
+    Safe when several replicas start at once: PostgreSQL uses ``ADD COLUMN IF NOT EXISTS``; on
+    SQLite (which has no such clause) a column another process added in between is not an error.
+    Does nothing when the table does not exist (``create_all`` makes it whole). Raises
+    ``sqlalchemy.exc.OperationalError`` / ``ProgrammingError`` for any other failure."""
+    if not inspect(engine).has_table(table.name):
+        return []
+    present = {column["name"] for column in inspect(engine).get_columns(table.name)}
+    added: list[str] = []
+    preparer = engine.dialect.identifier_preparer
+    for name in names:
+        if name in present:
+            continue
+        column = table.c[name]
+        assert column.nullable, f"{table.name}.{name} must be nullable to be added to an existing table"
+        if_not_exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
+        ddl = (
+            f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {if_not_exists}"
+            f"{preparer.format_column(column)} {column.type.compile(dialect=engine.dialect)}"
+        )
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(ddl))
+        except (OperationalError, ProgrammingError):
+            if name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
+                raise
+            continue  # another replica added it first
+        logger.info("database upgraded: added column %s.%s", table.name, name)
+        added.append(name)
+    return added
 
 
 def describe_database_error(exc: OperationalError) -> str:

@@ -24,6 +24,9 @@ INTERNAL_ERROR = (
     "if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
 )
 
+DATABASE_DOWN = ":warning: I cannot reach my database right now, so I did nothing with this request."
+DATABASE_DOWN_HINT = "Please try again in a minute; if it keeps happening, tell whoever runs the bot."
+
 
 def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payload:
     """A failure: ``what`` happened (plain text, escaped here) and ``hint``, what to do next."""
@@ -50,3 +53,9 @@ def internal_error_message(ref: str) -> Payload:
     """An unexpected failure: an apology and the reference id of the logged trace (never the trace)."""
     text = INTERNAL_ERROR.format(ref=esc(ref))
     return message([section(text)], text)
+
+
+def database_down_message() -> Payload:
+    """The bot's database did not answer, so the request was not processed (nothing applied, nothing
+    recorded): what happened and to try again shortly."""
+    return message([section(DATABASE_DOWN), context(DATABASE_DOWN_HINT)], f"{DATABASE_DOWN} {DATABASE_DOWN_HINT}")

@@ -86,6 +86,12 @@ NO_SESSIONS_HINT = "Start one with `/agent session start <prompt>` or by mention
 REPLY_FAILED = ":x: I could not pass your reply to the agent: {what}"
 FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
 SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
+START_INTERRUPTED = (
+    "The bot stopped while this session was starting, so the agent never got the prompt "
+    "(the platform may keep an empty session that received nothing)."
+)
+START_INTERRUPTED_HINT = "Start it again with `/agent session start <prompt>` (or mention me again)."
+START_INTERRUPTED_TOLD = ":x: Your agent session on *{computer}* did not start:\n>{prompt}"
 ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 
 REPLY_STARTER, REPLY_CHANNEL = "starter", "channel"
@@ -295,6 +301,14 @@ def computer_choice(computers: Sequence[Computer], row_id: int, *, minutes: int)
         context(CHOOSE_HINT.format(minutes=minutes)),
     ]
     return message(blocks, CHOOSE_COMPUTER)
+
+
+def start_interrupted_notice(computer: str, prompt: str) -> Payload:
+    """Told to the person whose start was interrupted (the bot stopped during ``POST /sessions``):
+    which start (``computer``, ``prompt``; escaped here), what happened and to start it again."""
+    text = START_INTERRUPTED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
+    blocks = [section(f"{text}\n{START_INTERRUPTED}"), context(START_INTERRUPTED_HINT)]
+    return message(blocks, f"Your agent session on {one_line(computer, 80)} did not start. {START_INTERRUPTED_HINT}")
 
 
 def started_notice(computer: str, link: str) -> Payload:

@@ -3,8 +3,13 @@
 One :class:`Follower` per process. Its :meth:`Follower.tick` runs every second as a periodic job
 (:mod:`bot.scheduler`); tests call it with a moved clock. Each tick:
 
-1. picks the followed sessions whose next poll is due and that no other replica holds, and takes
-   each one's lease (:meth:`bot.services.sessions.store.SessionStore.take_lease`, a conditional UPDATE);
+1. picks the followed sessions whose next poll is due, that no other replica holds and that this one
+   is not polling already, and takes each one's lease
+   (:meth:`bot.services.sessions.store.SessionStore.take_lease`, a conditional UPDATE);
+   each poll runs as its own task, bounded by ``poll_timeout`` (:data:`POLL_TIMEOUT`, shorter than
+   the lease): one that takes longer (a Slack post that hangs) is cancelled and its session polled
+   again :data:`TIMEOUT_RETRY` seconds later from the place it had saved. The tick waits at most
+   ``tick_wait`` for its polls; a slow one goes on in the background, so it never delays the others;
 2. polls each (at most :data:`CONCURRENCY` at once): GET the session, then GET its messages from the
    page cursor it reached, skipping what it handled before (management-api-v0.md, "Message",
    "Pagination object": the cursor is opaque, so the bot keeps the cursor of the page it is reading
@@ -28,6 +33,10 @@ One :class:`Follower` per process. Its :meth:`Follower.tick` runs every second a
    hook or Refresh wakes it). A 429 waits its ``Retry-After``; a 5xx, timeout or unreachable API
    backs off exponentially (:data:`BACKOFF_MAX`), and in both cases the place is kept (the cursor is
    only saved after its messages were handled).
+
+A graceful stop (the ASGI lifespan's shutdown, ``agent-bot socket``'s stop) calls
+:meth:`Follower.release`: polls in flight get a moment to end, then every lease of this process is
+given up, so the next process follows at once instead of after the lease (30 s).
 
 Nothing is lost or doubled across restarts and replicas: the place, the posted message ids and the
 lease live in the database; a restarted bot resumes at the saved cursor and skips posted ids.
@@ -75,6 +84,14 @@ HOOKED_POLL = 30.0
 WORKING_EDIT_SECONDS = 3.0
 BACKOFF_MAX = 60.0
 CONCURRENCY = 16
+POLL_TIMEOUT = 20.0
+"""Seconds one poll may take (shorter than the 30 s lease, so no other replica takes the session mid-poll)."""
+TIMEOUT_RETRY = 5.0
+"""Seconds after a poll that timed out before its session is polled again."""
+TICK_WAIT = 1.0
+"""Seconds a tick waits for its polls before it returns and leaves the slow ones running."""
+RELEASE_GRACE = 5.0
+"""Seconds :meth:`Follower.release` lets polls in flight finish before it cancels them."""
 DUE_BATCH = 200
 PAGE_SIZE = 100
 MAX_PAGES_PER_POLL = 20
@@ -171,6 +188,8 @@ class Follower:
         follow_hours: float = 24.0,
         owner: str | None = None,
         reply_mode: str = REPLY_STARTER,
+        poll_timeout: float = POLL_TIMEOUT,
+        tick_wait: float = TICK_WAIT,
     ) -> None:
         self.reply_mode = reply_mode
         self.sessions = sessions
@@ -179,29 +198,74 @@ class Follower:
         self.now = now
         self.follow_for = dt.timedelta(hours=follow_hours)
         self.owner = owner or f"bot-{uuid.uuid4().hex[:12]}"
+        self.poll_timeout = poll_timeout
+        self.tick_wait = tick_wait
         self._semaphore = asyncio.Semaphore(CONCURRENCY)
+        self._inflight: dict[int, asyncio.Task[bool]] = {}
 
     async def tick(self) -> int:
-        """One pass over the due sessions; returns how many were polled by this replica."""
+        """One pass over the due sessions; returns how many this replica polled within ``tick_wait``
+        seconds (slower polls go on in the background and are not picked again until they end)."""
         now = self.now()
-        due = await self.sessions.due(now, owner=self.owner, limit=DUE_BATCH)
-        polled = await asyncio.gather(*(self._guarded(link) for link in due))
-        return sum(polled)
+        due = [link for link in await self.sessions.due(now, owner=self.owner, limit=DUE_BATCH) if link.id not in self._inflight]
+        tasks = [self._spawn(link) for link in due]
+        if not tasks:
+            return 0
+        done, _running = await asyncio.wait(tasks, timeout=self.tick_wait)
+        return sum(1 for task in done if not task.cancelled() and task.exception() is None and task.result())
+
+    def _spawn(self, link: SessionLink) -> asyncio.Task[bool]:
+        task = asyncio.create_task(self._guarded(link), name=f"follow-session-row-{link.id}")
+        self._inflight[link.id] = task
+        task.add_done_callback(lambda _done: self._inflight.pop(link.id, None))
+        return task
 
     async def poll_now(self, row_id: int) -> bool:
         """Poll one session at once if this replica can take its lease (a hook, a Refresh click);
-        True when it polled."""
+        True when it polled. A poll of it already in flight here is awaited instead of doubled."""
+        running = self._inflight.get(row_id)
+        if running is not None:
+            await asyncio.wait([running])
+            return not running.cancelled() and running.exception() is None and running.result()
         link = await self.sessions.get(row_id)
         if link is None or link.session_id is None:
             return False
         return await self._guarded(link)
+
+    async def release(self, grace: float = RELEASE_GRACE) -> int:
+        """A graceful stop: let the polls in flight end (``grace`` seconds at most, then cancel them:
+        each resumes from its saved place later), then give up every lease of this process
+        (:meth:`SessionStore.release_leases`). Returns how many leases were released; a database
+        failure is logged, not raised (the leases then lapse after :data:`LEASE_SECONDS`)."""
+        running = list(self._inflight.values())
+        if running:
+            _done, late = await asyncio.wait(running, timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        try:
+            released = await self.sessions.release_leases(self.owner)
+        except Exception as exc:
+            logger.warning("could not release the follow leases of %s: %s", self.owner, type(exc).__name__)
+            return 0
+        logger.info("released %s follow lease(s) of %s", released, self.owner)
+        return released
 
     async def _guarded(self, link: SessionLink) -> bool:
         async with self._semaphore:
             if not await self.sessions.take_lease(link.id, owner=self.owner, now=self.now()):
                 return False
             try:
-                await self.poll(link)
+                await asyncio.wait_for(self.poll(link), self.poll_timeout)
+            except TimeoutError:
+                logger.warning("polling session row %s took longer than %s s; trying again later", link.id, self.poll_timeout)
+                await self.sessions.save_progress(
+                    link.id,
+                    owner=self.owner,
+                    polled_due_at=link.next_poll_at,
+                    next_poll_at=self.now() + dt.timedelta(seconds=TIMEOUT_RETRY),
+                )
             except Exception:
                 logger.exception("following session row %s failed; trying again later", link.id)
                 await self.sessions.save_progress(

@@ -14,6 +14,12 @@ change; its thread is the session's), ``POST /sessions`` (``computerId``, ``cwd`
 ``sessionSettings.model``) and ``POST /sessions/{id}/messages`` with the prompt
 (management-api-v0.md, "Endpoints", "Session").
 
+Interrupted starts: the API has no way to list sessions, so a start whose process stopped during it
+(killed while ``POST /sessions`` was in flight) cannot be found again. :meth:`Starter.close_interrupted`
+(a periodic job on every replica) closes each row still ``starting`` :data:`STARTING_BOUND` after it
+began: marked ``failed`` by a conditional UPDATE (one replica wins), the parent message edited to say
+so, and the person who asked told (ephemeral in the channel, else a DM) to start again.
+
 Exactly once: each start claims a row keyed by where it came from (``command:<trigger_id>``,
 ``view:<view id>``, ``mention:<channel>:<ts>``), and a menu's choice moves its row from
 ``choosing`` to ``starting`` with a conditional UPDATE, before ``POST /sessions``, which is never
@@ -35,7 +41,17 @@ from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
 from bot.slack import SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
-from formatters.sessions import CHOICE_EXPIRED, CHOICE_EXPIRED_HINT, CHOICE_TAKEN, NOT_YOURS, one_line, parent_message
+from formatters.sessions import (
+    CHOICE_EXPIRED,
+    CHOICE_EXPIRED_HINT,
+    CHOICE_TAKEN,
+    NOT_YOURS,
+    START_INTERRUPTED,
+    START_INTERRUPTED_HINT,
+    one_line,
+    parent_message,
+    start_interrupted_notice,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +84,12 @@ CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I starte
 JOIN_NOT_NEEDED: Final = "method_not_supported_for_channel_type"
 """``conversations.join`` of a private channel (or a DM): only an invitation brings the bot in; the
 parent post then tells whether it is there (``channel_not_found`` when not: :data:`CANNOT_POST`)."""
+STARTING_BOUND: Final = dt.timedelta(minutes=3)
+"""How long a start may stay ``starting`` before it counts as interrupted: far longer than a live
+one takes (a Slack post and ``POST /sessions``, whose retries give up within 30 s)."""
+INTERRUPTED_CHECK_SECONDS: Final = 30.0
+"""How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
+INTERRUPTED_BATCH: Final = 50
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
 
 _OPTION = re.compile(r"(?:(?<=\s)|^)(computer|cwd|model)=(\"[^\"]*\"|\u201c[^\u201d]*\u201d|\S+)", re.IGNORECASE)
@@ -297,7 +319,12 @@ class Starter:
             await self.follower.show_parent(failed, status="failed")  # a failure is logged by the gateway
             await self.follower.set_reaction(failed, REACTIONS["error"])
             return failed
-        await self.sessions.record_session(row.id, session_id=session.session_id, status=session.status, now=self.now())
+        if not await self.sessions.record_session(row.id, session_id=session.session_id, status=session.status, now=self.now()):
+            # closed as interrupted while POST /sessions hung; the person was told to start again
+            logger.warning(
+                "session row %s was closed as interrupted before %s was created; not sending the prompt", row.id, session.session_id
+            )
+            return await self.sessions.get(row.id) or row
         try:
             await self.agent.create_message(session_id=session.session_id, text=row.prompt)
         except AgentAPIError as exc:
@@ -306,3 +333,37 @@ class Starter:
         started = await self.sessions.get(row.id) or row
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
         return started
+
+    async def close_interrupted(self) -> int:
+        """Close every start still ``starting`` :data:`STARTING_BOUND` after it began (its process
+        stopped during it); returns how many this replica closed.
+
+        Each is marked ``failed`` by a conditional UPDATE, so with several replicas one closes it;
+        that one edits the parent message (when there is one) to say what happened and to start
+        again, sets the error reaction, and tells the person who asked (an ephemeral message in the
+        channel, else a DM). Slack failures are logged (by the gateway and here), never raised."""
+        now = self.now()
+        before = now - STARTING_BOUND
+        closed = 0
+        for row in await self.sessions.stale_starts(before, limit=INTERRUPTED_BATCH):
+            if not await self.sessions.close_start(row.id, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
+                continue  # another replica closed it, or it started after all
+            closed += 1
+            logger.warning("session start row %s was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
+            failed = await self.sessions.get(row.id) or row
+            await self.follower.show_parent(failed, status="failed")  # a failed edit is logged by the gateway
+            await self.follower.set_reaction(failed, REACTIONS["error"])
+            await self._tell_interrupted(failed)
+        return closed
+
+    async def _tell_interrupted(self, row: SessionLink) -> None:
+        """Tell the person who asked that their start was interrupted: ephemeral in the channel (in
+        its thread when there is one), else by DM."""
+        notice = start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt)
+        told = await self.slack.ephemeral(row.channel, row.slack_user, notice, thread_ts=row.thread_ts)
+        if not isinstance(told, SlackFailure):
+            return
+        dm = await self.slack.open_dm(row.slack_user)
+        posted = dm if isinstance(dm, SlackFailure) else await self.slack.post(dm, notice)
+        if isinstance(posted, SlackFailure):
+            logger.warning("could not tell %s that session row %s was interrupted: %s", row.slack_user, row.id, posted.error)

@@ -7,7 +7,9 @@ endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.st
   ``trigger_id``, the modal's view id, the mention's ``channel:ts``, the select menu's row), so a
   retried command, a double-submitted modal or a repeated mention claims one row; ``state`` moves
   ``choosing -> starting -> started`` (or ``failed``) by conditional UPDATEs, and ``POST /sessions``
-  is called only by whoever moved a row to ``starting``, never twice for one row. After that the row
+  is called only by whoever moved a row to ``starting``, never twice for one row (a row still
+  ``starting`` long after, its process gone, is closed ``failed`` by :meth:`SessionStore.close_start`,
+  a conditional UPDATE, and a late :meth:`SessionStore.record_session` then changes nothing). After that the row
   holds the thread (``channel``, ``thread_ts``, the parent message ``parent_ts``), what the follower
   has seen (``page_cursor`` = the cursor of the page being read, ``last_message_id`` = the last
   message handled in it), the working message, and the follower's schedule and lease.
@@ -242,18 +244,46 @@ class SessionStore:
             state=STARTING,
             computer_id=computer_id,
             computer_name=computer_name,
+            last_activity_at=now,  # a starting row's last_activity_at is when it began to start
         )
 
-    async def record_session(self, row_id: int, *, session_id: str, status: str, now: dt.datetime) -> None:
-        """The API created the session: remember its id and start following it."""
-        await self._update_where(
-            agent_sessions.c.id == row_id,
+    async def record_session(self, row_id: int, *, session_id: str, status: str, now: dt.datetime) -> bool:
+        """The API created the session: remember its id and start following it. False when the row
+        is no longer ``starting`` (:meth:`close_start` closed it as interrupted meanwhile)."""
+        return await self._update_where(
+            and_(agent_sessions.c.id == row_id, agent_sessions.c.state == STARTING),
             state=STARTED,
             session_id=session_id,
             status=status,
             following=True,
             next_poll_at=now,
             last_activity_at=now,
+        )
+
+    async def stale_starts(self, before: dt.datetime, *, limit: int) -> list[SessionLink]:
+        """Rows still ``starting`` that began to start before ``before`` (their ``last_activity_at``),
+        oldest first, at most ``limit``: a start whose process stopped during it."""
+
+        def work() -> list[SessionLink]:
+            query = (
+                select(agent_sessions)
+                .where(and_(agent_sessions.c.state == STARTING, agent_sessions.c.last_activity_at < before))
+                .order_by(agent_sessions.c.last_activity_at, agent_sessions.c.id)
+                .limit(limit)
+            )
+            with self.store.engine.connect() as conn:
+                return [SessionLink.from_row(r) for r in conn.execute(query)]
+
+        return await self.store._run(work)
+
+    async def close_start(self, row_id: int, *, before: dt.datetime, error: str) -> bool:
+        """Mark a start that is still ``starting`` and began before ``before`` ``failed`` with
+        ``error``, with one conditional UPDATE: True for the one caller (of every replica) that did."""
+        return await self._update_where(
+            and_(agent_sessions.c.id == row_id, agent_sessions.c.state == STARTING, agent_sessions.c.last_activity_at < before),
+            state=FAILED,
+            error=error[:2000],
+            following=False,
         )
 
     async def mark_failed(self, row_id: int, error: str) -> None:
@@ -344,6 +374,19 @@ class SessionStore:
             lease_owner=owner,
             lease_until=now + dt.timedelta(seconds=seconds),
         )
+
+    async def release_leases(self, owner: str) -> int:
+        """Give up every follow lease ``owner`` holds (a graceful stop), with one conditional UPDATE
+        on the owner, so another replica or the restarted process takes the sessions at once instead
+        of after :data:`LEASE_SECONDS`; returns how many were released."""
+
+        def work() -> int:
+            with self.store.engine.begin() as conn:
+                return conn.execute(
+                    update(agent_sessions).where(agent_sessions.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
+                ).rowcount
+
+        return await self.store._run(work)
 
     async def save_progress(self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any) -> bool:
         """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it.

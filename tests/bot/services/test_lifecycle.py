@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from bot.services.lifecycle import RATE_LIMITED, REVOKED, SlackLifecycle
-from bot.slack import SlackFailure
+from bot.slack import AuthTest, SlackFailure
 from bot.store import SlackPause, Store
 from tests.conftest import postgres_url
 
@@ -23,17 +23,16 @@ class Clock:
         return self.now
 
 
-class AuthTest:
-    """The gateway's ``call``, for ``auth.test`` only: ok, or the failure given."""
+class FakeAuthTest:
+    """The gateway's ``auth_test`` only: the installation, or the failure given."""
 
     def __init__(self) -> None:
         self.failure: SlackFailure | None = None
         self.calls = 0
 
-    async def call(self, method: str, **arguments):
-        assert method == "auth.test"
+    async def auth_test(self) -> AuthTest | SlackFailure:
         self.calls += 1
-        return self.failure or {"ok": True, "user_id": "U0AGENTBOT"}
+        return self.failure or AuthTest(team_id="T0DEMO", user_id="U0AGENTBOT", bot_id="B0AGENTBOT", app_id="A0DEMO")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -51,7 +50,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def slack() -> AuthTest:
-    return AuthTest()
+    return FakeAuthTest()
 
 
 @pytest.fixture

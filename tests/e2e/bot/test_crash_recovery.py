@@ -1,0 +1,249 @@
+"""A bot killed (SIGKILL) in the middle of a delivery loses nothing once it is restarted.
+
+Real processes: the sandbox Agent API and the Slack emulator on loopback, ``agent-bot serve`` in its
+own process on a SQLite file. The bot is killed at a chosen point (the sandbox is told to hang, so
+the bot is stuck there), started again on the same database, and the test checks what Slack and the
+platform saw afterwards. Time that must pass (a lease) is moved in the database rows rather than
+slept through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy
+from sqlalchemy import select, update
+
+from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.services.sessions.follower import view_of
+from bot.services.sessions.starter import STARTING_BOUND
+from bot.services.sessions.store import FAILED, STARTING, SessionLink, agent_sessions
+from bot.store import deliveries
+from formatters.sessions import parent_message, start_interrupted_notice
+from sandbox.agent_api import SandboxConfig, create_app
+from sandbox.server import serve_in_thread
+from sandbox.slack_emulator import SlackClientSide, SlackEmulator, SlackRequest
+from tests.bot.bot_processes import BotProcess, bot_environment, start_serve
+
+WAIT = 20.0
+
+
+class Unsent(SlackClientSide):
+    """Builds and records a request as Slack would send it, without sending it (to send it later,
+    more than once, like Slack's retries)."""
+
+    def send(self, request: SlackRequest, **delivery: object) -> SlackRequest:  # type: ignore[override]  # returns the request
+        return request
+
+
+@dataclass
+class World:
+    sandbox_url: str
+    state: object
+    slack: SlackEmulator
+    env: dict[str, str]
+    database_url: str
+    tmp: Path
+
+    def faults(self, **changes: float) -> None:
+        httpx.post(f"{self.sandbox_url}/_sandbox/faults", json=changes, timeout=5).raise_for_status()
+
+    def start_bot(self, name: str) -> BotProcess:
+        return start_serve(self.env, self.tmp / f"{name}.log")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    config = SandboxConfig(seed=7, users=20)
+    sandbox_app = create_app(config)
+    sandbox = serve_in_thread(sandbox_app)
+    slack = SlackEmulator(directory=demo_directory()).start()
+    roles = tmp_path / "roles.yaml"
+    roles.write_text(ROLES_YAML)
+    database_url = f"sqlite:///{tmp_path / 'bot.db'}"
+    # no cache of roles: every request asks the Agent API who is a member, so a hanging API holds the
+    # request in the role check, after its delivery claim and before its ack
+    env = bot_environment(
+        slack,
+        agent_api_url=sandbox.url,
+        agent_api_key=config.api_key,
+        database_url=database_url,
+        roles_file=roles,
+        AGENT_BOT_USER_CACHE_TTL="0",
+    )
+    try:
+        yield World(sandbox.url, sandbox_app.state.sandbox, slack, env, database_url, tmp_path)
+    finally:
+        slack.stop()
+        sandbox.stop()
+
+
+def kill(bot: BotProcess) -> None:
+    bot.proc.send_signal(signal.SIGKILL)
+    bot.proc.wait(10)
+
+
+def user_messages(session) -> list[str]:
+    return [m["content"][0]["text"] for m in list(session.messages) if m["role"] == "user"]
+
+
+def session_with(state, prompt: str):
+    found = [s for s in list(state.sessions.sessions.values()) if prompt in user_messages(s)]
+    return found[0] if len(found) == 1 else None
+
+
+def delivery_row(database_url: str, key: str):
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(deliveries).where(deliveries.c.key == key)).first()
+    finally:
+        engine.dispose()
+
+
+def move_claim_back(database_url: str, key: str, seconds: float) -> None:
+    """Let ``seconds`` pass for the claim of ``key`` (its lease runs on the row's ``claimed_at``)."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            row = conn.execute(select(deliveries.c.claimed_at).where(deliveries.c.key == key)).one()
+            conn.execute(
+                update(deliveries).where(deliveries.c.key == key).values(claimed_at=row.claimed_at - dt.timedelta(seconds=seconds))
+            )
+    finally:
+        engine.dispose()
+
+
+def wait_until(predicate, what: str, timeout: float = WAIT):
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+    return result
+
+
+def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(world: World):
+    bot = world.start_bot("first")
+    try:
+        client = world.slack.client(bot.url, timeout=20)
+        bot_user = world.slack.directory.bot.user_id
+        mention = client.send_mention(
+            f"<@{bot_user}> computer=ci crash prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        thread_ts = mention.request.payload["event"]["ts"]
+        session = wait_until(lambda: session_with(world.state, "crash prompt"), "the session")
+
+        # the API hangs: the reply's delivery is claimed, then the bot waits in the role check
+        world.faults(hang_rate=1.0, hang_seconds=60.0)
+        hanging = world.slack.client(bot.url, timeout=1)
+        reply = Unsent(world.slack, bot.url).send_message(
+            "the reply that must arrive", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=thread_ts
+        )
+        key = f"event:{reply.event_id}"
+        sender = threading.Thread(target=lambda: _send_ignoring_timeout(hanging, reply), daemon=True)
+        sender.start()
+        claimed = wait_until(lambda: delivery_row(world.database_url, key), "the delivery claim")
+        kill(bot)  # before the ack: Slack sees a failed delivery and retries it
+        sender.join(10)
+        assert claimed.done_at is None
+    finally:
+        bot.stop()
+
+    world.faults(hang_rate=0.0)
+    restarted = world.start_bot("restarted")
+    try:
+        # within the lease the retry is not processed (the first attempt may still be working) ...
+        early = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=1, retry_reason="http_error")
+        assert early.status_code == 200 and early.body == ""
+        assert user_messages(session) == ["crash prompt"]
+        # ... once the lease lapsed, Slack's next retry takes the dead process's claim over
+        move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
+        retry = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=2, retry_reason="http_error")
+        assert retry.status_code == 200
+        wait_until(lambda: "the reply that must arrive" in user_messages(session), "the reply at the agent")
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        # done: a further retry is dropped, the reply reached the agent once
+        again = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=3, retry_reason="http_error")
+        assert again.status_code == 200 and again.body == ""
+        time.sleep(0.3)
+        assert user_messages(session) == ["crash prompt", "the reply that must arrive"]
+        assert "its first claim lapsed unfinished" in restarted.log_text()
+    finally:
+        restarted.stop()
+
+
+def session_row(database_url: str, prompt: str):
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(agent_sessions).where(agent_sessions.c.prompt == prompt)).first()
+    finally:
+        engine.dispose()
+
+
+def move_start_back(database_url: str, row_id: int, delta: dt.timedelta) -> None:
+    """Let ``delta`` pass for a start (its bound runs on the row's ``last_activity_at``)."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            row = conn.execute(select(agent_sessions.c.last_activity_at).where(agent_sessions.c.id == row_id)).one()
+            conn.execute(update(agent_sessions).where(agent_sessions.c.id == row_id).values(last_activity_at=row.last_activity_at - delta))
+    finally:
+        engine.dispose()
+
+
+def test_a_start_killed_during_post_sessions_is_closed_after_the_restart(world: World):
+    prompt = "a start that will be cut short"
+    bot = world.start_bot("first")
+    try:
+        # every API call takes 1.5 s: the bot is killed between the parent message and POST /sessions' answer
+        world.faults(latency_ms=1500)
+        client = world.slack.client(bot.url, timeout=20)
+        client.send_slash_command(f"session start computer=ci {prompt}", user_id="U0MANAGER", channel_id=DEMO_CHANNEL)
+        bot_user = world.slack.directory.bot.user_id
+        [parent] = world.slack.recorder.wait_for(
+            lambda: [m for m in world.slack.recorder.messages(DEMO_CHANNEL) if m.user == bot_user and prompt in m.text],
+            timeout=WAIT,
+            what="the parent message",
+        )
+        wait_until(lambda: (r := session_row(world.database_url, prompt)) is not None and r.parent_ts, "the parent recorded")
+        kill(bot)  # POST /sessions is in flight (1.5 s)
+    finally:
+        bot.stop()
+    row = session_row(world.database_url, prompt)
+    assert row is not None and row.state == STARTING and row.parent_ts == parent.ts
+
+    world.faults(latency_ms=0)
+    move_start_back(world.database_url, row.id, STARTING_BOUND + dt.timedelta(seconds=1))
+    restarted = world.start_bot("restarted")  # its periodic jobs run once at start
+    try:
+        notice = start_interrupted_notice("CI sandbox", prompt)
+        [told] = world.slack.recorder.wait_for(
+            lambda: [e for e in world.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER") if e.text == notice["text"]],
+            timeout=WAIT,
+            what="the starter told",
+        )
+        assert (told.blocks, told.thread_ts) == (notice["blocks"], parent.ts)
+        closed = session_row(world.database_url, prompt)
+        assert closed.state == FAILED
+        expected = parent_message(view_of(SessionLink.from_row(closed), status="failed"))
+        edited = world.slack.recorder.message(DEMO_CHANNEL, parent.ts)
+        assert edited is not None and (edited.text, edited.blocks) == (expected["text"], expected["blocks"])
+    finally:
+        restarted.stop()
+
+
+def _send_ignoring_timeout(client, request) -> None:
+    with contextlib.suppress(httpx.HTTPError):  # the bot was killed while Slack waited for the ack
+        client.send(request)
