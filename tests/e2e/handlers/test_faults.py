@@ -77,7 +77,9 @@ def test_a_hanging_api_times_out_with_a_clear_reply_while_others_are_served(bloc
         replies: dict[str, object] = {}
         worker = threading.Thread(target=lambda: replies.setdefault("usage", hanging.command("usage 7d", user="U0OWNER", timeout=30)))
         worker.start()
-        help_reply = hanging.command("help", user="U0MEMBER")  # needs no Agent API call
+        # needs no Agent API call: a manager of the roles file (a member's role would need the
+        # organization users, which hang too, and the help would come after the usage reply)
+        help_reply = hanging.command("help", user="U0MANAGER")
         assert help_reply.status == 200 and "usage" in " ".join(block_texts(help_reply.last))
         assert worker.is_alive()  # the hanging command is still waiting for the API meanwhile
         worker.join(40)
