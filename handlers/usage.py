@@ -49,7 +49,8 @@ SPEC = SubCommand(
     details=(
         "Numbers come from the analytics API and compare with the previous period of the same length. "
         "`/agent usage user <email|@mention> [period]` shows one person, `/agent usage me` yourself. "
-        "`chart` adds a chart of billable tokens per day (with the 7-day average), sent to you in a direct message. " + PERIOD_HELP
+        "`chart` adds a chart of billable tokens per day (with the average of the 7 days before each day), sent to you in a direct message. "
+        + PERIOD_HELP
     ),
 )
 
