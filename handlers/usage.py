@@ -47,10 +47,10 @@ SPEC = SubCommand(
         "/agent usage user alice@example.com this month",
     ),
     details=(
-        "Numbers come from the analytics API and compare with the previous period of the same length. "
-        "`/agent usage user <email|@mention> [period]` shows one person, `/agent usage me` yourself. "
-        "`chart` adds a chart of billable tokens per day (with the average of the 7 days before each day), sent to you in a direct message. "
-        + PERIOD_HELP
+        "Numbers come from the analytics API; one day compares with the same weekday a week earlier, "
+        "N days with the N days before. `/agent usage user <email|@mention> [period]` shows one person, "
+        "`/agent usage me` yourself. `chart` adds a chart of billable tokens per day (with the average of "
+        "the 7 days before each day), sent to you in a direct message. " + PERIOD_HELP
     ),
 )
 
