@@ -62,10 +62,10 @@ COMMANDS = [
 
 
 USERS = MAX_PAGES_PER_SCREEN * QUERY_PAGE_SIZE + QUERY_PAGE_SIZE
-"""Organization users of the hostile sandbox: more than one query screen reads (``users example``
-stops at its page bound with more to come), and every list of users (top users, ``by user``, the
-analytics ``/users`` pages) longer than any reply can show, as with the 2,000 used before; each
-reply has the same blocks as with 2,000 (only the numbers and the names ranked differ), at a third
+"""Organization users of the hostile sandbox (600): more than the most one ``users`` screen may walk
+(pages x page size), so no walk ends by running out of users, and every list of users (top users,
+``by user``, analytics ``/users`` pages) is longer than any reply can show. Compared with the 2,000
+used before, every reply has the same blocks (only numbers and the names ranked differ), at a third
 of the sandbox's and the bot's work for ``usage 30d``."""
 
 
