@@ -258,24 +258,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``agent-bot`` console script."""
-    from pydantic import ValidationError
+    """Entry point of the ``agent-bot`` console script. Exit 2 with one line for a setting, roles
+    file or database the bot cannot use; 130 on Ctrl-C.
 
-    from bot.app import ConfigurationError
+    Nothing heavy is imported before a sub-command needs it: ``agent-bot hook`` runs on every agent
+    event, and importing the app (Bolt, matplotlib) would add most of a second to each."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        message = _startup_error(exc)
+        if message is None:
+            raise
+        print(f"agent-bot: {message}", file=sys.stderr)
+        return 2
+
+
+def _startup_error(exc: Exception) -> str | None:
+    """The one line for a failure the operator must fix (bad setting, roles file, database), else None."""
+    from pydantic import ValidationError  # only when something failed
+
+    from bot.config import ConfigurationError
     from bot.roles import RolesConfigError
     from bot.store import DatabaseUnusable
 
-    args = build_parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except (ConfigurationError, RolesConfigError, DatabaseUnusable) as exc:
-        print(f"agent-bot: {exc}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:
-        print(f"agent-bot: bad setting: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    if isinstance(exc, ConfigurationError | RolesConfigError | DatabaseUnusable):
+        return str(exc)
+    if isinstance(exc, ValidationError):
+        return f"bad setting: {exc}"
+    return None
 
 
 if __name__ == "__main__":
