@@ -115,6 +115,10 @@ ARCHIVE_CONFIRM_TEXT = "The platform marks it archived and I stop following its 
 ARCHIVE_YES = "Archive"
 ARCHIVE_NO = "Cancel"
 NOT_ARCHIVED = "Not archived; the session goes on."
+SHORT_ID = 8
+"""Characters of a session id shown in lists; any unique prefix of 4 or more names a session."""
+CANDIDATE_TITLE = 40
+"""Characters of a title shown next to a candidate id in an error."""
 
 
 def clean(value: object) -> str:
@@ -146,6 +150,17 @@ class SessionView:
     error: str | None = None
     title: str | None = None
     reply: str = REPLY_STARTER
+
+
+def short_id(session_id: str | None) -> str:
+    """The first :data:`SHORT_ID` characters of a session id (escaped), as lists show it."""
+    return one_line((session_id or "")[:SHORT_ID], SHORT_ID * 5)
+
+
+def id_candidates(sessions: Sequence[tuple[str, str]]) -> str:
+    """``(session_id, title)`` pairs on one line, for an error that names which sessions an id
+    could mean: ```3f2a1b2c` fix the flaky login test, ...`` (titles cut to :data:`CANDIDATE_TITLE`)."""
+    return ", ".join(f"`{short_id(sid)}` {one_line(title, CANDIDATE_TITLE)}".rstrip() for sid, title in sessions)
 
 
 def who_may(starter: str | None) -> str:
@@ -381,7 +396,8 @@ def start_modal(computers: Sequence[Computer], *, channel: str, opener: str, def
 
 @dataclass(frozen=True)
 class SessionRow:
-    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link."""
+    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link,
+    the session id (shown short: :func:`short_id`)."""
 
     title: str
     status: str
@@ -389,10 +405,12 @@ class SessionRow:
     slack_user: str
     link: str | None
     created_at: dt.datetime | None
+    session_id: str | None = None
 
 
 def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
-    """``/agent sessions``: newest first."""
+    """``/agent sessions``: newest first; each row shows the first :data:`SHORT_ID` characters
+    of its session id (what ``session status|set|archive`` take)."""
     if not rows:
         return message([section(f":information_source: {NO_SESSIONS}"), context(NO_SESSIONS_HINT)], NO_SESSIONS)
     blocks: list[Any] = [header("Agent sessions")]
@@ -400,9 +418,10 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
         title = one_line(row.title, 120) or "_untitled_"
         where = f"<{row.link}|thread>" if row.link else "no thread"
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
+        ident = f"`{short_id(row.session_id)}` \u00b7 " if row.session_id else ""
         blocks.append(
             section(
-                f"*{title}*\n{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
+                f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
                 f"\u00b7 {when} \u00b7 {where}"
             )
         )

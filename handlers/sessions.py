@@ -87,14 +87,14 @@ STATUS = SubCommand(
     "session status",
     "One agent session: status, settings, token usage.",
     "/agent session status <id>",
-    ("/agent session status 3f2a…",),
+    ("/agent session status 3f2a",),
     policy_key="session status",
 )
 SET = SubCommand(
     "session set",
     "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).",
     SET_USAGE,
-    ("/agent session set 3f2a… model=fast-model reasoningEffort=high",),
+    ("/agent session set 3f2a model=claude-haiku-4-5 reasoningEffort=high",),
     details=(
         "Only the settings you name are sent (PATCH); the session is shown as the platform returns it. "
         "Only whoever started the session, managers and owners can change it."
@@ -105,7 +105,7 @@ ARCHIVE = SubCommand(
     "session archive",
     "Archive a session (I ask you to confirm first); I stop following it.",
     "/agent session archive <id>",
-    ("/agent session archive 3f2a…",),
+    ("/agent session archive 3f2a",),
     details="Only whoever started the session, managers and owners can archive it.",
     policy_key="session archive",
 )
@@ -194,27 +194,33 @@ async def handle_list(request: CommandRequest) -> None:
             slack_user=r.slack_user,
             link=message_link(r.channel, r.thread_ts),
             created_at=r.created_at,
+            session_id=r.session_id,
         )
         for r in rows
     ]
     await request.reply(sessions_list(shown, total_shown_limit=SESSIONS_LISTED))
 
 
-def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
+async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
+    """The whole session id the command's first argument names (a whole id, or a unique prefix of
+    4 or more characters: :meth:`bot.services.sessions.Sessions.resolve_id`). Raises
+    :class:`UserInputError` when it is missing, too short, unknown or ambiguous."""
     if not request.command.args:
         raise UserInputError(WHICH_SESSION, f"Usage: `{spec.usage}`; `/agent sessions` lists them.")
-    return request.command.args[0]
+    return await request.services.sessions.resolve_id(request.command.args[0])
 
 
 async def handle_status(request: CommandRequest) -> None:
-    session, row = await request.services.sessions.status(session_id_arg(request, STATUS))
+    session, row = await request.services.sessions.status(await session_id_arg(request, STATUS))
     link = message_link(row.channel, row.thread_ts) if row else None
     await request.reply(session_status(session, computer=row.computer_name if row else None, link=link))
 
 
 async def handle_set(request: CommandRequest) -> None:
     try:
-        session, row = await request.services.sessions.update_settings(session_id_arg(request, SET), request.command.options, request.user)
+        session, row = await request.services.sessions.update_settings(
+            await session_id_arg(request, SET), request.command.options, request.user
+        )
     except NotAllowed as exc:
         await request.reply(not_allowed(exc.action, exc.starter))
         return
@@ -225,7 +231,7 @@ async def handle_set(request: CommandRequest) -> None:
 async def handle_archive(request: CommandRequest) -> None:
     """Ask first (an ephemeral question with an Archive and a Cancel button); nothing is archived
     until its Archive button is clicked (:func:`on_archive_confirm`)."""
-    session_id = session_id_arg(request, ARCHIVE)
+    session_id = await session_id_arg(request, ARCHIVE)
     try:
         row = await request.services.sessions.may_archive(session_id, request.user)
     except NotAllowed as exc:

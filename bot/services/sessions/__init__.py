@@ -50,7 +50,7 @@ from bot.services.sessions.store import (
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
-from formatters.sessions import ACTION_WORDS, ARCHIVED_BY, NOT_ALLOWED_HINT, one_line
+from formatters.sessions import ACTION_WORDS, ARCHIVED_BY, NOT_ALLOWED_HINT, id_candidates, one_line
 
 __all__ = [
     "CHOICE_TTL",
@@ -92,6 +92,19 @@ SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
 SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
 NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
+ID_PREFIX_MIN: Final = 4
+"""Characters at least of a session id prefix (:meth:`Sessions.resolve_id`)."""
+FULL_ID_MIN: Final = 36
+"""An id this long that matches no session started here is passed on as typed: the platform may
+know it (a session started elsewhere); its ids are UUIDs (36 characters) in every example."""
+CANDIDATES_SHOWN: Final = 5
+"""Sessions at most named in an unknown- or ambiguous-id error."""
+ID_TOO_SHORT = "`{id}` is too short to name a session: give at least {n} characters of its id."
+ID_AMBIGUOUS = "Several sessions have an id beginning with `{id}`: {candidates}."
+ID_AMBIGUOUS_HINT = "Give more characters of the id; `/agent sessions` shows each one's first 8."
+ID_UNKNOWN = "No session started here has an id beginning with `{id}`."
+ID_UNKNOWN_HINT = "The newest: {candidates}. `/agent sessions` lists them."
+ID_UNKNOWN_NONE_HINT = "No session was started here yet; `/agent session start <prompt>` starts one."
 
 
 class NotAllowed(UserInputError):
@@ -182,6 +195,35 @@ class Sessions:
                 raise NotAllowed(SESSION_REPLY, link.slack_user)
             return False
         return await self.relay.forward(reply, link)
+
+    async def resolve_id(self, given: str) -> str:
+        """The whole session id that ``given`` (as typed: a whole id or any prefix of at least
+        :data:`ID_PREFIX_MIN` characters) names among the sessions started here. An id of
+        :data:`FULL_ID_MIN` characters or more that matches none is returned as typed (the platform
+        may know it). Raises :class:`UserInputError` for a prefix that is too short, matches no
+        session (naming the newest) or several (naming them, at most :data:`CANDIDATES_SHOWN`)."""
+        wanted = given.strip()
+        shown = one_line(wanted, 80)
+        if len(wanted) < ID_PREFIX_MIN:
+            raise UserInputError(ID_TOO_SHORT.format(id=shown, n=ID_PREFIX_MIN), NO_SUCH_SESSION_HINT)
+        found = await self.store.by_session_prefix(wanted, limit=CANDIDATES_SHOWN + 1)
+        if any(row.session_id == wanted for row in found):
+            return wanted
+        if len(found) == 1:
+            return str(found[0].session_id)
+        if found:
+            named = id_candidates([(str(r.session_id), r.title or r.prompt) for r in found[:CANDIDATES_SHOWN]])
+            more = ", ..." if len(found) > CANDIDATES_SHOWN else ""
+            raise UserInputError(ID_AMBIGUOUS.format(id=shown, candidates=named + more), ID_AMBIGUOUS_HINT)
+        if len(wanted) >= FULL_ID_MIN:
+            return wanted
+        newest = await self.store.recent(CANDIDATES_SHOWN)
+        hint = (
+            ID_UNKNOWN_HINT.format(candidates=id_candidates([(str(r.session_id), r.title or r.prompt) for r in newest]))
+            if newest
+            else ID_UNKNOWN_NONE_HINT
+        )
+        raise UserInputError(ID_UNKNOWN.format(id=shown), hint)
 
     async def status(self, session_id: str) -> tuple[Session, SessionLink | None]:
         """The session as ``GET /sessions/{id}`` returns it, and its row when it was started here.
