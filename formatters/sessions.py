@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, PlainTextObject
+from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, Option, OverflowMenuElement, PlainTextObject
 
 from bot.api.models import Computer, Session
 from formatters.blocks import (
@@ -44,6 +44,12 @@ ARCHIVE_ACTION = "session.archive"
 ARCHIVE_CONFIRM_ACTION = "session.archive_confirm"
 ARCHIVE_CANCEL_ACTION = "session.archive_cancel"
 PICK_ACTION = "session.pick"
+MENU_ACTION = "session.menu"
+"""The overflow menu of a row of ``/agent sessions``; its option values are ``<choice>:<session id>``."""
+MENU_STATUS, MENU_ARCHIVE, MENU_THREAD = "status", "archive", "thread"
+MENU_LABELS = {MENU_STATUS: "Status", MENU_ARCHIVE: "Archive", MENU_THREAD: "Open thread"}
+OPTION_VALUE_MAX = 150
+"""Characters at most of an option's ``value`` (Slack doc "Option object")."""
 START_VIEW = "session.start"
 START_BLOCKS = {"computer": "computer", "cwd": "cwd", "model": "model", "prompt": "prompt"}
 
@@ -408,9 +414,36 @@ class SessionRow:
     session_id: str | None = None
 
 
+def menu_value(choice: str, session_id: str) -> str:
+    """The value of a row menu's option: ``<choice>:<session id>`` (:func:`menu_choice` reads it)."""
+    return f"{choice}:{session_id}"
+
+
+def menu_choice(value: str) -> tuple[str, str] | None:
+    """``(choice, session id)`` of a row menu option's value; None when it is not that shape."""
+    choice, sep, session_id = value.partition(":")
+    if not sep or choice not in MENU_LABELS or not session_id:
+        return None
+    return choice, session_id
+
+
+def row_menu(row: SessionRow) -> OverflowMenuElement | None:
+    """The overflow menu of one listed session: Status, Archive (not for an archived one; the
+    choice asks for confirmation, as the command does) and Open thread (a link option: Slack opens
+    the thread and still sends the choice, which needs nothing more). None without a session id,
+    or one too long for an option's value."""
+    if not row.session_id or len(menu_value(MENU_ARCHIVE, row.session_id)) > OPTION_VALUE_MAX:
+        return None
+    choices = [MENU_STATUS] + ([MENU_ARCHIVE] if row.status != "archived" else [])
+    options = [Option(value=menu_value(choice, row.session_id), text=MENU_LABELS[choice]) for choice in choices]
+    if row.link:
+        options.append(Option(value=menu_value(MENU_THREAD, row.session_id), text=MENU_LABELS[MENU_THREAD], url=row.link))
+    return OverflowMenuElement(action_id=MENU_ACTION, options=options)
+
+
 def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
     """``/agent sessions``: newest first; each row shows the first :data:`SHORT_ID` characters
-    of its session id (what ``session status|set|archive`` take)."""
+    of its session id (what ``session status|set|archive`` take) and has a menu (:func:`row_menu`)."""
     if not rows:
         return message([section(f":information_source: {NO_SESSIONS}"), context(NO_SESSIONS_HINT)], NO_SESSIONS)
     blocks: list[Any] = [header("Agent sessions")]
@@ -422,7 +455,8 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
         blocks.append(
             section(
                 f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
-                f"\u00b7 {when} \u00b7 {where}"
+                f"\u00b7 {when} \u00b7 {where}",
+                accessory=row_menu(row),
             )
         )
     if len(rows) > total_shown_limit:

@@ -4,6 +4,8 @@
     /agent session start                       (no prompt: a modal asks for everything)
     @agent [computer=...] [cwd=...] [model=...] <prompt...>      (a mention in a channel)
     /agent sessions | session status <id> | session set <id> key=value ... | session archive <id>
+    (<id>: the whole session id or any unique prefix of 4+ characters; the list shows the first 8,
+    and each listed row has a menu: Status, Archive, Open thread, which run the same code)
 
 Each listener parses, calls :class:`bot.services.sessions.Sessions`, formats and replies; the
 domain (which computer, the exactly-once start and relay, following) is in
@@ -42,6 +44,9 @@ from formatters.sessions import (
     ARCHIVE_CONFIRM_ACTION,
     FORM_NOT_YOURS,
     FORM_STALE,
+    MENU_ACTION,
+    MENU_ARCHIVE,
+    MENU_STATUS,
     NOT_ARCHIVED,
     PICK_ACTION,
     REFRESH_ACTION,
@@ -51,6 +56,7 @@ from formatters.sessions import (
     archive_question,
     computer_choice,
     form_origin,
+    menu_choice,
     not_allowed,
     session_status,
     sessions_list,
@@ -121,6 +127,8 @@ NOT_STARTED = "The session could not be started."
 SEE_CHANNEL = "See the message in the channel."
 SET_DONE = ":white_check_mark: Settings changed (only the ones you named were sent)."
 ARCHIVED = ":file_cabinet: Session archived; I stopped following it."
+MENU_STALE = "I cannot read this menu choice."
+MENU_STALE_HINT = "Run `/agent sessions` again for a fresh list."
 FORM_NOT_OPENED = "I could not open the form ({error})."
 FORM_NOT_OPENED_HINT = f"Run the command again, or give the prompt inline: `{START_USAGE}`."
 
@@ -210,10 +218,26 @@ async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
     return await request.services.sessions.resolve_id(request.command.args[0])
 
 
-async def handle_status(request: CommandRequest) -> None:
-    session, row = await request.services.sessions.status(await session_id_arg(request, STATUS))
+async def status_reply(services: Services, session_id: str) -> Payload:
+    """One session's status (``session status`` and the list menu's Status). Raises
+    :class:`UserInputError` for a session the platform does not know, and the Agent API's errors."""
+    session, row = await services.sessions.status(session_id)
     link = message_link(row.channel, row.thread_ts) if row else None
-    await request.reply(session_status(session, computer=row.computer_name if row else None, link=link))
+    return session_status(session, computer=row.computer_name if row else None, link=link)
+
+
+async def archive_ask(services: Services, session_id: str, by: ResolvedUser) -> Payload:
+    """The question asked before archiving (``session archive`` and the list menu's Archive), or
+    who may when ``by`` may not (:meth:`bot.services.sessions.Sessions.may_archive`)."""
+    try:
+        row = await services.sessions.may_archive(session_id, by)
+    except NotAllowed as exc:
+        return not_allowed(exc.action, exc.starter)
+    return archive_question(session_id, (row.title or row.prompt) if row else "")
+
+
+async def handle_status(request: CommandRequest) -> None:
+    await request.reply(await status_reply(request.services, await session_id_arg(request, STATUS)))
 
 
 async def handle_set(request: CommandRequest) -> None:
@@ -231,13 +255,7 @@ async def handle_set(request: CommandRequest) -> None:
 async def handle_archive(request: CommandRequest) -> None:
     """Ask first (an ephemeral question with an Archive and a Cancel button); nothing is archived
     until its Archive button is clicked (:func:`on_archive_confirm`)."""
-    session_id = await session_id_arg(request, ARCHIVE)
-    try:
-        row = await request.services.sessions.may_archive(session_id, request.user)
-    except NotAllowed as exc:
-        await request.reply(not_allowed(exc.action, exc.starter))
-        return
-    await request.reply(archive_question(session_id, (row.title or row.prompt) if row else ""))
+    await request.reply(await archive_ask(request.services, await session_id_arg(request, ARCHIVE), request.user))
 
 
 # ---------------------------------------------------------------------- buttons, menu, form
@@ -263,6 +281,20 @@ async def on_archive_confirm(request: ActionRequest) -> None:
         await request.replace(not_allowed(exc.action, exc.starter))
         return
     await request.replace(thread_note(ARCHIVED))
+
+
+async def on_menu(request: ActionRequest) -> None:
+    """A choice in the menu of a row of ``/agent sessions``, answered ephemerally as its command
+    is: Status (``session status``), Archive (the same question first, then
+    :func:`on_archive_confirm`); Open thread needs nothing (Slack opened the link)."""
+    chosen = menu_choice(request.value)
+    if chosen is None:
+        raise UserInputError(MENU_STALE, MENU_STALE_HINT)
+    choice, session_id = chosen
+    if choice == MENU_STATUS:
+        await request.reply(await status_reply(request.services, session_id))
+    elif choice == MENU_ARCHIVE:
+        await request.reply(await archive_ask(request.services, session_id, request.user))
 
 
 async def on_archive_cancel(request: ActionRequest) -> None:
@@ -380,6 +412,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
     app.action(ARCHIVE_CONFIRM_ACTION)(action_listener(services, on_archive_confirm))
     app.action(ARCHIVE_CANCEL_ACTION)(action_listener(services, on_archive_cancel))
     app.action(PICK_ACTION)(action_listener(services, on_pick))
+    app.action(MENU_ACTION)(action_listener(services, on_menu))
 
     @reported
     async def start_view(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:

@@ -19,7 +19,18 @@ from bot.services.sessions import (
 )
 from bot.services.sessions.store import STARTING, NewStart
 from formatters.blocks import message_link
-from formatters.sessions import SessionRow, archive_question, id_candidates, session_status, sessions_list
+from formatters.notices import error_message
+from formatters.sessions import (
+    ARCHIVE_CONFIRM_ACTION,
+    MENU_ACTION,
+    SessionRow,
+    archive_question,
+    id_candidates,
+    not_allowed,
+    session_status,
+    sessions_list,
+)
+from handlers.sessions import MENU_STALE, MENU_STALE_HINT
 from tests.conftest import error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
 
@@ -32,12 +43,17 @@ def ephemeral(payload):
     return {**payload, "response_type": "ephemeral"}
 
 
+def clicked(payload):
+    """An ephemeral answer to a click (the clicked message stays)."""
+    return {**payload, "response_type": "ephemeral", "replace_original": False}
+
+
 def rows(stack, limit=10):
     return stack.run(stack.bot.services.sessions.store.recent(limit))
 
 
-def start(stack, prompt):
-    stack.command(f"session start computer=ci {prompt}", user="U0MEMBER")
+def start(stack, prompt, user="U0MEMBER"):
+    stack.command(f"session start computer=ci {prompt}", user=user)
     [row] = rows(stack, 1)
     return row
 
@@ -104,3 +120,41 @@ def test_the_list_shows_each_sessions_short_id(stack, block_kit_validator):
         for r in rows(stack, 21)
     ]
     assert listing == ephemeral(sessions_list(shown))
+
+
+def test_each_listed_row_has_a_menu_whose_choices_run_the_commands(stack, block_kit_validator):
+    link = start(stack, "menu driven session", user="U0OWNER")
+    listing = block_kit_validator(stack.command("sessions", user="U0MEMBER").last)
+    menu = listing["blocks"][1]["accessory"]  # the newest row
+    assert menu == {
+        "type": "overflow",
+        "action_id": MENU_ACTION,
+        "options": [
+            {"text": {"type": "plain_text", "text": "Status", "emoji": True}, "value": f"status:{link.session_id}"},
+            {"text": {"type": "plain_text", "text": "Archive", "emoji": True}, "value": f"archive:{link.session_id}"},
+            {
+                "text": {"type": "plain_text", "text": "Open thread", "emoji": True},
+                "value": f"thread:{link.session_id}",
+                "url": message_link(DEMO_CHANNEL, link.thread_ts),
+            },
+        ],
+    }
+
+    def choose(value, user="U0OWNER"):
+        return stack.click(MENU_ACTION, value, user=user, message=listing)
+
+    status = choose(f"status:{link.session_id}")
+    command = stack.command(f"session status {link.session_id}", user="U0MEMBER").last
+    assert status.payloads == [clicked({"text": command["text"], "blocks": command["blocks"]})]
+    assert choose(f"thread:{link.session_id}").payloads == []  # Slack opened the thread; nothing to say
+    # Archive asks first, as the command does, and only whoever may archive is asked
+    refused = choose(f"archive:{link.session_id}", user="U0MEMBER")  # not the starter, not a manager
+    assert refused.payloads == [clicked(not_allowed("archive", "U0OWNER"))]
+    asked = choose(f"archive:{link.session_id}")
+    question = block_kit_validator(asked.last)
+    assert asked.payloads == [clicked(archive_question(link.session_id, link.prompt))]
+    assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"].get("archivedAt") is None
+    stack.click(ARCHIVE_CONFIRM_ACTION, user="U0OWNER", message=question)
+    assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]["archivedAt"]
+    stale = choose("bogus")
+    assert stale.payloads == [clicked(error_message(MENU_STALE, MENU_STALE_HINT))]
