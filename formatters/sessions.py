@@ -71,6 +71,13 @@ STATUS_LABEL = {
     "archived": ":file_cabinet: archived",
     "gone": ":grey_question: no longer on the platform",
 }
+WAITING_FOR = ":speech_balloon: waiting for {who}"
+"""The ``idle`` status where everyone in a channel reads it (the parent message): whom it waits for."""
+ARCHIVED_NO_REPLIES = (
+    "archived: nobody's replies in this thread go to the agent any more; start a new session with `/agent session start <prompt>`"
+)
+ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
+ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
 STARTED_BY = "*{who}* started an agent session"
 PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
 WORKING = ":gear: Working… {count} step{s} so far"
@@ -211,18 +218,24 @@ def archive_question(session_id: str, title: str) -> Payload:
     )
 
 
-def status_label(status: str | None) -> str:
+def status_label(status: str | None, *, waiting_for: str | None = None) -> str:
+    """The status with its emoji; ``idle`` says whom it waits for when ``waiting_for`` (a Slack
+    user ID) is given: a message everyone in a channel reads must not say "waiting for you"."""
+    if status == "idle" and waiting_for:
+        return WAITING_FOR.format(who=f"<@{esc(waiting_for)}>")
     if not status:
         return ":grey_question: unknown"
     return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
 
 
 def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
-    """The parent message of a session's thread: who, the prompt, computer, status, id; counts."""
+    """The parent message of a session's thread (public): who, the prompt, computer, status (an
+    ``idle`` one names the starter it waits for), id; counts and who may reply, or, once archived,
+    that nobody's replies go to the agent and how to start a new session."""
     prompt = one_line(view.prompt, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
-        ("Status", status_label(view.status)),
+        ("Status", status_label(view.status, waiting_for=view.slack_user)),
         ("Session", f"`{one_line(view.session_id, 100)}`" if view.session_id else "_not created yet_"),
     ]
     if view.cwd:
@@ -232,11 +245,15 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     blocks: list[Any] = [section(f"{STARTED_BY.format(who=f'<@{view.slack_user}>')}\n>{prompt}"), *fields(pairs)]
     if view.error:
         blocks.append(section(f":warning: {one_line(view.error, 500)}"))
+    replies = (
+        ARCHIVED_NO_REPLIES
+        if view.status == "archived"
+        else MAY_REPLY.get(view.reply, MAY_REPLY[REPLY_STARTER]).format(who=who_may(view.slack_user))
+    )
     blocks.append(
         context(
             f"{number(view.message_count)} message{'s' if view.message_count != 1 else ''}"
-            f" \u00b7 {number(view.tokens, compact=True)} tokens"
-            f" \u00b7 {MAY_REPLY.get(view.reply, MAY_REPLY[REPLY_STARTER]).format(who=who_may(view.slack_user))}"
+            f" \u00b7 {number(view.tokens, compact=True)} tokens \u00b7 {replies}"
         )
     )
     if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):

@@ -33,7 +33,7 @@ from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
-from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, StartOutcome, ThreadReply
+from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, SessionArchived, StartOutcome, ThreadReply
 from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
 from bot.slack import SlackFailure
 from formatters.blocks import Payload, message_link
@@ -378,6 +378,10 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
                     told = await services.slack.ephemeral(channel, actor.user_id, not_allowed(exc.action, exc.starter), thread_ts=thread_ts)
                     if isinstance(told, SlackFailure):
                         logger.info("could not tell %s who may reply: %s", actor.user_id, told.error)
+                except SessionArchived as exc:  # not sent, told to this person only
+                    told = await services.slack.ephemeral(channel, actor.user_id, error_message(exc.message, exc.hint), thread_ts=thread_ts)
+                    if isinstance(told, SlackFailure):
+                        logger.info("could not tell %s their reply was not sent: %s", actor.user_id, told.error)
             return
     if event.get("type") != "app_mention":
         return

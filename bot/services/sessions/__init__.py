@@ -50,7 +50,15 @@ from bot.services.sessions.store import (
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
-from formatters.sessions import ACTION_WORDS, ARCHIVED_BY, NOT_ALLOWED_HINT, id_candidates, one_line
+from formatters.sessions import (
+    ACTION_WORDS,
+    ARCHIVED_BY,
+    ARCHIVED_REPLY_HINT,
+    ARCHIVED_REPLY_NOT_SENT,
+    NOT_ALLOWED_HINT,
+    id_candidates,
+    one_line,
+)
 
 __all__ = [
     "CHOICE_TTL",
@@ -62,6 +70,7 @@ __all__ = [
     "ChooseComputer",
     "NewStart",
     "NotAllowed",
+    "SessionArchived",
     "SessionLink",
     "SessionStore",
     "Sessions",
@@ -116,6 +125,13 @@ class NotAllowed(UserInputError):
         super().__init__(f"Only the person who started this session, managers and owners can {ACTION_WORDS[action]}.", NOT_ALLOWED_HINT)
         self.action: SessionAction = action
         self.starter = starter
+
+
+class SessionArchived(UserInputError):
+    """A reply in the thread of a session archived from Slack: nothing is sent to the agent."""
+
+    def __init__(self) -> None:
+        super().__init__(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
 
 
 def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
@@ -189,7 +205,13 @@ class Sessions:
 
         Raises :class:`NotAllowed` when ``by`` may not reply in this session's thread, once per
         reply (its two deliveries, ``app_mention`` and ``message``, and Slack's retries claim
-        ``refused:<channel>:<ts>``; the others return False): nothing is sent."""
+        ``refused:<channel>:<ts>``; the others return False): nothing is sent. Raises
+        :class:`SessionArchived` in the same way (claim ``archived:<channel>:<ts>``) for a reply
+        in the thread of a session archived from Slack: nobody's replies go to it any more."""
+        if link.archived:
+            if await self.claims.claim(f"archived:{reply.channel}:{reply.ts}"):
+                raise SessionArchived()
+            return False
         if not self.policy.may_act_on_session(by, link.slack_user, SESSION_REPLY):
             if await self.claims.claim(f"refused:{reply.channel}:{reply.ts}"):
                 raise NotAllowed(SESSION_REPLY, link.slack_user)
