@@ -333,7 +333,7 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         return
     channel = origin[0]
     prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
-    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id)
+    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"))
     errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
     if errors:
         await ack(response_action="errors", errors=errors)

@@ -278,10 +278,10 @@ def test_sessions_list_status_and_set(stack, block_kit_validator):
     session = stack.run(agent.get_session(session_id=link.session_id))
     assert status == ephemeral(session_status(session, computer="CI sandbox", link=thread_link))
     changed = block_kit_validator(
-        stack.command(f"session set {link.session_id} model=fast-model reasoningEffort=high", user="U0MEMBER").last
+        stack.command(f"session set {link.session_id} model=claude-haiku-4-5 reasoningEffort=high", user="U0MEMBER").last
     )
     settings = sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]
-    assert (settings["model"], settings["reasoningEffort"]) == ("fast-model", "high")
+    assert (settings["model"], settings["reasoningEffort"]) == ("claude-haiku-4-5", "high")
     session = stack.run(agent.get_session(session_id=link.session_id))
     assert changed == ephemeral(session_status(session, computer="CI sandbox", link=thread_link, note=SET_DONE))
     bad = stack.command(f"session set {link.session_id} colour=blue", user="U0MEMBER")

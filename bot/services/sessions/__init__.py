@@ -33,6 +33,7 @@ from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
 from bot.services.sessions.follower import Follower
+from bot.services.sessions.models import check_models
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
 from bot.services.sessions.store import (
@@ -92,6 +93,8 @@ SETTABLE_MEMBERS: Final = (
 )
 """The ``sessionSettings`` members a person may change (management-api-v0.md, "Session settings";
 ``tokenUsage`` is the platform's, ``archivedAt`` has its own command)."""
+MODEL_SETTINGS: Final = ("model", "specModeModel")
+"""The settings that name a model: checked against the enterprise controls before the PATCH."""
 SETTABLE: Final = {
     **{name.lower(): name for name in SETTABLE_MEMBERS},
     **{re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(): name for name in SETTABLE_MEMBERS},
@@ -261,10 +264,13 @@ class Sessions:
         """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
         typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
         Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
-        for no or unknown settings or an unknown session, and the other :class:`bot.api.AgentAPIError`."""
+        for no or unknown settings, a model the enterprise controls do not allow or that cannot be
+        checked (:mod:`.models`; nothing is sent), or an unknown session, and the other
+        :class:`bot.api.AgentAPIError`."""
         changes = settings_changes(options)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
+        await check_models(self.agent, [changes[name] for name in MODEL_SETTINGS if name in changes], done="changed")
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:
