@@ -94,6 +94,7 @@ STATUS = SubCommand(
     "One agent session: status, settings, token usage.",
     "/agent session status <id>",
     ("/agent session status 3f2a",),
+    details="`<id>`: the whole id or its first 4 or more characters (`/agent sessions` shows the first 8).",
     policy_key="session status",
 )
 SET = SubCommand(
@@ -103,7 +104,9 @@ SET = SubCommand(
     ("/agent session set 3f2a model=claude-haiku-4-5 reasoningEffort=high",),
     details=(
         "Only the settings you name are sent (PATCH); the session is shown as the platform returns it. "
-        "Only whoever started the session, managers and owners can change it."
+        "A model must be one your enterprise controls allow (`/agent controls`). "
+        "Only whoever started the session, managers and owners can change it. "
+        "`<id>`: the whole id or its first 4 or more characters (`/agent sessions` shows the first 8)."
     ),
     policy_key="session set",
 )
