@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, PlainTextObject
+from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, Option, OverflowMenuElement, PlainTextObject
 
 from bot.api.models import Computer, Session
 from formatters.blocks import (
@@ -44,6 +44,12 @@ ARCHIVE_ACTION = "session.archive"
 ARCHIVE_CONFIRM_ACTION = "session.archive_confirm"
 ARCHIVE_CANCEL_ACTION = "session.archive_cancel"
 PICK_ACTION = "session.pick"
+MENU_ACTION = "session.menu"
+"""The overflow menu of a row of ``/agent sessions``; its option values are ``<choice>:<session id>``."""
+MENU_STATUS, MENU_ARCHIVE, MENU_THREAD = "status", "archive", "thread"
+MENU_LABELS = {MENU_STATUS: "Status", MENU_ARCHIVE: "Archive", MENU_THREAD: "Open thread"}
+OPTION_VALUE_MAX = 150
+"""Characters at most of an option's ``value`` (Slack doc "Option object")."""
 START_VIEW = "session.start"
 START_BLOCKS = {"computer": "computer", "cwd": "cwd", "model": "model", "prompt": "prompt"}
 
@@ -65,6 +71,13 @@ STATUS_LABEL = {
     "archived": ":file_cabinet: archived",
     "gone": ":grey_question: no longer on the platform",
 }
+WAITING_FOR = ":speech_balloon: waiting for {who}"
+"""The ``idle`` status where everyone in a channel reads it (the parent message): whom it waits for."""
+ARCHIVED_NO_REPLIES = (
+    "archived: nobody's replies in this thread go to the agent any more; start a new session with `/agent session start <prompt>`"
+)
+ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
+ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
 STARTED_BY = "*{who}* started an agent session"
 PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
 WORKING = ":gear: Working… {count} step{s} so far"
@@ -115,6 +128,10 @@ ARCHIVE_CONFIRM_TEXT = "The platform marks it archived and I stop following its 
 ARCHIVE_YES = "Archive"
 ARCHIVE_NO = "Cancel"
 NOT_ARCHIVED = "Not archived; the session goes on."
+SHORT_ID = 8
+"""Characters of a session id shown in lists; any unique prefix of 4 or more names a session."""
+CANDIDATE_TITLE = 40
+"""Characters of a title shown next to a candidate id in an error."""
 
 
 def clean(value: object) -> str:
@@ -146,6 +163,17 @@ class SessionView:
     error: str | None = None
     title: str | None = None
     reply: str = REPLY_STARTER
+
+
+def short_id(session_id: str | None) -> str:
+    """The first :data:`SHORT_ID` characters of a session id (escaped), as lists show it."""
+    return one_line((session_id or "")[:SHORT_ID], SHORT_ID * 5)
+
+
+def id_candidates(sessions: Sequence[tuple[str, str]]) -> str:
+    """``(session_id, title)`` pairs on one line, for an error that names which sessions an id
+    could mean: ```3f2a1b2c` fix the flaky login test, ...`` (titles cut to :data:`CANDIDATE_TITLE`)."""
+    return ", ".join(f"`{short_id(sid)}` {one_line(title, CANDIDATE_TITLE)}".rstrip() for sid, title in sessions)
 
 
 def who_may(starter: str | None) -> str:
@@ -190,18 +218,24 @@ def archive_question(session_id: str, title: str) -> Payload:
     )
 
 
-def status_label(status: str | None) -> str:
+def status_label(status: str | None, *, waiting_for: str | None = None) -> str:
+    """The status with its emoji; ``idle`` says whom it waits for when ``waiting_for`` (a Slack
+    user ID) is given: a message everyone in a channel reads must not say "waiting for you"."""
+    if status == "idle" and waiting_for:
+        return WAITING_FOR.format(who=f"<@{esc(waiting_for)}>")
     if not status:
         return ":grey_question: unknown"
     return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
 
 
 def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
-    """The parent message of a session's thread: who, the prompt, computer, status, id; counts."""
+    """The parent message of a session's thread (public): who, the prompt, computer, status (an
+    ``idle`` one names the starter it waits for), id; counts and who may reply, or, once archived,
+    that nobody's replies go to the agent and how to start a new session."""
     prompt = one_line(view.prompt, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
-        ("Status", status_label(view.status)),
+        ("Status", status_label(view.status, waiting_for=view.slack_user)),
         ("Session", f"`{one_line(view.session_id, 100)}`" if view.session_id else "_not created yet_"),
     ]
     if view.cwd:
@@ -211,11 +245,15 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     blocks: list[Any] = [section(f"{STARTED_BY.format(who=f'<@{view.slack_user}>')}\n>{prompt}"), *fields(pairs)]
     if view.error:
         blocks.append(section(f":warning: {one_line(view.error, 500)}"))
+    replies = (
+        ARCHIVED_NO_REPLIES
+        if view.status == "archived"
+        else MAY_REPLY.get(view.reply, MAY_REPLY[REPLY_STARTER]).format(who=who_may(view.slack_user))
+    )
     blocks.append(
         context(
             f"{number(view.message_count)} message{'s' if view.message_count != 1 else ''}"
-            f" \u00b7 {number(view.tokens, compact=True)} tokens"
-            f" \u00b7 {MAY_REPLY.get(view.reply, MAY_REPLY[REPLY_STARTER]).format(who=who_may(view.slack_user))}"
+            f" \u00b7 {number(view.tokens, compact=True)} tokens \u00b7 {replies}"
         )
     )
     if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):
@@ -381,7 +419,8 @@ def start_modal(computers: Sequence[Computer], *, channel: str, opener: str, def
 
 @dataclass(frozen=True)
 class SessionRow:
-    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link."""
+    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link,
+    the session id (shown short: :func:`short_id`)."""
 
     title: str
     status: str
@@ -389,10 +428,39 @@ class SessionRow:
     slack_user: str
     link: str | None
     created_at: dt.datetime | None
+    session_id: str | None = None
+
+
+def menu_value(choice: str, session_id: str) -> str:
+    """The value of a row menu's option: ``<choice>:<session id>`` (:func:`menu_choice` reads it)."""
+    return f"{choice}:{session_id}"
+
+
+def menu_choice(value: str) -> tuple[str, str] | None:
+    """``(choice, session id)`` of a row menu option's value; None when it is not that shape."""
+    choice, sep, session_id = value.partition(":")
+    if not sep or choice not in MENU_LABELS or not session_id:
+        return None
+    return choice, session_id
+
+
+def row_menu(row: SessionRow) -> OverflowMenuElement | None:
+    """The overflow menu of one listed session: Status, Archive (not for an archived one; the
+    choice asks for confirmation, as the command does) and Open thread (a link option: Slack opens
+    the thread and still sends the choice, which needs nothing more). None without a session id,
+    or one too long for an option's value."""
+    if not row.session_id or len(menu_value(MENU_ARCHIVE, row.session_id)) > OPTION_VALUE_MAX:
+        return None
+    choices = [MENU_STATUS] + ([MENU_ARCHIVE] if row.status != "archived" else [])
+    options = [Option(value=menu_value(choice, row.session_id), text=MENU_LABELS[choice]) for choice in choices]
+    if row.link:
+        options.append(Option(value=menu_value(MENU_THREAD, row.session_id), text=MENU_LABELS[MENU_THREAD], url=row.link))
+    return OverflowMenuElement(action_id=MENU_ACTION, options=options)
 
 
 def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
-    """``/agent sessions``: newest first."""
+    """``/agent sessions``: newest first; each row shows the first :data:`SHORT_ID` characters
+    of its session id (what ``session status|set|archive`` take) and has a menu (:func:`row_menu`)."""
     if not rows:
         return message([section(f":information_source: {NO_SESSIONS}"), context(NO_SESSIONS_HINT)], NO_SESSIONS)
     blocks: list[Any] = [header("Agent sessions")]
@@ -400,10 +468,12 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
         title = one_line(row.title, 120) or "_untitled_"
         where = f"<{row.link}|thread>" if row.link else "no thread"
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
+        ident = f"`{short_id(row.session_id)}` \u00b7 " if row.session_id else ""
         blocks.append(
             section(
-                f"*{title}*\n{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
-                f"\u00b7 {when} \u00b7 {where}"
+                f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
+                f"\u00b7 {when} \u00b7 {where}",
+                accessory=row_menu(row),
             )
         )
     if len(rows) > total_shown_limit:

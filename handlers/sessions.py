@@ -4,6 +4,8 @@
     /agent session start                       (no prompt: a modal asks for everything)
     @agent [computer=...] [cwd=...] [model=...] <prompt...>      (a mention in a channel)
     /agent sessions | session status <id> | session set <id> key=value ... | session archive <id>
+    (<id>: the whole session id or any unique prefix of 4+ characters; the list shows the first 8,
+    and each listed row has a menu: Status, Archive, Open thread, which run the same code)
 
 Each listener parses, calls :class:`bot.services.sessions.Sessions`, formats and replies; the
 domain (which computer, the exactly-once start and relay, following) is in
@@ -31,7 +33,7 @@ from bot.commands import SubCommand, unescape_slack
 from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
-from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, StartOutcome, ThreadReply
+from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, SessionArchived, StartOutcome, ThreadReply
 from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
 from bot.slack import SlackFailure
 from formatters.blocks import Payload, message_link
@@ -42,6 +44,9 @@ from formatters.sessions import (
     ARCHIVE_CONFIRM_ACTION,
     FORM_NOT_YOURS,
     FORM_STALE,
+    MENU_ACTION,
+    MENU_ARCHIVE,
+    MENU_STATUS,
     NOT_ARCHIVED,
     PICK_ACTION,
     REFRESH_ACTION,
@@ -51,6 +56,7 @@ from formatters.sessions import (
     archive_question,
     computer_choice,
     form_origin,
+    menu_choice,
     not_allowed,
     session_status,
     sessions_list,
@@ -87,17 +93,20 @@ STATUS = SubCommand(
     "session status",
     "One agent session: status, settings, token usage.",
     "/agent session status <id>",
-    ("/agent session status 3f2a…",),
+    ("/agent session status 3f2a",),
+    details="`<id>`: the whole id or its first 4 or more characters (`/agent sessions` shows the first 8).",
     policy_key="session status",
 )
 SET = SubCommand(
     "session set",
     "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).",
     SET_USAGE,
-    ("/agent session set 3f2a… model=fast-model reasoningEffort=high",),
+    ("/agent session set 3f2a model=claude-haiku-4-5 reasoningEffort=high",),
     details=(
         "Only the settings you name are sent (PATCH); the session is shown as the platform returns it. "
-        "Only whoever started the session, managers and owners can change it."
+        "A model must be one your enterprise controls allow (`/agent controls`). "
+        "Only whoever started the session, managers and owners can change it. "
+        "`<id>`: the whole id or its first 4 or more characters (`/agent sessions` shows the first 8)."
     ),
     policy_key="session set",
 )
@@ -105,7 +114,7 @@ ARCHIVE = SubCommand(
     "session archive",
     "Archive a session (I ask you to confirm first); I stop following it.",
     "/agent session archive <id>",
-    ("/agent session archive 3f2a…",),
+    ("/agent session archive 3f2a",),
     details="Only whoever started the session, managers and owners can archive it.",
     policy_key="session archive",
 )
@@ -121,6 +130,8 @@ NOT_STARTED = "The session could not be started."
 SEE_CHANNEL = "See the message in the channel."
 SET_DONE = ":white_check_mark: Settings changed (only the ones you named were sent)."
 ARCHIVED = ":file_cabinet: Session archived; I stopped following it."
+MENU_STALE = "I cannot read this menu choice."
+MENU_STALE_HINT = "Run `/agent sessions` again for a fresh list."
 FORM_NOT_OPENED = "I could not open the form ({error})."
 FORM_NOT_OPENED_HINT = f"Run the command again, or give the prompt inline: `{START_USAGE}`."
 
@@ -194,27 +205,49 @@ async def handle_list(request: CommandRequest) -> None:
             slack_user=r.slack_user,
             link=message_link(r.channel, r.thread_ts),
             created_at=r.created_at,
+            session_id=r.session_id,
         )
         for r in rows
     ]
     await request.reply(sessions_list(shown, total_shown_limit=SESSIONS_LISTED))
 
 
-def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
+async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
+    """The whole session id the command's first argument names (a whole id, or a unique prefix of
+    4 or more characters: :meth:`bot.services.sessions.Sessions.resolve_id`). Raises
+    :class:`UserInputError` when it is missing, too short, unknown or ambiguous."""
     if not request.command.args:
         raise UserInputError(WHICH_SESSION, f"Usage: `{spec.usage}`; `/agent sessions` lists them.")
-    return request.command.args[0]
+    return await request.services.sessions.resolve_id(request.command.args[0])
+
+
+async def status_reply(services: Services, session_id: str) -> Payload:
+    """One session's status (``session status`` and the list menu's Status). Raises
+    :class:`UserInputError` for a session the platform does not know, and the Agent API's errors."""
+    session, row = await services.sessions.status(session_id)
+    link = message_link(row.channel, row.thread_ts) if row else None
+    return session_status(session, computer=row.computer_name if row else None, link=link)
+
+
+async def archive_ask(services: Services, session_id: str, by: ResolvedUser) -> Payload:
+    """The question asked before archiving (``session archive`` and the list menu's Archive), or
+    who may when ``by`` may not (:meth:`bot.services.sessions.Sessions.may_archive`)."""
+    try:
+        row = await services.sessions.may_archive(session_id, by)
+    except NotAllowed as exc:
+        return not_allowed(exc.action, exc.starter)
+    return archive_question(session_id, (row.title or row.prompt) if row else "")
 
 
 async def handle_status(request: CommandRequest) -> None:
-    session, row = await request.services.sessions.status(session_id_arg(request, STATUS))
-    link = message_link(row.channel, row.thread_ts) if row else None
-    await request.reply(session_status(session, computer=row.computer_name if row else None, link=link))
+    await request.reply(await status_reply(request.services, await session_id_arg(request, STATUS)))
 
 
 async def handle_set(request: CommandRequest) -> None:
     try:
-        session, row = await request.services.sessions.update_settings(session_id_arg(request, SET), request.command.options, request.user)
+        session, row = await request.services.sessions.update_settings(
+            await session_id_arg(request, SET), request.command.options, request.user
+        )
     except NotAllowed as exc:
         await request.reply(not_allowed(exc.action, exc.starter))
         return
@@ -225,13 +258,7 @@ async def handle_set(request: CommandRequest) -> None:
 async def handle_archive(request: CommandRequest) -> None:
     """Ask first (an ephemeral question with an Archive and a Cancel button); nothing is archived
     until its Archive button is clicked (:func:`on_archive_confirm`)."""
-    session_id = session_id_arg(request, ARCHIVE)
-    try:
-        row = await request.services.sessions.may_archive(session_id, request.user)
-    except NotAllowed as exc:
-        await request.reply(not_allowed(exc.action, exc.starter))
-        return
-    await request.reply(archive_question(session_id, (row.title or row.prompt) if row else ""))
+    await request.reply(await archive_ask(request.services, await session_id_arg(request, ARCHIVE), request.user))
 
 
 # ---------------------------------------------------------------------- buttons, menu, form
@@ -257,6 +284,20 @@ async def on_archive_confirm(request: ActionRequest) -> None:
         await request.replace(not_allowed(exc.action, exc.starter))
         return
     await request.replace(thread_note(ARCHIVED))
+
+
+async def on_menu(request: ActionRequest) -> None:
+    """A choice in the menu of a row of ``/agent sessions``, answered ephemerally as its command
+    is: Status (``session status``), Archive (the same question first, then
+    :func:`on_archive_confirm`); Open thread needs nothing (Slack opened the link)."""
+    chosen = menu_choice(request.value)
+    if chosen is None:
+        raise UserInputError(MENU_STALE, MENU_STALE_HINT)
+    choice, session_id = chosen
+    if choice == MENU_STATUS:
+        await request.reply(await status_reply(request.services, session_id))
+    elif choice == MENU_ARCHIVE:
+        await request.reply(await archive_ask(request.services, session_id, request.user))
 
 
 async def on_archive_cancel(request: ActionRequest) -> None:
@@ -295,7 +336,7 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         return
     channel = origin[0]
     prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
-    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id)
+    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"))
     errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
     if errors:
         await ack(response_action="errors", errors=errors)
@@ -340,6 +381,10 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
                     told = await services.slack.ephemeral(channel, actor.user_id, not_allowed(exc.action, exc.starter), thread_ts=thread_ts)
                     if isinstance(told, SlackFailure):
                         logger.info("could not tell %s who may reply: %s", actor.user_id, told.error)
+                except SessionArchived as exc:  # not sent, told to this person only
+                    told = await services.slack.ephemeral(channel, actor.user_id, error_message(exc.message, exc.hint), thread_ts=thread_ts)
+                    if isinstance(told, SlackFailure):
+                        logger.info("could not tell %s their reply was not sent: %s", actor.user_id, told.error)
             return
     if event.get("type") != "app_mention":
         return
@@ -374,6 +419,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
     app.action(ARCHIVE_CONFIRM_ACTION)(action_listener(services, on_archive_confirm))
     app.action(ARCHIVE_CANCEL_ACTION)(action_listener(services, on_archive_cancel))
     app.action(PICK_ACTION)(action_listener(services, on_pick))
+    app.action(MENU_ACTION)(action_listener(services, on_menu))
 
     @reported
     async def start_view(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:

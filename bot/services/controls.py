@@ -480,6 +480,35 @@ async def fetch_overview(agent: AgentClient, revision: int | None = None) -> Con
     return ControlsOverview(_changes_of(change, _predecessor(seen, wanted)), summarize(change.settings))
 
 
+@dataclass(frozen=True)
+class ModelRules:
+    """The model lists of the latest enterprise-control revision (``revision``), for checking a
+    model a person asks for: ``policy`` (its ``modelPolicy`` summary: allowed and blocked ids) and
+    ``custom_models`` (each custom model's ``id`` and ``model``; empty unless
+    ``modelPolicy.allowCustomModels`` is true)."""
+
+    revision: int
+    policy: ModelPolicySummary
+    custom_models: tuple[str, ...] = ()
+
+
+async def fetch_model_rules(agent: AgentClient) -> ModelRules | None:
+    """The :class:`ModelRules` of the newest revision (read as :func:`fetch_overview` reads it);
+    ``None`` when the history is empty (no enterprise controls were ever set). Raises the client's
+    errors (management-api-v0.md, ``GET .../enterprise-controls/history``, "Settings snapshot")."""
+    seen = await _read(agent, page_size=2, enough=lambda _seen, read: read >= 2)
+    if not seen:
+        return None
+    change = seen[max(seen)]
+    policy = summarize(change.settings).model_policy
+    custom: list[str] = []
+    if policy.allow_custom_models:
+        for model in _dig(change.settings, "customModels", list) or []:
+            if isinstance(model, dict):
+                custom.extend(str(model[key]) for key in ("id", "model") if isinstance(model.get(key), str))
+    return ModelRules(change.revision, policy, tuple(custom))
+
+
 async def fetch_history(agent: AgentClient, count: int = DEFAULT_HISTORY) -> ControlsHistory:
     """The ``count`` newest revisions (1..100), newest first, each with the paths it changed
     against its predecessor (``count + 1`` changes are read, page size up to 100).

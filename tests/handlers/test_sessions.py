@@ -271,24 +271,25 @@ def test_sessions_list_status_and_set(stack, block_kit_validator):
     link = follow(stack, newest(stack).thread_ts)
     thread_link = message_link(DEMO_CHANNEL, link.thread_ts)
     listing = block_kit_validator(stack.command("sessions", user="U0MEMBER").last)
-    row = SessionRow(link.title or link.prompt, link.status, "CI sandbox", "U0MEMBER", thread_link, link.created_at)
+    row = SessionRow(link.title or link.prompt, link.status, "CI sandbox", "U0MEMBER", thread_link, link.created_at, link.session_id)
     assert listing["blocks"][1] == sessions_list([row])["blocks"][1]  # the newest first
     agent = stack.bot.services.agent
     status = block_kit_validator(stack.command(f"session status {link.session_id}", user="U0MEMBER").last)
     session = stack.run(agent.get_session(session_id=link.session_id))
     assert status == ephemeral(session_status(session, computer="CI sandbox", link=thread_link))
     changed = block_kit_validator(
-        stack.command(f"session set {link.session_id} model=fast-model reasoningEffort=high", user="U0MEMBER").last
+        stack.command(f"session set {link.session_id} model=claude-haiku-4-5 reasoningEffort=high", user="U0MEMBER").last
     )
     settings = sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]
-    assert (settings["model"], settings["reasoningEffort"]) == ("fast-model", "high")
+    assert (settings["model"], settings["reasoningEffort"]) == ("claude-haiku-4-5", "high")
     session = stack.run(agent.get_session(session_id=link.session_id))
     assert changed == ephemeral(session_status(session, computer="CI sandbox", link=thread_link, note=SET_DONE))
     bad = stack.command(f"session set {link.session_id} colour=blue", user="U0MEMBER")
     keys = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
     assert bad.payloads == [error_reply(SET_UNKNOWN.format(names="colour", keys=keys), f"Usage: `{SET_USAGE}`")]
-    missing = stack.command("session status no-such-session", user="U0MEMBER")
-    assert missing.payloads == [error_reply(NO_SUCH_SESSION.format(id="no-such-session"), NO_SUCH_SESSION_HINT)]
+    unknown = "00000000-0000-4000-8000-00000000dead"  # a whole id: the platform is asked
+    missing = stack.command(f"session status {unknown}", user="U0MEMBER")
+    assert missing.payloads == [error_reply(NO_SUCH_SESSION.format(id=unknown), NO_SUCH_SESSION_HINT)]
 
 
 def test_without_a_prompt_a_form_opens_shows_field_errors_and_a_double_submit_starts_one_session(stack, block_kit_validator):

@@ -155,11 +155,11 @@ def test_with_reply_channel_anyone_allowed_to_reply_may_steer(stack, reply_chann
 
 def test_session_set_is_the_starters_managers_and_owners(stack):
     link = start_session(stack, "write the release notes", "U0MANAGER")
-    refused = stack.command(f"session set {link.session_id} model=fast-model", user="U0MEMBER")
+    refused = stack.command(f"session set {link.session_id} model=claude-haiku-4-5", user="U0MEMBER")
     assert refused.payloads == [{**not_allowed("set", "U0MANAGER"), "response_type": "ephemeral"}]
-    assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"].get("model") != "fast-model"
-    stack.command(f"session set {link.session_id} model=fast-model", user="U0OWNER")
-    assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]["model"] == "fast-model"
+    assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"].get("model") != "claude-haiku-4-5"
+    stack.command(f"session set {link.session_id} model=claude-haiku-4-5", user="U0OWNER")
+    assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]["model"] == "claude-haiku-4-5"
 
 
 def test_archive_by_command_asks_first_and_archives_only_when_confirmed(stack):

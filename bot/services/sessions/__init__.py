@@ -33,6 +33,7 @@ from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
 from bot.services.sessions.follower import Follower
+from bot.services.sessions.models import check_models
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
 from bot.services.sessions.store import (
@@ -50,7 +51,15 @@ from bot.services.sessions.store import (
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
-from formatters.sessions import ACTION_WORDS, ARCHIVED_BY, NOT_ALLOWED_HINT, one_line
+from formatters.sessions import (
+    ACTION_WORDS,
+    ARCHIVED_BY,
+    ARCHIVED_REPLY_HINT,
+    ARCHIVED_REPLY_NOT_SENT,
+    NOT_ALLOWED_HINT,
+    id_candidates,
+    one_line,
+)
 
 __all__ = [
     "CHOICE_TTL",
@@ -62,6 +71,7 @@ __all__ = [
     "ChooseComputer",
     "NewStart",
     "NotAllowed",
+    "SessionArchived",
     "SessionLink",
     "SessionStore",
     "Sessions",
@@ -83,6 +93,8 @@ SETTABLE_MEMBERS: Final = (
 )
 """The ``sessionSettings`` members a person may change (management-api-v0.md, "Session settings";
 ``tokenUsage`` is the platform's, ``archivedAt`` has its own command)."""
+MODEL_SETTINGS: Final = ("model", "specModeModel")
+"""The settings that name a model: checked against the enterprise controls before the PATCH."""
 SETTABLE: Final = {
     **{name.lower(): name for name in SETTABLE_MEMBERS},
     **{re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower(): name for name in SETTABLE_MEMBERS},
@@ -92,6 +104,19 @@ SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
 SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
 NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
+ID_PREFIX_MIN: Final = 4
+"""Characters at least of a session id prefix (:meth:`Sessions.resolve_id`)."""
+FULL_ID_MIN: Final = 36
+"""An id this long that matches no session started here is passed on as typed: the platform may
+know it (a session started elsewhere); its ids are UUIDs (36 characters) in every example."""
+CANDIDATES_SHOWN: Final = 5
+"""Sessions at most named in an unknown- or ambiguous-id error."""
+ID_TOO_SHORT = "`{id}` is too short to name a session: give at least {n} characters of its id."
+ID_AMBIGUOUS = "Several sessions have an id beginning with `{id}`: {candidates}."
+ID_AMBIGUOUS_HINT = "Give more characters of the id; `/agent sessions` shows each one's first 8."
+ID_UNKNOWN = "No session started here has an id beginning with `{id}`."
+ID_UNKNOWN_HINT = "The newest: {candidates}. `/agent sessions` lists them."
+ID_UNKNOWN_NONE_HINT = "No session was started here yet; `/agent session start <prompt>` starts one."
 
 
 class NotAllowed(UserInputError):
@@ -103,6 +128,13 @@ class NotAllowed(UserInputError):
         super().__init__(f"Only the person who started this session, managers and owners can {ACTION_WORDS[action]}.", NOT_ALLOWED_HINT)
         self.action: SessionAction = action
         self.starter = starter
+
+
+class SessionArchived(UserInputError):
+    """A reply in the thread of a session archived from Slack: nothing is sent to the agent."""
+
+    def __init__(self) -> None:
+        super().__init__(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
 
 
 def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
@@ -176,12 +208,47 @@ class Sessions:
 
         Raises :class:`NotAllowed` when ``by`` may not reply in this session's thread, once per
         reply (its two deliveries, ``app_mention`` and ``message``, and Slack's retries claim
-        ``refused:<channel>:<ts>``; the others return False): nothing is sent."""
+        ``refused:<channel>:<ts>``; the others return False): nothing is sent. Raises
+        :class:`SessionArchived` in the same way (claim ``archived:<channel>:<ts>``) for a reply
+        in the thread of a session archived from Slack: nobody's replies go to it any more."""
+        if link.archived:
+            if await self.claims.claim(f"archived:{reply.channel}:{reply.ts}"):
+                raise SessionArchived()
+            return False
         if not self.policy.may_act_on_session(by, link.slack_user, SESSION_REPLY):
             if await self.claims.claim(f"refused:{reply.channel}:{reply.ts}"):
                 raise NotAllowed(SESSION_REPLY, link.slack_user)
             return False
         return await self.relay.forward(reply, link)
+
+    async def resolve_id(self, given: str) -> str:
+        """The whole session id that ``given`` (as typed: a whole id or any prefix of at least
+        :data:`ID_PREFIX_MIN` characters) names among the sessions started here. An id of
+        :data:`FULL_ID_MIN` characters or more that matches none is returned as typed (the platform
+        may know it). Raises :class:`UserInputError` for a prefix that is too short, matches no
+        session (naming the newest) or several (naming them, at most :data:`CANDIDATES_SHOWN`)."""
+        wanted = given.strip()
+        shown = one_line(wanted, 80)
+        if len(wanted) < ID_PREFIX_MIN:
+            raise UserInputError(ID_TOO_SHORT.format(id=shown, n=ID_PREFIX_MIN), NO_SUCH_SESSION_HINT)
+        found = await self.store.by_session_prefix(wanted, limit=CANDIDATES_SHOWN + 1)
+        if any(row.session_id == wanted for row in found):
+            return wanted
+        if len(found) == 1:
+            return str(found[0].session_id)
+        if found:
+            named = id_candidates([(str(r.session_id), r.title or r.prompt) for r in found[:CANDIDATES_SHOWN]])
+            more = ", ..." if len(found) > CANDIDATES_SHOWN else ""
+            raise UserInputError(ID_AMBIGUOUS.format(id=shown, candidates=named + more), ID_AMBIGUOUS_HINT)
+        if len(wanted) >= FULL_ID_MIN:
+            return wanted
+        newest = await self.store.recent(CANDIDATES_SHOWN)
+        hint = (
+            ID_UNKNOWN_HINT.format(candidates=id_candidates([(str(r.session_id), r.title or r.prompt) for r in newest]))
+            if newest
+            else ID_UNKNOWN_NONE_HINT
+        )
+        raise UserInputError(ID_UNKNOWN.format(id=shown), hint)
 
     async def status(self, session_id: str) -> tuple[Session, SessionLink | None]:
         """The session as ``GET /sessions/{id}`` returns it, and its row when it was started here.
@@ -197,10 +264,13 @@ class Sessions:
         """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
         typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
         Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
-        for no or unknown settings or an unknown session, and the other :class:`bot.api.AgentAPIError`."""
+        for no or unknown settings, a model the enterprise controls do not allow or that cannot be
+        checked (:mod:`.models`; nothing is sent), or an unknown session, and the other
+        :class:`bot.api.AgentAPIError`."""
         changes = settings_changes(options)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
+        await check_models(self.agent, [changes[name] for name in MODEL_SETTINGS if name in changes], done="changed")
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:

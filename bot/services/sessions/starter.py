@@ -38,9 +38,11 @@ from typing import Final
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
+from bot.services.sessions.models import check_models
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
 from bot.slack import SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
+from formatters.blocks import cut
 from formatters.sessions import (
     CHOICE_EXPIRED,
     CHOICE_EXPIRED_HINT,
@@ -90,6 +92,8 @@ one takes (a Slack post and ``POST /sessions``, whose retries give up within 30 
 INTERRUPTED_CHECK_SECONDS: Final = 30.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
+FORM_ERROR_MAX: Final = 150
+"""Characters at most of a modal field's error (Slack doc "view_submission": ``response_action: errors``)."""
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
 
 _OPTION = re.compile(r"(?:(?<=\s)|^)(computer|cwd|model)=(\"[^\"]*\"|\u201c[^\u201d]*\u201d|\S+)", re.IGNORECASE)
@@ -202,11 +206,13 @@ class Starter:
         """Resolve the computer (``computer``: what was asked for, id or name, or None), claim the
         start and launch it once.
 
-        Raises :class:`UserInputError` (no prompt, a ``cwd`` too long, no usable computer) or
+        Raises :class:`UserInputError` (no prompt, a ``cwd`` too long, a model the enterprise
+        controls do not allow or that cannot be checked: :mod:`.models`, no usable computer) or
         :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
         start = replace(start, cwd=check_cwd(start.cwd))
+        await check_models(self.agent, [start.model] if start.model else [], done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
         chosen = resolve_computer(computers, computer, last_used)
@@ -228,15 +234,21 @@ class Starter:
         assert isinstance(chosen, Computer)  # a named computer is one computer or an error
         return chosen
 
-    async def form_errors(self, *, prompt: str, cwd: str | None, computer_id: str | None) -> dict[str, str]:
+    async def form_errors(self, *, prompt: str, cwd: str | None, computer_id: str | None, model: str | None = None) -> dict[str, str]:
         """What is wrong with the start form's fields: ``{field: error}`` for the fields ``prompt``,
-        ``cwd`` and ``computer``; empty when the session can start. Lists the computers: an Agent
-        API failure is the ``computer`` field's error."""
+        ``cwd``, ``model`` (checked against the enterprise controls: :mod:`.models`) and
+        ``computer``; empty when the session can start. Lists the computers: an Agent API failure
+        is the ``computer`` field's error."""
         errors: dict[str, str] = {}
         if not prompt:
             errors["prompt"] = FORM_NO_PROMPT
         if cwd is not None and len(cwd) > CWD_MAX:
             errors["cwd"] = CWD_TOO_LONG
+        if model:
+            try:
+                await check_models(self.agent, [model], done="started")
+            except UserInputError as exc:
+                errors["model"] = cut(f"{exc.message} {exc.hint}".replace("`", ""), FORM_ERROR_MAX)
         try:
             if not computer_id:
                 raise UserInputError(FORM_NO_COMPUTER)

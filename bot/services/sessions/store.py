@@ -313,6 +313,22 @@ class SessionStore:
             )
         )
 
+    async def by_session_prefix(self, prefix: str, *, limit: int) -> list[SessionLink]:
+        """Rows whose ``session_id`` begins with ``prefix`` (``%`` and ``_`` taken literally),
+        newest first, at most ``limit``."""
+
+        def work() -> list[SessionLink]:
+            query = (
+                select(agent_sessions)
+                .where(agent_sessions.c.session_id.startswith(prefix, autoescape=True))
+                .order_by(agent_sessions.c.created_at.desc(), agent_sessions.c.id.desc())
+                .limit(limit)
+            )
+            with self.store.engine.connect() as conn:
+                return [SessionLink.from_row(r) for r in conn.execute(query)]
+
+        return await self.store._run(work)
+
     async def last_computer(self, slack_user: str) -> str | None:
         """The computer of the user's most recent started session, or None."""
 

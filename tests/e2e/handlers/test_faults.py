@@ -19,7 +19,15 @@ from sandbox.agent_api.faults import RETRY_AFTER_SECONDS
 from tests.conftest import TEST_STACK_OPTIONS, block_texts, set_faults
 from tests.inprocess import close_quickly
 
-COMMANDS = ("usage 7d", "reports", "reports acme/web", "computers", "controls", "users alice", "session status s-1")
+COMMANDS = (
+    "usage 7d",
+    "reports",
+    "reports acme/web",
+    "computers",
+    "controls",
+    "users alice",
+    "session status 00000000-0000-4000-8000-000000000001",
+)
 FAULTS = {
     "500": ({"error_rate": 1.0}, "internal error"),
     "429": ({"rate_limit_every": 1}, "rate-limiting"),
