@@ -936,9 +936,11 @@ class InteractiveDemo:
             self._say(HTTP_REFUSED.format(status=sent.status_code, body=sent.body.strip()[:200]).strip())
             return
 
-        def answered() -> bool:
+        after = float(sent.request.payload["event"]["ts"])
+
+        def answered() -> bool:  # the bot in the thread after this message, or something only this person sees
             new = self._new()
-            return any(m.user == self.bot_user and thread_ts in (m.thread_ts, m.ts) for m in new.messages) or any(
+            return any(m.user == self.bot_user and thread_ts in (m.thread_ts, m.ts) and float(m.ts) > after for m in new.messages) or any(
                 e.user == PEOPLE[who] for e in new.ephemerals
             )
 
