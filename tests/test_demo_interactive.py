@@ -267,9 +267,12 @@ def test_a_typed_mention_in_a_command_reaches_the_bot_resolved(stack: Any) -> No
 
 def test_a_line_that_times_out_or_fails_is_one_line_and_the_next_line_runs(stack: Any, faults: Any, monkeypatch: Any) -> None:
     faults(latency_ms=1500)
-    script, _ = run(stack, "/agent usage 7d", "dance", "quit", reply_timeout=0.3)
+    recorder, replies = stack.slack.recorder, len(stack.slack.recorder.responses())
+    late = waits_for(stack, lambda: len(recorder.responses()) > replies)
+    script, _ = run(stack, "/agent usage 7d", "dance", late, "quit", reply_timeout=0.3)
     assert script.printed_by(0) == [NO_REPLY.format(seconds=0.3)]
     assert script.printed_by(1) == [UNKNOWN_LINE.format(line="dance")]
+    assert script.printed_by(2)[0] == HEADER_EPHEMERAL.format(n=1, who=BOT_NAME, viewer="bob", where="#engineering")  # shown once it came
 
     def refused(*_args: Any, **_kwargs: Any) -> Any:
         raise httpx.ConnectError("connection refused")
