@@ -3,7 +3,7 @@
     agent-bot serve [--host H] [--port P]   HTTP mode: POST /slack/events, GET /healthz
     agent-bot socket                       Socket Mode (needs SLACK_APP_TOKEN)
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
-    agent-bot demo [--interactive] [--hostile]   sandbox + Slack emulator + bot in one process, a tour
+    agent-bot demo [--interactive [--no-tour]] [--hostile]   sandbox + Slack emulator + bot in one process, a tour
     agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
     agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
@@ -125,7 +125,14 @@ def _demo(args: argparse.Namespace) -> int:
 
     from bot.demo import run_demo
 
-    return run_demo(interactive=args.interactive, users=args.users, seed=args.seed, chart_dir=Path(args.chart_dir), hostile=args.hostile)
+    return run_demo(
+        interactive=args.interactive,
+        users=args.users,
+        seed=args.seed,
+        chart_dir=Path(args.chart_dir),
+        hostile=args.hostile,
+        tour=not args.no_tour,
+    )
 
 
 def _digest_tick(args: argparse.Namespace) -> int:
@@ -231,7 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox.set_defaults(run=_sandbox)
 
     demo = commands.add_parser("demo", help="sandbox API + Slack emulator + bot in one process; a tour of every command")
-    demo.add_argument("--interactive", action="store_true", help="type /agent lines yourself after the tour")
+    demo.add_argument(
+        "--interactive",
+        action="store_true",
+        help="after the tour, act as the demo's people: /agent commands, @agent mentions, thread replies, clicks, forms (type help)",
+    )
+    demo.add_argument("--no-tour", action="store_true", help="with --interactive: skip the tour and start typing at once")
     demo.add_argument("--chart-dir", default=".", help="where the digest's chart PNG is saved (default: the current directory)")
     demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")

@@ -21,12 +21,20 @@ mrkdwn (https://api.slack.com/reference/surfaces/formatting) is softened: ``<url
 ``*bold*`` loses its stars; ``&amp;`` ``&lt;`` ``&gt;`` are unescaped last. A message without blocks
 renders its ``text``; attachments render after the blocks, indented with ``| ``; shared files as
 ``[file: title]``. Styles, colours and emoji codes are kept as they are.
+
+What a person can do with a message or a modal, for the interactive demo (a text stand-in for
+Slack's client): :func:`choices` lists the buttons and menu options of a message (what a click
+sends), :func:`menu_lines` shows each menu's options as a line, :func:`form_fields` reads a modal's
+``input`` blocks and :func:`render_modal` shows the modal as a form with its field names and the
+values filled so far (Slack docs: https://api.slack.com/reference/block-kit/block-elements,
+https://api.slack.com/reference/surfaces/views).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 DIVIDER = "-" * 40
@@ -228,3 +236,144 @@ def _field_line(text: str) -> str:
 
 def _unknown(block: dict[str, Any]) -> str:
     return f"[{block.get('type', 'block')}]"
+
+
+# --------------------------------------------------------------------- what a person can act on
+
+MENU_TYPES = frozenset({"static_select", "overflow", "radio_buttons"})
+"""Elements whose options :func:`choices` lists (one choice per option, single selection)."""
+TEXT_INPUTS = frozenset({"plain_text_input", "email_text_input", "url_text_input", "number_input"})
+SINGLE_SELECTS = frozenset({"static_select", "radio_buttons"})
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Something a person can click in a message: a button (``menu`` None) or one option of a menu
+    (``menu`` is the menu's placeholder). ``value`` is what the click sends (the button's ``value``
+    or the option's)."""
+
+    label: str
+    action_id: str
+    block_id: str | None
+    value: str | None
+    menu: str | None = None
+
+
+def choices(message: Mapping[str, Any]) -> list[Choice]:
+    """Every button and menu option of ``message``'s blocks (section accessories and ``actions``
+    elements), in the order they show."""
+    renderer = _Renderer({}, {})
+    found: list[Choice] = []
+    for block in message.get("blocks") or []:
+        elements = [*(block.get("elements") or []), block.get("accessory")] if block.get("type") in ("actions", "section") else []
+        for element in elements:
+            if not isinstance(element, dict) or not element.get("action_id"):
+                continue
+            kind = element.get("type")
+            if kind == "button":
+                label = renderer.text_object(element.get("text"))
+                found.append(Choice(label, element["action_id"], block.get("block_id"), element.get("value")))
+            elif kind in MENU_TYPES:
+                menu = renderer.text_object(element.get("placeholder")) or kind
+                found.extend(
+                    Choice(renderer.text_object(option.get("text")), element["action_id"], block.get("block_id"), option.get("value"), menu)
+                    for option in _options(element)
+                )
+    return found
+
+
+def menu_lines(message: Mapping[str, Any]) -> list[str]:
+    """One line per menu of ``message``: ``"<placeholder>: <option> | <option>"``."""
+    menus: dict[tuple[str, str | None], list[str]] = {}
+    for choice in choices(message):
+        if choice.menu is not None:
+            menus.setdefault((choice.menu, choice.block_id), []).append(choice.label)
+    return [f"{menu}: {' | '.join(labels)}" for (menu, _), labels in menus.items()]
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One ``input`` block of a modal: its ``block_id`` (the name a person fills it by), the
+    element's ``action_id`` and ``type``, the label, whether it is optional or multi-line, the
+    options of a select as ``(label, value)`` and the initial value (an option's value for a select)."""
+
+    block_id: str
+    action_id: str
+    kind: str
+    label: str
+    optional: bool = False
+    multiline: bool = False
+    options: tuple[tuple[str, str], ...] = ()
+    initial: str | None = None
+
+    @property
+    def fillable(self) -> bool:
+        """Whether the demo can fill it: a text input or a single-choice menu."""
+        return self.kind in TEXT_INPUTS or self.kind in SINGLE_SELECTS
+
+    def label_of(self, value: str) -> str:
+        """The option label of ``value`` for a select, else ``value`` itself."""
+        return next((label for label, option in self.options if option == value), value)
+
+
+def form_fields(view: Mapping[str, Any]) -> list[FormField]:
+    """The ``input`` blocks of modal ``view``, in order."""
+    renderer = _Renderer({}, {})
+    fields: list[FormField] = []
+    for block in view.get("blocks") or []:
+        element = block.get("element") or {}
+        if block.get("type") != "input" or not isinstance(element, dict):
+            continue
+        options = tuple((renderer.text_object(o.get("text")), str(o.get("value") or "")) for o in _options(element))
+        initial = (element.get("initial_option") or {}).get("value") or element.get("initial_value")
+        fields.append(
+            FormField(
+                block_id=str(block.get("block_id") or ""),
+                action_id=str(element.get("action_id") or ""),
+                kind=str(element.get("type") or ""),
+                label=renderer.text_object(block.get("label")),
+                optional=bool(block.get("optional")),
+                multiline=bool(element.get("multiline")),
+                options=options,
+                initial=str(initial) if initial is not None else None,
+            )
+        )
+    return fields
+
+
+def render_modal(view: Mapping[str, Any], values: Mapping[str, str] | None = None) -> str:
+    """Modal ``view`` as a form: its title, every block (an ``input`` as ``<block_id>: <label>``
+    with ``(optional)``, ``(several lines)``, the options of a menu and ``= <value>`` once filled;
+    ``values`` maps block IDs to values, else the initial ones show), and its buttons."""
+    renderer = _Renderer({}, {})
+    values = values or {}
+    fields = {field.block_id: field for field in form_fields(view)}
+    title = renderer.text_object(view.get("title")) or "form"
+    lines = [f"{title} (a form)", "=" * (len(title) + 9)]
+    for block in view.get("blocks") or []:
+        field = fields.get(str(block.get("block_id") or "")) if block.get("type") == "input" else None
+        if field is None:
+            lines.append(renderer.blocks([block]))
+            continue
+        notes = [note for note, on in (("optional", field.optional), ("several lines", field.multiline)) if on]
+        if not field.fillable:
+            notes.append(f"a {field.kind}, which the demo cannot fill")
+        line = f"{field.block_id}: {field.label}" + (f" ({', '.join(notes)})" if notes else "")
+        if field.options:
+            line += f"; one of: {' | '.join(label for label, _ in field.options)}"
+        value = values.get(field.block_id, field.initial)
+        if value is not None:
+            line += f" = {field.label_of(value)}"
+        lines.append(line)
+    buttons = [renderer.text_object(view.get(key)) for key in ("submit", "close") if view.get(key)]
+    if buttons:
+        lines.append(" ".join(f"[{label}]" for label in buttons))
+    return "\n".join(line for line in lines if line)
+
+
+def _options(element: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A menu's options, those of its option groups included."""
+    options = list(element.get("options") or [])
+    for group in element.get("option_groups") or []:
+        options.extend(group.get("options") or [])
+    return [option for option in options if isinstance(option, dict)]
