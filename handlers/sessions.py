@@ -35,6 +35,7 @@ from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
 from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, SessionArchived, StartOutcome, ThreadReply
 from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
+from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from formatters.blocks import Payload, message_link
 from formatters.notices import error_message
@@ -169,7 +170,8 @@ async def start_and_tell(services: Services, start: NewStart, computer: str | No
 
 
 async def handle_start(request: CommandRequest) -> None:
-    raw = re.sub(r"^\s*session\s+start\b", "", unescape_slack(request.command.text), flags=re.IGNORECASE)
+    written = await readable_for_agent(request.command.text, request.services.identity)
+    raw = re.sub(r"^\s*session\s+start\b", "", unescape_slack(written), flags=re.IGNORECASE)
     prompt, options = split_options(raw)
     services = request.services
     if not prompt:
@@ -369,7 +371,8 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     if event.get("type") == "message" and not is_thread_message(event):
         return
     channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
-    text = _LEADING_MENTION.sub("", unescape_slack(event.get("text") or ""))
+    unmentioned = _LEADING_MENTION.sub("", str(event.get("text") or ""))  # the bot's own mention
+    text = unescape_slack(await readable_for_agent(unmentioned, services.identity))
     if thread_ts and thread_ts != event.get("ts"):
         link = await services.sessions.of_thread(channel, thread_ts)
         if link is not None:

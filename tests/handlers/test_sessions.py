@@ -176,13 +176,18 @@ def test_several_active_computers_offer_a_menu_only_the_asker_can_use(stack, blo
 def test_a_mention_starts_a_session_in_its_thread_and_thread_replies_reach_the_agent_once(stack):
     bot_user = stack.slack.directory.bot.user_id
     sent = stack.run(
-        stack.inprocess.client.send_mention(f"<@{bot_user}> computer=ci review the readme", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+        stack.inprocess.client.send_mention(
+            f"<@{bot_user}> computer=ci review the readme with <@U0MANAGER> in <#{DEMO_CHANNEL}|engineering>",
+            user_id="U0MEMBER",
+            channel_id=DEMO_CHANNEL,
+        )
     )
     assert sent.status_code == 200
     mention_ts = sent.request.payload["event"]["ts"]
     # one session for the two deliveries (app_mention and its message twin, both delivered)
     link = newest(stack)
-    assert (link.prompt, link.thread_ts, link.origin) == ("review the readme", mention_ts, "mention")
+    # the agent is not in Slack: mentions reach it as words
+    assert (link.prompt, link.thread_ts, link.origin) == ("review the readme with @bob@example.com in #engineering", mention_ts, "mention")
     assert [r.thread_ts for r in stack.run(sessions(stack).store.recent(2))].count(mention_ts) == 1
     follow(stack, mention_ts)
     answered = answers_of(agent_finished(stack, link.session_id))
@@ -206,7 +211,7 @@ def test_a_mention_starts_a_session_in_its_thread_and_thread_replies_reach_the_a
     follow(stack, mention_ts)
     session = agent_finished(stack, link.session_id)
     users = [m["content"] for m in session.messages if m["role"] == "user"]
-    assert [c[0]["text"] for c in users] == ["review the readme", "please explain this screenshot"]
+    assert [c[0]["text"] for c in users] == ["review the readme with @bob@example.com in #engineering", "please explain this screenshot"]
     answered = answers_of(session)
     assert len(answered) == 2 and [p for p in thread(stack, mention_ts) if p in answered] == answered
     reply_ts = first.request.payload["event"]["ts"]
