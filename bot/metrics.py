@@ -67,7 +67,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
@@ -76,6 +76,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+TEXT_FORMAT: Final = "text/plain; version=0.0.4; charset=utf-8"
+"""The content type of what :func:`render` writes (prometheus-client's ``generate_latest``: the text
+format 0.0.4; recent releases name another version as ``CONTENT_TYPE_LATEST``)."""
 OTHER: Final = "other"
 """The label value of anything outside a label's known set."""
 
@@ -319,7 +322,7 @@ class MeteredApp(AsyncApp):
 
 async def metrics_endpoint(_request: Request) -> Response:
     """``GET /metrics``: :func:`render`, content type ``text/plain; version=0.0.4``."""
-    return Response(render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(render(), headers={"Content-Type": TEXT_FORMAT})
 
 
 def metrics_route() -> Route:
