@@ -4,6 +4,7 @@ loopback: each check's whole line when it passes and when its fault is played.""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -218,7 +219,17 @@ def test_all_checks_pass_on_a_good_deployment_and_exit_0(stack, tmp_path):
     assert status == 0
 
 
-def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def restore_root():
+    """The CLI configures the root logger (level CRITICAL for the doctor); later tests need it back."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    yield
+    root.handlers[:] = saved[0]
+    root.setLevel(saved[1])
+
+
+def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp_path, monkeypatch, capsys, restore_root):
     env = {
         "SLACK_BOT_TOKEN": stack.slack.bot_token,
         "SLACK_API_URL": stack.slack.api_url,
