@@ -3,7 +3,8 @@
 ``create_bot(settings)`` returns a :class:`Bot`: the Bolt app with the global middleware
 (the installation's workspace, de-duplication, role check) and the handlers registered, the :class:`Services` the handlers use,
 and :meth:`Bot.asgi` for HTTP mode: ``POST /slack/events`` (slash commands, interactivity and
-events on one Request URL, through Bolt's Starlette adapter) and ``GET /healthz``.
+events on one Request URL, through Bolt's Starlette adapter), ``GET /healthz`` and ``GET /metrics``
+(Prometheus, :mod:`bot.metrics`).
 
 Nothing happens at import time. Raises :class:`ConfigurationError` when a required setting is
 missing (the message names the environment variables).
@@ -35,6 +36,7 @@ from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, drain_listeners
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
+from bot.metrics import MeteredApp, metrics_app, metrics_route, slack_request
 from bot.middleware import FinishDelivery, Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
@@ -111,7 +113,7 @@ class Bot:
 
     def asgi(self) -> Starlette:
         """The HTTP-mode ASGI app: ``POST /slack/events``, ``POST /hooks/agent``, ``GET /healthz``
-        (liveness) and ``GET /readyz`` (database and Agent API)."""
+        (liveness), ``GET /readyz`` (database and Agent API) and ``GET /metrics`` (:mod:`bot.metrics`)."""
         handler = AsyncSlackRequestHandler(self.app)
 
         secret = self.services.settings.slack_signing_secret
@@ -150,6 +152,7 @@ class Bot:
                 Route("/slack/events", events, methods=["POST"]),
                 Route("/healthz", healthz, methods=["GET"]),
                 Route("/readyz", readyz, methods=["GET"]),
+                metrics_route(),
                 hooks,
             ],
             lifespan=lifespan,
@@ -169,8 +172,14 @@ class Bot:
         """The small HTTP listener of Socket Mode (``AGENT_BOT_HOOK_PORT``): ``POST /hooks/agent`` only."""
         return Starlette(routes=[self.hook_route()])
 
+    def metrics_asgi(self, *, hooks: bool = False) -> Starlette:
+        """The metrics listener of Socket Mode (``AGENT_BOT_METRICS_PORT``): ``GET /metrics``, and
+        ``POST /hooks/agent`` too when ``hooks`` (the hook listener on the same port)."""
+        return metrics_app(self.hook_route()) if hooks else metrics_app()
+
 
 def _refused(refusal: Refusal) -> Response:
+    slack_request("unparsed", refusal.status, None)  # refused before Bolt read it
     logger.warning("POST /slack/events refused with %s: %s", refusal.status, refusal.reason)
     return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
 
@@ -309,7 +318,7 @@ def create_bot(
         now=now,
         jobs=jobs,
     )
-    app = AsyncApp(
+    app = MeteredApp(  # an AsyncApp that counts and times every request (bot.metrics)
         client=client,
         signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
         request_verification_enabled=not socket_mode,

@@ -7,8 +7,12 @@
     agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
     agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
+    agent-bot doctor [--mode http|socket] [--manifest PATH]   checks the settings, one line each (bot/doctor.py)
 
-Exit codes: 0 success, 2 bad usage or configuration (the message names what is missing; for
+``serve`` answers ``GET /metrics`` (Prometheus, :mod:`bot.metrics`) on its port; ``socket`` on
+``AGENT_BOT_METRICS_PORT`` when set (with ``POST /hooks/agent`` too if ``AGENT_BOT_HOOK_PORT`` is the same port).
+
+Exit codes: 0 success, 1 a failed ``doctor`` check, 2 bad usage or configuration (the message names what is missing; for
 ``serve`` and ``socket`` also a Slack ``auth.test`` that fails at start-up).
 Only ``sandbox`` and ``demo`` import the :mod:`sandbox` package, lazily.
 """
@@ -21,7 +25,8 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from bot.config import Settings
 from bot.logs import configure_logging
@@ -45,7 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
     from bot.app import create_bot, settle_heap
 
     settings = Settings()
-    configure_logging(settings.log_level, _secrets(settings))
+    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
     bot = create_bot(settings)
     bot.services.store.check_writable()  # a read-only or locked database: one line now, not a 500 per request
     asyncio.run(bot.check_installation())  # the workspace and app every request must come from (auth.test)
@@ -69,7 +74,7 @@ def _socket(_args: argparse.Namespace) -> int:
     from bot.app import ConfigurationError, create_bot, settle_heap
 
     settings = Settings()
-    configure_logging(settings.log_level, _secrets(settings))
+    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
     if settings.slack_app_token is None:
         raise ConfigurationError("missing settings: SLACK_APP_TOKEN (Socket Mode needs an app-level token)")
     bot = create_bot(settings, socket_mode=True)
@@ -85,12 +90,7 @@ def _socket(_args: argparse.Namespace) -> int:
             asyncio.get_running_loop().add_signal_handler(stop, main.cancel)
         await bot.check_installation()  # auth.test: a bad token or URL is one line and exit 2
         bot.scheduler.start()
-        listener = None
-        if settings.hook_port:  # agent hooks need an HTTP listener even in Socket Mode
-            import uvicorn
-
-            config = uvicorn.Config(bot.hooks_asgi(), host="0.0.0.0", port=settings.hook_port, lifespan="off", access_log=False)
-            listener = asyncio.create_task(uvicorn.Server(config).serve())
+        listeners = [asyncio.create_task(serve) for serve in _socket_listeners(bot, settings)]
         try:
             # slack_sdk's aiohttp client pings every ping_interval (aiohttp heartbeat) and closes a connection
             # whose pong is half an interval late; its monitor then opens a new one: a connection lost
@@ -99,13 +99,42 @@ def _socket(_args: argparse.Namespace) -> int:
             await handler.start_async()
         finally:
             bot.scheduler.shutdown()
-            if listener is not None:
+            for listener in listeners:
                 listener.cancel()
             await bot.services.sessions.follower.release()
 
     with contextlib.suppress(asyncio.CancelledError):
         asyncio.run(run())
     return 0
+
+
+def _socket_listeners(bot: Any, settings: Settings) -> list[Coroutine[Any, Any, None]]:
+    """The small HTTP listeners of Socket Mode, as coroutines to run: agent hooks on
+    ``AGENT_BOT_HOOK_PORT``, ``GET /metrics`` on ``AGENT_BOT_METRICS_PORT`` (one listener for both
+    when the ports are the same)."""
+    import uvicorn
+
+    apps = []
+    if settings.metrics_port:
+        apps.append((bot.metrics_asgi(hooks=settings.hook_port == settings.metrics_port), settings.metrics_port))
+    if settings.hook_port and settings.hook_port != settings.metrics_port:  # agent hooks need HTTP even in Socket Mode
+        apps.append((bot.hooks_asgi(), settings.hook_port))
+    configs = [uvicorn.Config(app, host="0.0.0.0", port=port, lifespan="off", access_log=False) for app, port in apps]
+    return [uvicorn.Server(config).serve() for config in configs]
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """``agent-bot doctor``: one line per check (:mod:`bot.doctor`); exits 1 when one fails."""
+    from pathlib import Path
+
+    from bot.doctor import report, run_checks
+
+    settings = Settings()
+    configure_logging("CRITICAL", _secrets(settings))  # the report is the output; the gateway's warnings would repeat it
+    manifest = Path(args.manifest) if args.manifest else None
+    text, status = report(asyncio.run(run_checks(settings, mode=args.mode, manifest=manifest)))
+    print(text, flush=True)
+    return status
 
 
 def _sandbox(args: argparse.Namespace) -> int:
@@ -142,7 +171,7 @@ def _digest_tick(args: argparse.Namespace) -> int:
     from bot.app import ConfigurationError, create_bot, utc_now
 
     settings = Settings()
-    configure_logging(settings.log_level, _secrets(settings))
+    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
     missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
     if missing:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
@@ -266,6 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hook.add_argument("--events", help="print-config: comma-separated events (default Notification,Stop,SessionEnd)")
     hook.set_defaults(run=_hook)
+
+    doctor = commands.add_parser("doctor", help="check the settings: Slack, Agent API, database, roles file; one line each")
+    doctor.add_argument("--mode", choices=("http", "socket"), default="http", help="the mode the bot runs in (default http)")
+    doctor.add_argument("--manifest", help="the app manifest whose bot scopes the token needs (default: manifest.yaml)")
+    doctor.set_defaults(run=_doctor)
     return parser
 
 

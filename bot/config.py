@@ -17,6 +17,10 @@ AGENT_BOT_CONFIG           YAML file: roles, policy, digest defaults            
 AGENT_BOT_USER_CACHE_TTL   seconds a Slack user's e-mail / role stays cached      ``600``
 AGENT_BOT_ANALYTICS_CACHE_TTL  seconds analytics answers are kept (0 = off)       ``300``
 AGENT_BOT_LOG_LEVEL        Python log level name                                  ``INFO``
+AGENT_BOT_LOG_FORMAT       ``text`` or ``json`` (one JSON object a line;          ``text``
+                           :mod:`bot.logs`)
+AGENT_BOT_METRICS_PORT     Socket Mode: port of the ``GET /metrics`` listener     none
+                           (``serve`` has it on its own port; :mod:`bot.metrics`)
 AGENT_BOT_DIGEST_CHECK_SECONDS  how often the scheduler looks for due digests     ``300``
 AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
 AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events; for a      none
@@ -40,6 +44,8 @@ Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``; read
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -71,6 +77,8 @@ class Settings(BaseSettings):
         default=300.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_CACHE_TTL", "analytics_cache_ttl")
     )
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("AGENT_BOT_LOG_LEVEL", "log_level"))
+    log_format: Literal["text", "json"] = Field(default="text", validation_alias=AliasChoices("AGENT_BOT_LOG_FORMAT", "log_format"))
+    metrics_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=AliasChoices("AGENT_BOT_METRICS_PORT", "metrics_port"))
     digest_check_seconds: float = Field(
         default=300.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_DIGEST_CHECK_SECONDS", "digest_check_seconds")
     )

@@ -13,19 +13,28 @@ reorder text in a terminal. A traceback keeps its line breaks (its values are re
 
 Every line carries the id of the Slack request it belongs to (:data:`request_id`, a context variable
 that follows the request into its listener's task): ``... bot.services.follower [3f9a0c1d2e]: ...``.
+
+Two formats (``AGENT_BOT_LOG_FORMAT``): ``text`` (:data:`LOG_FORMAT`) and ``json`` (:class:`JsonFormatter`:
+one JSON object a line, ``{"time", "level", "logger", "request_id", "message"}`` and ``"exception"``
+with a traceback), for log shippers. Both go through the same redaction and neutralization.
 """
 
 from __future__ import annotations
 
 import contextvars
+import datetime as dt
+import json
 import logging
 import re
 from collections.abc import Iterable
+from typing import Final, Literal
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 """The id of the Slack request being handled (set by :func:`bot.middleware.tag_request`); every log
 line of that request carries it, and an apology shows it as its reference."""
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: Final = ("text", "json")
 
 
 class RequestIdFilter(logging.Filter):
@@ -73,11 +82,33 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-def configure_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> RedactingFilter:
-    """Log to stderr at ``level`` through a :class:`RedactingFilter`; returns the filter."""
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``time`` (ISO 8601, UTC, milliseconds), ``level``, ``logger``,
+    ``request_id`` (``-`` outside a request), ``message``, and ``exception`` (the traceback, its line
+    breaks escaped by JSON) when there is one. Expects the record already through
+    :class:`RequestIdFilter` and :class:`RedactingFilter` (handler filters run before formatting)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "request_id": getattr(record, "request_id", "-"),
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(level: str = "INFO", secrets: Iterable[str] = (), log_format: LogFormat = "text") -> RedactingFilter:
+    """Log to stderr at ``level`` through a :class:`RedactingFilter`, as text (:data:`LOG_FORMAT`) or
+    JSON lines (:class:`JsonFormatter`); returns the filter."""
     redactor = RedactingFilter(secrets)
     handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(LOG_FORMAT))
     handler.addFilter(RequestIdFilter())
     handler.addFilter(redactor)
     root = logging.getLogger()

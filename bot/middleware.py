@@ -55,6 +55,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot import metrics
 from bot.logs import request_id
 from bot.policy import Policy
 from bot.roles import RoleResolver
@@ -180,6 +181,7 @@ def build_dedupe(store: Store, *, lease: float = DELIVERY_LEASE_SECONDS) -> Call
             return await database_down(body, ack, respond)
         retry = (request.headers.get("x-slack-retry-num") or [None])[0]
         if not claim.mine:
+            metrics.claim_conflict("delivery")
             logger.info("duplicate delivery %s (retry %s) answered without processing (the first one: %s)", key, retry, claim.value)
             return BoltResponse(status=200, body="")
         if claim is Claim.TAKEN_OVER:

@@ -18,7 +18,8 @@ Error policy (the same for handlers, the session follower, the digest and the li
    lists the codes that can). Callers must handle it: every method's return type is a union with
    :class:`SlackFailure`, so a type checker refuses code that reads ``.ts`` without checking.
 
-A failure is logged once here (method and error code, never the token or the payload). Reactions
+A failure is logged once here (method and error code, never the token or the payload) and counted
+(``agent_bot_slack_api_errors_total{method,error}``, :mod:`bot.metrics`). Reactions
 that are already there (``already_reacted``) or already gone (``no_reaction``) count as done.
 
 The gateway wraps the bot's ``AsyncWebClient`` (:func:`web_client` builds it with the retry
@@ -48,6 +49,8 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -251,6 +254,7 @@ class SlackGateway:
     @staticmethod
     def _failed(method: str, exc: BaseException) -> SlackFailure:
         failure = failure_of(method, exc)
+        metrics.slack_api_error(method, failure.error)
         detail = type(exc).__name__ if failure.error == "connection_failed" else failure.error
         logger.warning("Slack %s failed: %s%s", method, detail, "" if failure.permanent else " (transient)")
         return failure

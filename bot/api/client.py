@@ -34,6 +34,7 @@ import pydantic
 from async_lru import alru_cache
 from pydantic import SecretStr
 
+from bot import metrics
 from bot.api import validation
 from bot.api.analytics import AnalyticsAPI
 from bot.api.common import DateInput, ModelT
@@ -231,15 +232,18 @@ class AgentClient(AnalyticsAPI, ReadinessAPI, ManagementAPI):
         query: dict[str, str],
         payload: dict[str, Any] | None,
     ) -> httpx.Response:
-        """One attempt: send, log, and map failures to bot.api errors."""
+        """One attempt: send, log, count (``agent_bot_agent_api_calls_total``, by route template:
+        :func:`bot.metrics.endpoint_of`), and map failures to bot.api errors."""
         started = time.perf_counter()
         try:
             response = await self._http.request(method, url, params=query, json=payload)
         except httpx.HTTPError as exc:
             elapsed_ms = (time.perf_counter() - started) * 1000
+            metrics.agent_api_call(method, path, None, elapsed_ms / 1000)
             logger.debug("%s %s -> %s after %.0f ms", method, path, type(exc).__name__, elapsed_ms)
             raise self._transport_error(exc, method, path) from exc
         elapsed_ms = (time.perf_counter() - started) * 1000
+        metrics.agent_api_call(method, path, response.status_code, elapsed_ms / 1000)
         logger.debug("%s %s -> %d in %.0f ms", method, path, response.status_code, elapsed_ms)
         if response.is_success:
             return response

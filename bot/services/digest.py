@@ -65,6 +65,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot import metrics
 from bot.services.chart import CHART_DAYS, TokenSeries, day_totals, history_start, render_tokens_chart, tokens_series
 from bot.services.periods import EARLIEST, Period
 from bot.services.usage import UsageSummary, fetch_usage
@@ -703,6 +704,7 @@ class DigestService:
         if not await self.repo.record(claim, ts, self.now()):
             logger.warning("digest of %s into %s: claim lost before recording ts %s", digest.day, sub.channel_id, ts)
             return
+        metrics.digest_posted()
         if recovered:  # its chart's fate is unknown; the text is what counts
             report.recovered.append(sub.channel_id)
             return

@@ -67,7 +67,7 @@ message per second per channel).
 Pagination: ``conversations.history`` and ``conversations.replies`` take ``limit`` and ``cursor`` and
 answer ``response_metadata.next_cursor`` (an opaque string; empty on the last page), as Slack does.
 
-Not emulated: scopes, ``reply_broadcast``, unfurling,
+Not emulated: scopes (only named, in the ``x-oauth-scopes`` header: :data:`GRANTED_SCOPES`), ``reply_broadcast``, unfurling,
 scheduled messages, rich-text parsing of ``text``, real file storage or file permalinks.
 """
 
@@ -214,6 +214,29 @@ TRIGGER_LIFETIME = 3.0
 
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 """Methods called with the app-level token (``xapp-...``), never the bot token."""
+GRANTED_SCOPES = (
+    "commands",
+    "chat:write",
+    "chat:write.public",
+    "users:read",
+    "users:read.email",
+    "usergroups:read",
+    "files:write",
+    "channels:read",
+    "channels:join",
+    "groups:read",
+    "im:write",
+    "channels:history",
+    "groups:history",
+    "im:history",
+    "app_mentions:read",
+    "reactions:write",
+    "files:read",
+)
+"""The bot token's scopes, as an install of the bot's manifest grants them. Slack names a token's scopes
+in the ``x-oauth-scopes`` header of every Web API answer to it (comma-separated; Slack doc "Scopes",
+"Checking granted scopes"); the emulator sends :attr:`WebApi.scopes` (a test removes one to play an
+install that lacks it). Scopes are not enforced: a method works without its scope."""
 
 
 class WebApi:
@@ -240,6 +263,7 @@ class WebApi:
         self._triggers: dict[str, float] = {}
         self._triggers_lock = threading.Lock()
         self._ids = itertools.count(1)
+        self.scopes: tuple[str, ...] = GRANTED_SCOPES
         self._methods: dict[str, Handler] = {
             "auth.test": self.auth_test,
             "bots.info": self.bots_info,
@@ -315,6 +339,7 @@ class WebApi:
     async def _api_endpoint(self, request: Request) -> JSONResponse:
         method = request.path_params["method"]
         data: dict[str, Any] = dict(request.query_params)
+        token: str | None = None
         try:
             data.update(await _read_body(request))
             token = _bearer_token(request) or data.get("token")
@@ -333,6 +358,8 @@ class WebApi:
             status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}
         except SlackApiError as error:
             status, headers, body = error.status, error.headers, error.body()
+        if token == self.bot_token:  # as Slack: the token's scopes on every answer to it
+            headers = {**headers, "x-oauth-scopes": ",".join(self.scopes)}
         self.recorder.record_call(ApiCall(method, data, status, body, time.time()))
         return JSONResponse(body, status_code=status, headers=headers)
 

@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from bot import metrics
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import PartialLimitsUpdateError
 from bot.api.models import CreditLimitUpdateResult
@@ -329,6 +330,7 @@ class LimitsWorkflow:
     async def publish(self, request: LimitRequest) -> None:
         """A decided request: the message edited, the outcome in its thread and by DM to the
         requester. Each Slack failure is logged and the others still happen (see :meth:`_show`)."""
+        metrics.credit_limit_decision(request.state)
         await self._show(request)
         notice = fmt.outcome_notice(request)
         if request.channel and request.message_ts:

@@ -59,8 +59,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot import metrics
 from bot.api import AgentAPIError, AgentClient, NotFoundError, RateLimitedError
-from bot.api.models import Message, Session
+from bot.api.models import Message, Session, ms_to_datetime
 from bot.services.sessions.store import SessionLink, SessionStore, last_steps, total_tokens
 from bot.slack import Posted, SlackFailure, SlackGateway
 from formatters.blocks import Payload
@@ -256,6 +257,7 @@ class Follower:
         async with self._semaphore:
             if not await self.sessions.take_lease(link.id, owner=self.owner, now=self.now()):
                 return False
+            metrics.session_polled()
             try:
                 await asyncio.wait_for(self.poll(link), self.poll_timeout)
             except TimeoutError:
@@ -441,6 +443,7 @@ class Follower:
             raise SlackPostFailed(result)
         await self.sessions.record_post(link.session_id, msg.id, result.ts)
         posted[msg.id] = result.ts
+        metrics.relay_lag((self.now() - ms_to_datetime(msg.created_at)).total_seconds())  # created -> posted
         if attach:
             uploaded = await self.slack.upload(
                 link.channel,
