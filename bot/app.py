@@ -273,7 +273,7 @@ def create_bot(
         policy=policy,
     )
     limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
-    digest = digest_service(agent=agent, store=store, slack=slack, now=now)
+    digest = digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
     hook_receiver = HookReceiver(
         store=store,
         sessions=sessions,

@@ -22,7 +22,7 @@ at most :data:`MAX_BLOCKS` blocks, with a context line "and N more" when blocks 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -203,6 +203,37 @@ def number(value: float | int | None, *, compact: bool = False) -> str:
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,.2f}"
     return f"{int(value):,}"
+
+
+NOT_REPORTED = "not reported"
+"""A figure the Agent API left out of every day's row (absent or null): said, never shown as 0."""
+DAYS_REPORTED = "({reported} of {days} days reported)"
+"""After a sum or average taken over only the days whose rows reported the figure."""
+
+
+def figure(
+    value: float | int | None,
+    show: Callable[[float], str] = number,
+    *,
+    reported: int | None = None,
+    days: int | None = None,
+    unit: str = "",
+) -> str:
+    """A figure of several days for people, the one way usage, digest and chart texts say gaps.
+
+    ``show`` formats the value (default :func:`number`; ``lambda v: number(v, compact=True)``...).
+    ``None`` (no day reported it) -> :data:`NOT_REPORTED`. When only ``reported`` of ``days`` days
+    reported it, the value is the sum (or average) of those days, followed by
+    :data:`DAYS_REPORTED`: ``"12.3M (5 of 7 days reported)"``. Without ``reported``/``days``, or
+    when every day reported it, the value alone. ``unit`` (our own copy, for running text such as
+    fallback text) goes after the value: ``"12,345 billable tokens (5 of 7 days reported)"``,
+    ``"billable tokens not reported"``."""
+    if value is None:
+        return f"{unit} {NOT_REPORTED}" if unit else NOT_REPORTED
+    text = f"{show(value)} {unit}" if unit else show(value)
+    if reported is not None and days is not None and reported < days:
+        return f"{text} {DAYS_REPORTED.format(reported=reported, days=days)}"
+    return text
 
 
 def change(current: float | int | None, previous: float | int | None) -> str:

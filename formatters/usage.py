@@ -4,20 +4,40 @@ Input: :class:`bot.services.usage.UsageSummary`, :class:`bot.services.usage.Brea
 Output: ``{"text", "blocks"}`` (see :func:`formatters.blocks.message`). Token counts are shown
 compact (``12.3M``), other counts with thousands separators; each headline number carries its change
 against the previous period of the same length when that period has data.
+
+Gaps in the data (figures the API left out of some rows, :mod:`bot.services.usage`): a figure no day
+reported reads :data:`formatters.blocks.NOT_REPORTED`; one only some days reported is the sum (or
+average) of those days followed by "(5 of 7 days reported)" (:func:`formatters.blocks.figure`), and
+shows no change against the previous period. A ranked list some days did not report ends with the
+same mark; one no day reported reads :data:`formatters.blocks.NOT_REPORTED`.
+
+Top users: ``people`` maps a user's e-mail to the Slack person who has it
+(:meth:`bot.identity.Identity.people_of`); the ephemeral ``/agent usage`` reply shows them as a
+mention (``<@U…>``; Slack renders the name, and an ephemeral reply pings nobody), anyone else by
+e-mail (escaped).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from bot.services.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
-from formatters.blocks import Payload, change, context, divider, esc, fields, header, message, number, section
+from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary, UserUsage
+from formatters.blocks import NOT_REPORTED, Payload, change, context, divider, esc, fields, figure, header, message, number, section
+
+if TYPE_CHECKING:
+    from bot.identity import SlackPerson
 
 NO_PREVIOUS = "no comparison: the previous period starts before 2026-01-14"
 NO_USER_USAGE = "{email} is an organization user but used the Agent platform in none of {period}."
 NO_USER_USAGE_HINT = "Try a longer period such as `30d`."
 UNKNOWN_USER = "{email} is not an organization user of the Agent platform, so there is no usage to show."
 UNKNOWN_USER_HINT = "Check the spelling; `/agent users <name>` finds people by name."
+ROWS_NOT_REPORTED = "{count} of the API's rows did not report {measure} and are left out."
+DAYS_REPORTED_LINE = "_({reported} of {days} days reported)_"
+"""The last line of a ranked list that only some days reported (as :data:`formatters.blocks.DAYS_REPORTED`)."""
+SLACK_USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 
 _TOKEN_FIELDS = (
     ("Billable tokens", "billable_tokens"),
@@ -40,49 +60,79 @@ _ACTIVITY_FIELDS = (
 )
 
 
-def _value(attr: str, value: float) -> str:
+def _show(attr: str) -> Callable[[float], str]:
     if attr.endswith("tokens"):
-        return number(value, compact=True)
+        return lambda value: number(value, compact=True)
     if attr == "dau":
-        return f"{value:,.1f}"
-    return number(value)
+        return lambda value: f"{value:,.1f}"
+    return number
+
+
+def figure_of(value: float | None, show: Callable[[float], str], coverage: Coverage | None, unit: str = "") -> str:
+    """``value`` through :func:`formatters.blocks.figure` with its :class:`bot.services.usage.Coverage`."""
+    if coverage is None:
+        return figure(value, show, unit=unit)
+    return figure(value, show, reported=coverage.reported, days=coverage.days, unit=unit)
 
 
 def _field_pairs(spec: Sequence[tuple[str, str]], totals: Totals, previous: Totals | None) -> list[tuple[str, str]]:
     pairs = []
     for label, attr in spec:
         current = getattr(totals, attr)
-        delta = change(current, getattr(previous, attr)) if previous else ""
-        pairs.append((label, _value(attr, current) + (f"  _{delta}_" if delta else "")))
+        comparable = previous is not None and totals.complete(attr) and previous.complete(attr)
+        delta = change(current, getattr(previous, attr)) if comparable else ""
+        pairs.append((label, figure_of(current, _show(attr), totals.coverage.get(attr)) + (f"  _{delta}_" if delta else "")))
     return pairs
 
 
-def _ranked_lines(rows: Sequence[Ranked], fmt: str = "plain") -> str:
-    if not rows:
-        return "_none_"
+def mention_of(people: Mapping[str, SlackPerson]) -> Callable[[str], str]:
+    """A ranked name as the Slack person who has that e-mail (a ``<@U…>`` mention), else escaped."""
+
+    def label(name: str) -> str:
+        person = people.get(name)
+        if person is not None and SLACK_USER_ID.match(person.user_id):
+            return f"<@{person.user_id}>"
+        return esc(name)
+
+    return label
+
+
+def _ranked_lines(rows: Sequence[Ranked], fmt: str = "plain", coverage: Coverage | None = None, label: Callable[[str], str] = esc) -> str:
+    """Numbered lines ``1. name: value (share)``; ``label`` renders a name as safe mrkdwn (default
+    :func:`formatters.blocks.esc`); ``coverage`` marks a list only some days reported, or says
+    :data:`formatters.blocks.NOT_REPORTED` when no day did."""
+    if coverage is not None and coverage.reported == 0:
+        return NOT_REPORTED
     lines = []
     for i, row in enumerate(rows, 1):
         value = number(row.value, compact=True) if fmt == "tokens" else f"{row.value:,.1f}" if fmt == "avg" else number(row.value)
-        lines.append(f"{i}. {esc(row.name)}: {value} ({row.share:.0%})")
+        lines.append(f"{i}. {label(row.name)}: {value} ({row.share:.0%})")
+    if not lines:
+        lines.append("_none_")
+    if coverage is not None:
+        lines.append(DAYS_REPORTED_LINE.format(reported=coverage.reported, days=coverage.days))
     return "\n".join(lines)
 
 
-def usage_summary(summary: UsageSummary) -> Payload:
-    """The reply to ``/agent usage <period>``."""
+def usage_summary(summary: UsageSummary, people: Mapping[str, SlackPerson] | None = None) -> Payload:
+    """The reply to ``/agent usage <period>`` (ephemeral); ``people``: e-mail -> Slack person of the
+    top users (module docstring)."""
     t = summary.totals
+    cover = summary.coverage.get
     blocks: list = [header(f"Agent usage: {summary.period.label()}")]
     blocks += fields(_field_pairs(_TOKEN_FIELDS, t, summary.previous))
     blocks += fields(_field_pairs(_ACTIVITY_FIELDS, t, summary.previous))
     blocks.append(divider())
     blocks += fields(
         [
-            ("Top models (billable tokens)", _ranked_lines(summary.top_models, "tokens")),
-            ("Top tools (calls)", _ranked_lines(summary.top_tools)),
-            ("Clients (avg daily users)", _ranked_lines(summary.clients, "avg")),
-            ("Top MCP servers (calls)", _ranked_lines(summary.top_mcp_servers)),
+            ("Top models (billable tokens)", _ranked_lines(summary.top_models, "tokens", cover("top_models"))),
+            ("Top tools (calls)", _ranked_lines(summary.top_tools, coverage=cover("top_tools"))),
+            ("Clients (avg daily users)", _ranked_lines(summary.clients, "avg", cover("clients"))),
+            ("Top MCP servers (calls)", _ranked_lines(summary.top_mcp_servers, coverage=cover("top_mcp_servers"))),
         ]
     )
-    blocks.append(section("*Top users by billable tokens*\n" + _ranked_lines(summary.top_users, "tokens")))
+    top_users = _ranked_lines(summary.top_users, "tokens", cover("top_users"), mention_of(people or {}))
+    blocks.append(section("*Top users by billable tokens*\n" + top_users))
     previous = summary.previous_period
     note = (
         f"Changes compare with {previous.label()}, {summary.period.comparison_label()}."
@@ -90,9 +140,13 @@ def usage_summary(summary: UsageSummary) -> Payload:
         else f"Changes: {NO_PREVIOUS}."
     )
     blocks.append(context(f"{note} Days are UTC; data runs through yesterday."))
+
+    def said(attr: str, unit: str, show: Callable[[float], str] = number) -> str:
+        return figure_of(getattr(t, attr), show, t.coverage.get(attr), unit)
+
     fallback = (
-        f"Agent usage {summary.period.label()}: {number(t.billable_tokens)} billable tokens, "
-        f"{t.dau:,.1f} average daily active users, {number(t.sessions)} sessions, {number(t.git_commits)} commits"
+        f"Agent usage {summary.period.label()}: {said('billable_tokens', 'billable tokens')}, "
+        f"{said('dau', 'average daily active users', _show('dau'))}, {said('sessions', 'sessions')}, {said('git_commits', 'commits')}"
     )
     return message(blocks, fallback)
 
@@ -108,28 +162,34 @@ def usage_breakdown(breakdown: Breakdown) -> Payload:
     ]
     if not breakdown.rows:
         blocks.append(context("No data for this period."))
+    if breakdown.unreported:
+        blocks.append(context(ROWS_NOT_REPORTED.format(count=number(breakdown.unreported), measure=esc(breakdown.measure))))
     return message(blocks, f"{title}: {len(breakdown.rows)} rows")
 
 
 def user_usage(usage: UserUsage) -> Payload:
     """The reply to ``/agent usage user <email|@mention> [period]``."""
     title = f"Agent usage of {usage.email}: {usage.period.label()}"
+
+    def show(attr: str, fmt: Callable[[float], str] = number, unit: str = "") -> str:
+        return figure_of(getattr(usage, attr), fmt, usage.coverage.get(attr), unit)
+
     pairs = [
-        ("Billable tokens", number(usage.billable_tokens, compact=True)),
+        ("Billable tokens", show("billable_tokens", _show("billable_tokens"))),
         ("Days active", f"{usage.days_active} of {usage.period.days}"),
-        ("Sessions", number(usage.sessions)),
-        ("Messages", number(usage.messages)),
-        ("Tool calls", number(usage.tool_calls)),
-        ("Files created / edited", f"{number(usage.files_created)} / {number(usage.files_edited)}"),
-        ("Commits", number(usage.git_commits)),
-        ("Pull requests", number(usage.git_prs_created)),
-        ("Primary model", esc(usage.primary_model) or "n/a"),
-        ("Delegation level", esc(usage.delegation_level) or "n/a"),
+        ("Sessions", show("sessions")),
+        ("Messages", show("messages")),
+        ("Tool calls", show("tool_calls")),
+        ("Files created / edited", f"{show('files_created')} / {show('files_edited')}"),
+        ("Commits", show("git_commits")),
+        ("Pull requests", show("git_prs_created")),
+        ("Primary model", esc(usage.primary_model) or NOT_REPORTED),
+        ("Delegation level", esc(usage.delegation_level) or NOT_REPORTED),
     ]
     blocks: list = [header(title), *fields(pairs)]
     if usage.languages:
         blocks.append(context("Languages: " + ", ".join(esc(lang) for lang in usage.languages)))
-    return message(blocks, f"{title}: {number(usage.billable_tokens)} billable tokens")
+    return message(blocks, f"{title}: {show('billable_tokens', unit='billable tokens')}")
 
 
 def no_user_usage(email: str, period_label: str, *, known: bool) -> tuple[str, str]:

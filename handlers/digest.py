@@ -25,6 +25,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.api import AgentClient
 from bot.commands import SubCommand
+from bot.identity import Identity
 from bot.services.digest import (
     DAYS_CHOICES,
     DEFAULT_POST_AT,
@@ -184,10 +185,14 @@ async def handle_preview(request: CommandRequest) -> None:
     await request.reply(digest_message(digest, preview=True))
 
 
-def digest_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> DigestService:
+def digest_service(
+    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime], identity: Identity | None = None
+) -> DigestService:
     """A :class:`bot.services.digest.DigestService` with this project's formatters, posting through
-    ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks)."""
-    return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text)
+    ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks); top users are
+    named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
+    people = (identity or Identity(slack)).people_of
+    return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, people=people)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

@@ -9,6 +9,9 @@
 (:meth:`bot.slack.SlackGateway.open_dm` then :meth:`~bot.slack.SlackGateway.upload`, with an alt
 text of the key numbers). A chart that fails is reported in one line; the summary is still sent.
 
+Top users are shown as the Slack people who have their e-mails (:meth:`bot.identity.Identity.people_of`,
+a few look-ups at once, bounded in time; a failed or slow one shows the e-mail).
+
 Periods are those of :mod:`bot.services.periods` (default ``yesterday``). Needs the manager role (policy
 key ``usage``): the analytics API itself answers only Managers and Owners.
 """
@@ -146,7 +149,9 @@ async def handle_usage(request: CommandRequest) -> None:
     if dimension:
         await request.reply(usage_breakdown(await fetch_breakdown(agent, period, dimension)))
     else:
-        await request.reply(usage_summary(await fetch_usage(agent, period)))
+        summary = await fetch_usage(agent, period)
+        people = await request.services.identity.people_of(row.name for row in summary.top_users)
+        await request.reply(usage_summary(summary, people))
     if want_chart:
         await _send_chart(request, period)
 

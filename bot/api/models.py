@@ -11,8 +11,16 @@ Follows `spec/analytics-and-readiness-api.md` ("Resources and their fields") and
 - Enumerations of response fields are plain `str`: the values the spec lists are constants
   (`CLIENT_TYPES`, `COMPUTER_STATUSES`...), and a value it does not list is kept as sent, never
   a schema mismatch of the whole answer. Request-side choices stay `Literal`s.
-- Analytics rows: every field a table lists is required. Readiness and v0 resources: fields the
-  tables mark required are required, the rest default to None.
+- Analytics rows: the spec's row tables mark no field as required, and a platform's batch may leave a
+  figure out of a day's row. What the bot cannot place a row without is required: a row's `date`, a
+  grouped row's `group_key`, a `/users` row's `user_id`, and the name of each breakdown item
+  (`model_id`, `user_id`, `tool`, `server`, `name`, `extension`, `language`, a hook's `event`,
+  `matcher` and `command`); a row or item without one is malformed, and so is the whole answer
+  (`MalformedResponseError`). Every other member (each figure, breakdown list and descriptive
+  string) may be absent or null: it is then `None`, meaning "not reported" (never 0; the services
+  sum the days that reported it and say how many did). A value of the wrong type (a string or an
+  object where a number belongs) is still malformed. Readiness and v0 resources: fields the tables
+  mark required are required, the rest default to None.
 - Timestamps in Unix milliseconds stay numbers; `*_datetime` properties convert them to aware UTC
   datetimes.
 """
@@ -110,10 +118,10 @@ class ModelTokens(_SnakeModel):
     """Item of `TokenRow.by_model`: tokens of one model on the day."""
 
     model_id: str
-    model_tier: str
-    billable_tokens: Number
-    input_tokens: Number
-    output_tokens: Number
+    model_tier: str | None = None
+    billable_tokens: Number | None = None
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
 
 
 class UserTokens(_SnakeModel):
@@ -123,22 +131,24 @@ class UserTokens(_SnakeModel):
     """
 
     user_id: str
-    user_email: str | None
-    billable_tokens: Number
-    by_model: list[dict[str, Any]]
+    user_email: str | None = None
+    billable_tokens: Number | None = None
+    by_model: list[dict[str, Any]] | None = None
 
 
 class TokenRow(_SnakeModel):
-    """`/tokens` row without group_by: one day of token consumption."""
+    """`/tokens` row without group_by: one day of token consumption.
+
+    `date` is required; every figure and list may be absent or null (None: not reported)."""
 
     date: date
-    billable_tokens: Number
-    input_tokens: Number
-    output_tokens: Number
-    cache_read_tokens: Number
-    cache_write_tokens: Number
-    by_model: list[ModelTokens]
-    by_user: list[UserTokens]
+    billable_tokens: Number | None = None
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
+    cache_read_tokens: Number | None = None
+    cache_write_tokens: Number | None = None
+    by_model: list[ModelTokens] | None = None
+    by_user: list[UserTokens] | None = None
 
 
 # Lean views of the largest answer, `/tokens` without group_by (at 10,000 users a 30-day answer is
@@ -146,44 +156,45 @@ class TokenRow(_SnakeModel):
 # pydantic: members not declared are skipped while decoding, and a 30-day answer takes 0.04 s instead
 # of pydantic's 0.14 s (0.37 s as models), measured on that answer (`benchmarks/usage_scale.py` shows the
 # replies). Read-only: the client decodes them in `bot.api.client.AgentClient._parse`; a mismatch is
-# the same `MalformedResponseError` as a pydantic one.
+# the same `MalformedResponseError` as a pydantic one. Required and optional members as the pydantic
+# rows (module docstring): `date` and the items' ids are required, figures absent or null are None.
 
 
 class ModelTokenTotal(msgspec.Struct, frozen=True):
     """Item of `TokenSummaryRow.by_model`: one model's tokens on the day (as `ModelTokens`)."""
 
     model_id: str
-    model_tier: ModelTier
-    billable_tokens: Number
-    input_tokens: Number
-    output_tokens: Number
+    model_tier: ModelTier | None = None
+    billable_tokens: Number | None = None
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
 
 
 class UserTokenTotal(msgspec.Struct, frozen=True):
     """Item of `TokenSummaryRow.by_user`: a `by_user` item without its `by_model`."""
 
     user_id: str
-    user_email: str | None
-    billable_tokens: Number
+    user_email: str | None = None
+    billable_tokens: Number | None = None
 
 
 class TokenTotalsRow(msgspec.Struct, frozen=True):
     """A lean view of a `/tokens` row: the day's token totals only (no by_model, no by_user)."""
 
     date: date
-    billable_tokens: Number
-    input_tokens: Number
-    output_tokens: Number
-    cache_read_tokens: Number
-    cache_write_tokens: Number
+    billable_tokens: Number | None = None
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
+    cache_read_tokens: Number | None = None
+    cache_write_tokens: Number | None = None
 
 
 class TokenSummaryRow(TokenTotalsRow, frozen=True):
     """A lean view of a `/tokens` row: totals, `by_model`, and per-user billable tokens
     (`by_user` without each user's `by_model`, which at 10,000 users is most of the answer)."""
 
-    by_model: list[ModelTokenTotal]
-    by_user: list[UserTokenTotal]
+    by_model: list[ModelTokenTotal] | None = None
+    by_user: list[UserTokenTotal] | None = None
 
 
 class LeanMeta(msgspec.Struct, frozen=True):
@@ -209,34 +220,37 @@ class TokenSummaryAnswer(msgspec.Struct, frozen=True):
 
 
 class GroupedTokenRow(_SnakeModel):
-    """`/tokens?group_by=model` row: one model on one day; `group_key` is the model id."""
+    """`/tokens?group_by=model` row: one model on one day; `group_key` is the model id.
+
+    `date` and `group_key` are required (a row without them is malformed); the measure may be
+    absent or null (None: not reported)."""
 
     date: date
     group_key: str
-    billable_tokens: Number
-    input_tokens: Number
-    output_tokens: Number
+    billable_tokens: Number | None = None
+    input_tokens: Number | None = None
+    output_tokens: Number | None = None
 
 
 class ToolInvocations(_SnakeModel):
     """Item of `ToolRow.by_tool`."""
 
     tool: str
-    invocations: Number
+    invocations: Number | None = None
 
 
 class ServerInvocations(_SnakeModel):
     """Item of `ToolRow.mcp_by_server` (names may contain case-variant duplicates)."""
 
     server: str
-    invocations: Number
+    invocations: Number | None = None
 
 
 class NameCount(_SnakeModel):
     """Item of `ToolRow.skills_by_name` and `ToolRow.slash_commands_by_name`."""
 
     name: str
-    count: Number
+    count: Number | None = None
 
 
 class HookCount(_SnakeModel):
@@ -245,16 +259,16 @@ class HookCount(_SnakeModel):
     event: str
     matcher: str
     command: str
-    count: Number
+    count: Number | None = None
 
 
 class AutonomyLevelRatio(_SnakeModel):
     """`ToolRow.tool_autonomy_level_ratio`: distribution over autonomy levels."""
 
-    auto_high: Number
-    auto_medium: Number
-    auto_low: Number
-    manual: Number
+    auto_high: Number | None = None
+    auto_medium: Number | None = None
+    auto_low: Number | None = None
+    manual: Number | None = None
 
 
 class ToolRow(_SnakeModel):
@@ -264,31 +278,34 @@ class ToolRow(_SnakeModel):
     """
 
     date: date
-    tool_calls: Number
-    by_tool: list[ToolInvocations]
-    mcp_users_with_mcp: Number
-    mcp_by_server: list[ServerInvocations]
-    skills_invocations: Number
-    skills_by_name: list[NameCount]
-    slash_commands_invocations: Number
-    slash_commands_by_name: list[NameCount]
-    hooks_invocations: Number
-    hooks_by_event: list[HookCount]
-    web_users: Number
-    autonomy_ratio_avg: Number
-    autonomy_ratio_p50: Number
-    autonomy_ratio_p90: Number
-    tool_calls_per_session_avg: Number
-    user_turns_per_session_avg: Number
-    tool_autonomy_level_ratio: AutonomyLevelRatio
+    tool_calls: Number | None = None
+    by_tool: list[ToolInvocations] | None = None
+    mcp_users_with_mcp: Number | None = None
+    mcp_by_server: list[ServerInvocations] | None = None
+    skills_invocations: Number | None = None
+    skills_by_name: list[NameCount] | None = None
+    slash_commands_invocations: Number | None = None
+    slash_commands_by_name: list[NameCount] | None = None
+    hooks_invocations: Number | None = None
+    hooks_by_event: list[HookCount] | None = None
+    web_users: Number | None = None
+    autonomy_ratio_avg: Number | None = None
+    autonomy_ratio_p50: Number | None = None
+    autonomy_ratio_p90: Number | None = None
+    tool_calls_per_session_avg: Number | None = None
+    user_turns_per_session_avg: Number | None = None
+    tool_autonomy_level_ratio: AutonomyLevelRatio | None = None
 
 
 class GroupedToolRow(_SnakeModel):
-    """`/tools?group_by=tool_name` row: one tool on one day; `group_key` is the tool name."""
+    """`/tools?group_by=tool_name` row: one tool on one day; `group_key` is the tool name.
+
+    `date` and `group_key` are required (a row without them is malformed); the measure may be
+    absent or null (None: not reported)."""
 
     date: date
     group_key: str
-    tool_calls: Number
+    tool_calls: Number | None = None
 
 
 class ActivityRow(_SnakeModel):
@@ -299,74 +316,78 @@ class ActivityRow(_SnakeModel):
     """
 
     date: date
-    daily_active_users: Number
-    weekly_active_users: Number
-    monthly_active_users: Number
-    daily_active_users_by_client: dict[str, Number]
-    sessions: Number
-    messages: Number
-    user_messages: Number
+    daily_active_users: Number | None = None
+    weekly_active_users: Number | None = None
+    monthly_active_users: Number | None = None
+    daily_active_users_by_client: dict[str, Number | None] | None = None
+    sessions: Number | None = None
+    messages: Number | None = None
+    user_messages: Number | None = None
 
 
 class GroupedActivityRow(_SnakeModel):
-    """`/activity?group_by=client` row: one client type on one day."""
+    """`/activity?group_by=client` row: one client type on one day.
+
+    `date` and `group_key` are required (a row without them is malformed); the measure may be
+    absent or null (None: not reported)."""
 
     date: date
     group_key: ClientType
-    daily_active_users: Number
+    daily_active_users: Number | None = None
 
 
 class ExtensionCount(_SnakeModel):
     """Item of `ProductivityRow.by_extension`."""
 
     extension: str
-    count: Number
+    count: Number | None = None
 
 
 class LanguageCount(_SnakeModel):
     """Item of `ProductivityRow.by_language`."""
 
     language: str
-    count: Number
+    count: Number | None = None
 
 
 class ProductivityRow(_SnakeModel):
     """`/productivity` row: one day of files and git activity made by the agent."""
 
     date: date
-    files_created: Number
-    files_edited: Number
-    by_extension: list[ExtensionCount]
-    by_language: list[LanguageCount]
-    git_commits: Number
-    git_prs_created: Number
+    files_created: Number | None = None
+    files_edited: Number | None = None
+    by_extension: list[ExtensionCount] | None = None
+    by_language: list[LanguageCount] | None = None
+    git_commits: Number | None = None
+    git_prs_created: Number | None = None
 
 
 class UserRow(_SnakeModel):
-    """`/users` row: one user on one day. `user_email` may be null."""
+    """`/users` row: one user on one day. `user_id` and `date` are required; `user_email` may be
+    null (the spec) and every other member absent or null (None: not reported)."""
 
     user_id: str
-    user_email: str | None
+    user_email: str | None = None
     date: date
-    tool_calls: Number
-    billable_tokens: Number
-    primary_model: str
-    primary_model_tier: ModelTier
-    files_created: Number
-    files_edited: Number
-    git_commits: Number
-    git_prs_created: Number
-    mcp_calls: Number
-    skill_calls: Number
-    slash_commands: Number
-    hooks: Number
-    sessions: Number
-    messages: Number
-    user_messages: Number
-    assistant_messages: Number
-    autonomy_ratio: Number
-    delegation_level: DelegationLevel
-    languages: list[str]
+    tool_calls: Number | None = None
+    billable_tokens: Number | None = None
+    primary_model: str | None = None
+    primary_model_tier: ModelTier | None = None
+    files_created: Number | None = None
+    files_edited: Number | None = None
+    git_commits: Number | None = None
+    git_prs_created: Number | None = None
+    mcp_calls: Number | None = None
+    skill_calls: Number | None = None
+    slash_commands: Number | None = None
+    hooks: Number | None = None
+    sessions: Number | None = None
+    messages: Number | None = None
+    user_messages: Number | None = None
+    assistant_messages: Number | None = None
+    autonomy_ratio: Number | None = None
+    delegation_level: DelegationLevel | None = None
+    languages: list[str] | None = None
 
 
 # --------------------------------------------------------------------------------------------

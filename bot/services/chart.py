@@ -11,6 +11,9 @@ never touched, so charts drawn in worker threads (``asyncio.to_thread``, the way
 
 Input: :class:`TokenSeries` (one value per UTC day, oldest first). Output: PNG bytes.
 :func:`tokens_series` builds the series from the day totals of ``/tokens?group_by=model`` rows.
+
+A day whose billable tokens were not reported (rows whose ``billable_tokens`` is absent or null;
+a day without rows is 0, nothing was used) has the value ``None``: a gap in the bars, never a zero bar, and no part of any average.
 """
 
 from __future__ import annotations
@@ -39,34 +42,50 @@ LINE_COLOR = "#d9534f"
 
 @dataclass(frozen=True)
 class TokenSeries:
-    """Billable tokens per day: ``days`` (UTC dates, oldest first), ``values`` (tokens) and
-    ``averages`` (the mean of the up to 7 days before each day that the totals had, tokens; 0 when
-    none)."""
+    """Billable tokens per day: ``days`` (UTC dates, oldest first), ``values`` (tokens; None for a
+    day that reported none: a gap) and ``averages`` (the mean of the up to 7 days before each day
+    that reported a figure, tokens; 0 when none did)."""
 
     days: tuple[dt.date, ...]
-    values: tuple[float, ...]
+    values: tuple[float | None, ...]
     averages: tuple[float, ...]
 
     @property
-    def last(self) -> float:
+    def last(self) -> float | None:
+        """The last day's billable tokens (None: not reported); 0 for an empty series."""
         return self.values[-1] if self.values else 0.0
+
+    @property
+    def reported(self) -> list[float]:
+        """The values of the days that reported one, oldest first."""
+        return [value for value in self.values if value is not None]
 
 
 def tokens_series(
-    totals: Mapping[dt.date, float], start: dt.date, end: dt.date, *, history: Mapping[dt.date, float] | None = None
+    totals: Mapping[dt.date, float | None],
+    start: dt.date,
+    end: dt.date,
+    *,
+    history: Mapping[dt.date, float | None] | None = None,
 ) -> TokenSeries:
-    """The series from ``start`` to ``end`` (inclusive) out of day totals (a missing day is 0).
+    """The series from ``start`` to ``end`` (inclusive) out of day totals: a day missing from
+    ``totals`` had no token rows (nothing used: 0, as before); a day that is None there had rows
+    that did not report billable tokens: None (a gap, not 0), left out of every average.
 
     The averages also read the days before ``start`` found in ``totals`` (so the first bars have a
     full 7-day average when the caller fetched from :func:`history_start`); ``history`` is
     accepted for clarity."""
     merged = {**(history or {}), **totals}
-    days, values, averages = [], [], []
+    days: list[dt.date] = []
+    values: list[float | None] = []
+    averages: list[float] = []
     day = start
     while day <= end:
-        window = [merged[d] for d in (day - dt.timedelta(days=n) for n in range(1, AVERAGE_DAYS + 1)) if d in merged]
+        before = (merged.get(day - dt.timedelta(days=n)) for n in range(1, AVERAGE_DAYS + 1))
+        window = [value for value in before if value is not None]
+        value = merged.get(day, 0.0)
         days.append(day)
-        values.append(float(merged.get(day, 0.0)))
+        values.append(None if value is None else float(value))
         averages.append(sum(window) / len(window) if window else 0.0)
         day += dt.timedelta(days=1)
     return TokenSeries(tuple(days), tuple(values), tuple(averages))
@@ -84,14 +103,19 @@ class DayTokens(Protocol):
     def date(self) -> dt.date: ...
 
     @property
-    def billable_tokens(self) -> float: ...
+    def billable_tokens(self) -> float | None: ...
 
 
-def day_totals(rows: Iterable[DayTokens]) -> dict[dt.date, float]:
-    """Sum ``billable_tokens`` per ``date`` over token rows (grouped or not)."""
-    totals: dict[dt.date, float] = {}
+def day_totals(rows: Iterable[DayTokens]) -> dict[dt.date, float | None]:
+    """Sum ``billable_tokens`` per ``date`` over token rows (grouped or not); rows without the
+    figure add nothing, and a day whose rows all lack it is None (not reported)."""
+    totals: dict[dt.date, float | None] = {}
     for row in rows:
-        totals[row.date] = totals.get(row.date, 0.0) + float(row.billable_tokens)
+        so_far = totals.get(row.date)
+        if row.billable_tokens is None:
+            totals[row.date] = so_far
+        else:
+            totals[row.date] = (so_far or 0.0) + float(row.billable_tokens)
     return totals
 
 
@@ -103,8 +127,9 @@ def _compact(value: float, _position: object = None) -> str:
 
 
 def render_tokens_chart(series: TokenSeries, title: str) -> bytes:
-    """The PNG (1000x400 px) of ``series``: bars of billable tokens (the last day darker), weekends
-    shaded, ticks on Mondays, and a line of the average of the 7 days before each day.
+    """The PNG (1000x400 px) of ``series``: bars of billable tokens (the last day darker; a day not
+    reported has no bar), weekends shaded, ticks on Mondays, and a line of the average of the 7
+    days before each day.
 
     Pure CPU work, no I/O: call it with ``await asyncio.to_thread(render_tokens_chart, ...)``.
     Raises ``ValueError`` for an empty series."""
@@ -117,8 +142,15 @@ def render_tokens_chart(series: TokenSeries, title: str) -> bytes:
     for position, day in zip(positions, series.days, strict=True):
         if day.weekday() >= 5:  # Saturday, Sunday
             axes.axvspan(position - 0.5, position + 0.5, color=WEEKEND_COLOR, zorder=0, linewidth=0)
-    colors = [BAR_COLOR] * (len(positions) - 1) + [LAST_BAR_COLOR]
-    axes.bar(positions, series.values, color=colors, label="Billable tokens", zorder=2)
+    last = positions[-1]
+    bars = [(p, value) for p, value in zip(positions, series.values, strict=True) if value is not None]
+    axes.bar(
+        [p for p, _ in bars],
+        [value for _, value in bars],
+        color=[LAST_BAR_COLOR if p == last else BAR_COLOR for p, _ in bars],
+        label="Billable tokens",
+        zorder=2,
+    )
     axes.plot(positions, series.averages, color=LINE_COLOR, linewidth=2, label=f"Average of the {AVERAGE_DAYS} days before", zorder=3)
     mondays = [p for p, d in zip(positions, series.days, strict=True) if d.weekday() == 0] or positions[:: max(1, len(positions) // 10)]
     axes.set_xticks(mondays, [series.days[p].strftime("%b %d") for p in mondays])

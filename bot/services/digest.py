@@ -49,11 +49,11 @@ Channels are posted one after another (Slack allows about one message a second p
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import os
 import socket
-import statistics
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -68,12 +68,16 @@ from sqlalchemy.exc import IntegrityError
 from bot import metrics
 from bot.services.chart import CHART_DAYS, TokenSeries, day_totals, history_start, render_tokens_chart, tokens_series
 from bot.services.periods import EARLIEST, Period
-from bot.services.usage import UsageSummary, fetch_usage
+from bot.services.usage import Coverage, UsageSummary, fetch_usage, reported_mean
 from bot.slack import Payload, SlackFailure, SlackGateway
 from bot.store import Store, metadata
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
+    from bot.identity import SlackPerson
+
+People = Callable[[Iterable[str]], Awaitable[Mapping[str, "SlackPerson"]]]
+"""Names e-mails as Slack people, within a small time bound (:meth:`bot.identity.Identity.people_of`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -387,10 +391,13 @@ class Callout:
 class Digest:
     """Everything a digest shows about ``day`` (all token counts are billable tokens).
 
-    ``week_ago``: the same weekday a week earlier (None before 2026-01-14); ``week_average``: mean of
-    the 7 days before ``day`` (those on or after 2026-01-14); ``summary``: the day's
+    ``week_ago``: the same weekday a week earlier (None before 2026-01-14, or when that day reported
+    no billable tokens: then ``week_ago_reported`` is False); ``week_average``: mean of the 7 days
+    before ``day`` (those on or after 2026-01-14) that reported billable tokens (None when none did),
+    ``week_average_coverage`` the :class:`bot.services.usage.Coverage` when some did not; ``summary``: the day's
     :class:`bot.services.usage.UsageSummary` (totals, top models, tools, MCP servers folded by case, users);
-    ``series``: 30 days for the chart; ``callouts``: at most two lines of what changed most."""
+    ``series``: 30 days for the chart; ``callouts``: at most two lines of what changed most;
+    ``people``: e-mail -> Slack person of the top users Slack knows (:meth:`DigestService.build`)."""
 
     day: dt.date
     summary: UsageSummary
@@ -399,6 +406,9 @@ class Digest:
     series: TokenSeries
     callouts: tuple[Callout, ...] = ()
     api_calls: int = 0
+    week_ago_reported: bool = True
+    week_average_coverage: Coverage | None = None
+    people: Mapping[str, SlackPerson] = field(default_factory=dict)
 
 
 def latest_day(now: dt.datetime) -> dt.date:
@@ -463,7 +473,9 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
     _require_day(tools.data, day, "/tools")
     totals = day_totals(grouped)
     before = [totals.get(day - dt.timedelta(days=n), 0.0) for n in range(1, 8) if day - dt.timedelta(days=n) >= EARLIEST]
+    week_average, week_average_coverage = reported_mean(before) if before else (None, None)
     week_ago_day = day - dt.timedelta(days=7)
+    week_ago = totals.get(week_ago_day, 0.0) if week_ago_day >= EARLIEST else None
     callouts = []
     user = _user_callout(by_user.data, day, week_start) if by_user else None
     if user:
@@ -474,11 +486,13 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
     return Digest(
         day=day,
         summary=summary,
-        week_ago=totals.get(week_ago_day, 0.0) if week_ago_day >= EARLIEST else None,
-        week_average=statistics.fmean(before) if before else None,
+        week_ago=week_ago,
+        week_average=week_average,
         series=series,
         callouts=tuple(callouts),
         api_calls=counting.calls,
+        week_ago_reported=week_ago is not None or week_ago_day < EARLIEST,
+        week_average_coverage=week_average_coverage,
     )
 
 
@@ -488,6 +502,8 @@ async def _no_rows() -> None:
 
 def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout | None:
     """The user furthest above their usual level (mean of the 7 days before; 0 on days without a row).
+    A day without ``by_user``, or an item without ``billable_tokens``, adds nothing (not reported is
+    not a spike).
 
     ``rows``: one ``/tokens`` answer over the 8 days, read as :class:`bot.api.TokenSummaryRow` (each
     day's ``by_user`` billable tokens, parsed without each user's per-model list), fetched with the
@@ -495,7 +511,9 @@ def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout
     on_day: dict[str, float] = {}
     before: dict[str, float] = defaultdict(float)
     for row in rows:
-        for user in row.by_user:
+        for user in row.by_user or ():
+            if user.billable_tokens is None:
+                continue
             who = user.user_email or user.user_id
             if row.date == day:
                 on_day[who] = on_day.get(who, 0.0) + float(user.billable_tokens)
@@ -514,17 +532,20 @@ def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout
 
 
 def _tool_callout(rows: list[Any], day: dt.date) -> Callout | None:
-    """The tool (or MCP server, names folded by case) furthest above its usual level."""
+    """The tool (or MCP server, names folded by case) furthest above its usual level; a missing
+    list or an item without ``invocations`` adds nothing."""
     on_day: Counter[str] = Counter()
     before: Counter[str] = Counter()
     days_before = 0
     for row in rows:
         target = on_day if row.date == day else before
         days_before += row.date != day
-        for item in row.by_tool:
-            target[item.tool] += item.invocations
-        for item in row.mcp_by_server:
-            target[f"MCP server {item.server.lower()}"] += item.invocations
+        for item in row.by_tool or ():
+            if item.invocations is not None:
+                target[item.tool] += item.invocations
+        for server in row.mcp_by_server or ():
+            if server.invocations is not None:
+                target[f"MCP server {server.server.lower()}"] += server.invocations
     if not days_before:
         return None
     best: Callout | None = None
@@ -575,7 +596,9 @@ class DigestService:
     waits a 429's ``Retry-After`` through an injectable ``sleep``, :func:`bot.slack.web_client`);
     ``now`` the injected clock (an aware UTC datetime); ``formatter`` turns a :class:`Digest` and its
     skipped days into a Block Kit payload (``text``, ``blocks``); ``alt_text`` makes the chart's alt
-    text; ``owner`` names this process in the claim rows (host, pid and a random part by default)."""
+    text; ``owner`` names this process in the claim rows (host, pid and a random part by default);
+    ``people`` names the top users' e-mails as Slack people (:meth:`bot.identity.Identity.people_of`,
+    bounded in time; None: e-mails only)."""
 
     def __init__(
         self,
@@ -587,8 +610,10 @@ class DigestService:
         formatter: Callable[[Digest, tuple[dt.date, ...]], Payload],
         alt_text: Callable[[Digest], str],
         owner: str | None = None,
+        people: People | None = None,
     ) -> None:
         self.agent = agent
+        self.people = people
         self.repo = DigestRepository(store)
         self.slack = slack
         self.now = now
@@ -603,8 +628,11 @@ class DigestService:
 
     async def build(self, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None) -> Digest:
         """The digest of ``day`` (raises :class:`NotLandedYet`, API errors); ``on_series`` as
-        :func:`fetch_digest`."""
-        return await fetch_digest(self.agent, day, on_series=on_series)
+        :func:`fetch_digest`; its top users named by ``people`` (constructor)."""
+        digest = await fetch_digest(self.agent, day, on_series=on_series)
+        if self.people is None or not digest.summary.top_users:
+            return digest
+        return dataclasses.replace(digest, people=dict(await self.people([row.name for row in digest.summary.top_users])))
 
     async def chart(self, series: TokenSeries) -> bytes | None:
         """The chart PNG of ``series``, drawn in a worker thread; None (logged) when drawing fails."""

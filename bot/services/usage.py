@@ -30,6 +30,18 @@ How the day rows are combined (analytics-and-readiness-api.md, row tables):
   the period's last day (they are trailing windows already); per-client DAU: average over the days.
 - MCP server names are folded case-insensitively (the spec warns of case-variant duplicates).
 
+Figures a row does not report (absent or null in the answer, ``None`` in :mod:`bot.api.models`):
+a sum or average is taken over the days that reported the figure, and :class:`Coverage` says how
+many of the answer's days that was (``Totals.coverage``, ``UsageSummary.coverage``,
+``UserUsage.coverage`` hold the figures some day left out; the formatters mark them with
+:func:`formatters.blocks.figure`, "(5 of 7 days reported)"). A figure no day reported is ``None``
+("not reported"), never 0. Weekly and monthly active users are the last day's, so ``None`` when
+the last day lacks them. A breakdown list (``by_model``, ``by_user``, ``by_tool``,
+``mcp_by_server``, ``daily_active_users_by_client``) missing on a day counts as that day not
+reporting it; an item without its figure (a ``by_user`` item without ``billable_tokens``) is left
+out of the ranking. A period's change against the previous one is only computed when both have the
+figure from every day (comparing 5 days with 7 would mislead).
+
 Errors: the client's :class:`bot.api.AgentAPIError` subclasses propagate.
 """
 
@@ -53,24 +65,65 @@ USERS_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)
-class Totals:
-    """Totals of one period. Token counts are tokens; ``dau`` is a daily average."""
+class Coverage:
+    """How many of an answer's day rows reported a figure: ``reported`` of ``days`` (``reported``
+    < ``days``; a figure every day reported has no :class:`Coverage`)."""
 
-    billable_tokens: float = 0
-    input_tokens: float = 0
-    output_tokens: float = 0
-    cache_read_tokens: float = 0
-    cache_write_tokens: float = 0
-    dau: float = 0
-    wau: float = 0
-    mau: float = 0
-    sessions: float = 0
-    messages: float = 0
-    tool_calls: float = 0
-    files_created: float = 0
-    files_edited: float = 0
-    git_commits: float = 0
-    git_prs_created: float = 0
+    reported: int
+    days: int
+
+
+def reported_sum(values: Iterable[float | None]) -> tuple[float | None, Coverage | None]:
+    """The sum of the values that are not None, and their :class:`Coverage` when some are None.
+
+    No values at all: ``(0, None)`` (nothing happened); values but every one None: ``(None,
+    Coverage(0, n))`` (not reported)."""
+    every = list(values)
+    known = [v for v in every if v is not None]
+    if not every:
+        return 0, None
+    coverage = Coverage(len(known), len(every)) if len(known) < len(every) else None
+    return (sum(known) if known else None), coverage
+
+
+def reported_mean(values: Iterable[float | None]) -> tuple[float | None, Coverage | None]:
+    """The mean of the values that are not None (0 without values), and their :class:`Coverage`
+    as :func:`reported_sum`."""
+    every = list(values)
+    total, coverage = reported_sum(every)
+    known = len(every) - (coverage.days - coverage.reported if coverage else 0)
+    if total is None or not known:
+        return total, coverage
+    return total / known, coverage
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Totals of one period. Token counts are tokens; ``dau`` is a daily average.
+
+    A figure is None when no day of the period reported it; ``coverage`` maps the name of each
+    figure only some days reported to its :class:`Coverage` (module docstring)."""
+
+    billable_tokens: float | None = 0
+    input_tokens: float | None = 0
+    output_tokens: float | None = 0
+    cache_read_tokens: float | None = 0
+    cache_write_tokens: float | None = 0
+    dau: float | None = 0
+    wau: float | None = 0
+    mau: float | None = 0
+    sessions: float | None = 0
+    messages: float | None = 0
+    tool_calls: float | None = 0
+    files_created: float | None = 0
+    files_edited: float | None = 0
+    git_commits: float | None = 0
+    git_prs_created: float | None = 0
+    coverage: Mapping[str, Coverage] = field(default_factory=dict)
+
+    def complete(self, name: str) -> bool:
+        """Whether figure ``name`` was reported by every day of the period."""
+        return getattr(self, name) is not None and name not in self.coverage
 
 
 @dataclass(frozen=True)
@@ -84,7 +137,9 @@ class Ranked:
 
 @dataclass(frozen=True)
 class UsageSummary:
-    """What ``/agent usage <period>`` shows."""
+    """What ``/agent usage <period>`` shows. ``coverage`` maps a ranked list's name
+    (``top_models``, ``top_tools``, ``top_mcp_servers``, ``clients``, ``top_users``) to its
+    :class:`Coverage` when some days did not report the breakdown it is ranked from."""
 
     period: Period
     previous_period: Period | None
@@ -95,38 +150,45 @@ class UsageSummary:
     top_mcp_servers: list[Ranked] = field(default_factory=list)
     clients: list[Ranked] = field(default_factory=list)
     top_users: list[Ranked] = field(default_factory=list)
+    coverage: Mapping[str, Coverage] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Breakdown:
-    """``/agent usage <period> by <dimension>``: ranked rows with the measure's name."""
+    """``/agent usage <period> by <dimension>``: ranked rows with the measure's name;
+    ``unreported`` grouped rows (or ``by_user`` items) lacked the measure and are left out."""
 
     period: Period
     dimension: str
     measure: str
     rows: list[Ranked]
     total: float
+    unreported: int = 0
 
 
 @dataclass(frozen=True)
 class UserUsage:
-    """One person's usage over a period, summed from ``/users`` rows (``days_active`` days with a row)."""
+    """One person's usage over a period, summed from ``/users`` rows (``days_active`` days with a row).
+
+    A figure is None when none of the rows reported it; ``coverage`` maps a figure only some rows
+    reported to its :class:`Coverage` (of ``days_active``)."""
 
     period: Period
     email: str
     user_id: str | None
     days_active: int = 0
-    billable_tokens: float = 0
-    tool_calls: float = 0
-    sessions: float = 0
-    messages: float = 0
-    files_created: float = 0
-    files_edited: float = 0
-    git_commits: float = 0
-    git_prs_created: float = 0
+    billable_tokens: float | None = 0
+    tool_calls: float | None = 0
+    sessions: float | None = 0
+    messages: float | None = 0
+    files_created: float | None = 0
+    files_edited: float | None = 0
+    git_commits: float | None = 0
+    git_prs_created: float | None = 0
     primary_model: str | None = None
     languages: list[str] = field(default_factory=list)
     delegation_level: str | None = None
+    coverage: Mapping[str, Coverage] = field(default_factory=dict)
 
 
 def rank(counter: Mapping[str, float], limit: int | None = TOP_N) -> list[Ranked]:
@@ -171,33 +233,53 @@ async def _period_rows(
     return PeriodRows(token_answer.data, activity.data, tools.data, productivity.data)
 
 
+_TOKEN_FIGURES = ("billable_tokens", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+_ACTIVITY_FIGURES = (("sessions", "sessions"), ("messages", "messages"))
+_PRODUCTIVITY_FIGURES = ("files_created", "files_edited", "git_commits", "git_prs_created")
+
+
 def _totals(rows: PeriodRows[TokensT]) -> Totals:
+    """The period's :class:`Totals`, each figure over the days that reported it (module docstring)."""
     tokens, activity, tools, productivity = rows
+    figures: dict[str, float | None] = {}
+    coverage: dict[str, Coverage] = {}
+
+    def put(name: str, result: tuple[float | None, Coverage | None]) -> None:
+        figures[name], covered = result
+        if covered is not None:
+            coverage[name] = covered
+
+    for name in _TOKEN_FIGURES:
+        put(name, reported_sum(getattr(r, name) for r in tokens))
+    put("dau", reported_mean(r.daily_active_users for r in activity))
     last = max(activity, key=lambda r: r.date) if activity else None
-    return Totals(
-        billable_tokens=sum(r.billable_tokens for r in tokens),
-        input_tokens=sum(r.input_tokens for r in tokens),
-        output_tokens=sum(r.output_tokens for r in tokens),
-        cache_read_tokens=sum(r.cache_read_tokens for r in tokens),
-        cache_write_tokens=sum(r.cache_write_tokens for r in tokens),
-        dau=sum(r.daily_active_users for r in activity) / len(activity) if activity else 0,
-        wau=last.weekly_active_users if last else 0,
-        mau=last.monthly_active_users if last else 0,
-        sessions=sum(r.sessions for r in activity),
-        messages=sum(r.messages for r in activity),
-        tool_calls=sum(r.tool_calls for r in tools),
-        files_created=sum(r.files_created for r in productivity),
-        files_edited=sum(r.files_edited for r in productivity),
-        git_commits=sum(r.git_commits for r in productivity),
-        git_prs_created=sum(r.git_prs_created for r in productivity),
-    )
+    figures["wau"] = last.weekly_active_users if last else 0
+    figures["mau"] = last.monthly_active_users if last else 0
+    for name, attr in _ACTIVITY_FIGURES:
+        put(name, reported_sum(getattr(r, attr) for r in activity))
+    put("tool_calls", reported_sum(r.tool_calls for r in tools))
+    for name in _PRODUCTIVITY_FIGURES:
+        put(name, reported_sum(getattr(r, name) for r in productivity))
+    return Totals(**figures, coverage=coverage)
 
 
-def _sum_by(items: Iterable[tuple[str, float]], *, fold_case: bool = False) -> dict[str, float]:
+def _sum_by(items: Iterable[tuple[str, float | None]], *, fold_case: bool = False) -> dict[str, float]:
+    """Values summed per name; an item without its figure (None) is left out."""
     sums: dict[str, float] = defaultdict(float)
     for name, value in items:
-        sums[name.lower() if fold_case else name] += value
+        if value is not None:
+            sums[name.lower() if fold_case else name] += value
     return sums
+
+
+ListT = TypeVar("ListT")
+
+
+def _reported_lists(lists: Iterable[ListT | None]) -> tuple[list[ListT], Coverage | None]:
+    """The breakdown lists the days reported, and their :class:`Coverage` when some did not."""
+    every = list(lists)
+    known = [item for item in every if item is not None]
+    return known, Coverage(len(known), len(every)) if len(known) < len(every) else None
 
 
 async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
@@ -208,22 +290,32 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
         _period_rows(client, previous_period, client.get_token_totals) if previous_period else _nothing(),
     )
     tokens, activity, tools, _productivity = current_rows
-    days = len(activity) or 1
-    users = _sum_by((user.user_email or user.user_id, user.billable_tokens) for row in tokens for user in row.by_user)
-    clients: dict[str, float] = defaultdict(float)
-    for day in activity:
-        for client_type, count in day.daily_active_users_by_client.items():
-            clients[client_type] += count / days
+    coverage: dict[str, Coverage] = {}
+
+    def reported(name: str, lists: Iterable[ListT | None]) -> list[ListT]:
+        known, covered = _reported_lists(lists)
+        if covered is not None:
+            coverage[name] = covered
+        return known
+
+    by_user = reported("top_users", (row.by_user for row in tokens))
+    by_model = reported("top_models", (row.by_model for row in tokens))
+    by_tool = reported("top_tools", (row.by_tool for row in tools))
+    by_server = reported("top_mcp_servers", (row.mcp_by_server for row in tools))
+    by_client = reported("clients", (row.daily_active_users_by_client for row in activity))
+    users = _sum_by((user.user_email or user.user_id, user.billable_tokens) for day in by_user for user in day)
+    clients = {name: value / len(by_client) for name, value in _sum_by(pair for day in by_client for pair in day.items()).items()}
     return UsageSummary(
         period=period,
         previous_period=previous_period,
         totals=_totals(current_rows),
         previous=_totals(previous_rows) if previous_rows else None,
-        top_models=rank(_sum_by((m.model_id, m.billable_tokens) for r in tokens for m in r.by_model)),
-        top_tools=rank(_sum_by((t.tool, t.invocations) for r in tools for t in r.by_tool)),
-        top_mcp_servers=rank(_sum_by(((s.server, s.invocations) for r in tools for s in r.mcp_by_server), fold_case=True)),
+        top_models=rank(_sum_by((m.model_id, m.billable_tokens) for day in by_model for m in day)),
+        top_tools=rank(_sum_by((t.tool, t.invocations) for day in by_tool for t in day)),
+        top_mcp_servers=rank(_sum_by(((s.server, s.invocations) for day in by_server for s in day), fold_case=True)),
         clients=rank(clients, limit=None),
         top_users=rank(users),
+        coverage=coverage,
     )
 
 
@@ -237,28 +329,32 @@ BREAKDOWNS = ("model", "client", "tool", "user")
 async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int = 15) -> Breakdown:
     """Rank the period by ``dimension`` (one of :data:`BREAKDOWNS`) with the API's ``group_by``:
     models by billable tokens, tools by calls, clients by average DAU, users by billable tokens
-    (``/tokens`` ``by_user``; a user without e-mail by user id). Raises ``ValueError`` for another
-    dimension."""
+    (``/tokens`` ``by_user``; a user without e-mail by user id). A row (or ``by_user`` item) that
+    lacks the measure is left out and counted in ``Breakdown.unreported``. Raises ``ValueError`` for
+    another dimension."""
     start, end = period.start, period.end
+    items: list[tuple[str, float | None]]
     if dimension == "model":
         models = (await client.get_tokens(start_date=start, end_date=end, group_by="model")).data
-        counter = _sum_by((r.group_key, r.billable_tokens) for r in models)
+        items = [(r.group_key, r.billable_tokens) for r in models]
         measure = "billable tokens"
     elif dimension == "tool":
         tools = (await client.get_tools(start_date=start, end_date=end, group_by="tool_name")).data
-        counter = _sum_by((r.group_key, r.tool_calls) for r in tools)
+        items = [(r.group_key, r.tool_calls) for r in tools]
         measure = "tool calls"
     elif dimension == "client":
         clients = (await client.get_activity(start_date=start, end_date=end, group_by="client")).data
-        counter = _sum_by((str(r.group_key), r.daily_active_users / period.days) for r in clients)
+        items = [(str(r.group_key), None if r.daily_active_users is None else r.daily_active_users / period.days) for r in clients]
         measure = "average daily active users"
     elif dimension == "user":
         days = (await client.get_token_summary(start_date=start, end_date=end)).data
-        counter = _sum_by((u.user_email or u.user_id, u.billable_tokens) for r in days for u in r.by_user)
+        items = [(u.user_email or u.user_id, u.billable_tokens) for r in days for u in r.by_user or ()]
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
-    return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()))
+    counter = _sum_by(items)
+    unreported = sum(1 for _, value in items if value is None)
+    return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()), unreported)
 
 
 async def _seek(client: AgentClient, start: date, end: date, user_id: str, before: str | None) -> list[UserRow]:
@@ -279,7 +375,7 @@ def _preceding(ids: Iterable[str], user_id: str) -> str | None:
 
 async def _user_rows(client: AgentClient, period: Period, tokens: Sequence[TokenSummaryRow], user_id: str) -> list[UserRow]:
     """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
-    days = {row.date: {u.user_id for u in row.by_user} for row in tokens}
+    days = {row.date: {u.user_id for u in row.by_user or ()} for row in tokens}
     active = {day for day, ids in days.items() if user_id in ids}
     everyone = set().union(*days.values()) if days else set()
     rows = await _seek(client, period.start, period.end, user_id, _preceding(everyone, user_id))
@@ -307,28 +403,31 @@ async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> U
     when the person has no row in the period."""
     wanted = email.lower()
     tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
-    ids = sorted({u.user_id for r in tokens for u in r.by_user if (u.user_email or "").lower() == wanted})
+    ids = sorted({u.user_id for r in tokens for u in r.by_user or () if (u.user_email or "").lower() == wanted})
     found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in ids))
     rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:
         return None
-    models = Counter(r.primary_model for r in rows)
-    levels = Counter(r.delegation_level for r in rows)
-    languages = Counter(lang for r in rows for lang in r.languages)
+    models = Counter(r.primary_model for r in rows if r.primary_model is not None)
+    levels = Counter(r.delegation_level for r in rows if r.delegation_level is not None)
+    languages = Counter(lang for r in rows for lang in r.languages or ())
+    figures: dict[str, float | None] = {}
+    coverage: dict[str, Coverage] = {}
+    for name in _USER_FIGURES:
+        figures[name], covered = reported_sum(getattr(r, name) for r in rows)
+        if covered is not None:
+            coverage[name] = covered
     return UserUsage(
         period=period,
-        email=rows[0].user_email or email,
+        email=next((r.user_email for r in rows if r.user_email), email),
         user_id=rows[0].user_id,
         days_active=len({r.date for r in rows}),
-        billable_tokens=sum(r.billable_tokens for r in rows),
-        tool_calls=sum(r.tool_calls for r in rows),
-        sessions=sum(r.sessions for r in rows),
-        messages=sum(r.messages for r in rows),
-        files_created=sum(r.files_created for r in rows),
-        files_edited=sum(r.files_edited for r in rows),
-        git_commits=sum(r.git_commits for r in rows),
-        git_prs_created=sum(r.git_prs_created for r in rows),
-        primary_model=models.most_common(1)[0][0],
+        primary_model=models.most_common(1)[0][0] if models else None,
         languages=[name for name, _ in languages.most_common(5)],
-        delegation_level=str(levels.most_common(1)[0][0]),
+        delegation_level=levels.most_common(1)[0][0] if levels else None,
+        coverage=coverage,
+        **figures,
     )
+
+
+_USER_FIGURES = ("billable_tokens", "tool_calls", "sessions", "messages", "files_created", "files_edited", "git_commits", "git_prs_created")

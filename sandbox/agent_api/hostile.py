@@ -11,7 +11,10 @@ models); optional fields are null or absent; enumerations carry values the spec 
 (``delegation_level "turbo"``, ``primary_model_tier "ultra"``, client ``"ide-plugin"``, reasoning
 effort ``"extreme"``, computer status ``"hibernating"``); date-time strings include a leap second and
 ``9999-12-31T23:00:00-01:00``; the analytics ``/users`` meta says ``hasMore``/``nextCursor`` (the
-spelling of the spec's prose) instead of ``has_more``/``next_cursor``.
+spelling of the spec's prose) instead of ``has_more``/``next_cursor``; analytics rows leave figures
+out (the spec's row tables mark no field as required): on some days, and in some breakdown items and
+grouped rows, a figure or breakdown list is absent or null (:data:`GAPS`, :func:`drop`), while
+every row keeps its ``date``, ``group_key``, ``user_id`` and item names.
 
 What stays friendly, so a client can still be exercised: IDs, cursors, numbers, dates of analytics
 rows, the five fixed people's e-mails (roles are resolved by e-mail), and the slug ``acme/web``.
@@ -54,6 +57,34 @@ TOOLS = 200
 REVISIONS = 150
 CUSTOM_MODELS = 500
 HOSTILE_REPO = "https://github.com/acme/<!channel>`\n\u202e"
+
+
+GAPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "tokens": (("cache_write_tokens", "output_tokens"), ("by_model", "input_tokens"), ()),
+    "tools": (("tool_calls", "autonomy_ratio_p90"), ("mcp_by_server", "web_users")),
+    "activity": (("weekly_active_users", "sessions"), (), ("daily_active_users_by_client",), ("messages",)),
+    "productivity": (("git_prs_created", "files_edited"), (), ("git_commits",)),
+    "users": (("tool_calls", "sessions"), (), ("primary_model", "languages"), ("delegation_level",)),
+}
+"""Per endpoint, the members left out of a row, cycling by day (``users``: by position): entry
+``date.toordinal() % len(cycle)``. The first of each tuple is absent, the others are null."""
+
+
+def drop(row: dict, names: tuple[str, ...]) -> dict:
+    """``row`` without ``names[0]`` and with the other ``names`` null (a new dict)."""
+    row = dict(row)
+    for k, name in enumerate(names):
+        if k == 0:
+            row.pop(name, None)
+        else:
+            row[name] = None
+    return row
+
+
+def _gaps(endpoint: str, row: dict, n: int | None = None) -> dict:
+    cycle = GAPS[endpoint]
+    key = dt.date.fromisoformat(row["date"]).toordinal() if n is None else n
+    return drop(row, cycle[key % len(cycle)])
 
 
 def text(n: int) -> str:
@@ -110,40 +141,42 @@ def tokens_row(row: dict) -> dict:
     for n, user in enumerate(row["by_user"]):
         if n % 4 == 0:
             user["user_email"] = None
+        if n % 7 == 3:
+            user.pop("billable_tokens", None)
         user["by_model"] = [{"model_id": text(n), "tier": "ultra", "odd": None}]
-    return row
+    return _gaps("tokens", row)
 
 
 def tokens_by_model(rows: list[dict]) -> list[dict]:
-    return [{**row, "group_key": text(n) + str(n)} for n, row in enumerate(rows)]
+    return [{**row, "group_key": text(n) + str(n)} | ({"billable_tokens": None} if n % 5 == 4 else {}) for n, row in enumerate(rows)]
 
 
 def tools_row(row: dict) -> dict:
     row = copy.deepcopy(row)
-    row["by_tool"] = [{"tool": f"{text(n)} #{n}", "invocations": 1000 - n} for n in range(TOOLS)]
+    row["by_tool"] = [{"tool": f"{text(n)} #{n}", "invocations": None if n % 9 == 8 else 1000 - n} for n in range(TOOLS)]
     row["mcp_by_server"] = [{"server": f"{text(n)}{n}", "invocations": 300 - n} for n in range(TOOLS)]
     row["skills_by_name"] = [{"name": text(n), "count": n} for n in range(20)]
     row["hooks_by_event"] = [{"event": text(n), "matcher": text(n + 1), "command": text(n + 2), "count": n} for n in range(20)]
-    return row
+    return _gaps("tools", row)
 
 
 def tools_by_tool_name(rows: list[dict]) -> list[dict]:
     day = rows[0]["date"] if rows else None
     if day is None:
         return rows
-    return [{"date": day, "group_key": f"{text(n)} #{n}", "tool_calls": 1000 - n} for n in range(TOOLS)]
+    return [{"date": day, "group_key": f"{text(n)} #{n}"} | ({} if n % 7 == 6 else {"tool_calls": 1000 - n}) for n in range(TOOLS)]
 
 
 def activity_row(row: dict) -> dict:
     row = copy.deepcopy(row)
-    row["daily_active_users_by_client"] = {**row["daily_active_users_by_client"], "ide-plugin": 3, text(0): 1}
-    return row
+    row["daily_active_users_by_client"] = {**row["daily_active_users_by_client"], "ide-plugin": 3, text(0): 1, "unreported": None}
+    return _gaps("activity", row)
 
 
 def activity_by_client(rows: list[dict]) -> list[dict]:
     day = rows[0]["date"] if rows else None
     extra = [
-        {"date": day, "group_key": "ide-plugin", "daily_active_users": 3},
+        {"date": day, "group_key": "ide-plugin", "daily_active_users": None},
         {"date": day, "group_key": text(2), "daily_active_users": 1},
     ]
     return rows + (extra if day else [])
@@ -153,7 +186,7 @@ def productivity_row(row: dict) -> dict:
     row = copy.deepcopy(row)
     row["by_extension"] = [{"extension": text(n), "count": n} for n in range(30)]
     row["by_language"] = [{"language": text(n), "count": n} for n in range(30)]
-    return row
+    return _gaps("productivity", row)
 
 
 def user_row(row: dict, n: int) -> dict:
@@ -162,7 +195,7 @@ def user_row(row: dict, n: int) -> dict:
     row["primary_model_tier"] = "ultra" if n % 2 else row["primary_model_tier"]
     row["delegation_level"] = "turbo" if n % 3 == 0 else row["delegation_level"]
     row["languages"] = [text(n), text(n + 1), text(n + 2)]
-    return row
+    return _gaps("users", row, n)
 
 
 ROWS = {

@@ -9,6 +9,7 @@ character from the data and no secret.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 
@@ -17,7 +18,7 @@ import pytest
 from bot.api import RetryPolicy
 from bot.demo import start_stack
 from bot.services.org_users import MAX_PAGES_PER_SCREEN, QUERY_PAGE_SIZE
-from formatters.blocks import FALLBACK_TEXT_MAX, FIELD_TEXT_MAX, HEADER_TEXT_MAX, SECTION_TEXT_MAX
+from formatters.blocks import DAYS_REPORTED, FALLBACK_TEXT_MAX, FIELD_TEXT_MAX, HEADER_TEXT_MAX, NOT_REPORTED, SECTION_TEXT_MAX
 from formatters.notices import INTERNAL_ERROR
 from formatters.reports import DETAILS_ACTION
 from formatters.users import MORE_ACTION
@@ -46,6 +47,7 @@ COMMANDS = [
     ("U0MANAGER", "usage 7d by tool"),
     ("U0MANAGER", "usage 7d by user"),
     ("U0MANAGER", "usage user alice@example.com 7d"),
+    ("U0MANAGER", "digest preview"),
     ("U0MEMBER", "reports"),
     ("U0MEMBER", "reports acme/web"),
     ("U0MEMBER", "reports acme/api"),
@@ -140,6 +142,20 @@ def test_every_command_answers_hostile_data_safely(hostile_stack, block_kit_vali
         check_reply(payload, hostile_stack, block_kit_validator)
     if text in SHOWS_DATA:
         assert ESCAPED_PING in json.dumps(reply.last, ensure_ascii=False)
+
+
+def test_usage_says_which_figures_the_rows_left_out(hostile_stack):
+    """The hostile rows leave figures out by day (``hostile.GAPS``): sums of the days that reported
+    them, marked with how many did; a figure the last day lacks (weekly active users) not reported."""
+    days = [TODAY - dt.timedelta(days=n) for n in range(1, 8)]
+    tokens, activity = hostile.GAPS["tokens"], hostile.GAPS["activity"]
+    cache_write = sum(1 for day in days if "cache_write_tokens" not in tokens[day.toordinal() % len(tokens)])
+    last_lacks_wau = "weekly_active_users" in activity[days[0].toordinal() % len(activity)]
+    payload = hostile_stack.command("usage 7d", user="U0MANAGER", timeout=60.0).last
+    shown = dict(f["text"].split("\n", 1) for block in payload["blocks"] for f in block.get("fields") or [])
+    assert 0 < cache_write < 7
+    assert shown["*Cache write*"].endswith(" " + DAYS_REPORTED.format(reported=cache_write, days=7))
+    assert (shown["*Weekly active users*"] == NOT_REPORTED) == last_lacks_wau
 
 
 def _click(stack, payload, action_id, user):

@@ -506,7 +506,7 @@ async def test_token_totals_keep_only_the_days_totals():
         (
             json_response(analytics_envelope([token_row(billable_tokens="<!here> 12")])),
             "GET /api/v1/analytics/tokens: the response does not match the spec: "
-            "Expected `int | float`, got `str` - at `$.data[0].billable_tokens`",
+            "Expected `int | float | null`, got `str` - at `$.data[0].billable_tokens`",
         ),
         (
             httpx.Response(200, text='{"data": [{"date": "2026-02-01", "billa'),

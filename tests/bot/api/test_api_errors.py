@@ -151,11 +151,13 @@ async def test_non_json_success_is_malformed():
 
 
 async def test_schema_mismatch_is_malformed_and_names_the_fields():
-    row = token_row()
-    del row["billable_tokens"]
-    error = await failure(json_response(analytics_envelope([row])))
+    row = token_row(billable_tokens="lots")
+    del row["date"]
+    meta = {"org_id": "org_1", "start_date": "2026-02-01", "end_date": "2026-02-07"}
+    error = await failure(json_response({"data": [row], "meta": meta}))
     assert isinstance(error, MalformedResponseError)
-    assert "data.0.billable_tokens: Field required" in str(error)
+    assert "data.0.date: Field required" in str(error)
+    assert "data.0.billable_tokens.float: Input should be a valid number" in str(error)
 
 
 def test_validation_error_is_a_value_error_and_names_the_parameter():

@@ -86,7 +86,7 @@ def test_v0_optional_fields_default_to_none():
         (Session, session_payload(), "messageCount"),
         (Computer, computer_payload(), "providerType"),
         (ReadinessReport, readiness_report_payload(), "reportId"),
-        (UserRow, user_row(), "delegation_level"),
+        (UserRow, user_row(), "date"),
     ],
 )
 def test_required_fields_are_required(model, payload, missing):
