@@ -56,6 +56,7 @@ class Identity:
         self._timeout = lookup_timeout
         self._clock = clock
         self._emails: dict[str, tuple[float, str | None]] = {}
+        self._users: dict[str, tuple[float, str | None]] = {}
 
     async def email_of(self, user_id: str) -> str | None:
         """The e-mail Slack gives for ``user_id`` (as Slack spells it), or None (no e-mail, unknown
@@ -83,10 +84,18 @@ class Identity:
         return token.strip().lower() if is_email(token) else None
 
     async def user_of_email(self, email: str) -> str | None:
-        """The Slack user ID that has ``email`` (``users.lookupByEmail``), or None."""
+        """The Slack user ID that has ``email`` (``users.lookupByEmail``; any case), or None (nobody
+        has it, or a failed look-up). An answer, "nobody" included, is kept ``ttl`` seconds."""
+        key = email.strip().lower()
+        hit = self._users.get(key)
+        if hit is not None and self._clock() - hit[0] < self._ttl:
+            return hit[1]
         try:
             answer = await asyncio.wait_for(self._slack.user_by_email(email), self._timeout)
         except TimeoutError:
             logger.warning("users.lookupByEmail took longer than %s s", self._timeout)
             return None
-        return None if isinstance(answer, SlackFailure) else answer
+        if isinstance(answer, SlackFailure):
+            return None
+        self._users[key] = (self._clock(), answer)
+        return answer

@@ -42,12 +42,12 @@ from bot.services.limits import (
 from bot.services.limits.workflow import ALREADY_DECIDED
 from formatters import limits as fmt
 from formatters.blocks import message_link
-from formatters.notices import refusal_message
 from handlers.limits import HISTORY, HISTORY_USAGE, NO_OWN_EMAIL_READ, OWN_ONLY, OWN_ONLY_HINT, handle_show
 from handlers.router import CommandRequest, UserInputError
 from sandbox.slack_emulator import dm_channel_id
 from tests.conftest import TODAY, error_reply, postgres_url, sandbox_get
 from tests.inprocess import InProcessClientSide, InProcessReply, inprocess_fixture
+from tests.refusals import demo_refusal
 
 START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 
@@ -237,7 +237,7 @@ def test_self_approval_and_a_large_change_without_an_owner_are_refused(stack, pe
     big = click(stack, fmt.APPROVE_ACTION, carol_message, "U0MANAGER")
     assert told(big) == ephemeral(fmt.owner_needed(stored(stack, carol_id), 10000))
     member = click(stack, fmt.APPROVE_ACTION, message, "U0MEMBER")
-    assert told(member) == ephemeral(refusal_message(fmt.APPROVE_ACTION, "manager", "member"))
+    assert told(member) == ephemeral(demo_refusal(fmt.APPROVE_ACTION, "U0MEMBER"))
     assert stored(stack, request_id).state == PENDING and stored(stack, carol_id).state == PENDING
     click(stack, fmt.APPROVE_ACTION, carol_message, "U0OWNER")
     assert (stored(stack, carol_id).state, stored(stack, carol_id).decided_by) == (APPLIED, "U0OWNER")
@@ -350,7 +350,7 @@ def test_a_500_leaves_it_not_applied_then_retry_applies_it_once(stack, faults, p
     assert edited.blocks[-1]["elements"][0]["action_id"] == fmt.RETRY_ACTION
     faults(error_rate=0.0)
     member = click(stack, fmt.RETRY_ACTION, edited, "U0MEMBER")
-    assert told(member) == ephemeral(refusal_message(fmt.RETRY_ACTION, "manager", "member"))
+    assert told(member) == ephemeral(demo_refusal(fmt.RETRY_ACTION, "U0MEMBER"))
     assert click(stack, fmt.RETRY_ACTION, edited, "U0MANAGER").responses == []
     done = stored(stack, request_id)
     assert (done.state, done.decided_by) == (APPLIED, "U0OWNER")
@@ -424,7 +424,7 @@ def test_reading_limits_and_history(stack, block_kit_validator):
     assert everyone.payloads == [command_reply(fmt.known_limits_message(stack.run(workflow(stack).store.known())))]
     block_kit_validator(everyone.last)
     assert stack.command("limits history 0", user="U0MANAGER").payloads == [error_reply(HISTORY_USAGE, f"Usage: `{HISTORY.usage}`")]
-    refused = refusal_message("limits history", "manager", "member")
+    refused = demo_refusal("limits history", "U0MEMBER")
     assert stack.command("limits history", user="U0MEMBER").payloads == [refused]
 
 
@@ -438,7 +438,7 @@ def test_limits_set_file_opens_a_csv_modal_and_its_submission_files_a_request(st
     bad = submit(stack, view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: "email,limit\nonly-one-cell"}}, "U0MANAGER")
     assert bad.json() == {"response_action": "errors", "errors": {fmt.FILE_BLOCK: "line 2: expected `email,limit`, got `only-one-cell`"}}
     refused = submit(stack, view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: f"{first},10"}}, "U0MEMBER")
-    refusal = refusal_message(fmt.FILE_CALLBACK, "manager", "member")["text"][:150]
+    refusal = demo_refusal(fmt.FILE_CALLBACK, "U0MEMBER")["text"][:150]
     assert refused.json() == {"response_action": "errors", "errors": {fmt.FILE_BLOCK: refusal}}
     before = {m.ts for m in request_messages(stack)}
     ephemerals_before = len(stack.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER"))
@@ -459,7 +459,7 @@ def test_a_member_cannot_submit_the_reject_modal(stack, people):
     request_id = request_id_of(message)
     view = {**fmt.reject_modal(stored(stack, request_id)), "id": "V0FORGED"}
     sent = submit(stack, view, {fmt.REJECT_BLOCK: {fmt.REJECT_INPUT: "no"}}, "U0MEMBER")
-    refusal = refusal_message(fmt.REJECT_CALLBACK, "manager", "member")["text"][:150]
+    refusal = demo_refusal(fmt.REJECT_CALLBACK, "U0MEMBER")["text"][:150]
     assert sent.json() == {"response_action": "errors", "errors": {fmt.REJECT_BLOCK: refusal}}
     assert stored(stack, request_id).state == PENDING
 
