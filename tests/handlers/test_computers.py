@@ -47,7 +47,7 @@ def notice(payload):
 
 def test_the_list_shows_every_sandbox_computer_problems_first(stack, block_kit_validator):
     computers = list(fleet(stack).values())
-    payload = block_kit_validator(stack.command("computers", user="U0MEMBER").last)
+    payload = block_kit_validator(stack.command("computers", user="U0MANAGER").last)
     sections = [b for b in payload["blocks"] if b["type"] == "section"]
     assert len(sections) == len(computers)
     rank = {"error": 0, "provisioning": 1}
