@@ -50,6 +50,8 @@ from tests.inprocess import InProcessClientSide, InProcessReply, inprocess_fixtu
 from tests.refusals import demo_refusal
 
 START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
+BUTTON_ROLES = fmt.ButtonRoles("manager", "manager", "manager", 10000)
+"""Who may press the request message's buttons in the demo (default approvals)."""
 
 
 class Clock:
@@ -182,7 +184,7 @@ def test_bob_asks_alice_approves_the_sandbox_limit_changes_once(stack, people, b
         "Q4 migration",
     )
     assert request.entries == (LimitEntry(email, 1500),) and request.message_ts == message.ts
-    assert {"text": message.text, "blocks": message.blocks} == fmt.request_message(request)
+    assert {"text": message.text, "blocks": message.blocks} == fmt.request_message(request, button_roles=BUTTON_ROLES)
     assert [e["action_id"] for e in message.blocks[-1]["elements"]] == [fmt.APPROVE_ACTION, fmt.REJECT_ACTION, fmt.CANCEL_ACTION]
     assert {e["value"] for e in message.blocks[-1]["elements"]} == {str(request_id)}
 
@@ -345,7 +347,7 @@ def test_a_500_leaves_it_not_applied_then_retry_applies_it_once(stack, faults, p
     click(stack, fmt.APPROVE_ACTION, message, "U0OWNER")
     failed = stored(stack, request_id)
     assert (failed.state, failed.outcome.problem) == (NOT_APPLIED, "The Agent platform had an internal error.")
-    assert shown(stack, message) == fmt.request_message(failed)
+    assert shown(stack, message) == fmt.request_message(failed, button_roles=BUTTON_ROLES)
     edited = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
     assert edited.blocks[-1]["elements"][0]["action_id"] == fmt.RETRY_ACTION
     faults(error_rate=0.0)
@@ -393,7 +395,7 @@ def test_a_restart_between_approval_and_apply_loses_nothing(stack, clock, people
         stack.run(restarted.tick())
         stalled = stored(stack, request_id)
         assert (stalled.state, stalled.outcome.problem) == (NOT_APPLIED, STALLED)
-        assert shown(stack, message) == fmt.request_message(stalled)
+        assert shown(stack, message) == fmt.request_message(stalled, button_roles=BUTTON_ROLES)
         current = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
         client = InProcessClientSide(stack.slack, second.app)
         retried = stack.run(
