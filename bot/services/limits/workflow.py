@@ -212,7 +212,8 @@ class LimitsWorkflow:
         if user.user_id == request.requester_id or (user.email or "").lower() == request.requester_email:
             return Refusal(Refused.SELF_APPROVAL, fmt.self_approval(request), request)
         if not self.policy.allows(user, key):
-            return Refusal(Refused.ROLE, refusal_message(key, self.policy.minimum(key).name, user.role.name), request)
+            needed = self.policy.minimum(key).name
+            return Refusal(Refused.ROLE, refusal_message(key, needed, user.role.name, source=user.source, email=user.email), request)
         if not self.policy.allows(user, key, amount=request.size):
             threshold = self.policy.owner_required_above or 0
             return Refusal(Refused.OWNER_NEEDED, fmt.owner_needed(request, threshold), request)

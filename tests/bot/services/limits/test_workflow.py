@@ -224,7 +224,9 @@ async def test_below_the_approver_role_is_refused_with_the_role_checks_message(p
     workflow, _, _, _ = parts
     request = await file(workflow)
     refusal = await workflow.approve(request, CAROL)
-    assert refusal == Refusal(Refused.ROLE, refusal_message(fmt.APPROVE_ACTION, "manager", "member"), request)
+    assert refusal == Refusal(
+        Refused.ROLE, refusal_message(fmt.APPROVE_ACTION, "manager", "member", source=CAROL.source, email=CAROL.email), request
+    )
 
 
 async def test_a_failed_put_leaves_it_not_applied_and_retry_applies_it_once(parts):
