@@ -128,6 +128,7 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "session.archive_confirm": "archive an agent session",
     "session.archive_cancel": "cancel the archiving of an agent session",
     "session.pick": "choose the computer of an agent session",
+    "session.menu": "use the menu of a listed agent session",
     "sessions": "list agent sessions (`/agent sessions`)",
     "hook token": "get an agent hook token (`/agent hook token`)",
     "hook revoke": "revoke your agent hook token (`/agent hook revoke`)",
