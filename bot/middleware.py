@@ -29,11 +29,14 @@ middleware"; a refusal returns a response instead of calling ``next()``):
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
    a modal's ``callback_id``, or for an event what ``event_policy`` says: ``thread_reply`` in a
    session's thread, ``session start`` for a mention), resolves the user's role and asks the
-   :class:`bot.policy.Policy`. A refusal names the role needed (:func:`formatters.notices.refusal_message`):
-   the ack of a slash command; an ephemeral reply (``response_url``) to a button; an error on the
-   modal's first input; for an event, an ephemeral message in its thread through the Slack gateway
-   (``chat.postEphemeral``). It is logged at WARNING; the handler never runs. Requests with no policy
-   key (events the bot does not act on) pass through.
+   :class:`bot.policy.Policy`. A refusal (:func:`formatters.notices.refusal_message`) says the action
+   in words, who may do it (for an action above member: the people the roles file gives that role,
+   as mentions, :meth:`bot.roles.RoleResolver.who_can`), why the person's role is what it is
+   (``ResolvedUser.source``: the roles file, the Agent platform's organization, no e-mail from
+   Slack) and what to do about it. It is sent as: the ack of a slash command; an ephemeral reply
+   (``response_url``) to a button; an error on the modal's first input; for an event, an ephemeral
+   message in its thread through the Slack gateway (``chat.postEphemeral``). It is logged at WARNING;
+   the handler never runs. Requests with no policy key (events the bot does not act on) pass through.
 
    An event written by an app (``bot_id``, or subtype ``bot_message``: RSS, GitHub, a workflow;
    whatever ``user`` it carries) is let through only when the roles file's ``sessions.allow_bots``
@@ -58,7 +61,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot import metrics
 from bot.logs import request_id
 from bot.policy import Policy
-from bot.roles import RoleResolver
+from bot.roles import Role, RoleResolver
 from bot.slack import AuthTest, SlackFailure, SlackGateway
 from bot.store import Claim, DatabaseUnusable, Store
 from formatters.blocks import Payload
@@ -370,8 +373,9 @@ def build_role_check(
         if policy.allows(user, key):
             return await next()
         needed = policy.minimum(key)
-        logger.warning("refused %s to %s (role %s, needs %s)", key, user_id, user.role.name, needed.name)
-        payload = refusal_message(key, needed.name, user.role.name)
+        logger.warning("refused %s to %s (role %s from %s, needs %s)", key, user_id, user.role.name, user.source, needed.name)
+        helpers = await resolver.who_can(needed) if needed > Role.member else ()
+        payload = refusal_message(key, needed.name, user.role.name, source=user.source, email=user.email, helpers=helpers)
         if body.get("type") != "event_callback":
             return await answer_refusal(body, ack, respond, payload)
         event = body.get("event") or {}

@@ -102,6 +102,63 @@ DEFAULT_POLICY: dict[str, Role] = {
 }
 
 
+ACTION_WORDS: Final[Mapping[str, str]] = {
+    "help": "read the help (`/agent help`)",
+    "usage": "see the organization's usage, or another person's (`/agent usage`)",
+    "usage me": "see your own usage (`/agent usage me`)",
+    "usage user": "see a person's usage (`/agent usage user`)",
+    "reports": "read agent-readiness reports (`/agent reports`)",
+    "reports.details": "open the details of a readiness report",
+    "computers": "list the remote computers (`/agent computers`)",
+    "computers.retry_install": "retry a computer's install",
+    "controls": "see the enterprise controls (`/agent controls`)",
+    "controls history": "see the history of the enterprise controls (`/agent controls history`)",
+    "controls diff": "compare revisions of the enterprise controls (`/agent controls diff`)",
+    "users": "list the organization's users (`/agent users`)",
+    "users.more": "page through the organization's users",
+    "thread_reply": "reply to the agent in a session's thread",
+    "session": "work with agent sessions (`/agent session`)",
+    "session start": "start an agent session",
+    "session status": "see an agent session's status (`/agent session status`)",
+    "session set": "change an agent session's settings (`/agent session set`)",
+    "session archive": "archive an agent session",
+    "session.start": "start an agent session",
+    "session.refresh": "refresh an agent session's status",
+    "session.archive": "archive an agent session",
+    "session.archive_confirm": "archive an agent session",
+    "session.archive_cancel": "cancel the archiving of an agent session",
+    "session.pick": "choose the computer of an agent session",
+    "session.menu": "use the menu of a listed agent session",
+    "sessions": "list agent sessions (`/agent sessions`)",
+    "hook token": "get an agent hook token (`/agent hook token`)",
+    "hook revoke": "revoke your agent hook token (`/agent hook revoke`)",
+    "digest": "manage the daily digests of a channel (`/agent digest`)",
+    "limits": "see credit limits (`/agent limits`)",
+    "limits.read_all": "see everyone's credit limits",
+    "limits set": "set credit limits (`/agent limits set`)",
+    "limits request": "request a credit limit (`/agent limits request`)",
+    "limits history": "see the history of credit-limit requests (`/agent limits history`)",
+    "limits.file": "file credit limits from a list",
+    "limits.approve": "approve credit limits",
+    "limits.confirm": "approve credit limits",
+    "limits.reject": "reject credit-limit requests",
+    "limits.retry": "retry applying approved credit limits",
+    "limits.cancel": "cancel a credit-limit request",
+}
+"""What each policy key lets a person do, in words a refusal can use after "Only managers can ..."
+(user-facing copy; mrkdwn, no values from outside). A key the table does not name is said as its
+sub-command (:func:`action_words`)."""
+ACTION_FALLBACK: Final = "use `/agent {key}`"
+
+
+def action_words(key: str) -> str:
+    """What ``key`` lets a person do, in words (:data:`ACTION_WORDS`); a key the table does not name
+    (a ``policy:`` entry of the roles file, a new action) as its sub-command: ``use `/agent <key>```.
+    Escape the result with :func:`formatters.blocks.esc_text` before it goes into mrkdwn (the key
+    may come from a request; the table's words have no ``&``, ``<`` or ``>`` and keep their code spans)."""
+    return ACTION_WORDS.get(key) or ACTION_FALLBACK.format(key=key)
+
+
 class RolesConfigError(ValueError):
     """The roles file cannot be read or does not have the documented shape."""
 
@@ -194,9 +251,30 @@ def minimum_role(policy: Mapping[str, Role], key: str) -> Role:
     return DEFAULT_MINIMUM
 
 
+SOURCE_ROLES_FILE: Final = "roles file"
+"""Why a user has their role: the roles file lists their e-mail or user ID; through a user group it
+is ``roles file (@handle)`` (:func:`source_group`)."""
+SOURCE_ORG_USER: Final = "organization user"
+"""Not in the roles file, but their Slack e-mail is an organization user of the Agent platform: member."""
+SOURCE_NOT_ORG_USER: Final = "not an organization user"
+"""A guest: their Slack e-mail is not an organization user of the Agent platform."""
+SOURCE_NO_EMAIL: Final = "no e-mail from Slack"
+"""A guest: Slack gave no e-mail for them (none on the profile, or ``users.info`` failed)."""
+SOURCE_ORG_UNKNOWN: Final = "organization users unavailable"
+"""A guest for now: the walk of the Agent platform's organization users failed (not cached)."""
+
+
+def source_group(source: str) -> str | None:
+    """The ``@handle`` of a ``roles file (@handle)`` source, else None."""
+    prefix = f"{SOURCE_ROLES_FILE} ("
+    return source[len(prefix) : -1] if source.startswith(prefix) and source.endswith(")") else None
+
+
 @dataclass(frozen=True)
 class ResolvedUser:
-    """Who asked: Slack ``user_id``, the e-mail Slack gave (may be ``None``), the role, and why."""
+    """Who asked: Slack ``user_id``, the e-mail Slack gave (may be ``None``), the role, and why
+    (``source``: one of the ``SOURCE_*`` constants, ``roles file (@handle)``, or another component's
+    word such as :data:`bot.policy.ALLOWED_BOT_SOURCE`)."""
 
     user_id: str
     email: str | None
@@ -220,6 +298,12 @@ class _TTLCache:
     def put(self, key: str, value: Any) -> Any:
         self._data[key] = (self._clock(), value)
         return value
+
+
+HELPERS_MAX: Final = 5
+"""How many people a refusal names at most (:meth:`RoleResolver.who_can`)."""
+HELPERS_BUDGET: Final = 1.0
+"""Seconds :meth:`RoleResolver.who_can` waits for Slack to turn e-mails into user IDs."""
 
 
 class RoleResolver:
@@ -250,6 +334,9 @@ class RoleResolver:
         self._timeout = lookup_timeout
         self._cache = _TTLCache(ttl, clock)
         self._listed: dict[Role, set[str]] = {role: {_normalize(entry) for entry in entries} for role, entries in roles.roles.items()}
+        self._entries: dict[Role, list[str]] = {
+            role: [str(e).strip() for e in entries if str(e).strip()] for role, entries in roles.roles.items()
+        }
         self._lock = asyncio.Lock()
 
     async def resolve(self, user_id: str) -> ResolvedUser:
@@ -259,20 +346,61 @@ class RoleResolver:
             return cached
         email = await self._identity.email_of(user_id)
         resolved = await self._resolve(user_id, email)
+        if resolved.source == SOURCE_ORG_UNKNOWN:
+            return resolved  # a failed walk is not an answer: the next request asks again
         return self._cache.put(f"user:{user_id}", resolved)
+
+    async def who_can(self, needed: Role, *, limit: int = HELPERS_MAX, budget: float = HELPERS_BUDGET) -> tuple[str, ...]:
+        """Who the roles file gives ``needed`` or a higher role, to name in a refusal: at most
+        ``limit`` entries, those listed with ``needed`` first, then higher roles, each in file order.
+
+        Each entry is a Slack user ID (``U...``/``W...``; an e-mail is turned into one with
+        :meth:`bot.identity.Identity.user_of_email`, cached there) or a user group's ``@handle`` as
+        written. E-mails are looked up together and whatever has not answered within ``budget``
+        seconds is left out (a slash command's refusal is its ack, due within Slack's 3 s); an e-mail
+        Slack does not know is left out. Empty when the file lists nobody with such a role."""
+        entries: list[str] = []
+        for role in sorted((r for r in self._entries if r >= needed), key=lambda r: (r != needed, r)):
+            entries += [entry for entry in self._entries[role] if entry not in entries]
+        emails = list(dict.fromkeys(e.lower() for e in entries if "@" in e[1:]))[: limit * 2]
+        found: dict[str, str | None] = {}
+        if emails:
+            tasks = {email: asyncio.ensure_future(self._identity.user_of_email(email)) for email in emails}
+            await asyncio.wait(tasks.values(), timeout=budget)
+            for email, task in tasks.items():
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    found[email] = task.result()
+                else:
+                    task.cancel()
+        helpers: list[str] = []
+        for entry in entries:
+            if entry.startswith("@"):
+                person: str | None = entry
+            elif "@" in entry:
+                person = found.get(entry.lower())
+            else:
+                person = entry.upper()
+            if person and person not in helpers:
+                helpers.append(person)
+        return tuple(helpers[:limit])
 
     async def _resolve(self, user_id: str, email: str | None) -> ResolvedUser:
         identities = {_normalize(user_id)} | ({_normalize(email)} if email else set())
         for role in sorted(self._listed, reverse=True):
             entries = self._listed[role]
             if identities & entries:
-                return ResolvedUser(user_id, email, role, "roles file")
+                return ResolvedUser(user_id, email, role, SOURCE_ROLES_FILE)
             for handle in (e for e in entries if e.startswith("@")):
                 if user_id in await self._group_members(handle):
-                    return ResolvedUser(user_id, email, role, f"roles file ({handle})")
-        if email and email.lower() in await self._org_emails():
-            return ResolvedUser(user_id, email, Role.member, "organization user")
-        return ResolvedUser(user_id, email, Role.guest, "not an organization user")
+                    return ResolvedUser(user_id, email, role, f"{SOURCE_ROLES_FILE} ({handle})")
+        if not email:
+            return ResolvedUser(user_id, email, Role.guest, SOURCE_NO_EMAIL)
+        org = await self._org_emails()
+        if org is None:
+            return ResolvedUser(user_id, email, Role.guest, SOURCE_ORG_UNKNOWN)
+        if email.lower() in org:
+            return ResolvedUser(user_id, email, Role.member, SOURCE_ORG_USER)
+        return ResolvedUser(user_id, email, Role.guest, SOURCE_NOT_ORG_USER)
 
     async def _group_members(self, handle: str) -> set[str]:
         cached = self._cache.get(f"group:{handle}")
@@ -290,9 +418,10 @@ class RoleResolver:
     async def is_organization_email(self, email: str) -> bool:
         """Whether ``email`` belongs to an organization user of the Agent platform (the cached
         walk of ``GET /api/v0/organization/users``; a failed walk answers False)."""
-        return email.lower() in await self._org_emails()
+        return email.lower() in (await self._org_emails() or set())
 
-    async def _org_emails(self) -> set[str]:
+    async def _org_emails(self) -> set[str] | None:
+        """The lower-cased e-mails of the organization users; None when the walk failed."""
         async with self._lock:  # one walk of the organization users at a time
             cached = self._cache.get("org-emails")
             if cached is not None:
@@ -301,7 +430,7 @@ class RoleResolver:
                 emails = await asyncio.wait_for(self._organization_emails(), self._timeout)
             except Exception as exc:
                 logger.warning("organization users look-up failed: %s", type(exc).__name__)
-                return set()  # not cached: the next request tries again
+                return None  # not cached: the next request tries again
             return self._cache.put("org-emails", {e.lower() for e in emails})
 
 

@@ -8,8 +8,8 @@ user, provisioning steps with their status and error) and a count by status.
 Computers that need attention come first (``error``, then ``provisioning``, then the rest, each in
 API order), so that a fleet longer than :data:`MAX_COMPUTERS` is cut from its healthy end, with a
 line "and N more computers". A computer in ``error`` carries a ``computers.retry_install`` button whose
-value is its id. Step ``status`` values are not listed by the spec: the known ones get an emoji, any
-other is shown as sent (escaped).
+value is its id, when the viewer may press it (else a line says who may). Step ``status`` values are
+not listed by the spec: the known ones get an emoji, any other is shown as sent (escaped).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from bot.api.models import Computer, ProvisioningStep
 from formatters.blocks import BUTTON_VALUE_MAX, Payload, button, context, cut, divider, esc, header, message, section
-from formatters.notices import error_message
+from formatters.notices import ROLE_HOLDERS, error_message
 
 RETRY_ACTION = "computers.retry_install"
 RETRY_LABEL = "Retry install"
@@ -36,6 +36,7 @@ RETRY_FAILED_BEFORE = "The earlier retry of `{computer_id}` from this message fa
 RETRY_FAILED_BEFORE_HINT = "Run `/agent computers` for a fresh list with a new Retry button."
 COMPUTER_GONE = "The computer `{computer_id}` no longer exists on the Agent platform; nothing was retried."
 COMPUTER_GONE_HINT = "Run `/agent computers` to see the current fleet."
+RETRY_WHO = "Only {holders} can retry a failed install."
 
 MAX_COMPUTERS = 40
 MAX_STEPS = 8
@@ -87,9 +88,9 @@ def computer_text(computer: Computer) -> str:
     return "\n".join(lines)
 
 
-def _computer_section(computer: Computer) -> object:
+def _computer_section(computer: Computer, *, may_retry: bool = True) -> object:
     retry = None
-    if computer.status == "error" and 0 < len(computer.id) <= BUTTON_VALUE_MAX:
+    if may_retry and computer.status == "error" and 0 < len(computer.id) <= BUTTON_VALUE_MAX:
         retry = button(RETRY_LABEL, RETRY_ACTION, computer.id, style="primary")
     return section(computer_text(computer), accessory=retry)
 
@@ -117,8 +118,13 @@ def retried_notice(computer: Computer, user_id: str | None) -> str:
     return RETRIED.format(who=mention(user_id), name=esc(cut(computer.name, NAME_MAX)), status=esc(computer.status or "unknown"))
 
 
-def computer_list(computers: Sequence[Computer], *, notice: str | None = None) -> Payload:
-    """The reply to ``/agent computers``; ``notice`` (mrkdwn, already escaped) goes above the list."""
+def computer_list(
+    computers: Sequence[Computer], *, notice: str | None = None, may_retry: bool = True, retry_role: str = "manager"
+) -> Payload:
+    """The reply to ``/agent computers`` (ephemeral: one viewer); ``notice`` (mrkdwn, already escaped)
+    goes above the list. ``may_retry``: whether the viewer may press Retry install (the policy's
+    answer for :data:`RETRY_ACTION`); when not, no computer has the button and, if one is in error,
+    a line says who may (:data:`RETRY_WHO`, ``retry_role`` the role name that key needs)."""
     if not computers:
         return message([header(TITLE), section(NO_COMPUTERS), context(NO_COMPUTERS_HINT)], NO_COMPUTERS)
     ordered = attention_order(computers)
@@ -127,8 +133,10 @@ def computer_list(computers: Sequence[Computer], *, notice: str | None = None) -
     if notice:
         blocks.append(section(notice))
     blocks.append(context(_counts(computers)))
+    if not may_retry and any(c.status == "error" for c in computers):
+        blocks.append(context(RETRY_WHO.format(holders=ROLE_HOLDERS.get(retry_role, retry_role))))
     blocks.append(divider())
-    blocks += [_computer_section(c) for c in shown]
+    blocks += [_computer_section(c, may_retry=may_retry) for c in shown]
     if hidden > 0:
         blocks.append(context(MORE_COMPUTERS.format(n=hidden)))
     failed = [c for c in computers if c.status == "error"]

@@ -9,7 +9,8 @@ The request message (one per request, edited in place as its state changes): hea
 reason, a table of user / last known limit / new limit / change, the total, the expiry, then by
 state: buttons Approve / Reject / Cancel (``pending``); who approved and the per-user outcome
 (``applied``); the problem and a Retry button (``approved_not_applied``); who rejected and why;
-who cancelled; that it expired. Buttons carry only the request id.
+who cancelled; that it expired. Buttons carry only the request id; a context line above them says
+who may press them (:class:`ButtonRoles`), since everyone in the channel sees them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from bot.services.limits.store import (
     APPLIED,
@@ -30,7 +32,7 @@ from bot.services.limits.store import (
     LimitRequest,
 )
 from formatters.blocks import Payload, actions, bullet_list, button, context, divider, esc, esc_text, header, message, section
-from formatters.notices import error_message
+from formatters.notices import ROLE_HOLDERS, error_message
 
 APPROVE_ACTION, REJECT_ACTION, CANCEL_ACTION = "limits.approve", "limits.reject", "limits.cancel"
 RETRY_ACTION, CONFIRM_ACTION = "limits.retry", "limits.confirm"
@@ -98,6 +100,10 @@ REJECT_REQUIRED = "A reason is required."
 FILE_MODAL_TITLE = "Set credit limits"
 FILE_LABEL = "One `email,limit` a line (CSV)"
 FILE_REASON_LABEL = "Reason"
+WHO_MAY_DECIDE = "Approve / Reject: {approvers} \u00b7 Cancel: the requester"
+WHO_MAY_SPLIT = "Approve: {approvers} \u00b7 Reject: {rejecters} \u00b7 Cancel: the requester"
+WHO_MAY_RETRY = "Retry: {retriers}"
+OWNERS_ABOVE = "owners of the bot (more than {threshold} credits)"
 
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 MAX_TABLE_CHARS = 2900
@@ -165,8 +171,40 @@ def decision_text(request: LimitRequest) -> str:
     return ""
 
 
-def request_message(request: LimitRequest) -> Payload:
-    """The request message in the approvals channel, for the request's current state."""
+@dataclass(frozen=True)
+class ButtonRoles:
+    """Who may press the request message's buttons, as the policy says: the minimum role name of
+    ``approve`` (Approve and Confirm), ``reject`` and ``retry``, and ``owner_required_above``
+    (credits; an approval of a larger change needs an owner; None: no threshold)."""
+
+    approve: str
+    reject: str
+    retry: str
+    owner_required_above: int | None = None
+
+
+def who_may_line(request: LimitRequest, roles: ButtonRoles) -> str | None:
+    """The context line of a shared request message saying who may press its buttons (everyone in
+    the channel sees them): ``Approve / Reject: managers and owners · Cancel: the requester`` while
+    pending, ``Retry: managers and owners`` when not applied; None in the other states (no buttons)."""
+    if request.state == PENDING:
+        approvers = ROLE_HOLDERS.get(roles.approve, roles.approve)
+        if roles.owner_required_above is not None and request.size > roles.owner_required_above:
+            approvers = OWNERS_ABOVE.format(threshold=f"{roles.owner_required_above:,}")
+        rejecters = ROLE_HOLDERS.get(roles.reject, roles.reject)
+        if approvers == rejecters:
+            return WHO_MAY_DECIDE.format(approvers=approvers)
+        return WHO_MAY_SPLIT.format(approvers=approvers, rejecters=rejecters)
+    if request.state == NOT_APPLIED:
+        return WHO_MAY_RETRY.format(retriers=ROLE_HOLDERS.get(roles.retry, roles.retry))
+    return None
+
+
+def request_message(request: LimitRequest, *, button_roles: ButtonRoles | None = None) -> Payload:
+    """The request message in the approvals channel, for the request's current state. The message
+    is shared, so its buttons are shown to everyone; with ``button_roles`` a context line above
+    them says who may press them (:func:`who_may_line`)."""
+    who_may = who_may_line(request, button_roles) if button_roles is not None else None
     rid = str(request.id)
     blocks: list = [header(TITLE.format(id=request.id))]
     blocks.append(
@@ -185,6 +223,8 @@ def request_message(request: LimitRequest) -> Payload:
         )
     )
     if request.state == PENDING:
+        if who_may:
+            blocks.append(context(who_may))
         blocks.append(
             actions(
                 button("Approve", APPROVE_ACTION, rid, style="primary"),
@@ -200,6 +240,8 @@ def request_message(request: LimitRequest) -> Payload:
         if outcome:
             blocks.append(section(bullet_list(outcome, limit=MAX_TABLE_CHARS, more=MORE_USERS)))
         if request.state == NOT_APPLIED:
+            if who_may:
+                blocks.append(context(who_may))
             blocks.append(actions(button("Retry", RETRY_ACTION, rid, style="primary"), block_id=f"limits-{rid}"))
     state = STATE_LABELS.get(request.state, request.state).split(" ", 1)[-1]
     fallback = (

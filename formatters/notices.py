@@ -6,11 +6,54 @@ tests import it instead of repeating the string.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from slack_sdk.models.blocks import Block
 
+from bot.roles import (
+    SOURCE_NO_EMAIL,
+    SOURCE_NOT_ORG_USER,
+    SOURCE_ORG_UNKNOWN,
+    SOURCE_ORG_USER,
+    SOURCE_ROLES_FILE,
+    Role,
+    action_words,
+    source_group,
+)
 from formatters.blocks import Payload, context, esc, esc_text, message, section
 
-REFUSED = ":no_entry: `/agent {command}` needs the *{needed}* role; you are *{role}*. Ask an owner of the bot to add you to the roles file."
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+REFUSED = ":no_entry: Only {holders} can {action}."
+REFUSED_NAMED = ":no_entry: Only {holders} can {action}: {people}."
+REFUSED_NOBODY_KNOWN = ":no_entry: Only {holders} can {action}; whoever runs the bot can tell you who they are."
+ROLE_HOLDERS = {
+    "owner": "owners of the bot",
+    "manager": "managers and owners",
+    "member": "members",
+    "guest": "people in this workspace",
+}
+"""Who holds a role or a higher one, by the role's name: "Only {holders} can ..."."""
+YOU_LISTED = "You are a *{role}* in the bot's roles file."
+YOU_LISTED_GROUP = "You are a *{role}* in the bot's roles file, through {group}."
+YOU_ORG_USER = "You are a *{role}*: an organization user of the Agent platform whom the bot's roles file does not list."
+YOU_NOT_ORG_USER = "You are a *{role}*: your Slack e-mail `{email}` is not an organization user of the Agent platform."
+YOU_NO_EMAIL = (
+    "You are a *{role}*: Slack gave me no e-mail address for you, so I cannot find you among the Agent platform's organization users."
+)
+YOU_ORG_UNKNOWN = "You count as a *{role}* for now: I could not read the Agent platform's organization users."
+YOU_ARE = "You are a *{role}*."
+HINT_PLATFORM = "Ask an admin of the Agent platform to add `{email}` to its organization, then try again in a few minutes."
+HINT_NO_EMAIL = (
+    "Make sure your Slack profile shows your work e-mail and ask an admin of the Agent platform to add it to its "
+    "organization, then try again in a few minutes."
+)
+HINT_ORG_UNKNOWN = "Please try again in a minute; if it keeps happening, tell whoever runs the bot."
+HINT_ASK_THEM = "Ask one of them to do it, or ask whoever runs the bot for the *{needed}* role in its roles file."
+HINT_ROLE = "Ask whoever runs the bot for the *{needed}* role in its roles file."
+PEOPLE_MAX = 5
+"""At most this many people are named in a refusal."""
 OTHER_WORKSPACE = (
     ":no_entry: This request came from a Slack workspace or app I am not installed for, so I did nothing. "
     "Use me in the workspace I was installed in, or ask whoever runs the bot to install it for this one."
@@ -36,10 +79,59 @@ def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payl
     return message(blocks, esc_text(f"{what} {hint}".strip()))  # the fallback text is mrkdwn too
 
 
-def refusal_message(command: str, needed: str, role: str) -> Payload:
-    """The role check said no: names the role needed and the caller's role."""
-    text = REFUSED.format(command=esc(command), needed=needed, role=role)
-    return message([section(text)], text)
+def refusal_message(
+    key: str, needed: str, role: str, *, source: str = "", email: str | None = None, helpers: Sequence[str] = ()
+) -> Payload:
+    """The role check said no: what the person tried in words, who may do it, why the person's role
+    is what it is, and what to do.
+
+    ``key`` is the policy key (said with :func:`bot.roles.action_words`); ``needed`` and ``role``
+    are role names (``"manager"``); ``source`` is :attr:`bot.roles.ResolvedUser.source` and
+    ``email`` the e-mail Slack gave for the person; ``helpers`` are who may do it (Slack user IDs,
+    shown as mentions, or ``@group`` handles, shown as written; at most :data:`PEOPLE_MAX`), named
+    when ``needed`` is above member (for a member's action the way in is the organization or the
+    roles file, not another person). A guest because of the Agent platform's organization (no
+    e-mail from Slack, an e-mail that is not an organization user, the organization unreadable) is
+    told so and what to do about it, rather than to ask for a role."""
+    need = Role.parse(needed)
+    holders = ROLE_HOLDERS.get(need.name, need.name)
+    action = esc_text(action_words(key))
+    if need <= Role.member:
+        head = REFUSED.format(holders=holders, action=action)
+    elif helpers:
+        people = ", ".join(_person(h) for h in helpers[:PEOPLE_MAX])
+        head = REFUSED_NAMED.format(holders=holders, action=action, people=people)
+    else:
+        head = REFUSED_NOBODY_KNOWN.format(holders=holders, action=action)
+    you, hint = _why(need, role, source, email)
+    if not hint:
+        hint = (HINT_ASK_THEM if helpers and need > Role.member else HINT_ROLE).format(needed=need.name)
+    return message([section(f"{head}\n{you}"), context(hint)], f"{head} {you} {hint}")
+
+
+def _person(helper: str) -> str:
+    """A helper as mrkdwn: ``<@U123>`` for a Slack user ID, an ``@group`` handle as written (escaped)."""
+    return f"<@{helper}>" if _SLACK_USER.match(helper) else esc(helper)
+
+
+def _why(need: Role, role: str, source: str, email: str | None) -> tuple[str, str]:
+    """Why the person has ``role`` (a sentence), and what to do when the reason is the Agent
+    platform's organization and the action is a member's (else ``""``: the caller says it)."""
+    group = source_group(source)
+    platform = need <= Role.member
+    if group is not None:
+        return YOU_LISTED_GROUP.format(role=role, group=esc(group)), ""
+    if source == SOURCE_ROLES_FILE:
+        return YOU_LISTED.format(role=role), ""
+    if source == SOURCE_ORG_USER:
+        return YOU_ORG_USER.format(role=role), ""
+    if source == SOURCE_NOT_ORG_USER and email:
+        return YOU_NOT_ORG_USER.format(role=role, email=esc(email)), HINT_PLATFORM.format(email=esc(email)) if platform else ""
+    if source in (SOURCE_NO_EMAIL, SOURCE_NOT_ORG_USER):
+        return YOU_NO_EMAIL.format(role=role), HINT_NO_EMAIL if platform else ""
+    if source == SOURCE_ORG_UNKNOWN:
+        return YOU_ORG_UNKNOWN.format(role=role), HINT_ORG_UNKNOWN if platform else ""
+    return YOU_ARE.format(role=role), ""
 
 
 def other_workspace_message(*, unchecked: bool = False) -> Payload:

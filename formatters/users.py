@@ -4,8 +4,8 @@ Input: :class:`bot.services.org_users.UsersScreen` (users are :class:`bot.api.Or
 ``today`` (a UTC date, for the age of a sign-in). Output: ``{"text", "blocks"}`` (see
 :func:`formatters.blocks.message`): a header, one section per user (name, e-mail, last sign-in as
 date and age or "never", join date), a context line saying where in the list this screen is, and an
-actions block with the ``users.more`` button while more users may exist. At most
-:data:`bot.services.org_users.SCREEN` users, so a screen stays well under 50 blocks.
+actions block with the ``users.more`` button while more users may exist, for a viewer who may press
+it. At most :data:`bot.services.org_users.SCREEN` users, so a screen stays well under 50 blocks.
 
 ``createdAt``/``lastSignInAt`` are strings (management-api-v0.md, "Organization user"); an ISO 8601
 value is shown as a UTC date, anything else (a leap second, a moment that is past year 9999 or
@@ -19,6 +19,7 @@ import datetime as dt
 from bot.api.models import OrganizationUser
 from bot.services.org_users import UsersScreen, encode_more
 from formatters.blocks import Payload, actions, button, context, cut, esc, header, message, section
+from formatters.notices import ROLE_HOLDERS
 
 MORE_ACTION = "users.more"
 MORE_LABEL = "More"
@@ -35,6 +36,7 @@ END = "End of the list: {total} {noun} in all."
 MORE_NOTE = "Press *More* for the next ones."
 BOUNDED = "Looked through {scanned} users for this screen without filling it; press *More* to keep searching."
 TOO_LONG = "More users exist, but the position does not fit in a button; narrow the query."
+MORE_WHO = "More users exist; only {holders} can page further."
 NAME_MAX = 150
 EMAIL_MAX = 254
 
@@ -93,8 +95,11 @@ def _user_section(user: OrganizationUser, today: dt.date) -> object:
     return section(f"*{name}*  {email}\nLast sign-in: {sign_in(user.last_sign_in_at, today)} \u00b7 Joined: {joined(user.created_at)}")
 
 
-def users_screen(screen: UsersScreen, today: dt.date) -> Payload:
-    """The reply to ``/agent users [query]`` and to each ``users.more`` click."""
+def users_screen(screen: UsersScreen, today: dt.date, *, may_page: bool = True, page_role: str = "manager") -> Payload:
+    """The reply to ``/agent users [query]`` and to each ``users.more`` click (ephemeral: one
+    viewer). ``may_page``: whether the viewer may press More (the policy's answer for
+    :data:`MORE_ACTION`); when not, there is no button and the note says who may
+    (:data:`MORE_WHO`, ``page_role`` the role name that key needs)."""
     query = screen.query
     title = TITLE_QUERY.format(query=cut(query, 100)) if query else TITLE
     if not screen.users and screen.start == 0 and screen.next is None:
@@ -107,7 +112,7 @@ def users_screen(screen: UsersScreen, today: dt.date) -> Payload:
     blocks += [_user_section(user, today) for user in screen.users]
     shown = screen.start + len(screen.users)
     noun = ("match" if shown == 1 else "matches") if query else ("user" if shown == 1 else "users")
-    value = encode_more(screen.next) if screen.next else None
+    value = encode_more(screen.next) if screen.next and may_page else None
     notes: list[str] = []
     if screen.next is None and screen.start == 0:
         notes.append(COUNT.format(total=shown, noun=noun))
@@ -120,7 +125,9 @@ def users_screen(screen: UsersScreen, today: dt.date) -> Payload:
         if screen.next is None:
             notes.append(END.format(total=shown, noun=noun))
     if screen.next is not None:
-        if value is None:
+        if not may_page:
+            notes.append(MORE_WHO.format(holders=ROLE_HOLDERS.get(page_role, page_role)))
+        elif value is None:
             notes.append(TOO_LONG)
         elif screen.bounded:
             notes.append(BOUNDED.format(scanned=screen.scanned))

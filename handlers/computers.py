@@ -64,10 +64,14 @@ Sleep = Callable[[float], Awaitable[Any]]
 
 
 async def handle_computers(request: CommandRequest) -> None:
-    """Answer ``/agent computers`` with the fleet (ephemeral)."""
+    """Answer ``/agent computers`` with the fleet (ephemeral), with Retry buttons only for a viewer
+    the policy lets press them."""
     if request.command.args or request.command.options:
         raise UserInputError("`/agent computers` takes no arguments.", f"Usage: `{SPEC.usage}`")
-    await request.reply(computer_list(await request.services.agent.list_computers()))
+    policy = request.services.policy
+    fleet = await request.services.agent.list_computers()
+    may_retry = policy.allows(request.user, RETRY_ACTION)
+    await request.reply(computer_list(fleet, may_retry=may_retry, retry_role=policy.minimum(RETRY_ACTION).name))
 
 
 def claim_key(computer_id: str, body: dict) -> str:

@@ -8,7 +8,8 @@ ephemerally with :func:`formatters.users.users_screen`. While more users may exi
 "More" button (action id ``users.more``, value JSON ``{cursor, skip, start, query}``); a click fetches
 the next screen from that position and replaces the clicked message with it
 (``respond(replace_original=True)``). Reading is idempotent, so a repeated click only shows the same
-screen again. Both need the manager role (policy keys ``users``, ``users.more``).
+screen again. Both need the manager role (policy keys ``users``, ``users.more``); a viewer the policy
+lets list but not page (a ``policy:`` override) gets no More button, and a line says who may.
 
 Errors: bad input and Agent API failures of the command go through the router; those of a click
 through :func:`handlers.router.action_listener`: an ephemeral error, the clicked message left as it was.
@@ -53,7 +54,9 @@ async def handle_users(request: CommandRequest) -> None:
     if query and len(query) > MAX_QUERY_LENGTH:
         raise UserInputError(f"The query is longer than {MAX_QUERY_LENGTH} characters.", "Search for part of a name or an e-mail.")
     screen = await fetch_screen(request.services.agent, Position(query))
-    await request.reply(users_screen(screen, request.services.today()))
+    policy = request.services.policy
+    may_page = policy.allows(request.user, MORE_ACTION)
+    await request.reply(users_screen(screen, request.services.today(), may_page=may_page, page_role=policy.minimum(MORE_ACTION).name))
 
 
 async def more_users(request: ActionRequest) -> None:

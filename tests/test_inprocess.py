@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from formatters.notices import refusal_message
 from tests.inprocess import inprocess_fixture, settle
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -29,7 +29,7 @@ def test_a_slack_retry_of_the_same_request_is_dropped(stack):
 
 def test_the_ack_body_and_the_response_url_posts_are_told_apart(stack):
     refused = stack.command("usage", user="U0MEMBER")
-    assert refused.ack == refusal_message("usage", "manager", "member") and refused.responses == []
+    assert refused.ack == demo_refusal("usage", "U0MEMBER") and refused.responses == []
     answered = stack.command("help")
     assert answered.ack is None and [r.payload for r in answered.responses] == answered.payloads
 

@@ -35,6 +35,9 @@ class FakeResolver:
         self.asked.append(user_id)
         return ResolvedUser(user_id, None, ROLES.get(user_id, Role.guest), "test")
 
+    async def who_can(self, needed):
+        return tuple(user for user, role in sorted(ROLES.items(), key=lambda item: item[1]) if role >= needed)
+
 
 class FakeGateway:
     def __init__(self, failure: SlackFailure | None = None) -> None:
@@ -120,7 +123,7 @@ async def test_requests_without_a_policy_key_pass_unchecked():
 async def test_a_refused_command_is_answered_in_its_ack():
     check, _, _ = role_check()
     _, calls, _ = await run(check, command("U0MEMBER", "usage 7d"))
-    payload = refusal_message("usage", "manager", "member")
+    payload = refusal_message("usage", "manager", "member", source="test", helpers=("U0MANAGER", "U0OWNER"))
     assert calls.nexts == 0 and calls.acks == [{"text": payload["text"], "blocks": payload["blocks"]}]
 
 
@@ -129,7 +132,11 @@ async def test_a_refused_button_is_acked_then_told_ephemerally():
     result, calls, _ = await run(check, click("U0MEMBER", "limits.approve"))
     assert calls.nexts == 0 and calls.acks == [{}]
     assert calls.responds == [
-        {**refusal_message("limits.approve", "manager", "member"), "response_type": "ephemeral", "replace_original": False}
+        {
+            **refusal_message("limits.approve", "manager", "member", source="test", helpers=("U0MANAGER", "U0OWNER")),
+            "response_type": "ephemeral",
+            "replace_original": False,
+        }
     ]
     assert isinstance(result, BoltResponse) and result.status == 200
 
@@ -138,7 +145,7 @@ async def test_a_refused_modal_shows_the_refusal_on_its_first_input():
     check, _, _ = role_check()
     blocks = [{"type": "section", "block_id": "intro"}, {"type": "input", "block_id": "csv"}, {"type": "input", "block_id": "reason"}]
     _, calls, _ = await run(check, submission("U0MEMBER", "limits.file", blocks))
-    text = refusal_message("limits.file", "manager", "member")["text"]
+    text = refusal_message("limits.file", "manager", "member", source="test", helpers=("U0MANAGER", "U0OWNER"))["text"]
     assert calls.nexts == 0 and calls.acks == [{"response_action": "errors", "errors": {"csv": text[:150]}}]
     _, calls, _ = await run(check, submission("U0MEMBER", "limits.file", []))
     assert calls.nexts == 0 and calls.acks == [{}]
@@ -148,7 +155,7 @@ async def test_a_refused_event_is_told_in_its_thread_through_the_gateway():
     check, _, gateway = role_check()
     result, calls, _ = await run(check, reply("U0GUEST"))
     assert calls.nexts == 0 and calls.acks == []
-    assert gateway.ephemerals == [("C0ENG", "U0GUEST", refusal_message(THREAD_REPLY, "member", "guest"), "1.000100")]
+    assert gateway.ephemerals == [("C0ENG", "U0GUEST", refusal_message(THREAD_REPLY, "member", "guest", source="test"), "1.000100")]
     assert isinstance(result, BoltResponse) and result.status == 200
 
 
@@ -168,7 +175,8 @@ async def test_the_approver_role_and_the_policy_section_decide_the_buttons():
     check, _, _ = role_check(policy=owners_only)
     _, approve, _ = await run(check, click("U0MANAGER", "limits.approve"))
     _, retry, _ = await run(check, click("U0MANAGER", "limits.retry"))
-    assert approve.nexts == 0 and approve.responds[0]["text"] == refusal_message("limits.approve", "owner", "manager")["text"]
+    expected = refusal_message("limits.approve", "owner", "manager", source="test", helpers=("U0OWNER",))
+    assert approve.nexts == 0 and approve.responds[0]["text"] == expected["text"]
     assert retry.nexts == 1
 
 

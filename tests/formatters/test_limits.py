@@ -20,6 +20,7 @@ from bot.services.limits import (
     entries_hash,
 )
 from formatters import limits as fmt
+from formatters.blocks import context
 from tests.conftest import block_texts
 
 EVIL = "<!channel> <https://evil|click> & co"
@@ -187,3 +188,30 @@ def test_the_modals_are_valid_views():
     upload = fmt.file_modal("C0ENG")
     assert (upload["callback_id"], upload["private_metadata"]) == ("limits.file", "C0ENG")
     assert len(upload["title"]["text"]) <= 24 and [b["block_id"] for b in upload["blocks"]] == [fmt.FILE_BLOCK, fmt.FILE_REASON_BLOCK]
+
+
+# ---------------------------------------------------------------------- who may press the buttons
+def test_the_shared_request_message_says_who_may_press_its_buttons(block_kit_validator):
+    roles = fmt.ButtonRoles("manager", "manager", "owner", owner_required_above=10000)
+    pending = request()
+    plain, shown = fmt.request_message(pending), block_kit_validator(fmt.request_message(pending, button_roles=roles))
+    line = context("Approve / Reject: managers and owners \u00b7 Cancel: the requester").to_dict()
+    assert shown == {"text": plain["text"], "blocks": [*plain["blocks"][:-1], line, plain["blocks"][-1]]}
+    failed = request(state=NOT_APPLIED)
+    plain = fmt.request_message(failed)
+    retry = context("Retry: owners of the bot").to_dict()
+    assert fmt.request_message(failed, button_roles=roles) == {
+        "text": plain["text"],
+        "blocks": [*plain["blocks"][:-1], retry, plain["blocks"][-1]],
+    }
+    done = request(state=APPLIED)
+    assert fmt.request_message(done, button_roles=roles) == fmt.request_message(done)  # no buttons, no line
+
+
+def test_a_change_above_the_owner_threshold_says_only_owners_may_approve():
+    big = request()
+    roles = fmt.ButtonRoles("manager", "manager", "manager", owner_required_above=big.size - 1)
+    [line] = [b for b in fmt.request_message(big, button_roles=roles)["blocks"] if b["type"] == "context"][-1:]
+    approvers = f"Approve: owners of the bot (more than {big.size - 1:,} credits)"
+    text = f"{approvers} \u00b7 Reject: managers and owners \u00b7 Cancel: the requester"
+    assert line == {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}

@@ -9,10 +9,10 @@ before and after to prove install-deps was *not* called.
 
 from bot.demo import DEMO_CHANNEL
 from formatters.computers import RETRIED, RETRY_ACTION, already_retrying, computer_gone, retry_failed_before, status_label
-from formatters.notices import refusal_message
 from handlers.router import ActionRequest
 from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, sandbox_get
 from tests.inprocess import inprocess_fixture, start_inprocess
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -47,7 +47,7 @@ def notice(payload):
 
 def test_the_list_shows_every_sandbox_computer_problems_first(stack, block_kit_validator):
     computers = list(fleet(stack).values())
-    payload = block_kit_validator(stack.command("computers", user="U0MEMBER").last)
+    payload = block_kit_validator(stack.command("computers", user="U0MANAGER").last)
     sections = [b for b in payload["blocks"] if b["type"] == "section"]
     assert len(sections) == len(computers)
     rank = {"error": 0, "provisioning": 1}
@@ -104,7 +104,7 @@ def test_a_member_clicking_retry_is_refused_and_install_deps_is_never_called(sta
     button = {"type": "button", "action_id": RETRY_ACTION, "value": LEGACY, "text": {"type": "plain_text", "text": "Retry install"}}
     payload = {**payload, "blocks": [*payload["blocks"], {"type": "actions", "elements": [button]}]}
     refused = click(stack, payload, ephemeral_of(stack, reply).ts, user="U0MEMBER")
-    assert refused.payloads == [notice(refusal_message(RETRY_ACTION, "manager", "member"))]
+    assert refused.payloads == [notice(demo_refusal(RETRY_ACTION, "U0MEMBER"))]
     # every task the click started has ended: install-deps was never called
     assert install_step(fleet(stack)[LEGACY]).get("installSessionId") == session
     assert any(f"refused {RETRY_ACTION} to U0MEMBER" in r.getMessage() for r in caplog.records)

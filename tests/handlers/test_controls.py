@@ -11,10 +11,10 @@ import logging
 from bot.api.redaction import fingerprint
 from bot.commands import quoted
 from formatters.controls import AVAILABLE_REVISIONS, UNKNOWN_REVISION, setting_label
-from formatters.notices import refusal_message
 from handlers.controls import BAD_COUNT, BAD_REVISION, COUNT_HINT, COUNT_RANGE, DIFF_HINT, SPEC, TWO_REVISIONS
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -147,7 +147,7 @@ def test_a_member_is_refused_every_controls_sub_command(stack):
     for text, key in [("controls", "controls"), ("controls history 3", "controls history"), ("controls diff 1 2", "controls diff")]:
         reply = stack.command(text, user="U0MEMBER")
         assert reply.status == 200
-        assert reply.ack == refusal_message(key, "manager", "member") and reply.responses == []
+        assert reply.ack == demo_refusal(key, "U0MEMBER") and reply.responses == []
 
 
 def test_bad_counts_and_revisions_get_clear_errors(stack):

@@ -19,6 +19,7 @@ from formatters.digest import NOT_SUBSCRIBED, PREVIEW_NOTE, SUBSCRIBED, UNSUBSCR
 from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service
 from tests.conftest import block_texts
 from tests.inprocess import start_inprocess
+from tests.refusals import demo_refusal
 
 UTC = dt.UTC
 DAY = dt.date(2026, 11, 21)
@@ -245,7 +246,7 @@ def test_subscribe_checks_the_bot_can_post_and_validates_options(stack):
 
 def test_members_cannot_subscribe(stack):
     reply = stack.command("digest subscribe", user="U0MEMBER")
-    assert "needs the *manager* role" in reply.last["text"]
+    assert {"text": reply.last["text"], "blocks": reply.last["blocks"]} == demo_refusal("digest", "U0MEMBER")
 
 
 def test_preview_before_and_after_landing(stack, block_kit_validator):

@@ -13,8 +13,9 @@ from bot.demo import DEMO_CHANNEL
 from bot.hooks import hooks_config, token_id_of
 from bot.services.hook_tokens import hook_tokens
 from formatters.hooks import DM_FAILED, DM_FAILED_HINT, token_dm, token_revoked, token_sent
-from formatters.notices import error_message, refusal_message
+from formatters.notices import error_message
 from tests.inprocess import inprocess_fixture
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -86,7 +87,7 @@ def test_a_failed_dm_turns_the_new_token_off_and_says_what_to_do(stack):
 def test_guests_are_refused_both_sub_commands(stack):
     for text in ("hook token", "hook revoke"):
         reply = stack.command(text, user="U0GUEST")
-        assert reply.ack == refusal_message(text, "member", "guest") and reply.responses == []
+        assert reply.ack == demo_refusal(text, "U0GUEST") and reply.responses == []
     assert rows(stack, "U0GUEST") == []
 
 

@@ -42,14 +42,16 @@ from bot.services.limits import (
 from bot.services.limits.workflow import ALREADY_DECIDED
 from formatters import limits as fmt
 from formatters.blocks import message_link
-from formatters.notices import refusal_message
 from handlers.limits import HISTORY, HISTORY_USAGE, NO_OWN_EMAIL_READ, OWN_ONLY, OWN_ONLY_HINT, handle_show
 from handlers.router import CommandRequest, UserInputError
 from sandbox.slack_emulator import dm_channel_id
 from tests.conftest import TODAY, error_reply, postgres_url, sandbox_get
 from tests.inprocess import InProcessClientSide, InProcessReply, inprocess_fixture
+from tests.refusals import demo_refusal
 
 START = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
+BUTTON_ROLES = fmt.ButtonRoles("manager", "manager", "manager", 10000)
+"""Who may press the request message's buttons in the demo (default approvals)."""
 
 
 class Clock:
@@ -182,7 +184,7 @@ def test_bob_asks_alice_approves_the_sandbox_limit_changes_once(stack, people, b
         "Q4 migration",
     )
     assert request.entries == (LimitEntry(email, 1500),) and request.message_ts == message.ts
-    assert {"text": message.text, "blocks": message.blocks} == fmt.request_message(request)
+    assert {"text": message.text, "blocks": message.blocks} == fmt.request_message(request, button_roles=BUTTON_ROLES)
     assert [e["action_id"] for e in message.blocks[-1]["elements"]] == [fmt.APPROVE_ACTION, fmt.REJECT_ACTION, fmt.CANCEL_ACTION]
     assert {e["value"] for e in message.blocks[-1]["elements"]} == {str(request_id)}
 
@@ -237,7 +239,7 @@ def test_self_approval_and_a_large_change_without_an_owner_are_refused(stack, pe
     big = click(stack, fmt.APPROVE_ACTION, carol_message, "U0MANAGER")
     assert told(big) == ephemeral(fmt.owner_needed(stored(stack, carol_id), 10000))
     member = click(stack, fmt.APPROVE_ACTION, message, "U0MEMBER")
-    assert told(member) == ephemeral(refusal_message(fmt.APPROVE_ACTION, "manager", "member"))
+    assert told(member) == ephemeral(demo_refusal(fmt.APPROVE_ACTION, "U0MEMBER"))
     assert stored(stack, request_id).state == PENDING and stored(stack, carol_id).state == PENDING
     click(stack, fmt.APPROVE_ACTION, carol_message, "U0OWNER")
     assert (stored(stack, carol_id).state, stored(stack, carol_id).decided_by) == (APPLIED, "U0OWNER")
@@ -345,12 +347,12 @@ def test_a_500_leaves_it_not_applied_then_retry_applies_it_once(stack, faults, p
     click(stack, fmt.APPROVE_ACTION, message, "U0OWNER")
     failed = stored(stack, request_id)
     assert (failed.state, failed.outcome.problem) == (NOT_APPLIED, "The Agent platform had an internal error.")
-    assert shown(stack, message) == fmt.request_message(failed)
+    assert shown(stack, message) == fmt.request_message(failed, button_roles=BUTTON_ROLES)
     edited = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
     assert edited.blocks[-1]["elements"][0]["action_id"] == fmt.RETRY_ACTION
     faults(error_rate=0.0)
     member = click(stack, fmt.RETRY_ACTION, edited, "U0MEMBER")
-    assert told(member) == ephemeral(refusal_message(fmt.RETRY_ACTION, "manager", "member"))
+    assert told(member) == ephemeral(demo_refusal(fmt.RETRY_ACTION, "U0MEMBER"))
     assert click(stack, fmt.RETRY_ACTION, edited, "U0MANAGER").responses == []
     done = stored(stack, request_id)
     assert (done.state, done.decided_by) == (APPLIED, "U0OWNER")
@@ -393,7 +395,7 @@ def test_a_restart_between_approval_and_apply_loses_nothing(stack, clock, people
         stack.run(restarted.tick())
         stalled = stored(stack, request_id)
         assert (stalled.state, stalled.outcome.problem) == (NOT_APPLIED, STALLED)
-        assert shown(stack, message) == fmt.request_message(stalled)
+        assert shown(stack, message) == fmt.request_message(stalled, button_roles=BUTTON_ROLES)
         current = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
         client = InProcessClientSide(stack.slack, second.app)
         retried = stack.run(
@@ -424,7 +426,7 @@ def test_reading_limits_and_history(stack, block_kit_validator):
     assert everyone.payloads == [command_reply(fmt.known_limits_message(stack.run(workflow(stack).store.known())))]
     block_kit_validator(everyone.last)
     assert stack.command("limits history 0", user="U0MANAGER").payloads == [error_reply(HISTORY_USAGE, f"Usage: `{HISTORY.usage}`")]
-    refused = refusal_message("limits history", "manager", "member")
+    refused = demo_refusal("limits history", "U0MEMBER")
     assert stack.command("limits history", user="U0MEMBER").payloads == [refused]
 
 
@@ -438,7 +440,7 @@ def test_limits_set_file_opens_a_csv_modal_and_its_submission_files_a_request(st
     bad = submit(stack, view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: "email,limit\nonly-one-cell"}}, "U0MANAGER")
     assert bad.json() == {"response_action": "errors", "errors": {fmt.FILE_BLOCK: "line 2: expected `email,limit`, got `only-one-cell`"}}
     refused = submit(stack, view, {fmt.FILE_BLOCK: {fmt.FILE_INPUT: f"{first},10"}}, "U0MEMBER")
-    refusal = refusal_message(fmt.FILE_CALLBACK, "manager", "member")["text"][:150]
+    refusal = demo_refusal(fmt.FILE_CALLBACK, "U0MEMBER")["text"][:150]
     assert refused.json() == {"response_action": "errors", "errors": {fmt.FILE_BLOCK: refusal}}
     before = {m.ts for m in request_messages(stack)}
     ephemerals_before = len(stack.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MANAGER"))
@@ -459,7 +461,7 @@ def test_a_member_cannot_submit_the_reject_modal(stack, people):
     request_id = request_id_of(message)
     view = {**fmt.reject_modal(stored(stack, request_id)), "id": "V0FORGED"}
     sent = submit(stack, view, {fmt.REJECT_BLOCK: {fmt.REJECT_INPUT: "no"}}, "U0MEMBER")
-    refusal = refusal_message(fmt.REJECT_CALLBACK, "manager", "member")["text"][:150]
+    refusal = demo_refusal(fmt.REJECT_CALLBACK, "U0MEMBER")["text"][:150]
     assert sent.json() == {"response_action": "errors", "errors": {fmt.REJECT_BLOCK: refusal}}
     assert stored(stack, request_id).state == PENDING
 

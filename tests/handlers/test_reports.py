@@ -9,11 +9,11 @@ import pytest
 
 import bot.services.readiness
 from formatters.blocks import esc
-from formatters.notices import refusal_message
 from formatters.reports import DETAILS_ACTION, DETAILS_TITLE, PAGE_BOUND, PASSING_LINE, TITLE, UNKNOWN_REPO
 from handlers.reports import ONE_REPOSITORY, ONE_REPOSITORY_HINT
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -183,10 +183,10 @@ def test_api_failure_gives_a_clear_error_for_the_command_and_the_button(stack, f
 
 def test_a_guest_is_refused_reports_and_its_details(stack):
     refused = stack.command("reports acme/web", user="U0GUEST")
-    assert refused.ack == refusal_message("reports", "member", "guest") and refused.responses == []
+    assert refused.ack == demo_refusal("reports", "U0GUEST") and refused.responses == []
     [clicked] = click_details(stack, stack.command("reports acme/web", user=MEMBER), user="U0GUEST")
     assert clicked.payload == {
-        **refusal_message(DETAILS_ACTION, "member", "guest"),
+        **demo_refusal(DETAILS_ACTION, "U0GUEST"),
         "response_type": "ephemeral",
         "replace_original": False,
     }

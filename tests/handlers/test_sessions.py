@@ -18,7 +18,6 @@ from bot.services.sessions.follower import REACTIONS, view_of
 from bot.services.sessions.relay import SIGN_IN_PAGE
 from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, CWD_TOO_LONG, NOT_ACTIVE, NOT_ACTIVE_HINT, UNKNOWN_COMPUTER
 from formatters.blocks import message_link
-from formatters.notices import refusal_message
 from formatters.sessions import (
     ARCHIVE_ACTION,
     CHOICE_TAKEN,
@@ -38,6 +37,7 @@ from formatters.sessions import (
 from handlers.sessions import SET_DONE
 from tests.conftest import block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0})
 
@@ -225,7 +225,7 @@ def test_a_guests_reply_is_refused_and_never_reaches_the_agent(stack):
     sent = stack.message("please delete everything", user="U0GUEST", thread_ts=link.thread_ts)
     assert sent.status == 200
     [refusal] = stack.slack.recorder.ephemerals(DEMO_CHANNEL, "U0GUEST")
-    expected = refusal_message(THREAD_REPLY, "member", "guest")
+    expected = demo_refusal(THREAD_REPLY, "U0GUEST")
     assert (refusal.text, refusal.blocks) == (expected["text"], expected["blocks"])
     assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["messageCount"] == before
     # a reply in a thread that is not a session's is ignored silently, even from a guest
@@ -340,7 +340,7 @@ def test_a_channel_the_bot_cannot_post_in_starts_nothing_and_says_what_to_do(sta
 
 def test_a_session_start_without_a_prompt_or_by_a_guest(stack):
     refused = stack.command("session start computer=ci do it", user="U0GUEST")
-    assert refused.payloads == [refusal_message("session start", "member", "guest")]
+    assert refused.payloads == [demo_refusal("session start", "U0GUEST")]
 
 
 async def test_a_channel_message_and_a_reply_in_another_thread_are_acked_and_cause_no_call(tmp_path):

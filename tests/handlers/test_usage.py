@@ -4,11 +4,11 @@ asks the running sandbox Agent API; replies are read where Slack would get them 
 from bot.roles import Role
 from formatters.blocks import number
 from formatters.help import help_message
-from formatters.notices import refusal_message
 from formatters.usage import NO_USER_USAGE, NO_USER_USAGE_HINT, UNKNOWN_USER, UNKNOWN_USER_HINT
 from handlers.usage import OTHERS_USAGE, OWN_USAGE_HINT
 from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, error_reply, sandbox_get, set_faults
 from tests.inprocess import inprocess_fixture, start_inprocess
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -94,13 +94,13 @@ def test_a_member_asking_for_usage_is_refused_and_the_handler_never_runs(stack, 
     assert reply.status == 200
     # the refusal is the ack's own body: the middleware answered before any listener ran, and once
     # every task the request started has ended, nothing came on the response_url
-    assert reply.ack == refusal_message("usage", "manager", "member")
+    assert reply.ack == demo_refusal("usage", "U0MEMBER")
     assert reply.responses == []
     assert any("refused usage to U0MEMBER" in r.getMessage() for r in caplog.records)
 
 
 def test_a_guest_gets_help_but_not_usage(stack):
-    assert stack.command("usage", user="U0GUEST").ack == refusal_message("usage", "manager", "guest")
+    assert stack.command("usage", user="U0GUEST").ack == demo_refusal("usage", "U0GUEST")
     helped = stack.command("help", user="U0GUEST")
     router, policy = stack.bot.router, stack.bot.services.policy
     guest = [s.name for s in router.specs if policy.minimum(s.policy_key) > Role.guest]
@@ -138,4 +138,4 @@ def test_everyone_sees_their_own_usage_and_only_managers_see_anyones(stack, bloc
     assert block_texts(same.last)[0] == block_texts(own)[0]
     other = stack.command("usage user alice@example.com 7d", user="U0MEMBER")
     assert other.payloads == [error_reply(OTHERS_USAGE.format(role="manager"), OWN_USAGE_HINT)]
-    assert stack.command("usage me", user="U0GUEST").ack == refusal_message("usage me", "member", "guest")
+    assert stack.command("usage me", user="U0GUEST").ack == demo_refusal("usage me", "U0GUEST")

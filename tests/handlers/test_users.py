@@ -4,11 +4,11 @@ API failure."""
 
 import json
 
-from formatters.notices import refusal_message
 from formatters.users import END, MORE_ACTION, NO_MATCH, POSITION, sign_in
 from handlers.users import SPEC, STALE_BUTTON, STALE_BUTTON_HINT
 from tests.conftest import TODAY, api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
+from tests.refusals import demo_refusal
 
 stack = inprocess_fixture()
 
@@ -93,10 +93,10 @@ def test_no_match_says_so(stack, block_kit_validator):
 
 def test_members_are_refused_the_list_and_the_more_button(stack):
     reply = stack.command("users", user="U0MEMBER")
-    assert reply.ack == refusal_message("users", "manager", "member") and reply.responses == []
+    assert reply.ack == demo_refusal("users", "U0MEMBER") and reply.responses == []
     page = stack.command("users", user="U0MANAGER").last
     refusal = click_more(stack, page, user="U0MEMBER")
-    assert refusal.payload == {**refusal_message(MORE_ACTION, "manager", "member"), "response_type": "ephemeral", "replace_original": False}
+    assert refusal.payload == {**demo_refusal(MORE_ACTION, "U0MEMBER"), "response_type": "ephemeral", "replace_original": False}
 
 
 def test_api_failure_gives_a_clear_message_and_leaves_the_screen(stack, faults):

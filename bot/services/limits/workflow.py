@@ -140,6 +140,16 @@ class LimitsWorkflow:
         self.config = config
         self.policy = policy
 
+    def button_roles(self) -> fmt.ButtonRoles:
+        """Who may press the request message's buttons, from the policy (shown on the message)."""
+        minimum = self.policy.minimum
+        return fmt.ButtonRoles(
+            approve=minimum(fmt.APPROVE_ACTION).name,
+            reject=minimum(fmt.REJECT_ACTION).name,
+            retry=minimum(fmt.RETRY_ACTION).name,
+            owner_required_above=self.policy.owner_required_above,
+        )
+
     # ------------------------------------------------------------------ filing
     async def file(
         self, *, requester_id: str, requester_email: str, reason: str, entries: Sequence[LimitEntry], channel: str
@@ -162,7 +172,7 @@ class LimitsWorkflow:
             expires_at=now + dt.timedelta(hours=self.config.expires_after_hours),
             channel=where,
         )
-        posted = await self.slack.post(where, fmt.request_message(request))
+        posted = await self.slack.post(where, fmt.request_message(request, button_roles=self.button_roles()))
         if isinstance(posted, SlackFailure):
             cancelled = await self.store.cancel(request.id, requester_id, now)
             payload = error_message(POST_FAILED.format(channel=where, error=posted.error), POST_FAILED_HINT)
@@ -203,7 +213,8 @@ class LimitsWorkflow:
         if user.user_id == request.requester_id or (user.email or "").lower() == request.requester_email:
             return Refusal(Refused.SELF_APPROVAL, fmt.self_approval(request), request)
         if not self.policy.allows(user, key):
-            return Refusal(Refused.ROLE, refusal_message(key, self.policy.minimum(key).name, user.role.name), request)
+            needed = self.policy.minimum(key).name
+            return Refusal(Refused.ROLE, refusal_message(key, needed, user.role.name, source=user.source, email=user.email), request)
         if not self.policy.allows(user, key, amount=request.size):
             threshold = self.policy.owner_required_above or 0
             return Refusal(Refused.OWNER_NEEDED, fmt.owner_needed(request, threshold), request)
@@ -323,7 +334,9 @@ class LimitsWorkflow:
         the decision is recorded in the database and an edit that fails must not undo it."""
         if not (request.channel and request.message_ts):
             return
-        updated = await self.slack.update(request.channel, request.message_ts, fmt.request_message(request))
+        updated = await self.slack.update(
+            request.channel, request.message_ts, fmt.request_message(request, button_roles=self.button_roles())
+        )
         if isinstance(updated, SlackFailure):
             logger.warning("message of credit-limit request %s not updated: %s", request.id, updated.error)
 

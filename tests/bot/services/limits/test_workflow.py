@@ -144,9 +144,14 @@ async def file(workflow, entries=DAVE_500, requester=BOB):
     return filed
 
 
+def shown_message(request):
+    """The request message as the workflow shows it: with who may press its buttons (default policy)."""
+    return fmt.request_message(request, button_roles=fmt.ButtonRoles("manager", "manager", "manager", THRESHOLD))
+
+
 def shown(slack, request):
     """Whether the last edit of the request message shows ``request`` as it is."""
-    return slack.updates[-1] == (request.channel, request.message_ts, fmt.request_message(request))
+    return slack.updates[-1] == (request.channel, request.message_ts, shown_message(request))
 
 
 def published(slack, request):
@@ -160,7 +165,7 @@ async def test_filing_posts_the_request_message_and_records_where(parts):
     request = await file(workflow)
     assert (request.state, request.reason, request.channel) == (PENDING, "Q4", CHANNEL)
     assert request.expires_at == START + dt.timedelta(hours=24)
-    assert slack.posts == [(CHANNEL, fmt.request_message(await workflow.store.get(request.id)), None)]
+    assert slack.posts == [(CHANNEL, shown_message(await workflow.store.get(request.id)), None)]
     assert request.message_ts == "1700000000.000001"
 
 
@@ -185,8 +190,8 @@ async def test_approved_then_applied_once_shown_in_place_in_the_thread_and_by_dm
     assert agent.puts == [[("dave@example.com", 500)]]
     approved = dataclasses.replace(done, state=APPROVED, outcome=None, applied_at=None)
     assert slack.updates == [
-        (CHANNEL, done.message_ts, fmt.request_message(approved)),
-        (CHANNEL, done.message_ts, fmt.request_message(done)),
+        (CHANNEL, done.message_ts, shown_message(approved)),
+        (CHANNEL, done.message_ts, shown_message(done)),
     ]
     assert published(slack, done)
     assert (await workflow.store.known(["dave@example.com"]))["dave@example.com"].limit == 500
@@ -219,7 +224,9 @@ async def test_below_the_approver_role_is_refused_with_the_role_checks_message(p
     workflow, _, _, _ = parts
     request = await file(workflow)
     refusal = await workflow.approve(request, CAROL)
-    assert refusal == Refusal(Refused.ROLE, refusal_message(fmt.APPROVE_ACTION, "manager", "member"), request)
+    assert refusal == Refusal(
+        Refused.ROLE, refusal_message(fmt.APPROVE_ACTION, "manager", "member", source=CAROL.source, email=CAROL.email), request
+    )
 
 
 async def test_a_failed_put_leaves_it_not_applied_and_retry_applies_it_once(parts):
