@@ -246,9 +246,10 @@ def test_agent_hooks_reach_the_thread_through_the_socket_mode_hook_listener(worl
 
 def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_command_runs_once(tmp_path):
     """Its own emulator (so that its connections are the only ones) routed through a relay that can go
-    silent. The bot pings every 0.2 s (``AGENT_BOT_SOCKET_PING_SECONDS``): a ping without a pong within
+    silent. The bot pings every second (``AGENT_BOT_SOCKET_PING_SECONDS``): a ping without a pong within
     half of that closes the connection, and the next check opens a new one, well within the 8 s waited
-    here (with the default 10 s it takes 15-25 s, and this test fails)."""
+    here (with the default 10 s it takes 15-25 s, and this test fails). A shorter interval (0.2 s, a
+    0.1 s pong deadline) made a busy machine miss pongs of the healthy connection before the silence."""
     config = SandboxConfig(seed=7, users=40)
     sandbox_app = create_app(config)
     sandbox = serve_in_thread(sandbox_app)
@@ -263,7 +264,7 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         agent_api_key=config.api_key,
         database_url=f"sqlite:///{tmp_path / 'socket.db'}",
         roles_file=roles,
-        AGENT_BOT_SOCKET_PING_SECONDS="0.2",
+        AGENT_BOT_SOCKET_PING_SECONDS="1.0",
     )
     bot = start_socket(env, tmp_path / "socket.log", slack)
     try:
