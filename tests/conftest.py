@@ -43,8 +43,9 @@ POSTGRES_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 def postgres_url(*tables: str) -> str:
     """The test PostgreSQL URL (``AGENT_BOT_TEST_POSTGRES_URL``, default database ``test`` on
-    127.0.0.1) with ``tables`` dropped first, so each test starts from empty tables; skips the test
-    when psycopg is missing or PostgreSQL cannot be reached."""
+    127.0.0.1) with every table dropped first (``alembic_version`` too), so each test starts from an
+    empty database that the first :class:`bot.store.Store` migrates; ``tables`` are the ones the test
+    uses (all go either way). Skips the test when psycopg is missing or PostgreSQL cannot be reached."""
     import os
 
     import sqlalchemy
@@ -54,8 +55,9 @@ def postgres_url(*tables: str) -> str:
     engine = sqlalchemy.create_engine(url)
     try:
         with engine.begin() as conn:
-            for table in tables:
-                conn.execute(sqlalchemy.text(f"DROP TABLE IF EXISTS {table} CASCADE"))
+            present = sqlalchemy.inspect(conn).get_table_names()
+            for table in {*tables, *present}:
+                conn.execute(sqlalchemy.text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
     except sqlalchemy.exc.OperationalError:
         pytest.skip("PostgreSQL not reachable")
     finally:

@@ -13,11 +13,10 @@ when it is not reachable. The bot's tables are dropped first, so the replicas st
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import sqlalchemy
 
+from bot import migrations
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import delivery_key
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
@@ -25,22 +24,18 @@ from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator, SlackRequest
 from tests.bot.bot_processes import bot_environment, start_serve
-from tests.conftest import block_texts
+from tests.conftest import block_texts, postgres_url
 
 LEGACY = "cmp-legacy-build"
 
 
 def fresh_postgres_url() -> str:
-    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    pytest.importorskip("psycopg")
-    import handlers  # noqa: F401  (every feature's tables are defined on bot.store.metadata at import)
-    from bot.store import metadata
-
+    """An empty test database brought to head as an operator does (``agent-bot db upgrade``) before
+    starting replicas on PostgreSQL (there ``AGENT_BOT_DB_AUTO_UPGRADE`` defaults to false)."""
+    url = postgres_url()
     engine = sqlalchemy.create_engine(url)
     try:
-        metadata.drop_all(engine)
-    except sqlalchemy.exc.OperationalError:
-        pytest.skip("PostgreSQL not reachable")
+        migrations.upgrade(engine)
     finally:
         engine.dispose()
     return url
