@@ -14,9 +14,7 @@ when it is not reachable. The bot's tables are dropped first, so the replicas st
 from __future__ import annotations
 
 import pytest
-import sqlalchemy
 
-from bot import migrations
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import delivery_key
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
@@ -29,22 +27,10 @@ from tests.conftest import block_texts, postgres_url
 LEGACY = "cmp-legacy-build"
 
 
-def fresh_postgres_url() -> str:
-    """An empty test database brought to head as an operator does (``agent-bot db upgrade``) before
-    starting replicas on PostgreSQL (there ``AGENT_BOT_DB_AUTO_UPGRADE`` defaults to false)."""
-    url = postgres_url()
-    engine = sqlalchemy.create_engine(url)
-    try:
-        migrations.upgrade(engine)
-    finally:
-        engine.dispose()
-    return url
-
-
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
     """``(sandbox state, emulator, [replica A, replica B], [client A, client B])``."""
-    url = fresh_postgres_url()
+    url = postgres_url(upgraded=True)  # as `agent-bot db upgrade` leaves it before replicas start
     tmp = tmp_path_factory.mktemp("replicas")
     config = SandboxConfig(seed=7, users=40, reply_delay_seconds=0.05)  # the agent answers at once: the follower's tick is the wait
     sandbox_app = create_app(config)
