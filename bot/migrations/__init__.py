@@ -44,7 +44,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, create_engine, event, pool, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from bot.store import DatabaseUnusable, describe_database_error
 
@@ -191,7 +191,7 @@ def upgrade(engine: Engine) -> tuple[SchemaState, SchemaState]:
     DDL): a failure leaves the database as it was. Concurrent upgrades (replicas starting together)
     wait for each other's lock and the later ones find nothing to do. Raises
     :class:`DatabaseUnusable` (one line) when the database fails, :class:`SchemaUnknown` when it is
-    ahead of the code."""
+    ahead of the code, or when a migration fails (then rolled back)."""
     before = current_state(engine)
     if before.at_head:
         return before, before
@@ -203,6 +203,9 @@ def upgrade(engine: Engine) -> tuple[SchemaState, SchemaState]:
             after = schema_state(connection)
     except OperationalError as exc:
         raise DatabaseUnusable(describe_database_error(exc)) from exc
+    except DBAPIError as exc:  # a migration's statement refused: the transaction rolled back
+        detail = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
+        raise DatabaseUnusable(f"the schema upgrade failed and was rolled back, the database is as it was ({detail})") from exc
     return before, after
 
 

@@ -317,6 +317,24 @@ def test_every_migration_downgrades_and_upgrades_again(database_url):
     store.close()
 
 
+def test_an_upgrade_that_fails_half_way_leaves_the_database_as_it_was(database_url, monkeypatch):
+    before = create_first_release_database(database_url)
+    run_migrations = migrations._run_migrations
+
+    def fails_after_the_migrations(connection):
+        run_migrations(connection)  # every migration ran in this transaction; then a statement fails
+        connection.execute(sqlalchemy.text("SELECT * FROM no_such_table"))
+
+    monkeypatch.setattr(migrations, "_run_migrations", fails_after_the_migrations)
+    engine = sqlalchemy.create_engine(database_url)
+    with pytest.raises(migrations.DatabaseUnusable):
+        migrations.upgrade(engine)
+    assert sorted(inspect(engine).get_table_names()) == sorted(before)
+    assert [c["name"] for c in inspect(engine).get_columns("deliveries")] == ["key", "received_at"]
+    assert revision_of(engine) is None
+    engine.dispose()
+
+
 def test_a_store_that_may_not_upgrade_refuses_a_database_behind_and_leaves_it_alone(database_url):
     before = create_first_release_database(database_url)
     with pytest.raises(migrations.SchemaBehind) as refused:
