@@ -233,8 +233,9 @@ def create_bot(
 ) -> Bot:
     """Build the bot from ``settings``; ``agent``/``store`` may be given (tests, demo); ``today`` and
     ``now`` are the clocks every feature reads. Raises :class:`ConfigurationError` naming the
-    environment variables that are missing, and :class:`bot.roles.RolesConfigError` for a bad
-    roles file."""
+    environment variables that are missing, :class:`bot.roles.RolesConfigError` for a bad
+    roles file, and :class:`bot.store.DatabaseUnusable` for a database it cannot use (among them
+    :class:`bot.migrations.SchemaBehind`: behind the code and ``settings.auto_upgrade`` off)."""
     needed = ["slack_bot_token"] + ([] if socket_mode else ["slack_signing_secret"])
     missing = settings.missing(*needed)
     if agent is None:
@@ -250,7 +251,7 @@ def create_bot(
             api_key=_required(settings.agent_api_key).get_secret_value(),
             analytics_cache_ttl=settings.analytics_cache_ttl,
         )
-    store = store or Store(settings.database_url, now=now)
+    store = store or Store(settings.database_url, now=now, auto_upgrade=settings.auto_upgrade)
     client = web_client(bot_token.get_secret_value(), settings.slack_api_url)
     slack = SlackGateway(client)
     identity = Identity(slack, ttl=settings.user_cache_ttl)

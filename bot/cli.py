@@ -8,12 +8,14 @@
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
     agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
     agent-bot doctor [--mode http|socket] [--manifest PATH]   checks the settings, one line each (bot/doctor.py)
+    agent-bot db upgrade | current | history   the database schema (:mod:`bot.migrations`)
 
 ``serve`` answers ``GET /metrics`` (Prometheus, :mod:`bot.metrics`) on its port; ``socket`` on
 ``AGENT_BOT_METRICS_PORT`` when set (with ``POST /hooks/agent`` too if ``AGENT_BOT_HOOK_PORT`` is the same port).
 
 Exit codes: 0 success, 1 a failed ``doctor`` check, 2 bad usage or configuration (the message names what is missing; for
-``serve`` and ``socket`` also a Slack ``auth.test`` that fails at start-up).
+``serve`` and ``socket`` also a Slack ``auth.test`` that fails at start-up, and a database schema
+behind the code while ``AGENT_BOT_DB_AUTO_UPGRADE`` is off: the line names ``agent-bot db upgrade``).
 Only ``sandbox`` and ``demo`` import the :mod:`sandbox` package, lazily.
 """
 
@@ -246,6 +248,40 @@ def _hook(args: argparse.Namespace) -> int:
     return 0
 
 
+def _db(args: argparse.Namespace) -> int:
+    """``agent-bot db upgrade|current|history``: one line per answer on stdout; a database that cannot
+    be used is one line on stderr and exit 2 (:func:`main`)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import ArgumentError
+
+    from bot import migrations
+    from bot.app import ConfigurationError
+
+    if args.db_command == "history":
+        top = migrations.head()
+        for revision in migrations.history():
+            print(f"{revision.revision}  {revision.doc}{'  (head)' if revision.revision == top else ''}")
+        return 0
+    settings = Settings()
+    configure_logging(settings.log_level, _secrets(settings))
+    try:
+        engine = create_engine(settings.database_url)
+    except ArgumentError as exc:
+        raise ConfigurationError("AGENT_BOT_DATABASE_URL is not a SQLAlchemy URL (see README, Configuration)") from exc
+    try:
+        if args.db_command == "current":
+            print(migrations.current_state(engine).describe())
+            return 0
+        before, after = migrations.upgrade(engine)
+    finally:
+        engine.dispose()
+    if before.at_head:
+        print(f"database already at head {after.head}")
+    else:
+        print(f"database upgraded: {before.current or 'no revision'} -> {after.describe()}, {len(before.pending)} migration(s) run")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-bot", description="Run the coding-agent platform from Slack.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -300,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--mode", choices=("http", "socket"), default="http", help="the mode the bot runs in (default http)")
     doctor.add_argument("--manifest", help="the app manifest whose bot scopes the token needs (default: manifest.yaml)")
     doctor.set_defaults(run=_doctor)
+    db = commands.add_parser("db", help="the database schema: upgrade it, show where it stands, list the migrations")
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    db_commands.add_parser("upgrade", help="run the pending migrations (AGENT_BOT_DATABASE_URL), in one transaction")
+    db_commands.add_parser("current", help="the database's revision, and whether it is behind the code")
+    db_commands.add_parser("history", help="every migration, oldest first")
+    db.set_defaults(run=_db)
     return parser
 
 

@@ -13,6 +13,9 @@ AGENT_API_URL              the Agent API host (``{base_url}`` in the spec)      
 AGENT_APP_URL              the web-application host (``{app_url}``)               ``AGENT_API_URL``
 AGENT_API_KEY              bearer key for the Agent API                           none
 AGENT_BOT_DATABASE_URL     SQLAlchemy URL (SQLite file, or PostgreSQL)            ``sqlite:///agent-bot.db``
+AGENT_BOT_DB_AUTO_UPGRADE  start-up runs the pending schema migrations; when      true for a SQLite URL,
+                           false, ``serve``/``socket`` refuse a database behind   false otherwise
+                           the code (run ``agent-bot db upgrade``)
 AGENT_BOT_CONFIG           YAML file: roles, policy, digest defaults              none
 AGENT_BOT_USER_CACHE_TTL   seconds a Slack user's e-mail / role stays cached      ``600``
 AGENT_BOT_ANALYTICS_CACHE_TTL  seconds analytics answers are kept (0 = off)       ``300``
@@ -71,6 +74,7 @@ class Settings(BaseSettings):
         default="sqlite:///agent-bot.db",
         validation_alias=AliasChoices("AGENT_BOT_DATABASE_URL", "database_url"),
     )
+    db_auto_upgrade: bool | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_DB_AUTO_UPGRADE", "db_auto_upgrade"))
     config_file: str | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_CONFIG", "config_file"))
     user_cache_ttl: float = Field(default=600.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_USER_CACHE_TTL", "user_cache_ttl"))
     analytics_cache_ttl: float = Field(
@@ -104,6 +108,15 @@ class Settings(BaseSettings):
         if self.agent_app_url is None:
             self.agent_app_url = self.agent_api_url
         return self
+
+    @property
+    def auto_upgrade(self) -> bool:
+        """Whether start-up upgrades the schema (:mod:`bot.migrations`): ``AGENT_BOT_DB_AUTO_UPGRADE``
+        when set; by default true for SQLite (one process, the quick start and the demo) and false
+        for a server database, whose upgrade is an operator's step (``agent-bot db upgrade``)."""
+        if self.db_auto_upgrade is not None:
+            return self.db_auto_upgrade
+        return self.database_url.split(":", 1)[0].split("+", 1)[0] == "sqlite"
 
     def required(self, name: str) -> str:
         """The value of the setting ``name`` (a field name; a secret's value in clear), or

@@ -49,6 +49,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import AgentAPITransportError, ForbiddenError, NotFoundError, UnauthorizedError
 from bot.config import Settings
+from bot.migrations import SchemaBehind
 from bot.roles import Role, RolesConfigError, RolesFile
 from bot.slack import SlackFailure, SlackGateway, failure_of, web_client
 from bot.store import DatabaseUnusable, Store
@@ -217,8 +218,14 @@ async def check_readiness(settings: Settings, agent: AgentClient | None) -> Chec
     return Check(name, "ok", f"{settings.agent_app_url} answers readiness reports")
 
 
+SCHEMA_UPGRADED_AT_START = "its schema is behind this version; start-up upgrades it (AGENT_BOT_DB_AUTO_UPGRADE)"
+FIX_SCHEMA = "back the database up, then run `agent-bot db upgrade` once (docs/operations.md, Upgrading)"
+
+
 def check_database(settings: Settings) -> Check:
-    """5. The database: reachable and writable (a probe row, rolled back)."""
+    """5. The database: reachable, migrated and writable (a probe row, rolled back). The doctor
+    changes nothing: a schema behind the code is reported (fine when start-up will upgrade it,
+    ``AGENT_BOT_DB_AUTO_UPGRADE``), never upgraded here."""
     name = "database"
     try:
         shown = make_url(settings.database_url).render_as_string(hide_password=True)
@@ -226,8 +233,12 @@ def check_database(settings: Settings) -> Check:
         return Check(name, "fail", "AGENT_BOT_DATABASE_URL is not an SQLAlchemy URL", FIX_DATABASE)
     store: Store | None = None
     try:
-        store = Store(settings.database_url)
+        store = Store(settings.database_url, auto_upgrade=False)
         store.check_writable()
+    except SchemaBehind as exc:
+        if settings.auto_upgrade:
+            return Check(name, "ok", f"{shown}: {SCHEMA_UPGRADED_AT_START}")
+        return Check(name, "fail", f"{shown}: {exc}", FIX_SCHEMA)
     except DatabaseUnusable as exc:
         return Check(name, "fail", f"{shown}: {exc}", FIX_DATABASE)
     except SQLAlchemyError as exc:

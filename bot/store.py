@@ -1,7 +1,7 @@
 """The bot's persistent state, in a SQL database through SQLAlchemy Core.
 
 SQLite by default (``sqlite:///agent-bot.db``); PostgreSQL (``postgresql+psycopg://...``, extra
-``postgres``) where several replicas share state. Every table is created on start-up.
+``postgres``) where several replicas share state.
 
 Tables:
 
@@ -20,9 +20,10 @@ Tables:
   jobs that post (session follower, digests, limits) skip their tick while a row is in force
   (:mod:`bot.services.lifecycle`); every replica reads the same rows.
 
-Schema upgrades: ``create_all`` creates missing tables, never missing columns. A database made by an
-older version is brought up to date by :func:`add_missing_columns` (``ALTER TABLE ... ADD COLUMN``,
-nullable columns only), run on start-up by :class:`Store` for the columns in :data:`ADDED_COLUMNS`.
+Schema: Alembic owns it (:mod:`bot.migrations`, one migration per change of a table). :class:`Store`
+brings the database to the code's revision on start, or only checks it and refuses a database
+that is behind (``auto_upgrade``; ``AGENT_BOT_DB_AUTO_UPGRADE``, ``agent-bot db upgrade``). Nothing
+else creates or alters a table.
 
 The engine is synchronous; the async methods run it in a worker thread so the event loop never
 blocks on the database.
@@ -36,7 +37,7 @@ import enum
 import functools
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -51,14 +52,12 @@ from sqlalchemy import (
     delete,
     event,
     insert,
-    inspect,
     or_,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 logger = logging.getLogger(__name__)
 
@@ -71,15 +70,11 @@ deliveries = Table(
     metadata,
     Column("key", String(255), primary_key=True),
     Column("received_at", DateTime(timezone=True), nullable=False),
-    # added after the first release (see ADDED_COLUMNS); NULL in rows an older version wrote
+    # added after the first release (migration 0003); NULL in rows an older version wrote
     Column("claimed_at", DateTime(timezone=True)),
     Column("claimed_by", String(64)),
     Column("done_at", DateTime(timezone=True)),
 )
-
-ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"deliveries": ("claimed_at", "claimed_by", "done_at")}
-"""Columns added to tables of an earlier release, by table name; :class:`Store` adds them to an
-existing database on start-up (:func:`add_missing_columns`). Every one is nullable."""
 
 
 class Claim(enum.Enum):
@@ -130,19 +125,32 @@ BUSY_TIMEOUT_MS = 5000
 class Store:
     """Access to the bot's tables. ``url`` is a SQLAlchemy URL; raises ``sqlalchemy.exc.ArgumentError``
     for a malformed one and ``sqlalchemy.exc.OperationalError`` when the database cannot be reached.
-    ``now`` is the clock that stamps the rows (an aware UTC datetime; injectable for tests)."""
+    ``now`` is the clock that stamps the rows (an aware UTC datetime; injectable for tests).
 
-    def __init__(self, url: str, *, now: Callable[[], dt.datetime] | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    The schema: with ``auto_upgrade`` (the default here; the app passes the setting
+    ``AGENT_BOT_DB_AUTO_UPGRADE``) the pending migrations run first (:func:`bot.migrations.upgrade`),
+    else a database behind the code raises :class:`bot.migrations.SchemaBehind` (a
+    :class:`DatabaseUnusable` whose one line names ``agent-bot db upgrade``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        now: Callable[[], dt.datetime] | None = None,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        auto_upgrade: bool = True,
+    ) -> None:
+        from bot.migrations import ensure_schema  # imports this module: it defines the tables' MetaData
+
         self._now: Callable[[], dt.datetime] = now if now is not None else _utc_now
         self.engine: Engine = create_engine(url, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", functools.partial(_sqlite_pragmas, busy_timeout_ms=busy_timeout_ms))
         try:
-            metadata.create_all(self.engine)
-            for table, columns in ADDED_COLUMNS.items():
-                add_missing_columns(self.engine, metadata.tables[table], columns)
-        except OperationalError as exc:
-            raise DatabaseUnusable(describe_database_error(exc)) from exc
+            ensure_schema(self.engine, auto_upgrade=auto_upgrade)
+        except DatabaseUnusable:
+            self.engine.dispose()
+            raise
 
     async def _run(self, work: Callable[[], T]) -> T:
         return await asyncio.to_thread(work)
@@ -291,41 +299,6 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
-
-
-def add_missing_columns(engine: Engine, table: Table, names: Iterable[str]) -> list[str]:
-    """Add the columns ``names`` of ``table`` (as defined in :data:`metadata`; each must be nullable)
-    that the database's table lacks, with ``ALTER TABLE ... ADD COLUMN``; returns the names added.
-
-    Safe when several replicas start at once: PostgreSQL uses ``ADD COLUMN IF NOT EXISTS``; on
-    SQLite (which has no such clause) a column another process added in between is not an error.
-    Does nothing when the table does not exist (``create_all`` makes it whole). Raises
-    ``sqlalchemy.exc.OperationalError`` / ``ProgrammingError`` for any other failure."""
-    if not inspect(engine).has_table(table.name):
-        return []
-    present = {column["name"] for column in inspect(engine).get_columns(table.name)}
-    added: list[str] = []
-    preparer = engine.dialect.identifier_preparer
-    for name in names:
-        if name in present:
-            continue
-        column = table.c[name]
-        assert column.nullable, f"{table.name}.{name} must be nullable to be added to an existing table"
-        if_not_exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
-        ddl = (
-            f"ALTER TABLE {preparer.format_table(table)} ADD COLUMN {if_not_exists}"
-            f"{preparer.format_column(column)} {column.type.compile(dialect=engine.dialect)}"
-        )
-        try:
-            with engine.begin() as conn:
-                conn.execute(text(ddl))
-        except (OperationalError, ProgrammingError):
-            if name not in {c["name"] for c in inspect(engine).get_columns(table.name)}:
-                raise
-            continue  # another replica added it first
-        logger.info("database upgraded: added column %s.%s", table.name, name)
-        added.append(name)
-    return added
 
 
 def describe_database_error(exc: OperationalError) -> str:

@@ -41,10 +41,13 @@ def block_kit_validator():
 POSTGRES_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
-def postgres_url(*tables: str) -> str:
+def postgres_url(*tables: str, upgraded: bool = False) -> str:
     """The test PostgreSQL URL (``AGENT_BOT_TEST_POSTGRES_URL``, default database ``test`` on
-    127.0.0.1) with ``tables`` dropped first, so each test starts from empty tables; skips the test
-    when psycopg is missing or PostgreSQL cannot be reached."""
+    127.0.0.1) with every table dropped first (``alembic_version`` too), so each test starts from an
+    empty database that the first :class:`bot.store.Store` migrates; ``tables`` are the ones the test
+    uses (all go either way). ``upgraded``: then migrated to head, as ``agent-bot db upgrade`` leaves
+    it before bots start (on PostgreSQL they do not upgrade by default: ``AGENT_BOT_DB_AUTO_UPGRADE``).
+    Skips the test when psycopg is missing or PostgreSQL cannot be reached."""
     import os
 
     import sqlalchemy
@@ -54,8 +57,13 @@ def postgres_url(*tables: str) -> str:
     engine = sqlalchemy.create_engine(url)
     try:
         with engine.begin() as conn:
-            for table in tables:
-                conn.execute(sqlalchemy.text(f"DROP TABLE IF EXISTS {table} CASCADE"))
+            present = sqlalchemy.inspect(conn).get_table_names()
+            for table in {*tables, *present}:
+                conn.execute(sqlalchemy.text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
+        if upgraded:
+            from bot import migrations
+
+            migrations.upgrade(engine)
     except sqlalchemy.exc.OperationalError:
         pytest.skip("PostgreSQL not reachable")
     finally:

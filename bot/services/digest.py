@@ -188,11 +188,10 @@ class Claim:
 
 
 class DigestRepository:
-    """The digest tables on the bot's :class:`bot.store.Store` (created here, not in store.py)."""
+    """The digest tables on the bot's :class:`bot.store.Store` (defined here; :mod:`bot.migrations` creates them)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        metadata.create_all(store.engine, tables=[digest_subscriptions, digest_posts])
 
     async def subscribe(self, sub: Subscription) -> bool:
         """Insert or replace the channel's subscription; True when it is new."""

@@ -90,7 +90,6 @@ class HookTokens:
     def __init__(self, store: Store, *, now: Callable[[], dt.datetime]) -> None:
         self.store = store
         self.now = now
-        metadata.create_all(store.engine, tables=[hook_tokens])
 
     async def issue(self, slack_user: str, email: str | None) -> IssuedToken:
         """Issue a new token for ``slack_user`` (Slack user ID) with ``email`` (may be None),

@@ -23,11 +23,13 @@ from bot.doctor import (
     FIX_OWNERS,
     FIX_ROLES,
     FIX_ROLES_MISSING,
+    FIX_SCHEMA,
     FIX_SCOPES,
     FIX_SIGNING_SECRET,
     HOOK_SECRET_SET,
     HOOK_SECRET_UNSET,
     ROLES_UNSET,
+    SCHEMA_UPGRADED_AT_START,
     Check,
     check_api_key,
     check_bot_token,
@@ -41,6 +43,7 @@ from bot.doctor import (
     run_checks,
 )
 from bot.slack import SlackGateway, web_client
+from bot.store import Store
 from sandbox.slack_emulator.web_api import GRANTED_SCOPES
 from tests.conftest import TODAY
 
@@ -154,8 +157,15 @@ def test_readiness_endpoint(stack, tmp_path):
 
 
 def test_database(tmp_path):
-    good = Settings(database_url=f"sqlite:///{tmp_path / 'bot.db'}")
-    assert check_database(good).line() == f"ok   database: sqlite:///{tmp_path / 'bot.db'} is reachable and writable"
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    fresh = Settings(database_url=url)  # SQLite: start-up upgrades it, so a schema behind is fine
+    assert check_database(fresh).line() == f"ok   database: {url}: {SCHEMA_UPGRADED_AT_START}"
+    assert check_database(fresh).line() == f"ok   database: {url}: {SCHEMA_UPGRADED_AT_START}"  # the doctor changed nothing
+    manual = Settings(database_url=url, db_auto_upgrade=False)
+    behind = check_database(manual).line()
+    assert behind.startswith(f"FAIL database: {url}: ") and behind.endswith(f" -> {FIX_SCHEMA}")
+    Store(url).close()  # what start-up does: upgrade
+    assert check_database(manual).line() == f"ok   database: {url} is reachable and writable"
     missing_dir = tmp_path / "no-such-dir" / "bot.db"
     assert check_database(Settings(database_url=f"sqlite:///{missing_dir}")).line() == (
         f"FAIL database: sqlite:///{missing_dir}: cannot open the SQLite database file: check the path in "
@@ -249,7 +259,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"FAIL slack app token (socket mode): SLACK_APP_TOKEN is not set -> {FIX_APP_TOKEN_MISSING}",
         f"FAIL agent api key: GET /api/v1/analytics/tokens answered 403: the key is not a manager's or owner's -> {FIX_API_KEY_ROLE}",
         f"ok   readiness endpoint: {stack.sandbox.url} answers readiness reports",
-        f"ok   database: sqlite:///{tmp_path / 'cli.db'} is reachable and writable",
+        f"ok   database: sqlite:///{tmp_path / 'cli.db'}: {SCHEMA_UPGRADED_AT_START}",
         f"ok   hook secret: {HOOK_SECRET_UNSET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
     ]

@@ -469,7 +469,7 @@ def test_a_member_cannot_submit_the_reject_modal(stack, people):
 def test_two_bots_on_postgresql_approving_at_once_make_one_put(stack, clock):
     """Two bot replicas (two apps with their own store, one PostgreSQL database); approvals land on
     both at once. Each store runs its transactions in worker threads, so they race in the database."""
-    url = postgres_url("limit_requests", "known_limits")
+    url = postgres_url("limit_requests", "known_limits", upgraded=True)
     settings = stack.bot.services.settings.model_copy(update={"database_url": url})
     key = settings.agent_api_key.get_secret_value()
     agents = [AgentClient(base_url=stack.sandbox.url, api_key=key, today=lambda: TODAY) for _ in range(2)]

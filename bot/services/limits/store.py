@@ -272,7 +272,6 @@ class LimitsStore:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        metadata.create_all(store.engine, tables=[limit_requests, known_limits])
 
     async def _run(self, work: Callable[[], T]) -> T:
         return await self.store._run(work)

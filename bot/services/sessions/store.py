@@ -187,7 +187,6 @@ class SessionStore:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        metadata.create_all(store.engine, tables=[agent_sessions, session_posts])
 
     # ------------------------------------------------------------------ starting
 

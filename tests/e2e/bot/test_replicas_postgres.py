@@ -13,10 +13,7 @@ when it is not reachable. The bot's tables are dropped first, so the replicas st
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import sqlalchemy
 
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import delivery_key
@@ -25,31 +22,15 @@ from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator, SlackRequest
 from tests.bot.bot_processes import bot_environment, start_serve
-from tests.conftest import block_texts
+from tests.conftest import block_texts, postgres_url
 
 LEGACY = "cmp-legacy-build"
-
-
-def fresh_postgres_url() -> str:
-    url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    pytest.importorskip("psycopg")
-    import handlers  # noqa: F401  (every feature's tables are defined on bot.store.metadata at import)
-    from bot.store import metadata
-
-    engine = sqlalchemy.create_engine(url)
-    try:
-        metadata.drop_all(engine)
-    except sqlalchemy.exc.OperationalError:
-        pytest.skip("PostgreSQL not reachable")
-    finally:
-        engine.dispose()
-    return url
 
 
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory):
     """``(sandbox state, emulator, [replica A, replica B], [client A, client B])``."""
-    url = fresh_postgres_url()
+    url = postgres_url(upgraded=True)  # as `agent-bot db upgrade` leaves it before replicas start
     tmp = tmp_path_factory.mktemp("replicas")
     config = SandboxConfig(seed=7, users=40, reply_delay_seconds=0.05)  # the agent answers at once: the follower's tick is the wait
     sandbox_app = create_app(config)

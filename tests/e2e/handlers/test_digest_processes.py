@@ -7,27 +7,13 @@ import os
 import subprocess
 import sys
 
-import pytest
-from sqlalchemy import create_engine, text
-
+from tests.conftest import postgres_url
 from tests.handlers.test_digest import at, digests, make_stack, move, subscribe
-
-POSTGRES_URL = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-
-
-def _postgres_or_skip():
-    try:
-        engine = create_engine(POSTGRES_URL)
-        with engine.begin() as conn:
-            conn.execute(text("DROP TABLE IF EXISTS digest_posts, digest_subscriptions"))
-        engine.dispose()
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"PostgreSQL not reachable: {type(exc).__name__}")
 
 
 def test_two_digest_tick_processes_at_once_on_postgresql_post_one_digest():
-    _postgres_or_skip()
-    stack = make_stack(database_url=POSTGRES_URL)
+    url = postgres_url(upgraded=True)  # as `agent-bot db upgrade` leaves it before the bot runs on PostgreSQL
+    stack = make_stack(database_url=url)
     try:
         subscribe(stack)
         move(stack, at(22, 7))
@@ -37,7 +23,7 @@ def test_two_digest_tick_processes_at_once_on_postgresql_post_one_digest():
             "SLACK_API_URL": stack.slack.api_url,
             "AGENT_API_URL": stack.sandbox.url,
             "AGENT_API_KEY": "sandbox-owner-key",
-            "AGENT_BOT_DATABASE_URL": POSTGRES_URL,
+            "AGENT_BOT_DATABASE_URL": url,
             "AGENT_BOT_LOG_LEVEL": "WARNING",
         }
         command = [sys.executable, "-m", "bot.cli", "digest", "tick", "--now", stack.clock().isoformat()]
