@@ -54,6 +54,7 @@ def postgres_url(*tables: str, upgraded: bool = False) -> str:
 
     url = os.environ.get("AGENT_BOT_TEST_POSTGRES_URL", POSTGRES_DEFAULT)
     pytest.importorskip("psycopg")
+    url = _worker_database(url)
     engine = sqlalchemy.create_engine(url)
     try:
         with engine.begin() as conn:
@@ -69,6 +70,30 @@ def postgres_url(*tables: str, upgraded: bool = False) -> str:
     finally:
         engine.dispose()
     return url
+
+
+def _worker_database(url: str) -> str:
+    """With pytest-xdist, each worker (``PYTEST_XDIST_WORKER``: gw0, gw1...) gets its own database
+    (``<database>_<worker>``, created when missing) so that the workers' tests, which drop and
+    create tables, never share one; without xdist, ``url`` itself."""
+    import os
+
+    import sqlalchemy
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    base = sqlalchemy.engine.make_url(url)
+    mine = base.set(database=f"{base.database}_{worker}")
+    admin = sqlalchemy.create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(sqlalchemy.text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": mine.database}).first()
+            if exists is None:
+                conn.execute(sqlalchemy.text(f'CREATE DATABASE "{mine.database}"'))
+    finally:
+        admin.dispose()
+    return mine.render_as_string(hide_password=False)
 
 
 TODAY = __import__("datetime").date(2026, 11, 22)
