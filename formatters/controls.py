@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from bot.services.controls import (
@@ -98,9 +98,14 @@ def _code(text: str, limit: int = VALUE_MAX) -> str:
     return "`" + cut(esc(text), limit) + "`"
 
 
-def _value(value: Any) -> str:
-    """A setting's value as a person reads it: yes/no, "not set", numbers and words as text; a
-    list or object as compact JSON in a code span (cut)."""
+def _value(value: Any, people: Mapping[str, str] | None = None) -> str:
+    """A setting's value as a person reads it: yes/no, "not set", numbers and words as text, an
+    organization user ID as the person's name when ``people`` has it; a list or object as compact
+    JSON in a code span (cut), its user IDs named the same way."""
+    if people and isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return _items(value, people)
+    if people and isinstance(value, str) and value in people:
+        return esc(people[value])
     if value is None:
         return NOT_SET
     if isinstance(value, bool):
@@ -147,31 +152,31 @@ def setting_label(path: str) -> str:
     return cut(esc(" \u203a ".join(parts)), PATH_MAX)
 
 
-def _items(values: Sequence[Any]) -> str:
-    shown = ", ".join(_value(v) for v in values[:ITEMS_SHOWN])
+def _items(values: Sequence[Any], people: Mapping[str, str] | None = None) -> str:
+    shown = ", ".join(_value(v, people) for v in values[:ITEMS_SHOWN])
     return shown + (f" +{len(values) - ITEMS_SHOWN} more" if len(values) > ITEMS_SHOWN else "")
 
 
-def change_line(change: SettingChange) -> str:
+def change_line(change: SettingChange, people: Mapping[str, str] | None = None) -> str:
     """One change as escaped mrkdwn: the setting in words (:func:`setting_label`): what happened
-    (see the module docstring)."""
+    (see the module docstring); organization user IDs named by ``people`` (ID -> name)."""
     path = f"*{setting_label(change.path)}*"
     if change.secret:
         return f"{path}: {change.kind.value} {SECRET}"
     if change.kind is ChangeKind.ADDED:
-        return f"{path}: added {_value(change.new)}"
+        return f"{path}: added {_value(change.new, people)}"
     if change.kind is ChangeKind.REMOVED:
-        return f"{path}: removed (was {_value(change.old)})"
+        return f"{path}: removed (was {_value(change.old, people)})"
     if change.kind is ChangeKind.ITEMS:
         parts = []
         if change.added_items:
-            parts.append(f"added {_items(change.added_items)}")
+            parts.append(f"added {_items(change.added_items, people)}")
         if change.removed_items:
-            parts.append(f"removed {_items(change.removed_items)}")
+            parts.append(f"removed {_items(change.removed_items, people)}")
         return f"{path}: " + "; ".join(parts)
     if change.kind is ChangeKind.REORDERED:
         return f"{path}: same items, new order"
-    line = f"{path}: {_value(change.old)} \u2192 {_value(change.new)}"
+    line = f"{path}: {_value(change.old, people)} \u2192 {_value(change.new, people)}"
     if change.type_change:
         line += f" _({change.type_change[0]} \u2192 {change.type_change[1]})_"
     return line
@@ -323,7 +328,9 @@ def controls_overview(overview: ControlsOverview, *, today: dt.date) -> Payload:
         outcome = f"{_plural(len(current.changes), 'change')} from revision {current.previous}"
         if not current.changes:
             head.append(section(NO_CHANGES))
-    blocks = _capped(head, [change_line(c) for c in current.changes], [context(esc_text(OVERVIEW_HINT))], esc_text(MORE_CHANGES))
+    blocks = _capped(
+        head, [change_line(c, overview.people) for c in current.changes], [context(esc_text(OVERVIEW_HINT))], esc_text(MORE_CHANGES)
+    )
     text = f"Enterprise controls revision {info.revision}, changed by {_author(info)} on {_day(info)}: {outcome}."
     return message(blocks, text)
 
@@ -368,7 +375,7 @@ def controls_diff(diff: ControlsDiff, *, today: dt.date) -> Payload:
         ),
         section(CHANGE_COUNT.format(count=count, noun="setting" if count == 1 else "settings") if count else NO_CHANGES),
     ]
-    blocks = _capped(head, [change_line(c) for c in diff.changes], [], esc_text(MORE_CHANGES))
+    blocks = _capped(head, [change_line(c, diff.people) for c in diff.changes], [], esc_text(MORE_CHANGES))
     text = f"Enterprise controls, revision {old.revision} \u2192 {new.revision}: {_plural(count, 'change')}."
     return message(blocks, text)
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -44,6 +45,8 @@ if TYPE_CHECKING:  # formatters import the data types here and must stay off the
     from types import ModuleType
 
     from bot.api import AgentClient, EnterpriseControlChange
+
+logger = logging.getLogger(__name__)
 
 MAX_PAGE_SIZE = 100
 """The history endpoint's largest ``limit``."""
@@ -153,10 +156,12 @@ class SettingsSummary:
 
 @dataclass(frozen=True)
 class ControlsOverview:
-    """What ``/agent controls [revision]`` shows: one revision, its settings and its changes."""
+    """What ``/agent controls [revision]`` shows: one revision, its settings and its changes;
+    ``people``: organization user ID -> name, for the IDs its changes mention (:func:`user_names`)."""
 
     current: RevisionChanges
     summary: SettingsSummary
+    people: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,8 @@ class ControlsDiff:
     old: RevisionInfo
     new: RevisionInfo
     changes: tuple[SettingChange, ...]
+    people: Mapping[str, str] = field(default_factory=dict)
+    """Organization user ID -> name, for the IDs the changes mention (:func:`user_names`)."""
 
 
 # ---- the generic diff ------------------------------------------------------------------------
@@ -477,7 +484,9 @@ async def fetch_overview(agent: AgentClient, revision: int | None = None) -> Con
             raise UnknownRevisionError([revision], sorted(seen))
         wanted = revision
     change = seen[wanted]
-    return ControlsOverview(_changes_of(change, _predecessor(seen, wanted)), summarize(change.settings))
+    current = _changes_of(change, _predecessor(seen, wanted))
+    people = await user_names(agent, people_in(current.changes))
+    return ControlsOverview(current, summarize(change.settings), people)
 
 
 @dataclass(frozen=True)
@@ -531,4 +540,45 @@ async def fetch_diff(agent: AgentClient, first: int, second: int) -> ControlsDif
     if missing:
         raise UnknownRevisionError(missing, sorted(seen))
     old, new = seen[low], seen[high]
-    return ControlsDiff(revision_info(old), revision_info(new), diff_settings(old.settings, new.settings))
+    changes = diff_settings(old.settings, new.settings)
+    return ControlsDiff(revision_info(old), revision_info(new), changes, await user_names(agent, people_in(changes)))
+
+
+USER_ID_PATH = re.compile(r"UserIds(?:\[\d+\])?$")
+"""Settings whose values are organization user IDs (``missionPolicy.allowedUserIds``)."""
+PEOPLE_PAGES = 20
+"""Pages of organization users (100 each) read at most to name the IDs of a reply."""
+
+
+def people_in(changes: Iterable[SettingChange]) -> set[str]:
+    """The organization user IDs the changes of :data:`USER_ID_PATH` settings mention."""
+    found: set[str] = set()
+    for change in changes:
+        if change.secret or not USER_ID_PATH.search(change.path):
+            continue
+        for value in (change.old, change.new, *change.added_items, *change.removed_items):
+            values = value if isinstance(value, list) else [value]
+            found.update(v for v in values if isinstance(v, str) and v)
+    return found
+
+
+async def user_names(agent: AgentClient, ids: set[str], *, max_pages: int = PEOPLE_PAGES) -> dict[str, str]:
+    """``{id: "First Last" or e-mail}`` for the organization users among ``ids`` (GET
+    /api/v0/organization/users, stopping once all are found or after ``max_pages`` pages). Names
+    are a courtesy: an ID not found stays an ID, and an API failure gives ``{}`` (logged)."""
+    from bot.api.errors import AgentAPIError  # here: formatters import this module's data types
+
+    if not ids:
+        return {}
+    names: dict[str, str] = {}
+    try:
+        async with contextlib.aclosing(agent.iter_organization_users(max_pages=max_pages)) as users:
+            async for user in users:
+                if user.id in ids:
+                    full = " ".join(p for p in (user.first_name, user.last_name) if p)
+                    names[user.id] = full or user.email
+                    if len(names) == len(ids):
+                        break
+    except AgentAPIError as exc:
+        logger.info("organization users for naming %d IDs: %s", len(ids), type(exc).__name__)
+    return names

@@ -257,3 +257,14 @@ def test_no_history_and_unknown_revision_copy(block_kit_validator):
         "Available: revisions 1 to 16 (16 in all).",
     )
     assert unknown_revision((0, 99), ())[0] == "There is no revision 0 or 99."
+
+
+def test_organization_user_ids_are_named_when_known_and_stay_ids_otherwise():
+    people = {"usr_000001": "Alice Anderson", "usr_000002": "<!channel> Bob"}
+    added = SettingChange("missionPolicy.allowedUserIds", ChangeKind.ITEMS, added_items=("usr_000001", "usr_000002", "usr_999999"))
+    assert change_line(added, people) == (
+        "*Mission policy \u203a allowed user IDs*: added Alice Anderson, &lt;!channel&gt; Bob, usr_999999"
+    )
+    whole = SettingChange("missionPolicy.allowedUserIds", ChangeKind.CHANGED, [], ["usr_000001"])
+    assert change_line(whole, people) == "*Mission policy \u203a allowed user IDs*: `[]` \u2192 Alice Anderson"
+    assert change_line(added) == "*Mission policy \u203a allowed user IDs*: added usr_000001, usr_000002, usr_999999"

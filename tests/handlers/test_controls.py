@@ -182,3 +182,14 @@ def test_an_api_failure_ends_in_a_clear_message(stack, faults):
         reply = stack.command(text)
         assert reply.status == 200
         assert reply.payloads == [api_error_reply("server")], text
+
+
+def test_the_revision_that_lets_two_people_in_names_them(stack):
+    changes = sorted(_all_changes(stack), key=lambda c: c["revision"])
+    revision = next(c["revision"] for c in changes if c["settings"]["missionPolicy"]["allowedUserIds"])  # the first
+    users = {u["id"]: u for u in sandbox_get(stack, "/api/v0/organization/users", limit="100")["users"]}
+    ids = next(c for c in changes if c["revision"] == revision)["settings"]["missionPolicy"]["allowedUserIds"]
+    names = [f"{users[i]['firstName']} {users[i]['lastName']}" for i in ids]
+    text = _text(stack.command(f"controls {revision}").last)
+    assert f"*Mission policy \u203a allowed user IDs*: added {', '.join(names)}" in text
+    assert not any(i in text for i in ids)

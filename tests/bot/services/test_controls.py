@@ -323,3 +323,25 @@ async def test_api_errors_propagate_and_no_secret_is_logged(caplog):
     ok = _server(_history(5))
     await fetch_diff(fake_client(ok), 1, 5)
     assert "sk-key-" not in caplog.text and fingerprint("sk-key-0005-secret") not in caplog.text
+
+
+async def test_user_names_stop_once_everyone_is_found_and_an_api_failure_names_nobody():
+    import httpx
+
+    from bot.services.controls import user_names
+    from tests.api_fakes import RecordingTransport, fake_client, json_response, org_user_payload
+
+    page = {
+        "users": [
+            org_user_payload(id="usr_1", email="a@example.com", firstName="Ada", lastName="Lovelace"),
+            org_user_payload(id="usr_2", email="b@example.com", firstName=None, lastName=None),
+        ],
+        "pagination": {"hasMore": True, "nextCursor": "c2"},
+    }
+    transport = RecordingTransport(responses=[json_response(page)])
+    async with fake_client(transport) as client:
+        assert await user_names(client, {"usr_1", "usr_2"}) == {"usr_1": "Ada Lovelace", "usr_2": "b@example.com"}
+    assert len(transport.requests) == 1  # both found on the first page: no second page asked
+    failing = RecordingTransport(responses=[httpx.Response(500, json={"error": "boom"})] * 5)
+    async with fake_client(failing) as client:
+        assert await user_names(client, {"usr_1"}) == {}
