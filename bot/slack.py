@@ -81,6 +81,9 @@ TRANSIENT_ERRORS: Final = frozenset(
 )
 """Error codes where the same call may succeed later; every other code is permanent."""
 DONE_REACTION_ERRORS: Final = frozenset({"already_reacted", "no_reaction"})
+ANSWER_ERRORS: Final = frozenset({*DONE_REACTION_ERRORS, "users_not_found"})
+"""Error codes that answer the question rather than report a fault (a reaction already there, nobody
+with that e-mail): returned as failures like the others, but logged at DEBUG, not WARNING."""
 
 Sleep = Callable[[float], Awaitable[Any]]
 Payload = Mapping[str, Any]
@@ -256,7 +259,8 @@ class SlackGateway:
         failure = failure_of(method, exc)
         metrics.slack_api_error(method, failure.error)
         detail = type(exc).__name__ if failure.error == "connection_failed" else failure.error
-        logger.warning("Slack %s failed: %s%s", method, detail, "" if failure.permanent else " (transient)")
+        level = logging.DEBUG if failure.error in ANSWER_ERRORS else logging.WARNING
+        logger.log(level, "Slack %s failed: %s%s", method, detail, "" if failure.permanent else " (transient)")
         return failure
 
     # ------------------------------------------------------------------ messages

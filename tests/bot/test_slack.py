@@ -138,6 +138,20 @@ async def test_a_failure_is_logged_once_with_method_and_code(slack, gateway, cap
     assert [r.getMessage() for r in caplog.records if r.name == "bot.slack"] == ["Slack chat.postMessage failed: channel_not_found"]
 
 
+async def test_an_answer_that_is_not_a_fault_is_not_a_warning(slack, gateway, caplog) -> None:
+    with caplog.at_level(logging.DEBUG, logger="bot.slack"):
+        nobody = await gateway.user_by_email("nobody@nowhere.example")
+        posted = await gateway.post("C0ENG", TEXT)
+        assert isinstance(posted, Posted)
+        assert await gateway.react("C0ENG", posted.ts, "eyes") == await gateway.react("C0ENG", posted.ts, "eyes")
+    assert nobody is None
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "bot.slack"]
+    assert logged == [
+        (logging.DEBUG, "Slack users.lookupByEmail failed: users_not_found"),
+        (logging.DEBUG, "Slack reactions.add failed: already_reacted"),
+    ]
+
+
 class CountingInterval(RetryIntervalCalculator):
     """No wait between connection retries (the SDK's backoff sleeps for real); counts the retries."""
 
