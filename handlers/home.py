@@ -38,7 +38,7 @@ HOME_TAB: Final = "home"
 
 
 def home_service(services: Services) -> HomeService:
-    """The :class:`HomeService` over the bot's services (built once, by :func:`register`)."""
+    """The :class:`HomeService` over the bot's services (a light object: built for each event)."""
     return HomeService(
         agent=services.agent,
         store=services.store,
@@ -60,8 +60,7 @@ async def publish(home: HomeService, services: Services, user: ResolvedUser, *, 
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:
-    """Listen to ``app_home_opened``."""
-    home = home_service(services)
+    """Listen to ``app_home_opened`` (nothing of ``services`` is read before an event comes)."""
 
     @reported
     async def on_home_opened(ack: Any, event: dict[str, Any], context: dict[str, Any]) -> None:
@@ -69,6 +68,6 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         user: ResolvedUser | None = context.get("agent_user")
         if user is None or event.get("tab") != HOME_TAB:
             return  # the Messages tab, or an event the role check did not pass on as someone's
-        await publish(home, services, user, hash=(event.get("view") or {}).get("hash") or None)
+        await publish(home_service(services), services, user, hash=(event.get("view") or {}).get("hash") or None)
 
     app.event(EVENT)(on_home_opened)
