@@ -415,6 +415,23 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
 
 
+def home_step(stack: Stack, out: TextIO) -> None:
+    """bob opens the bot's Home tab (``app_home_opened``); print the view the bot published for him."""
+    bob = PEOPLE["bob"]
+    before = stack.slack.recorder.home(bob)
+    out.write("\n\u2500\u2500 bob opens the bot's Home tab\n")
+    stack.client.send_app_home_opened(bob)
+    try:
+        home = stack.slack.recorder.wait_for(
+            lambda: [h for h in [stack.slack.recorder.home(bob)] if h is not None and h != before], timeout=15.0, what="bob's Home tab"
+        )[0]
+    except AssertionError:
+        out.write("(no Home tab published within 15 s)\n")
+        return
+    out.write(render_text({"text": "", "blocks": home.view.get("blocks") or []}, users=None) + "\n")
+    out.flush()
+
+
 SOCKET_TOUR: Sequence[tuple[str, str]] = (("bob", "help usage"), ("bob", "usage 7d"))
 """Sent over Socket Mode to a separate ``agent-bot socket`` process by :func:`socket_step`."""
 
@@ -508,6 +525,7 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
         out.write(f"\n(the session tour stopped: {exc})\n")
     _digest_step(stack, out, chart_dir)
     _limits_step(stack, out)
+    home_step(stack, out)
     socket_step(stack, out)
 
 

@@ -72,6 +72,7 @@ DEFAULT_MINIMUM = Role.member
 #: Minimum role of each sub-command and action. Overridable with ``policy:`` in the roles file.
 DEFAULT_POLICY: dict[str, Role] = {
     "help": Role.guest,
+    "app_home": Role.guest,  # the App Home tab: each section asks the policy about its own key
     "usage": Role.manager,  # the organization's analytics, and anyone's usage
     "usage me": Role.member,  # one's own usage (also `usage user <yourself>`)
     "usage user": Role.member,  # another person's needs the `usage` key: checked through the policy
@@ -104,6 +105,7 @@ DEFAULT_POLICY: dict[str, Role] = {
 
 ACTION_WORDS: Final[Mapping[str, str]] = {
     "help": "read the help (`/agent help`)",
+    "app_home": "open the bot's Home tab",
     "usage": "see the organization's usage, or another person's (`/agent usage`)",
     "usage me": "see your own usage (`/agent usage me`)",
     "usage user": "see a person's usage (`/agent usage user`)",

@@ -355,6 +355,21 @@ class SlackGateway:
         answer = await self.call("views.open", trigger_id=trigger_id, view=dict(view))
         return answer if isinstance(answer, SlackFailure) else DONE
 
+    async def publish_home(self, user_id: str, view: Mapping[str, Any], *, hash: str | None = None) -> str | SlackFailure:
+        """``views.publish``: make ``view`` (``{"type": "home", "blocks": [...]}``, at most 100 blocks)
+        the Home tab of ``user_id`` (Slack doc https://docs.slack.dev/reference/methods/views.publish).
+
+        ``hash``, the one of the view last published, makes Slack refuse a stale update with
+        ``hash_conflict``. Returns the new view's ``hash`` ("" when Slack gives none), or a
+        :class:`SlackFailure` (``user_not_found``, ``invalid_arguments``, ``hash_conflict``...)."""
+        arguments: dict[str, Any] = {"user_id": user_id, "view": dict(view)}
+        if hash:
+            arguments["hash"] = hash
+        answer = await self.call("views.publish", **arguments)
+        if isinstance(answer, SlackFailure):
+            return answer
+        return str((answer.get("view") or {}).get("hash") or "")
+
     # ------------------------------------------------------------------ look-ups
 
     async def auth_test(self) -> AuthTest | SlackFailure:

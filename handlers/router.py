@@ -27,6 +27,7 @@ from bot.api import errors as api_errors
 from bot.commands import CommandSyntaxError, ParsedCommand, SubCommand, parse, split_words, unescape_slack
 from bot.errors import reported
 from bot.roles import ResolvedUser, Role
+from bot.slack import SlackFailure
 from bot.user_errors import UserInputError, describe_api_error
 from formatters.blocks import Payload
 from formatters.help import did_you_mean, help_message, sub_command_help
@@ -109,12 +110,33 @@ class ActionRequest:
         )
 
     async def reply(self, payload: Payload) -> None:
-        """An ephemeral reply to whoever clicked; the clicked message stays as it is."""
+        """An ephemeral reply to whoever clicked; the clicked message stays as it is. A click in a
+        view (the App Home tab, :attr:`in_view`) comes with no ``response_url`` (Slack doc
+        "block_actions payload"): the answer goes to the clicker's DM with the bot instead (:meth:`direct`)."""
+        if self.in_view:
+            await self.direct(payload)
+            return
         await self.respond(text=payload["text"], blocks=payload["blocks"], response_type="ephemeral", replace_original=False)
 
     async def replace(self, payload: Payload) -> None:
-        """Replace the clicked message (an ephemeral one, such as a menu only the asker sees)."""
+        """Replace the clicked message (an ephemeral one, such as a menu only the asker sees); for a
+        click in a view, which has no message to replace, the answer goes to the clicker's DM."""
+        if self.in_view:
+            await self.direct(payload)
+            return
         await self.respond(text=payload["text"], blocks=payload["blocks"], replace_original=True)
+
+    @property
+    def in_view(self) -> bool:
+        """Whether the click came from a view (the App Home tab: ``container.type`` ``view``), which
+        brings no ``response_url``, channel nor message."""
+        return (self.body.get("container") or {}).get("type") == "view" and not self.body.get("response_url")
+
+    async def direct(self, payload: Payload) -> None:
+        """``payload`` in the DM between the bot and whoever clicked; a failure is logged."""
+        posted = await self.services.slack.post(self.user.user_id, payload)
+        if isinstance(posted, SlackFailure):
+            logger.warning("could not answer %s's click on %s: %s", self.user.user_id, self.action_id, posted.error)
 
 
 ActionHandler = Callable[[ActionRequest], Awaitable[None]]

@@ -24,6 +24,9 @@ Slack docs followed:
   https://docs.slack.dev/reference/events/tokens_revoked (``event_callback`` envelopes) and
   https://docs.slack.dev/reference/events/app_rate_limited (a top-level ``app_rate_limited``
   payload with ``minute_rate_limited``, no ``event``);
+- the Home tab: https://docs.slack.dev/reference/events/app_home_opened (``app_home_opened``, with
+  the ``view`` last published) and clicks in it (``block_actions`` with ``container.type: view``,
+  no ``channel``, ``message`` nor ``response_url``): :meth:`_ClientSide.send_home_action`;
 - Slack Connect files: https://docs.slack.dev/reference/events/message/file_share ("Slack Connect
   files": the event carries ``{"id", "mode": "file_access", "file_access": "check_file_info"}`` and
   the app calls ``files.info`` for the rest).
@@ -66,6 +69,7 @@ from urllib.parse import urlencode
 import httpx
 from slack_sdk.signature import SignatureVerifier
 
+from .directory import dm_channel_id
 from .recorder import Message
 from .response_urls import ResponseUrlOrigin
 
@@ -255,6 +259,51 @@ class _ClientSide(Generic[R]):
         request = SlackRequest("block_actions", body, FORM, payload, response_url_id, response_url)
         return self.send(request, **delivery)
 
+    def send_home_action(
+        self,
+        action_id: str,
+        value: str | None = None,
+        *,
+        user_id: str,
+        view: dict[str, Any] | None = None,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """A click on button ``action_id`` in the Home tab of ``user_id`` (``view`` defaults to the one
+        last published for them; ``value`` to the button's). As Slack sends it (Slack doc
+        "block_actions payload", from a surface that is a view): ``container`` ``{"type": "view",
+        "view_id"}`` and the ``view``, and no ``channel``, ``message`` nor ``response_url``."""
+        if view is None:
+            home = self.emulator.recorder.home(user_id)
+            view = {**home.view, "id": home.view_id, "hash": home.hash} if home else {"type": "home", "blocks": []}
+        found_block_id, element = _find_element(view.get("blocks") or [], action_id)
+        value = value if value is not None else element.get("value")
+        action: dict[str, Any] = {
+            "action_id": action_id,
+            "block_id": found_block_id or "actions",
+            "type": element.get("type", "button"),
+            "action_ts": f"{time.time():.6f}",
+            "text": element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True},
+        }
+        if value is not None:
+            action["value"] = value
+        team = self.emulator.directory.team
+        user_name = self._user_name(user_id)
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team.id},
+            "api_app_id": self.emulator.directory.bot.app_id,
+            "token": self.emulator.verification_token,
+            "container": {"type": "view", "view_id": view.get("id", "")},
+            "trigger_id": self._trigger_id(),
+            "team": {"id": team.id, "domain": team.domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "view": {**view, "team_id": team.id, "state": {"values": {}}, "app_id": self.emulator.directory.bot.app_id},
+            "actions": [action],
+        }
+        body = urlencode({"payload": json.dumps(payload)})
+        return self.send(SlackRequest("block_actions", body, FORM, payload), **delivery)
+
     def send_view_submission(
         self,
         view: dict[str, Any],
@@ -346,6 +395,22 @@ class _ClientSide(Generic[R]):
         """Whether Slack sends ``event`` to the app: not when it happened in a known channel the bot is not in."""
         channel = self.emulator.directory.channel(str(event.get("channel") or ""))
         return channel is None or self.emulator.directory.is_member(channel)
+
+    def send_app_home_opened(self, user_id: str, *, tab: str = "home", **delivery: Unpack[DeliveryOptions]) -> R:
+        """The ``app_home_opened`` event: ``user_id`` opened the app's ``tab`` (``home`` or
+        ``messages``); ``view`` is their Home tab as last published, when there is one (Slack doc
+        https://docs.slack.dev/reference/events/app_home_opened)."""
+        event: dict[str, Any] = {
+            "type": "app_home_opened",
+            "user": user_id,
+            "channel": dm_channel_id(user_id),
+            "tab": tab,
+            "event_ts": f"{time.time():.6f}",
+        }
+        home = self.emulator.recorder.home(user_id)
+        if tab == "home" and home is not None:
+            event["view"] = {**home.view, "id": home.view_id, "hash": home.hash}
+        return self.send_event(event, **delivery)
 
     def send_app_uninstalled(self, **delivery: Unpack[DeliveryOptions]) -> R:
         """The ``app_uninstalled`` event: the app was removed from the workspace; its tokens no longer work."""

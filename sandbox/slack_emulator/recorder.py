@@ -173,11 +173,14 @@ class UploadedFile:
 
 @dataclass(frozen=True)
 class PublishedView:
-    """A ``views.publish`` call: the App Home ``view`` of ``user_id``."""
+    """A ``views.publish`` call: the App Home ``view`` of ``user_id``; ``view_id`` stays the same for
+    one user, ``hash`` and ``version`` (1, 2, ...) change with each publish."""
 
     user_id: str
     view_id: str
     view: dict[str, Any]
+    hash: str = ""
+    version: int = 1
 
 
 @dataclass(frozen=True)
@@ -276,6 +279,12 @@ class Recorder:
     def views(self, user_id: str | None = None) -> list[PublishedView]:
         with self._changed:
             return [v for v in self._store.views if user_id in (None, v.user_id)]
+
+    def home(self, user_id: str) -> PublishedView | None:
+        """The Home tab ``user_id`` sees now (the last ``views.publish`` for them), or None."""
+        with self._changed:
+            found = [v for v in self._store.views if v.user_id == user_id]
+            return found[-1] if found else None
 
     def reactions(self, channel: str, ts: str) -> dict[str, list[str]]:
         """The reactions on a message now: ``name -> [user ids]`` (empty names dropped)."""

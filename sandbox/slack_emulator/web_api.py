@@ -38,6 +38,9 @@ choice (``internal_error``, or HTTP 429 ``ratelimited`` with ``Retry-After``) wi
 seconds"); one it never issued (a test's own string) is taken as fresh. The view must be a modal
 (``type: modal``, ``title`` of at most 24 characters, at most 100 blocks); it answers the view
 with a new ``id`` (``V...``) and records a :class:`.recorder.ModalView`.
+``views.publish`` keeps one Home tab per user (:meth:`WebApi.views_publish`: a stable ``id``, a new
+``hash`` each time, ``hash_conflict`` for a stale one); the client side sends ``app_home_opened``
+and clicks in it (:mod:`.client_side`).
 ``views.update`` takes ``view_id`` (or ``external_id``) of an opened modal and a ``view``; an
 unknown id answers ``not_found``, a ``hash`` other than the current one ``hash_conflict``.
 
@@ -262,6 +265,7 @@ class WebApi:
         self._clock = clock
         self._triggers: dict[str, float] = {}
         self._triggers_lock = threading.Lock()
+        self._homes_lock = threading.Lock()
         self._ids = itertools.count(1)
         self.scopes: tuple[str, ...] = GRANTED_SCOPES
         self._methods: dict[str, Handler] = {
@@ -762,17 +766,29 @@ class WebApi:
         return self.socket_mode.connections_open(str(request.base_url).rstrip("/"))
 
     def views_publish(self, args: Args, request: Request) -> dict[str, Any]:
+        """The Home tab of ``user_id``, as Slack keeps it: one view per user, whose ``id`` stays and
+        whose ``hash`` changes with every publish; a ``hash`` other than the current one answers
+        ``hash_conflict`` (a stale update), a view whose ``type`` is not ``home`` ``invalid_arguments``
+        (Slack docs ``views.publish``, "Home tab")."""
         user_id = args.required("user_id")
         view = args.json("view")
         if not isinstance(view, dict):
             raise _invalid_arguments("[ERROR] missing required field: view")
         if self.directory.user(user_id) is None:
             raise SlackApiError("user_not_found")
+        if view.get("type") != "home":
+            raise _invalid_arguments("[ERROR] view.type must be home [json-pointer:/view/type]")
         if errors := block_errors(view.get("blocks", []), max_blocks=MAX_VIEW_BLOCKS):
             raise _invalid_arguments(*errors)
-        view_id = f"V{next(self._ids):08d}"
-        self.recorder.add_view(PublishedView(user_id, view_id, view))
-        return {"view": {**view, "id": view_id, "team_id": self.directory.team.id, "hash": view_id}}
+        with self._homes_lock:
+            current = self.recorder.home(user_id)
+            if args.get("hash") and (current is None or args.get("hash") != current.hash):
+                raise SlackApiError("hash_conflict")
+            view_id = current.view_id if current is not None else f"V{next(self._ids):08d}"
+            version = current.version + 1 if current is not None else 1
+            published = PublishedView(user_id, view_id, view, hash=f"h{view_id}.{version}", version=version)
+            self.recorder.add_view(published)
+        return {"view": {**view, "id": view_id, "team_id": self.directory.team.id, "hash": published.hash, "state": {"values": {}}}}
 
     def _modal(self, args: Args) -> dict[str, Any]:
         view = args.json("view")

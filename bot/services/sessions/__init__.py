@@ -81,6 +81,8 @@ __all__ = [
     "session_posts",
 ]
 
+HOME_POLICY_KEY: Final = "app_home"
+"""The policy key of opening the App Home tab (:mod:`handlers.home`; guests too, by default)."""
 SET_USAGE: Final = "/agent session set <id> key=value ..."
 SETTABLE_MEMBERS: Final = (
     "model",
@@ -327,11 +329,14 @@ class Sessions:
     async def event_policy(self, body: Mapping[str, Any]) -> str | None:
         """The policy key of an Events API ``body`` for the role check: ``thread_reply`` for a
         message in a session's thread (:func:`bot.middleware.is_thread_message`), ``session start``
-        for a mention elsewhere, None otherwise (not for this bot: no role check, ignored).
+        for a mention elsewhere, ``app_home`` for the Home tab opened (``app_home_opened``, tab
+        ``home``: :mod:`handlers.home`), None otherwise (not for this bot: no role check, ignored).
 
         Whoever wrote it, a person, an app or nobody named: the role check decides about the author
         (an app's message passes only when ``sessions.allow_bots`` names it)."""
         event = body.get("event") or {}
+        if event.get("type") == "app_home_opened":
+            return HOME_POLICY_KEY if event.get("tab") == "home" else None
         thread_ts = event.get("thread_ts")
         in_session = is_thread_message(event) and thread_ts and await self.store.by_thread(event.get("channel", ""), thread_ts)
         if in_session:
