@@ -180,6 +180,6 @@ def unmuted(sub: AlertSubscription, held: Sequence[AlertEvent]) -> Payload:
     return message(blocks, f"{head} {len(held)} came while muted.")
 
 
-def test_posted(kind: str, channel_id: str) -> Payload:
+def sample_posted(kind: str, channel_id: str) -> Payload:
     """The reply to ``/agent alerts test``."""
     return _one(TEST_POSTED.format(kind=esc(kind), target=target(channel_id)))

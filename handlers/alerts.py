@@ -44,7 +44,7 @@ from bot.services.alerts import (
 )
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
-from formatters.alerts import controls_alert, muted, overflow_message, subscribed, subscription_list, test_posted, unmuted, unsubscribed
+from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
 from handlers.digest import SlackUnavailable
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -282,7 +282,7 @@ async def handle_test(request: CommandRequest) -> None:
     posted = await request.services.slack.post(channel, controls_alert(sample, test=True))
     if isinstance(posted, SlackFailure):
         raise UserInputError(TEST_FAILED.format(error=posted.error), TEST_FAILED_HINT)
-    await request.reply(test_posted(kind, channel))
+    await request.reply(sample_posted(kind, channel))
 
 
 def alert_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> AlertService:

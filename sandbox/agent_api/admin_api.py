@@ -110,7 +110,7 @@ async def set_clock(request: Request) -> JSONResponse:
 
 async def new_revision(request: Request) -> JSONResponse:
     sandbox = request.app.state.sandbox
-    body = await json_object(request)
+    body = await json_object(request) if await request.body() else {}
     changes = body.get("set", NEW_REVISION)
     author = body.get("author")
     if not isinstance(changes, dict) or not changes:
