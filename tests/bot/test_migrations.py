@@ -18,7 +18,7 @@ from bot.app import create_bot
 from bot.cli import main
 from bot.config import Settings
 from bot.store import Store
-from tests.conftest import postgres_url
+from tests.conftest import MADE_BY_MIGRATIONS, postgres_url
 
 T0 = dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.UTC)
 
@@ -272,10 +272,6 @@ def test_a_first_release_database_upgrades_to_head_with_every_row_intact(databas
     assert after == expected
     assert differences(store.engine) == []
     store.close()
-
-
-MADE_BY_MIGRATIONS = ("alert_subscriptions", "alert_state", "alert_events", "alert_overflows")
-"""Tables that came after migrations (0005 on): no start ever created them without Alembic."""
 
 
 def test_a_database_made_before_migrations_by_the_latest_code_is_adopted(database_url):
