@@ -49,6 +49,7 @@ from bot.services.sessions import Sessions
 from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
+from handlers import alerts as alert_handlers
 from handlers import digest as digest_handlers
 from handlers.digest import digest_service
 from handlers.router import Router
@@ -275,6 +276,7 @@ def create_bot(
     )
     limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
     digest = digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
+    alerts = alert_handlers.alert_service(agent=agent, store=store, slack=slack, now=now)
     hook_receiver = HookReceiver(
         store=store,
         sessions=sessions,
@@ -299,6 +301,7 @@ def create_bot(
         ),
         PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, lifecycle.gate(EXPIRY_JOB, limits.tick)),
         PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, lifecycle.gate(digest_handlers.JOB_NAME, digest.tick)),
+        PeriodicJob(alert_handlers.JOB_NAME, settings.alert_controls_seconds, lifecycle.gate(alert_handlers.JOB_NAME, alerts.tick)),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
         PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
     ]
@@ -314,6 +317,7 @@ def create_bot(
         sessions=sessions,
         limits=limits,
         digest=digest,
+        alerts=alerts,
         hooks=hook_receiver,
         today=today,
         now=now,

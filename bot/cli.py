@@ -5,6 +5,7 @@
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
     agent-bot demo [--interactive [--no-tour]] [--hostile]   sandbox + Slack emulator + bot in one process, a tour
     agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
+    agent-bot alerts tick [--now ISO]      one pass of every alert kind (detect, post), then exit
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
     agent-bot hook print-config [--events Notification,Stop,SessionEnd]   the client's hooks settings
     agent-bot doctor [--mode http|socket] [--manifest PATH]   checks the settings, one line each (bot/doctor.py)
@@ -207,6 +208,48 @@ def _digest_tick(args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def _alerts_tick(args: argparse.Namespace) -> int:
+    """``agent-bot alerts tick [--now ISO]``: one detection and delivery pass of every alert kind
+    (:meth:`bot.services.alerts.AlertService.tick`), then exit; 1 when the Agent API failed."""
+    import datetime as dt
+
+    from bot.api import AgentAPIError, AgentClient
+    from bot.app import ConfigurationError, create_bot, utc_now
+
+    settings = Settings()
+    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
+    missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
+    if missing:
+        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
+    if args.now:
+        fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
+        now = lambda: fixed  # noqa: E731
+    else:
+        now = utc_now
+
+    async def run() -> int:
+        agent = AgentClient(
+            base_url=settings.required("agent_api_url"),
+            app_url=settings.agent_app_url,
+            api_key=settings.required("agent_api_key"),
+            today=lambda: now().date(),
+        )
+        bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+        try:
+            report = await bot.services.alerts.tick()
+        except AgentAPIError as exc:
+            print(f"agent-bot: alerts tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
+            return 1
+        finally:
+            await agent.aclose()
+            bot.services.store.close()
+        print(f"alerts tick: {report.describe()}", flush=True)
+        return 0
+
+    return asyncio.run(run())
+
+
 def _read_stdin(limit: int, timeout: float) -> str:
     """At most ``limit`` characters of standard input, waiting at most ``timeout`` seconds for it."""
     import threading
@@ -320,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     tick = digest_commands.add_parser("tick", help="one pass of the digest scheduler (post what is due and landed), then exit")
     tick.add_argument("--now", help="act as if it were this UTC time (ISO 8601; replays and tests), default: now")
     tick.set_defaults(run=_digest_tick)
+
+    alerts = commands.add_parser("alerts", help="alerts (changes the bot speaks about)")
+    alert_commands = alerts.add_subparsers(dest="alerts_command", required=True, metavar="ACTION")
+    alerts_tick = alert_commands.add_parser("tick", help="one pass of every alert kind (detect, post), then exit")
+    alerts_tick.add_argument("--now", help="act as if it were this UTC time (ISO 8601; replays and tests), default: now")
+    alerts_tick.set_defaults(run=_alerts_tick)
 
     hook = commands.add_parser("hook", help="run by the agent's client as a hook: relay the event on stdin to the bot")
     hook.add_argument(

@@ -25,6 +25,8 @@ AGENT_BOT_LOG_FORMAT       ``text`` or ``json`` (one JSON object a line;        
 AGENT_BOT_METRICS_PORT     Socket Mode: port of the ``GET /metrics`` listener     none
                            (``serve`` has it on its own port; :mod:`bot.metrics`)
 AGENT_BOT_DIGEST_CHECK_SECONDS  how often the scheduler looks for due digests     ``300``
+AGENT_BOT_ALERT_CONTROLS_SECONDS  how often enterprise controls are checked for   ``300``
+                           a new revision (``controls`` alerts)
 AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
 AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events; for a      none
                            single-user setup only (it speaks for anyone; see
@@ -85,6 +87,9 @@ class Settings(BaseSettings):
     metrics_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=AliasChoices("AGENT_BOT_METRICS_PORT", "metrics_port"))
     digest_check_seconds: float = Field(
         default=300.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_DIGEST_CHECK_SECONDS", "digest_check_seconds")
+    )
+    alert_controls_seconds: float = Field(
+        default=300.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_ALERT_CONTROLS_SECONDS", "alert_controls_seconds")
     )
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")

@@ -4,7 +4,7 @@ factory (:func:`bot.app.create_bot`), never changed by a handler's ``register()`
 Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database); ``slack`` (the one
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
 and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
-``limits`` and ``digest``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
+``limits``, ``digest`` and ``alerts``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
 the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime), injectable for tests and the
 demo; and ``jobs``, the periodic jobs the scheduler ticks
 (:mod:`bot.scheduler`). Code that depends on time reads these clocks, never the wall clock.
@@ -27,6 +27,7 @@ from bot.slack import SlackGateway
 from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.services.alerts import AlertService
     from bot.services.digest import DigestService
     from bot.services.hooks import HookReceiver
     from bot.services.limits import LimitsWorkflow
@@ -58,6 +59,7 @@ class Services:
     sessions: Sessions
     limits: LimitsWorkflow
     digest: DigestService
+    alerts: AlertService
     hooks: HookReceiver
     today: Callable[[], dt.date] = utc_today
     now: Callable[[], dt.datetime] = utc_now

@@ -271,6 +271,43 @@ def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": None}).raise_for_status()
 
 
+def tick_alerts(stack: Stack, now: Any = None) -> Any:
+    """One alerts tick as a separate ``agent-bot alerts tick`` process would run it (its own Agent
+    API client, Slack client and Store, on this thread's own event loop); returns its TickReport."""
+    from bot.slack import SlackGateway, web_client
+    from bot.store import Store
+    from handlers.alerts import alert_service
+
+    clock = now or stack.bot.services.now
+    settings = stack.bot.services.settings
+
+    async def run() -> Any:
+        agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.required("agent_api_key"), today=lambda: clock().date())
+        store = Store(settings.database_url)
+        slack = SlackGateway(web_client(stack.slack.bot_token, stack.slack.api_url))
+        try:
+            return await alert_service(agent=agent, store=store, slack=slack, now=clock).tick()
+        finally:
+            await agent.aclose()
+            store.close()
+
+    return asyncio.run(run())
+
+
+def _alerts_step(stack: Stack, out: TextIO) -> None:
+    """Alerts in the tour: #engineering subscribes to controls, a revision happens, one alert, once."""
+    out.write("\n\u2500\u2500 Alerts: #engineering hears about enterprise-control changes\n")
+    _print_reply(out, "bob", "alerts subscribe controls", stack.command("alerts subscribe controls", user=PEOPLE["bob"]), stack)
+    made = httpx.post(f"{stack.sandbox.url}/_sandbox/controls").raise_for_status().json()
+    out.write(f"(someone changes the enterprise controls in the platform: revision {made['revision']})\n")
+    out.write(f"alerts tick: {tick_alerts(stack).describe()}\n")
+    for message in stack.slack.recorder.messages(DEMO_CHANNEL):
+        if (message.metadata or {}).get("event_type") == "agent_alert":
+            out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
+            out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+    out.write(f"alerts tick again: {tick_alerts(stack).describe()} (exactly once)\n")
+
+
 def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -> None:
     out.write(f"\n\u2500\u2500 {who}: /agent {text}\n")
     if not reply.payloads:
@@ -516,7 +553,7 @@ def run_demo(
 
 
 def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
-    """Every command of :data:`TOUR`, the sessions, the digest, the credit-limit approval and Socket Mode."""
+    """Every command of :data:`TOUR`, the sessions, the digest, alerts, the credit-limit approval and Socket Mode."""
     for who, text in TOUR:
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
     try:
@@ -524,6 +561,7 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     except WaitTimeout as exc:  # a demo step that did not happen is reported, not a traceback
         out.write(f"\n(the session tour stopped: {exc})\n")
     _digest_step(stack, out, chart_dir)
+    _alerts_step(stack, out)
     _limits_step(stack, out)
     home_step(stack, out)
     socket_step(stack, out)

@@ -88,6 +88,8 @@ DEFAULT_POLICY: dict[str, Role] = {
     "hook token": Role.member,  # a person's own agent hook token, by DM
     "hook revoke": Role.member,
     "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
+    "alerts": Role.member,  # the /agent alerts sub-commands; each kind has its own key below
+    "alerts.controls": Role.manager,  # enterprise-control changes
     # credit limits (handlers/limits.py); approvals.approver_role sets the approvers' keys
     "limits": Role.member,  # reading; a member sees only their own (below limits.read_all)
     "limits.read_all": Role.manager,
@@ -135,6 +137,8 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "hook token": "get an agent hook token (`/agent hook token`)",
     "hook revoke": "revoke your agent hook token (`/agent hook revoke`)",
     "digest": "manage the daily digests of a channel (`/agent digest`)",
+    "alerts": "manage the alerts of a channel (`/agent alerts`)",
+    "alerts.controls": "subscribe to alerts on enterprise-control changes",
     "limits": "see credit limits (`/agent limits`)",
     "limits.read_all": "see everyone's credit limits",
     "limits set": "set credit limits (`/agent limits set`)",

@@ -53,6 +53,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 
 TABLE_MODULES = (
     "bot.store",
+    "bot.services.alerts",
     "bot.services.digest",
     "bot.services.hook_tokens",
     "bot.services.limits.store",

@@ -11,6 +11,10 @@
 * ``GET /_sandbox/batch`` -> 200 ``{"now", "lands_at", "last_landed_day"}`` (the daily batch)
 * ``POST /_sandbox/batch`` with ``{"lands_at": "HH:MM"}`` (UTC; ``null``: no batch) -> 200 the batch state
 * ``POST /_sandbox/land`` -> 200 ``{"landed": "YYYY-MM-DD", ...}``: the daily batch lands yesterday now
+* ``POST /_sandbox/controls`` with ``{"set": {"dotted.path": value, ...}, "author": "<e-mail>"}`` (both
+  optional; default: :data:`~sandbox.agent_api.controls.NEW_REVISION` by the first owner) -> 200 the new
+  enterprise-control revision ``{revision, settings, user, updatedAt}``, newest in the history from now
+  on; 400 for a ``set`` that is not an object, an unknown author, or a path through a non-object
 * ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
   to the wall clock) -> 200 the batch state; 400 for an unreadable time
 """
@@ -23,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from .controls import NEW_REVISION
 from .errors import bad_request
 from .params import json_object
 
@@ -103,6 +108,24 @@ async def set_clock(request: Request) -> JSONResponse:
     return JSONResponse(_batch(sandbox))
 
 
+async def new_revision(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    body = await json_object(request) if await request.body() else {}
+    changes = body.get("set", NEW_REVISION)
+    author = body.get("author")
+    if not isinstance(changes, dict) or not changes:
+        raise bad_request("set must be a non-empty object of dotted setting paths to values")
+    if author is not None and not isinstance(author, str):
+        raise bad_request("author must be an e-mail")
+    try:
+        revision = sandbox.add_revision(changes, author)
+    except LookupError:
+        raise bad_request(f"no organization user has the e-mail {author!r}") from None
+    except ValueError as exc:
+        raise bad_request(f"cannot set {exc}") from None
+    return JSONResponse(revision)
+
+
 routes = [
     Route(f"{PREFIX}/health", health, methods=["GET"]),
     Route(f"{PREFIX}/faults", get_faults, methods=["GET"]),
@@ -112,4 +135,5 @@ routes = [
     Route(f"{PREFIX}/batch", set_batch, methods=["POST"]),
     Route(f"{PREFIX}/land", land, methods=["POST"]),
     Route(f"{PREFIX}/clock", set_clock, methods=["POST"]),
+    Route(f"{PREFIX}/controls", new_revision, methods=["POST"]),
 ]

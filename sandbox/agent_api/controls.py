@@ -209,3 +209,30 @@ def generate_history(seed: int, people: list[Person], today: dt.date) -> list[di
         )
         moment -= dt.timedelta(days=rng.randint(5, 10), minutes=rng.randint(-300, 300))
     return changes
+
+
+NEW_REVISION = {"modelPolicy.blockedModelIds": ["glm-4-6", "gpt-4o-mini"], "sandbox.mode": "read-only"}
+"""The change ``POST /_sandbox/controls`` makes when it is given none: a model blocked and the
+sandbox mode tightened (both touch security)."""
+
+
+def next_revision(history: list[dict], changes: dict, author: Person, moment: dt.datetime) -> dict:
+    """A new revision after the newest of ``history`` (newest first): its settings with each
+    ``"dotted.path": value`` of ``changes`` set (missing objects on the way are created), by ``author``
+    at ``moment``. Raises ``ValueError`` when a path goes through a value that is not an object."""
+    latest = history[0] if history else {"revision": 0, "settings": initial_settings()}
+    settings = copy.deepcopy(latest["settings"])
+    for dotted, value in changes.items():
+        *parents, leaf = str(dotted).split(".")
+        target = settings
+        for part in parents:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                raise ValueError(f"{dotted}: {part} is not an object")
+        target[leaf] = copy.deepcopy(value)
+    return {
+        "revision": latest["revision"] + 1,
+        "settings": settings,
+        "user": {"id": author.id, "email": author.email, "name": author.name},
+        "updatedAt": iso(moment),
+    }

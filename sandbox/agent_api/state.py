@@ -19,7 +19,7 @@ from collections.abc import Coroutine
 from . import hostile
 from .computers import Fleet
 from .config import SandboxConfig
-from .controls import generate_history
+from .controls import generate_history, next_revision
 from .faults import Faults
 from .people import Person, generate_people
 from .reports import generate_reports
@@ -53,6 +53,7 @@ class SandboxState:
         self._dated: dict[tuple[str, dt.date], list[dict]] = {}
         self._tasks: set[asyncio.Task] = set()
         self.landed_early: set[dt.date] = set()
+        self.added_revisions: list[dict] = []  # POST /_sandbox/controls, oldest first
 
     def today(self) -> dt.date:
         return self.config.current_date()
@@ -88,11 +89,29 @@ class SandboxState:
         return self._for_today("reports", build)
 
     def history(self) -> list[dict]:
-        """Enterprise-control changes, newest first."""
+        """Enterprise-control changes, newest first: the revisions ``POST /_sandbox/controls`` added,
+        then the generated ones."""
         build = lambda today: generate_history(self.config.seed, self.people, today)  # noqa: E731
         if self.config.hostile:
-            return self._for_today("history", lambda today: hostile.history(build(today)))
-        return self._for_today("history", build)
+            generated = self._for_today("history", lambda today: hostile.history(build(today)))
+        else:
+            generated = self._for_today("history", build)
+        return [*reversed(self.added_revisions), *generated]
+
+    def add_revision(self, changes: dict, author_email: str | None = None) -> dict:
+        """Make a new enterprise-control revision now (:func:`~sandbox.agent_api.controls.next_revision`)
+        by the person with ``author_email`` (default: the first owner); returns it. Raises
+        ``LookupError`` for an unknown author, ``ValueError`` for a path that cannot be set."""
+        if author_email is None:
+            author = next((p for p in self.people if p.role == "owner"), self.people[0])
+        else:
+            found = self.person_by_email(author_email)
+            if found is None:
+                raise LookupError(author_email)
+            author = found
+        revision = next_revision(self.history(), changes, author, self.config.current_time())
+        self.added_revisions.append(revision)
+        return revision
 
     def _for_today(self, kind: str, build) -> list[dict]:
         today = self.today()

@@ -1,0 +1,309 @@
+"""``/agent alerts``: subscribe a channel (or yourself, in a DM) to alerts, list, mute, test.
+
+    /agent alerts subscribe <kind> [#channel]
+    /agent alerts unsubscribe <kind|id> [#channel]
+    /agent alerts list [#channel]
+    /agent alerts mute <kind|id> [#channel] for=<duration>
+    /agent alerts unmute <kind|id> [#channel]
+    /agent alerts test <kind> [#channel]
+
+Kinds: ``controls`` (:mod:`bot.services.alerts`); ``readiness``, ``computers`` and ``usage`` are
+refused with "not yet". The channel defaults to the one the command was typed in; in a DM it is the
+person's own DM with the bot. Before subscribing (or posting a test) the bot asks Slack whether it
+can post there, as ``/agent digest subscribe`` does: a private channel needs the bot invited, an
+archived one is refused. Policy: the sub-commands need the ``alerts`` key (member); each kind's key
+(:data:`bot.services.alerts.POLICY_KEYS`, ``alerts.controls``: manager) is checked through the
+policy once the kind is known (an id names it only after a database look-up), as ``usage user`` does.
+Bad input ends in an error naming the argument and the accepted forms; nothing is saved.
+
+:func:`alert_service` builds the service the app's periodic job ticks (``AGENT_BOT_ALERT_CONTROLS_SECONDS``),
+``agent-bot alerts tick`` runs once, and the demo uses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.api import AgentClient
+from bot.commands import SubCommand, in_code
+from bot.services.alerts import (
+    KINDS,
+    LATER_KINDS,
+    POLICY_KEYS,
+    AlertService,
+    AlertSubscription,
+    NotYetError,
+    UnknownKindError,
+    check_kind,
+    parse_duration,
+)
+from bot.slack import SlackFailure, SlackGateway
+from bot.store import Store
+from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
+from handlers.digest import SlackUnavailable
+from handlers.router import CommandRequest, Router, UserInputError
+
+if TYPE_CHECKING:
+    from bot.container import Services
+
+JOB_NAME = "alerts.controls"
+POLICY_KEY = "alerts"
+
+_KINDS_TEXT = "`controls` (enterprise-control changes)"
+SUBSCRIBE = SubCommand(
+    name="alerts subscribe",
+    summary="Alert a channel (or you, in a DM) when something changes: today, the enterprise controls.",
+    usage="/agent alerts subscribe <kind> [#channel]",
+    examples=("/agent alerts subscribe controls", "/agent alerts subscribe controls #platform"),
+    details=(
+        f"Kinds: {_KINDS_TEXT}; readiness, computers and usage are coming. A subscription starts from now: "
+        "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
+        "are collected in one message's thread."
+    ),
+    policy_key=POLICY_KEY,
+)
+UNSUBSCRIBE = SubCommand(
+    name="alerts unsubscribe",
+    summary="Stop alerts of a kind in a channel, or a subscription by its id.",
+    usage="/agent alerts unsubscribe <kind|id> [#channel]",
+    examples=("/agent alerts unsubscribe controls", "/agent alerts unsubscribe 3"),
+    policy_key=POLICY_KEY,
+)
+LIST = SubCommand(
+    name="alerts list",
+    summary="The alert subscriptions of a channel (or of your DMs), with their ids.",
+    usage="/agent alerts list [#channel]",
+    examples=("/agent alerts list", "/agent alerts list #platform"),
+    policy_key=POLICY_KEY,
+)
+MUTE = SubCommand(
+    name="alerts mute",
+    summary="Mute a subscription for a while: its alerts are recorded, not posted, and listed on unmute.",
+    usage="/agent alerts mute <kind|id> [#channel] for=<duration>",
+    examples=("/agent alerts mute controls for=2h", "/agent alerts mute 3 for=1d"),
+    details="Durations: a number and m, h, d or w (30m, 2h, 1d, 1w), at most 30 days.",
+    policy_key=POLICY_KEY,
+)
+UNMUTE = SubCommand(
+    name="alerts unmute",
+    summary="Unmute a subscription and list the alerts that came while it was muted.",
+    usage="/agent alerts unmute <kind|id> [#channel]",
+    examples=("/agent alerts unmute controls", "/agent alerts unmute 3"),
+    policy_key=POLICY_KEY,
+)
+TEST = SubCommand(
+    name="alerts test",
+    summary="Post a sample alert, marked as a test, into a channel (or your DMs).",
+    usage="/agent alerts test <kind> [#channel]",
+    examples=("/agent alerts test controls", "/agent alerts test controls #platform"),
+    policy_key=POLICY_KEY,
+)
+
+NO_KIND = "Which kind of alert? Name one: {kinds}."
+UNKNOWN_KIND = "`{text}` is not a kind of alert I know."
+KINDS_HINT = "Kinds: " + _KINDS_TEXT + ". Usage: `{usage}`"
+NOT_YET = "`{kind}` alerts are not available yet."
+NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; readiness, computers and usage alerts are coming."
+NO_FILTERS = "`{kind}` alerts take no filters; I don't know {names}."
+UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
+TOO_MANY = "I expected at most one channel after the {what}, got `{text}`."
+NOT_A_CHANNEL = "`{text}` is not a channel I can resolve."
+NOT_A_CHANNEL_HINT = "Pick the channel from Slack's #-autocomplete (so Slack sends its ID), or run the command in that channel."
+NO_SUBSCRIPTION_ID = "There is no alert subscription {id}."
+NO_SUBSCRIPTION = "{where} has no `{kind}` alert subscription."
+LIST_HINT = "`/agent alerts list [#channel]` shows the subscriptions and their ids."
+MUTE_FOR = "How long? `for=` is missing."
+MUTE_FOR_HINT = "Usage: `{usage}`; durations: 30m, 2h, 1d, 1w (at most 30 days)."
+NEEDS_ROLE = "`{kind}` alerts need the {role} role (policy key `{key}`)."
+NEEDS_ROLE_HINT = "Ask a {role} to subscribe the channel, or whoever runs the bot to change the policy."
+NOT_IN_CHANNEL = "I am not a member of the private channel <#{channel}>, so I cannot post alerts there."
+NOT_IN_CHANNEL_HINT = "Invite me with `/invite @agent` in that channel, then try again."
+CHANNEL_UNKNOWN = "I cannot see the channel `{channel}`."
+CHANNEL_UNKNOWN_HINT = "If it is private, invite me with `/invite @agent` there first; pick the channel from Slack's #-autocomplete."
+ARCHIVED = "<#{channel}> is archived; an archived channel cannot get alerts."
+ARCHIVED_HINT = "Choose another channel."
+TEST_FAILED = "Slack refused the test alert ({error})."
+TEST_FAILED_HINT = "Check that I can post in that channel, then try again."
+NO_DM = "I could not open a DM with you ({error})."
+
+_CHANNEL = re.compile(r"^#?([CG][A-Z0-9]{2,})$")
+
+
+def _kind(text: str | None, usage: str) -> str:
+    """The kind typed; raises :class:`UserInputError` for none, an unknown one, or one not there yet."""
+    if not text:
+        raise UserInputError(NO_KIND.format(kinds=", ".join(f"`{k}`" for k in KINDS)), KINDS_HINT.format(usage=usage))
+    try:
+        return check_kind(text)
+    except NotYetError as exc:
+        raise UserInputError(NOT_YET.format(kind=exc.kind), NOT_YET_HINT) from None
+    except UnknownKindError:
+        raise UserInputError(UNKNOWN_KIND.format(text=in_code(text)), KINDS_HINT.format(usage=usage)) from None
+
+
+def _no_options(request: CommandRequest, kind: str, usage: str, allowed: tuple[str, ...] = ()) -> None:
+    unknown = sorted(set(request.command.options) - set(allowed))
+    if unknown:
+        names = ", ".join(f"`{in_code(n)}=`" for n in unknown)
+        text = NO_FILTERS.format(kind=kind, names=names) if kind else UNKNOWN_OPTIONS.format(names=names)
+        raise UserInputError(text, f"Usage: `{usage}`")
+
+
+def _check_policy(request: CommandRequest, kind: str) -> None:
+    key = POLICY_KEYS[kind]
+    policy = request.services.policy
+    if not policy.allows(request.user, key):
+        role = policy.minimum(key).name
+        raise UserInputError(NEEDS_ROLE.format(kind=kind, role=role, key=key), NEEDS_ROLE_HINT.format(role=role))
+
+
+async def _where(request: CommandRequest, words: list[str], what: str) -> str:
+    """The channel named in ``words`` (one ``#channel`` at most), else the one typed in; in a DM,
+    the person's own DM with the bot (``conversations.open``)."""
+    if len(words) > 1:
+        raise UserInputError(TOO_MANY.format(what=what, text=in_code(" ".join(words))), LIST_HINT)
+    if words:
+        match = _CHANNEL.match(words[0])
+        if not match:
+            raise UserInputError(NOT_A_CHANNEL.format(text=in_code(words[0])), NOT_A_CHANNEL_HINT)
+        return match.group(1)
+    if request.channel_id.startswith("D"):
+        dm = await request.services.slack.open_dm(request.user.user_id)
+        if isinstance(dm, SlackFailure):
+            raise SlackUnavailable(NO_DM.format(error=dm.error))
+        return dm
+    return request.channel_id
+
+
+async def _check_can_post(request: CommandRequest, channel: str) -> None:
+    """Whether the bot can post into ``channel`` (``conversations.info``), as for digests: a public
+    channel works (``chat:write.public``), a private one needs the bot as a member, an archived one
+    never works; a DM with the bot always does. Raises :class:`UserInputError` or
+    :class:`handlers.digest.SlackUnavailable` (Slack could not answer)."""
+    if channel.startswith("D"):
+        return
+    info = await request.services.slack.channel_info(channel)
+    if isinstance(info, SlackFailure):
+        if info.error in ("channel_not_found", "not_in_channel", "missing_scope"):
+            raise UserInputError(CHANNEL_UNKNOWN.format(channel=channel), CHANNEL_UNKNOWN_HINT)
+        raise SlackUnavailable(str(info))
+    if info.is_archived:
+        raise UserInputError(ARCHIVED.format(channel=channel), ARCHIVED_HINT)
+    if info.is_private and not info.is_im and not info.is_member:
+        raise UserInputError(NOT_IN_CHANNEL.format(channel=channel), NOT_IN_CHANNEL_HINT)
+
+
+async def _subscription(request: CommandRequest, usage: str) -> AlertSubscription:
+    """The subscription ``<kind|id> [#channel]`` names; checks the kind's policy key."""
+    args = list(request.command.args)
+    if not args:
+        raise UserInputError(NO_KIND.format(kinds=", ".join(f"`{k}`" for k in KINDS)) + " Or a subscription id.", LIST_HINT)
+    repo = request.services.alerts.repo
+    if args[0].isascii() and args[0].isdigit() and len(args[0]) <= 9:
+        if len(args) > 1:
+            raise UserInputError(TOO_MANY.format(what="id", text=in_code(" ".join(args[1:]))), f"Usage: `{usage}`")
+        sub = await repo.get(int(args[0]))
+        if sub is None:
+            raise UserInputError(NO_SUBSCRIPTION_ID.format(id=args[0]), LIST_HINT)
+        _check_policy(request, sub.kind)
+        return sub
+    kind = _kind(args[0], usage)
+    _check_policy(request, kind)
+    channel = await _where(request, args[1:], "kind")
+    found = await repo.subscriptions(kind=kind, channel_id=channel)
+    if not found:
+        where = "Your DMs" if channel.startswith("D") else f"<#{channel}>"
+        raise UserInputError(NO_SUBSCRIPTION.format(where=where, kind=kind), LIST_HINT)
+    return found[0]
+
+
+async def handle_subscribe(request: CommandRequest) -> None:
+    args = list(request.command.args)
+    kind = _kind(args[0] if args else None, SUBSCRIBE.usage)
+    _no_options(request, kind, SUBSCRIBE.usage)
+    _check_policy(request, kind)
+    channel = await _where(request, args[1:], "kind")
+    await _check_can_post(request, channel)
+    sub, new = await request.services.alerts.subscribe(kind, channel, request.user.user_id)
+    await request.reply(subscribed(sub, new=new))
+
+
+async def handle_unsubscribe(request: CommandRequest) -> None:
+    _no_options(request, "", UNSUBSCRIBE.usage)
+    sub = await _subscription(request, UNSUBSCRIBE.usage)
+    existed = await request.services.alerts.repo.unsubscribe(sub.id)
+    await request.reply(unsubscribed(sub.kind, sub.channel_id, sub.id if existed else None))
+
+
+async def handle_list(request: CommandRequest) -> None:
+    _no_options(request, "", LIST.usage)
+    channel = await _where(request, list(request.command.args), "command")
+    repo = request.services.alerts.repo
+    subs = await repo.subscriptions(channel_id=channel)
+    counts = {sub.id: await repo.counts(sub.id) for sub in subs}
+    await request.reply(subscription_list(channel, subs, counts, request.services.now()))
+
+
+async def handle_mute(request: CommandRequest) -> None:
+    _no_options(request, "", MUTE.usage, allowed=("for",))
+    if "for" not in request.command.options:
+        raise UserInputError(MUTE_FOR, MUTE_FOR_HINT.format(usage=MUTE.usage))
+    try:
+        length = parse_duration(request.command.options["for"])
+    except ValueError as exc:
+        raise UserInputError(str(exc), MUTE_FOR_HINT.format(usage=MUTE.usage)) from None
+    sub = await _subscription(request, MUTE.usage)
+    until = request.services.now() + length
+    await request.services.alerts.repo.set_mute(sub.id, until)
+    await request.reply(muted(sub, until))
+
+
+async def handle_unmute(request: CommandRequest) -> None:
+    _no_options(request, "", UNMUTE.usage)
+    sub = await _subscription(request, UNMUTE.usage)
+    repo = request.services.alerts.repo
+    await repo.set_mute(sub.id, None)
+    await request.reply(unmuted(sub, await repo.take_muted(sub.id)))
+
+
+async def handle_test(request: CommandRequest) -> None:
+    args = list(request.command.args)
+    kind = _kind(args[0] if args else None, TEST.usage)
+    _no_options(request, kind, TEST.usage)
+    _check_policy(request, kind)
+    channel = await _where(request, args[1:], "kind")
+    await _check_can_post(request, channel)
+    sample = await request.services.alerts.sample(kind)
+    posted = await request.services.slack.post(channel, controls_alert(sample, test=True))
+    if isinstance(posted, SlackFailure):
+        raise UserInputError(TEST_FAILED.format(error=posted.error), TEST_FAILED_HINT)
+    await request.reply(sample_posted(kind, channel))
+
+
+def alert_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> AlertService:
+    """A :class:`bot.services.alerts.AlertService` with this project's formatters, posting through
+    ``slack`` (the app's job, ``agent-bot alerts tick``, the demo and tests)."""
+    return AlertService(
+        agent=agent, store=store, slack=slack, now=now, controls_formatter=controls_alert, overflow_formatter=overflow_message
+    )
+
+
+def register(app: AsyncApp, router: Router, services: Services) -> None:
+    """Add the ``/agent alerts`` sub-commands."""
+    for spec, handler in (
+        (SUBSCRIBE, handle_subscribe),
+        (UNSUBSCRIBE, handle_unsubscribe),
+        (LIST, handle_list),
+        (MUTE, handle_mute),
+        (UNMUTE, handle_unmute),
+        (TEST, handle_test),
+    ):
+        router.add(spec, handler)
+
+
+__all__ = ["JOB_NAME", "LATER_KINDS", "alert_service", "register"]

@@ -1,0 +1,41 @@
+"""Controls alerts over loopback: the bot served over HTTP, the sandbox Agent API and the Slack
+emulator as real servers; each tick runs as a separate ``agent-bot alerts tick`` process would
+(its own Agent API client, Store and Slack client)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from bot.demo import start_stack, tick_alerts
+from bot.services.alerts import EVENT_TYPE
+from tests.conftest import TEST_STACK_OPTIONS
+
+
+@pytest.fixture(scope="module")
+def stack():
+    running = start_stack(**{**TEST_STACK_OPTIONS, "run_jobs": False})
+    yield running
+    running.close()
+
+
+def alerts(stack, channel="C0ENG"):
+    return [m for m in stack.slack.recorder.messages(channel) if (m.metadata or {}).get("event_type") == EVENT_TYPE]
+
+
+def test_subscribe_a_revision_one_alert_then_nothing(stack, block_kit_validator):
+    assert stack.command("alerts subscribe controls", user="U0MANAGER", channel="C0ENG").status == 200
+    assert tick_alerts(stack).posted == [] and alerts(stack) == []  # the history before is not replayed
+
+    made = httpx.post(f"{stack.sandbox.url}/_sandbox/controls", json={"set": {"modelPolicy.blockedModelIds": ["gpt-4o-mini"]}})
+    revision = made.json()["revision"]
+    report = tick_alerts(stack)
+    assert report.posted == [f"C0ENG:controls:revision:{revision}"]
+    [alert] = alerts(stack)
+    block_kit_validator({"text": alert.text, "blocks": alert.blocks})
+    assert alert.blocks[0]["text"]["text"] == f"Enterprise controls changed: revision {revision}"
+    assert alert.metadata["event_payload"]["key"] == f"controls:revision:{revision}"
+
+    again = tick_alerts(stack)
+    assert (again.detected, again.posted) == (0, [])
+    assert len(alerts(stack)) == 1
