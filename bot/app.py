@@ -17,12 +17,13 @@ import contextlib
 import datetime as dt
 import gc
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -211,6 +212,24 @@ async def readiness(services: Services, timeout: float = READY_TIMEOUT) -> tuple
     return state, 200 if ok else 503
 
 
+@contextlib.contextmanager
+def _bolt_token_warning_silenced() -> Iterator[None]:
+    """Bolt reads ``SLACK_BOT_TOKEN`` from the environment on its own and, given our client (which
+    already holds that token), warns at every start that the token "will be unused": true and
+    harmless, and read by operators as a fault. That one message is dropped while the app is built."""
+    expected = warning_client_prioritized_and_token_skipped()
+    bolt = logging.getLogger("slack_bolt.AsyncApp")
+
+    def not_that_one(record: logging.LogRecord) -> bool:
+        return record.getMessage() != expected
+
+    bolt.addFilter(not_that_one)
+    try:
+        yield
+    finally:
+        bolt.removeFilter(not_that_one)
+
+
 async def _on_unhandled(error: BaseException, respond: Callable[..., Awaitable[Any]] | None = None) -> None:
     """The app's global error handler (Bolt passes ``error`` and, when the request has one, ``respond``)."""
     await apologize(error, respond)
@@ -323,12 +342,13 @@ def create_bot(
         now=now,
         jobs=jobs,
     )
-    app = MeteredApp(  # an AsyncApp that counts and times every request (bot.metrics)
-        client=client,
-        signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
-        request_verification_enabled=not socket_mode,
-        name="agent-chatops",
-    )
+    with _bolt_token_warning_silenced():
+        app = MeteredApp(  # an AsyncApp that counts and times every request (bot.metrics)
+            client=client,
+            signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
+            request_verification_enabled=not socket_mode,
+            name="agent-chatops",
+        )
     router = Router()
     installation = Installation(slack)
     app.middleware(tag_request)

@@ -29,7 +29,7 @@ import logging
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from bot.config import Settings
 from bot.logs import configure_logging
@@ -168,6 +168,20 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _digest_tick(args: argparse.Namespace) -> int:
+    """``agent-bot digest tick [--now ISO]``: one pass of the digest scheduler, then exit."""
+    return _one_tick("digest", args.now)
+
+
+def _alerts_tick(args: argparse.Namespace) -> int:
+    """``agent-bot alerts tick [--now ISO]``: one detection and delivery pass of every alert kind
+    (:meth:`bot.services.alerts.AlertService.tick`), then exit."""
+    return _one_tick("alerts", args.now)
+
+
+def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
+    """One pass of the ``digest`` or ``alerts`` service with its own Agent API client, Slack client
+    and store, as a cron job runs it; ``now_text`` (ISO 8601, UTC when it names no zone) fixes the
+    clock. Prints the pass's report; 1 when the Agent API failed (the next tick retries)."""
     import datetime as dt
 
     from bot.api import AgentAPIError, AgentClient
@@ -178,12 +192,11 @@ def _digest_tick(args: argparse.Namespace) -> int:
     missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
     if missing:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
-    if args.now:
-        fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+    now = utc_now
+    if now_text:
+        fixed = dt.datetime.fromisoformat(now_text.replace("Z", "+00:00"))
         fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
         now = lambda: fixed  # noqa: E731
-    else:
-        now = utc_now
 
     async def run() -> int:
         agent = AgentClient(
@@ -194,57 +207,16 @@ def _digest_tick(args: argparse.Namespace) -> int:
         )
         # socket_mode=True: this process serves no Slack request, so it needs no signing secret
         bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+        service = bot.services.digest if job == "digest" else bot.services.alerts
         try:
-            report = await bot.services.digest.tick()
+            report = await service.tick()
         except AgentAPIError as exc:
-            print(f"agent-bot: digest tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
+            print(f"agent-bot: {job} tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
             return 1
         finally:
             await agent.aclose()
             bot.services.store.close()
-        print(f"digest tick: {report.describe()}", flush=True)
-        return 0
-
-    return asyncio.run(run())
-
-
-def _alerts_tick(args: argparse.Namespace) -> int:
-    """``agent-bot alerts tick [--now ISO]``: one detection and delivery pass of every alert kind
-    (:meth:`bot.services.alerts.AlertService.tick`), then exit; 1 when the Agent API failed."""
-    import datetime as dt
-
-    from bot.api import AgentAPIError, AgentClient
-    from bot.app import ConfigurationError, create_bot, utc_now
-
-    settings = Settings()
-    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
-    missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
-    if missing:
-        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
-    if args.now:
-        fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
-        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
-        now = lambda: fixed  # noqa: E731
-    else:
-        now = utc_now
-
-    async def run() -> int:
-        agent = AgentClient(
-            base_url=settings.required("agent_api_url"),
-            app_url=settings.agent_app_url,
-            api_key=settings.required("agent_api_key"),
-            today=lambda: now().date(),
-        )
-        bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
-        try:
-            report = await bot.services.alerts.tick()
-        except AgentAPIError as exc:
-            print(f"agent-bot: alerts tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
-            return 1
-        finally:
-            await agent.aclose()
-            bot.services.store.close()
-        print(f"alerts tick: {report.describe()}", flush=True)
+        print(f"{job} tick: {report.describe()}", flush=True)
         return 0
 
     return asyncio.run(run())

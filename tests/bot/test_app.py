@@ -239,3 +239,20 @@ def test_settle_heap_hides_every_object_alive_after_start_up_from_the_collector(
     alive, frozen, left = json.loads(done.stdout.strip().splitlines()[-1])
     assert alive > 50_000  # the app and its libraries
     assert frozen >= alive - 100 and left < 100
+
+
+def test_building_the_bot_with_the_token_in_the_environment_logs_no_warning(monkeypatch, tmp_path, caplog):
+    """Bolt reads SLACK_BOT_TOKEN itself and warned "`token` will be unused" at every start."""
+    import logging
+
+    from bot.app import create_bot
+    from bot.config import Settings
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-from-the-environment")
+    settings = Settings(
+        slack_signing_secret="s", agent_api_url="http://127.0.0.1:9", agent_api_key="k", database_url=f"sqlite:///{tmp_path / 'b.db'}"
+    )
+    with caplog.at_level(logging.WARNING):
+        bot = create_bot(settings)
+    bot.services.store.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

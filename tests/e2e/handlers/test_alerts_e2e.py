@@ -39,3 +39,33 @@ def test_subscribe_a_revision_one_alert_then_nothing(stack, block_kit_validator)
     again = tick_alerts(stack)
     assert (again.detected, again.posted) == (0, [])
     assert len(alerts(stack)) == 1
+
+
+def test_the_alerts_tick_command_posts_a_new_revision_once(stack, tmp_path):
+    """``agent-bot alerts tick`` as cron runs it: a real process on the bot's database."""
+    import os
+    import subprocess
+    import sys
+
+    stack.command("alerts subscribe controls", user="U0MANAGER", channel="C0ENG")
+    tick_alerts(stack)  # whatever earlier tests left is seen
+    before = len(alerts(stack))
+    made = httpx.post(f"{stack.sandbox.url}/_sandbox/controls", json={"set": {"sessionRetentionDays": 45}})
+    revision = made.json()["revision"]
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": stack.slack.bot_token,
+        "SLACK_API_URL": stack.slack.api_url,
+        "AGENT_API_URL": stack.sandbox.url,
+        "AGENT_API_KEY": "sandbox-owner-key",
+        "AGENT_BOT_DATABASE_URL": stack.bot.services.settings.database_url,
+        "AGENT_BOT_LOG_LEVEL": "WARNING",
+    }
+    runs = [
+        subprocess.run([sys.executable, "-m", "bot.cli", "alerts", "tick"], env=env, capture_output=True, text=True, timeout=120)
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert [r.stdout for r in runs] == ["alerts tick: detected 1, posted 1\n", "alerts tick: detected 0, posted 0\n"]
+    assert len(alerts(stack)) == before + 1  # the second run posted nothing
+    assert alerts(stack)[-1].blocks[0]["text"]["text"] == f"Enterprise controls changed: revision {revision}"
