@@ -23,7 +23,6 @@ Bad input ends in an error naming the argument and the accepted forms; nothing i
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -45,7 +44,7 @@ from bot.services.alerts import (
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
-from handlers.digest import SlackUnavailable
+from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
 if TYPE_CHECKING:
@@ -131,7 +130,11 @@ TEST_FAILED = "Slack refused the test alert ({error})."
 TEST_FAILED_HINT = "Check that I can post in that channel, then try again."
 NO_DM = "I could not open a DM with you ({error})."
 
-_CHANNEL = re.compile(r"^#?([CG][A-Z0-9]{2,})$")
+_CHANNEL_COPY = ChannelCopy(
+    unknown=(CHANNEL_UNKNOWN, CHANNEL_UNKNOWN_HINT),
+    archived=(ARCHIVED, ARCHIVED_HINT),
+    not_member=(NOT_IN_CHANNEL, NOT_IN_CHANNEL_HINT),
+)
 
 
 def _kind(text: str | None, usage: str) -> str:
@@ -168,10 +171,10 @@ async def _where(request: CommandRequest, words: list[str], what: str) -> str:
     if len(words) > 1:
         raise UserInputError(TOO_MANY.format(what=what, text=in_code(" ".join(words))), LIST_HINT)
     if words:
-        match = _CHANNEL.match(words[0])
-        if not match:
+        named = channel_id(words[0])
+        if named is None:
             raise UserInputError(NOT_A_CHANNEL.format(text=in_code(words[0])), NOT_A_CHANNEL_HINT)
-        return match.group(1)
+        return named
     if request.channel_id.startswith("D"):
         dm = await request.services.slack.open_dm(request.user.user_id)
         if isinstance(dm, SlackFailure):
@@ -181,21 +184,8 @@ async def _where(request: CommandRequest, words: list[str], what: str) -> str:
 
 
 async def _check_can_post(request: CommandRequest, channel: str) -> None:
-    """Whether the bot can post into ``channel`` (``conversations.info``), as for digests: a public
-    channel works (``chat:write.public``), a private one needs the bot as a member, an archived one
-    never works; a DM with the bot always does. Raises :class:`UserInputError` or
-    :class:`handlers.digest.SlackUnavailable` (Slack could not answer)."""
-    if channel.startswith("D"):
-        return
-    info = await request.services.slack.channel_info(channel)
-    if isinstance(info, SlackFailure):
-        if info.error in ("channel_not_found", "not_in_channel", "missing_scope"):
-            raise UserInputError(CHANNEL_UNKNOWN.format(channel=channel), CHANNEL_UNKNOWN_HINT)
-        raise SlackUnavailable(str(info))
-    if info.is_archived:
-        raise UserInputError(ARCHIVED.format(channel=channel), ARCHIVED_HINT)
-    if info.is_private and not info.is_im and not info.is_member:
-        raise UserInputError(NOT_IN_CHANNEL.format(channel=channel), NOT_IN_CHANNEL_HINT)
+    """:func:`handlers.channels.check_can_post` with this module's words."""
+    await check_can_post(request.services.slack, channel, _CHANNEL_COPY)
 
 
 async def _subscription(request: CommandRequest, usage: str) -> AlertSubscription:

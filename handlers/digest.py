@@ -17,7 +17,6 @@ Policy key ``digest`` (manager): the digest shows organization analytics.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -37,9 +36,10 @@ from bot.services.digest import (
     parse_post_at,
     parse_tz,
 )
-from bot.slack import SlackFailure, SlackGateway
+from bot.slack import SlackGateway
 from bot.store import Store
 from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
+from handlers.channels import ChannelCopy, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
 if TYPE_CHECKING:
@@ -96,12 +96,11 @@ BAD_DAYS = "`days` takes `daily` or `weekdays`, not `{value}`."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
 
 
-class SlackUnavailable(RuntimeError):
-    """Slack could not say whether the bot can post into a channel (a failure other than "unknown
-    channel"); the message is the :class:`bot.slack.SlackFailure` (method and error code)."""
-
-
-_CHANNEL = re.compile(r"^#?([CG][A-Z0-9]{2,})$")
+_CHANNEL_COPY = ChannelCopy(
+    unknown=(CHANNEL_UNKNOWN, CHANNEL_UNKNOWN_HINT),
+    archived=(ARCHIVED, ARCHIVED_HINT),
+    not_member=(NOT_IN_CHANNEL, NOT_IN_CHANNEL_HINT),
+)
 
 
 def _channel_arg(request: CommandRequest) -> str:
@@ -110,29 +109,15 @@ def _channel_arg(request: CommandRequest) -> str:
         raise UserInputError(f"I expected one channel, got `{' '.join(args)}`.", f"Usage: `{SUBSCRIBE.usage}`")
     if not args:
         return request.channel_id
-    match = _CHANNEL.match(args[0])
-    if not match:
+    named = channel_id(args[0])
+    if named is None:
         raise UserInputError(NAME_NOT_ID.format(text=args[0]), NAME_NOT_ID_HINT)
-    return match.group(1)
+    return named
 
 
 async def _check_can_post(request: CommandRequest, channel: str) -> None:
-    """Whether the bot can post the digest into ``channel``, from ``conversations.info`` (through
-    :meth:`bot.slack.SlackGateway.channel_info`): a public channel works (``chat:write.public``), a
-    private one needs the bot as a member, an archived one never works.
-
-    Raises :class:`UserInputError` (:data:`CHANNEL_UNKNOWN`, :data:`ARCHIVED`,
-    :data:`NOT_IN_CHANNEL`) when it cannot; :class:`SlackUnavailable` when Slack could not answer
-    (a transient failure: the global error handler apologizes)."""
-    info = await request.services.slack.channel_info(channel)
-    if isinstance(info, SlackFailure):
-        if info.error in ("channel_not_found", "not_in_channel", "missing_scope"):
-            raise UserInputError(CHANNEL_UNKNOWN.format(channel=channel), CHANNEL_UNKNOWN_HINT)
-        raise SlackUnavailable(str(info))
-    if info.is_archived:
-        raise UserInputError(ARCHIVED.format(channel=channel), ARCHIVED_HINT)
-    if info.is_private and not info.is_im and not info.is_member:
-        raise UserInputError(NOT_IN_CHANNEL.format(channel=channel), NOT_IN_CHANNEL_HINT)
+    """:func:`handlers.channels.check_can_post` with this module's words."""
+    await check_can_post(request.services.slack, channel, _CHANNEL_COPY)
 
 
 def _service(request: CommandRequest) -> DigestService:
