@@ -152,7 +152,9 @@ class Store:
             self.engine.dispose()
             raise
 
-    async def _run(self, work: Callable[[], T]) -> T:
+    async def run(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (a function of blocking SQLAlchemy calls) in a worker thread, so the event
+        loop never waits on the database; the features' stores use it for their own tables."""
         return await asyncio.to_thread(work)
 
     async def claim(self, key: str) -> bool:
@@ -169,7 +171,7 @@ class Store:
             except IntegrityError:
                 return False
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def claim_delivery(self, key: str, *, owner: str, lease: float) -> Claim:
         """Claim the work of the delivery ``key`` for ``owner`` (at most 64 characters, unique per
@@ -205,7 +207,7 @@ class Store:
                 return Claim.WORKING
             return Claim.DONE
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def finish(self, key: str, *, owner: str) -> bool:
         """Mark the delivery ``key`` done, if ``owner`` still holds its claim (one that was taken
@@ -216,7 +218,7 @@ class Store:
             with self.engine.begin() as conn:
                 return conn.execute(update(deliveries).where(held).values(done_at=self._now())).rowcount == 1
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def was_claimed(self, key: str) -> bool:
         """True when :meth:`claim` recorded ``key`` before."""
@@ -225,7 +227,7 @@ class Store:
             with self.engine.connect() as conn:
                 return conn.execute(select(deliveries.c.key).where(deliveries.c.key == key[:255])).first() is not None
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def prune(self, before: dt.datetime) -> int:
         """Delete the delivery records received before ``before``; returns how many went."""
@@ -234,7 +236,7 @@ class Store:
             with self.engine.begin() as conn:
                 return conn.execute(delete(deliveries).where(deliveries.c.received_at < before)).rowcount
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def pause_slack(self, kind: str, reason: str, since: dt.datetime, until: dt.datetime | None = None) -> None:
         """Set the ``kind`` row of ``slack_pauses`` (insert, or replace the one there: the latest
@@ -251,7 +253,7 @@ class Store:
                 except IntegrityError:  # another replica inserted it at the same moment
                     conn.execute(update(slack_pauses).where(slack_pauses.c.kind == kind).values(values))
 
-        await self._run(work)
+        await self.run(work)
 
     async def resume_slack(self, kind: str) -> bool:
         """Delete the ``kind`` row of ``slack_pauses``; True when there was one."""
@@ -260,7 +262,7 @@ class Store:
             with self.engine.begin() as conn:
                 return conn.execute(delete(slack_pauses).where(slack_pauses.c.kind == kind)).rowcount > 0
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def slack_paused(self, now: dt.datetime) -> SlackPause | None:
         """The pause in force at ``now`` (no ``until``, or ``until`` after ``now``), ``revoked``
@@ -278,7 +280,7 @@ class Store:
             row = rows[0]
             return SlackPause(row.kind, row.reason, _utc(row.since), _utc(row.until) if row.until is not None else None)
 
-        return await self._run(work)
+        return await self.run(work)
 
     def check_writable(self) -> None:
         """Write a probe row and roll it back: raises :class:`DatabaseUnusable` (one line: what is
@@ -295,7 +297,7 @@ class Store:
         """:meth:`check_writable` in a worker thread (``GET /readyz``): the bot needs a database it
         can write, not only one that answers. Raises :class:`DatabaseUnusable` or
         ``sqlalchemy.exc.SQLAlchemyError``."""
-        await self._run(self.check_writable)
+        await self.run(self.check_writable)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -355,7 +355,7 @@ class AlertsRepository:
             with self.store.engine.connect() as conn:
                 return _sub(conn.execute(select(alert_subscriptions).where(key)).one()), new
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def unsubscribe(self, subscription_id: int) -> bool:
         """Remove a subscription and its alerts not posted yet; False when there was none."""
@@ -365,7 +365,7 @@ class AlertsRepository:
                 conn.execute(delete(alert_events).where(alert_events.c.subscription_id == subscription_id))
                 return conn.execute(delete(alert_subscriptions).where(alert_subscriptions.c.id == subscription_id)).rowcount > 0
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def subscriptions(self, *, kind: str | None = None, channel_id: str | None = None) -> list[AlertSubscription]:
         """Subscriptions (of ``kind``, in ``channel_id`` when given), by id."""
@@ -379,7 +379,7 @@ class AlertsRepository:
             with self.store.engine.connect() as conn:
                 return [_sub(r) for r in conn.execute(query).all()]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def get(self, subscription_id: int) -> AlertSubscription | None:
         def work() -> AlertSubscription | None:
@@ -387,7 +387,7 @@ class AlertsRepository:
                 row = conn.execute(select(alert_subscriptions).where(alert_subscriptions.c.id == subscription_id)).first()
             return _sub(row) if row else None
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def set_mute(self, subscription_id: int, until: dt.datetime | None) -> bool:
         """Mute a subscription until ``until`` (None: unmute); False when it does not exist."""
@@ -401,7 +401,7 @@ class AlertsRepository:
                     > 0
                 )
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def take_muted(self, subscription_id: int) -> list[AlertEvent]:
         """The subscription's muted alerts not listed yet, oldest first, now marked ``listed``
@@ -420,7 +420,7 @@ class AlertsRepository:
                         taken.append(_event(row))
             return taken
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def counts(self, subscription_id: int) -> dict[str, int]:
         """Alerts of a subscription by state."""
@@ -434,7 +434,7 @@ class AlertsRepository:
                 ).all()
             return {state: int(n) for state, n in rows}
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     # ---- detection state
 
@@ -444,7 +444,7 @@ class AlertsRepository:
                 row = conn.execute(select(alert_state.c.value).where(alert_state.c.kind == kind, alert_state.c.subject == subject)).first()
             return row.value if row else None
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def move_state(self, kind: str, subject: str, old: str | None, new: str, now: dt.datetime) -> bool:
         """Compare-and-set the detection state from ``old`` (None: no row yet) to ``new``; False when
@@ -463,7 +463,7 @@ class AlertsRepository:
                 moved = conn.execute(update(alert_state).where(key, alert_state.c.value == old).values(value=new, updated_at=now))
                 return moved.rowcount == 1
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     # ---- events
 
@@ -496,7 +496,7 @@ class AlertsRepository:
                     pass
             return added
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def pending(self) -> list[AlertEvent]:
         """Alerts to post, by channel then age."""
@@ -510,7 +510,7 @@ class AlertsRepository:
                 ).all()
             return [_event(r) for r in rows]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def events(self, subscription_id: int | None = None) -> list[AlertEvent]:
         """Every alert row (of one subscription), oldest first (tests, ``alerts list``)."""
@@ -522,7 +522,7 @@ class AlertsRepository:
             with self.store.engine.connect() as conn:
                 return [_event(r) for r in conn.execute(query).all()]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def claim(self, event: AlertEvent, owner: str, now: dt.datetime) -> int | None:
         """Claim a pending alert for ``owner`` (its lease free or run out): the attempt number, or
@@ -541,7 +541,7 @@ class AlertsRepository:
                     return None
                 return int(conn.execute(select(alert_events.c.attempts).where(key)).scalar_one())
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def posted(self, event: AlertEvent, owner: str, ts: str, thread_ts: str | None, now: dt.datetime) -> bool:
         """Record the posted alert (only while ``owner`` holds its claim)."""
@@ -561,7 +561,7 @@ class AlertsRepository:
                     == 1
                 )
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def release(self, event: AlertEvent, owner: str, now: dt.datetime) -> None:
         """Give a claim back (a failed post): the next tick retries it."""
@@ -575,7 +575,7 @@ class AlertsRepository:
             with self.store.engine.begin() as conn:
                 conn.execute(update(alert_events).where(key).values(lease_until=now))
 
-        await self.store._run(work)
+        await self.store.run(work)
 
     async def top_level_since(self, channel_id: str, since: dt.datetime) -> int:
         """Alerts posted top-level (not in an overflow thread) into ``channel_id`` since ``since``."""
@@ -593,7 +593,7 @@ class AlertsRepository:
                     ).scalar_one()
                 )
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     # ---- overflow messages
 
@@ -631,7 +631,7 @@ class AlertsRepository:
                 ).rowcount
                 return (None, row.attempts + 1) if taken else None
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def overflow_posted(self, channel_id: str, window: str, owner: str, ts: str | None, now: dt.datetime) -> None:
         """Record the overflow message's ts (None: the post failed; the lease is released)."""
@@ -647,7 +647,7 @@ class AlertsRepository:
             with self.store.engine.begin() as conn:
                 conn.execute(update(alert_overflows).where(key).values(values))
 
-        await self.store._run(work)
+        await self.store.run(work)
 
     async def count_overflow(self, channel_id: str, window: str) -> int:
         """Add one alert to the overflow message's count; returns the new count."""
@@ -658,7 +658,7 @@ class AlertsRepository:
                 conn.execute(update(alert_overflows).where(key).values(count=alert_overflows.c.count + 1))
                 return int(conn.execute(select(alert_overflows.c.count).where(key)).scalar_one())
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def overflow_threads(self, channel_id: str, since: dt.datetime) -> list[str]:
         """The ts of the channel's overflow messages made since ``since``."""
@@ -674,7 +674,7 @@ class AlertsRepository:
                 ).all()
             return [r.message_ts for r in rows]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
 
 # --------------------------------------------------------------------------- the service

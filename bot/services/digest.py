@@ -219,7 +219,7 @@ class DigestRepository:
                     return False
                 return True
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def unsubscribe(self, channel_id: str) -> bool:
         """Remove the channel's subscription; False when there was none."""
@@ -228,7 +228,7 @@ class DigestRepository:
             with self.store.engine.begin() as conn:
                 return conn.execute(delete(digest_subscriptions).where(digest_subscriptions.c.channel_id == channel_id)).rowcount > 0
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def subscriptions(self) -> list[Subscription]:
         """Every subscription, by channel id."""
@@ -238,7 +238,7 @@ class DigestRepository:
                 rows = conn.execute(select(digest_subscriptions).order_by(digest_subscriptions.c.channel_id)).all()
             return [Subscription(r.channel_id, parse_post_at(r.post_at), r.tz, r.days, r.created_by, _aware(r.created_at)) for r in rows]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def posted_channels(self, day: dt.date) -> set[str]:
         """Channels whose digest of ``day`` is recorded as posted."""
@@ -250,7 +250,7 @@ class DigestRepository:
                 ).all()
             return {r.channel_id for r in rows}
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def last_posted(self, channel_id: str) -> dict[str, Any] | None:
         """The channel's latest posted digest: ``{"day", "message_ts", "posted_at"}`` or None."""
@@ -265,7 +265,7 @@ class DigestRepository:
                 ).first()
             return dict(row._mapping) if row else None
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def claim(self, channel_id: str, day: dt.date, owner: str, now: dt.datetime, skipped: Iterable[dt.date] = ()) -> Claim | None:
         """Claim the (channel, day) digest for ``owner``: a new row, or the takeover of an unposted row
@@ -302,7 +302,7 @@ class DigestRepository:
             days = tuple(dt.date.fromisoformat(d) for d in row.skipped_days.split(",") if d)
             return Claim(channel_id, day, owner, row.attempts, _aware(row.claimed_at), days)
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def record(self, claim: Claim, message_ts: str, now: dt.datetime) -> bool:
         """Record the posted message's ts (only while ``claim`` still holds the row)."""
@@ -323,7 +323,7 @@ class DigestRepository:
                     == 1
                 )
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def release(self, claim: Claim, now: dt.datetime) -> None:
         """Give the claim up after a failed post, so that the next tick retries at once."""
@@ -341,7 +341,7 @@ class DigestRepository:
                     .values(lease_until=now)
                 )
 
-        await self.store._run(work)
+        await self.store.run(work)
 
     async def posts(self, channel_id: str | None = None) -> list[dict[str, Any]]:
         """Every digest_posts row (for tests, ``list`` and the CLI), by channel and day."""
@@ -353,7 +353,7 @@ class DigestRepository:
             with self.store.engine.connect() as conn:
                 return [dict(r._mapping) for r in conn.execute(query).all()]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
 
 @overload

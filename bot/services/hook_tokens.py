@@ -119,7 +119,7 @@ class HookTokens:
                         raise
             raise AssertionError("unreachable")  # pragma: no cover
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def revoke(self, slack_user: str, *, token_id: str | None = None) -> int:
         """Revoke ``slack_user``'s working token (only if it is ``token_id``, when given); returns how
@@ -129,7 +129,7 @@ class HookTokens:
             with self.store.engine.begin() as conn:
                 return self._revoke(conn, slack_user, self.now(), token_id=token_id)
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def active(self, token_id: str) -> HookToken | None:
         """The working token ``token_id``, or None when it is unknown or revoked."""
@@ -145,7 +145,7 @@ class HookTokens:
                 token_id=row.token_id, slack_user=row.slack_user, email=row.email, created_at=aware(row.created_at), key=row.token_hash
             )
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     @staticmethod
     def _revoke(conn: Connection, slack_user: str, now: dt.datetime, *, token_id: str | None = None) -> int:

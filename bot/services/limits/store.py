@@ -274,7 +274,7 @@ class LimitsStore:
         self.store = store
 
     async def _run(self, work: Callable[[], T]) -> T:
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     # -- reading
     async def get(self, request_id: int) -> LimitRequest | None:

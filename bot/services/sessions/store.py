@@ -228,7 +228,7 @@ class SessionStore:
                 row = conn.execute(select(agent_sessions).where(agent_sessions.c.start_key == values["start_key"])).one()
             return SessionLink.from_row(row), created
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def take_choice(self, row_id: int, *, computer_id: str, computer_name: str, now: dt.datetime) -> bool:
         """Move a ``choosing`` row made less than :data:`CHOICE_TTL` ago to ``starting`` with the
@@ -273,7 +273,7 @@ class SessionStore:
             with self.store.engine.connect() as conn:
                 return [SessionLink.from_row(r) for r in conn.execute(query)]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def close_start(self, row_id: int, *, before: dt.datetime, error: str) -> bool:
         """Mark a start that is still ``starting`` and began before ``before`` ``failed`` with
@@ -326,7 +326,7 @@ class SessionStore:
             with self.store.engine.connect() as conn:
                 return [SessionLink.from_row(r) for r in conn.execute(query)]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def last_computer(self, slack_user: str) -> str | None:
         """The computer of the user's most recent started session, or None."""
@@ -341,7 +341,7 @@ class SessionStore:
             with self.store.engine.connect() as conn:
                 return conn.execute(query).scalar()
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def recent(self, limit: int) -> list[SessionLink]:
         """Started sessions, newest first."""
@@ -356,7 +356,7 @@ class SessionStore:
             with self.store.engine.connect() as conn:
                 return [SessionLink.from_row(r) for r in conn.execute(query)]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     # ------------------------------------------------------------------ following
 
@@ -380,7 +380,7 @@ class SessionStore:
             with self.store.engine.connect() as conn:
                 return [SessionLink.from_row(r) for r in conn.execute(query)]
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def take_lease(self, row_id: int, *, owner: str, now: dt.datetime, seconds: float = LEASE_SECONDS) -> bool:
         """Hold (or renew) the follow lease of a row; True when this ``owner`` now holds it."""
@@ -401,7 +401,7 @@ class SessionStore:
                     update(agent_sessions).where(agent_sessions.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
                 ).rowcount
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def save_progress(self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any) -> bool:
         """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it.
@@ -448,7 +448,7 @@ class SessionStore:
             except IntegrityError:
                 return False
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def record_post(self, session_id: str, message_id: str, ts: str) -> None:
         def work() -> None:
@@ -459,7 +459,7 @@ class SessionStore:
                     .values(ts=ts)
                 )
 
-        await self.store._run(work)
+        await self.store.run(work)
 
     async def posted(self, session_id: str) -> dict[str, str | None]:
         """``message_id -> ts`` of every claimed post of a session (``None``: claimed, not confirmed)."""
@@ -469,7 +469,7 @@ class SessionStore:
             with self.store.engine.connect() as conn:
                 return {r.message_id: r.ts for r in conn.execute(query)}
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     # ------------------------------------------------------------------ helpers
 
@@ -479,14 +479,14 @@ class SessionStore:
                 row = conn.execute(select(agent_sessions).where(condition).limit(1)).first()
             return SessionLink.from_row(row) if row is not None else None
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
     async def _update_where(self, condition: Any, **values: Any) -> bool:
         def work() -> bool:
             with self.store.engine.begin() as conn:
                 return conn.execute(update(agent_sessions).where(condition).values(**values)).rowcount == 1
 
-        return await self.store._run(work)
+        return await self.store.run(work)
 
 
 def _lease_free(now: dt.datetime, owner: str) -> Any:
