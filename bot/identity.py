@@ -20,10 +20,9 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Final
 
-from bot.slack import SlackFailure, SlackGateway
+from bot.slack import SlackFailure, SlackGateway, SlackPerson
 
 logger = logging.getLogger(__name__)
 
@@ -37,16 +36,6 @@ PEOPLE_CONCURRENCY: Final = 4
 """Most ``users.lookupByEmail`` requests :meth:`Identity.people_of` has in flight."""
 PEOPLE_WAIT: Final = 1.5
 """Seconds :meth:`Identity.people_of` waits for its look-ups in all (a reply's small bound)."""
-USERS_NOT_FOUND: Final = "users_not_found"
-
-
-@dataclass(frozen=True)
-class SlackPerson:
-    """A Slack user found by e-mail: ``user_id`` (``U…``) and ``real_name`` (the profile's real
-    name, "" when Slack gives none; a user's words: escape before mrkdwn)."""
-
-    user_id: str
-    real_name: str = ""
 
 
 def mentioned_user(token: str) -> str | None:
@@ -121,19 +110,13 @@ class Identity:
         if hit is not None and self._clock() - hit[0] < self._ttl:
             return hit[1]
         try:
-            answer = await asyncio.wait_for(self._slack.call("users.lookupByEmail", email=email.strip()), self._timeout)
+            person = await asyncio.wait_for(self._slack.user_by_email(email.strip()), self._timeout)
         except TimeoutError:
             logger.warning("users.lookupByEmail took longer than %s s", self._timeout)
             return None
-        if isinstance(answer, SlackFailure):
-            if answer.error == USERS_NOT_FOUND:
-                self._people[key] = (self._clock(), None)
+        if isinstance(person, SlackFailure):
             return None
-        user = answer.get("user") or {}
-        found = str(user.get("id") or "")
-        real_name = user.get("real_name") or (user.get("profile") or {}).get("real_name") or ""
-        person = SlackPerson(found, str(real_name)) if found else None
-        self._people[key] = (self._clock(), person)
+        self._people[key] = (self._clock(), person)  # nobody (None) is kept too
         return person
 
     async def people_of(self, emails: Iterable[str], *, wait: float = PEOPLE_WAIT) -> dict[str, SlackPerson]:

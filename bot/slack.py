@@ -137,6 +137,23 @@ class AuthTest:
 
 
 @dataclass(frozen=True)
+class SlackPerson:
+    """A Slack user found by e-mail: ``user_id`` (``U…``) and ``real_name`` (the profile's real
+    name, "" when Slack gives none; a user's words: escape before mrkdwn)."""
+
+    user_id: str
+    real_name: str = ""
+
+
+def person_of(answer: Mapping[str, Any]) -> SlackPerson | None:
+    """The :class:`SlackPerson` of a ``users.lookupByEmail`` (or ``users.info``) answer; None without a user ID."""
+    user = answer.get("user") or {}
+    found = str(user.get("id") or "")
+    real_name = user.get("real_name") or (user.get("profile") or {}).get("real_name") or ""
+    return SlackPerson(found, str(real_name)) if found else None
+
+
+@dataclass(frozen=True)
 class ChannelInfo:
     """What ``conversations.info`` says of a channel: ``id``, ``name``, ``is_private``,
     ``is_archived``, ``is_member`` (whether the bot is in it), ``is_im`` (a DM)."""
@@ -463,13 +480,13 @@ class SlackGateway:
         email = ((answer.get("user") or {}).get("profile") or {}).get("email")
         return str(email) if email else None
 
-    async def user_by_email(self, email: str) -> str | SlackFailure | None:
-        """The Slack user ID of an e-mail (``users.lookupByEmail``); None when nobody has it."""
+    async def user_by_email(self, email: str) -> SlackPerson | SlackFailure | None:
+        """The Slack user who has an e-mail (``users.lookupByEmail``): their ID and real name; None
+        when nobody has it (``users_not_found``)."""
         answer = await self.call("users.lookupByEmail", email=email)
         if isinstance(answer, SlackFailure):
             return None if answer.error == "users_not_found" else answer
-        found = (answer.get("user") or {}).get("id")
-        return str(found) if found else None
+        return person_of(answer)
 
     async def user_group_members(self, handle: str) -> set[str] | SlackFailure:
         """The user IDs of the user group ``@handle`` (``usergroups.list`` then

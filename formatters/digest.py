@@ -36,8 +36,8 @@ from formatters.blocks import (
 from formatters.usage import _ranked_lines, figure_of
 
 if TYPE_CHECKING:
-    from bot.identity import SlackPerson
     from bot.services.digest import Callout, Digest, Subscription
+    from bot.slack import SlackPerson
 
 TITLE = "Agent digest: {weekday} {day}"
 CATCH_UP = (

@@ -27,7 +27,7 @@ from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary
 from formatters.blocks import NOT_REPORTED, Payload, change, context, divider, esc, fields, figure, header, message, number, section
 
 if TYPE_CHECKING:
-    from bot.identity import SlackPerson
+    from bot.slack import SlackPerson
 
 NO_PREVIOUS = "no comparison: the previous period starts before 2026-01-14"
 NO_USER_USAGE = "{email} is an organization user but used the Agent platform in none of {period}."

@@ -74,7 +74,7 @@ from bot.store import Store, metadata
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
-    from bot.identity import SlackPerson
+    from bot.slack import SlackPerson
 
 People = Callable[[Iterable[str]], Awaitable[Mapping[str, "SlackPerson"]]]
 """Names e-mails as Slack people, within a small time bound (:meth:`bot.identity.Identity.people_of`)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot.identity import PEOPLE_CONCURRENCY, Identity, SlackPerson
-from bot.slack import SlackFailure
+from bot.identity import PEOPLE_CONCURRENCY, Identity
+from bot.slack import SlackFailure, SlackPerson, person_of
 
 DIRECTORY = {
     "ada@example.com": {"id": "U0ADA", "real_name": "Ada Lovelace"},
@@ -42,6 +42,13 @@ class FakeSlack:
             return {"ok": True, "user": DIRECTORY[email.lower()]}
         finally:
             self.in_flight -= 1
+
+    async def user_by_email(self, email: str) -> SlackPerson | SlackFailure | None:
+        """The gateway's reading of that answer (:meth:`bot.slack.SlackGateway.user_by_email`)."""
+        answer = await self.call("users.lookupByEmail", email=email)
+        if isinstance(answer, SlackFailure):
+            return None if answer.error == "users_not_found" else answer
+        return person_of(answer)
 
 
 class Clock:

@@ -25,7 +25,7 @@ from bot.roles import (
     action_words,
 )
 from bot.services.sessions.starter import START_POLICY_KEY
-from bot.slack import SlackFailure
+from bot.slack import SlackFailure, SlackPerson
 from formatters.blocks import context, message, section
 from formatters.notices import (
     HINT_ASK_THEM,
@@ -151,6 +151,10 @@ class FakeSlack:
         return self.emails.get(user)
 
     async def user_by_email(self, email):
+        found = await self.user_id_of_email(email)
+        return SlackPerson(found) if isinstance(found, str) else found
+
+    async def user_id_of_email(self, email):
         self.lookups.append(email)
         answer = self.users.get(email.lower())
         if answer == "block":
@@ -163,7 +167,7 @@ class FakeSlack:
     async def call(self, method, **arguments):
         """``users.lookupByEmail`` as the gateway answers it (Identity reads the id and the real name)."""
         assert method == "users.lookupByEmail"
-        found = await self.user_by_email(arguments["email"])
+        found = await self.user_id_of_email(arguments["email"])
         if found is None:
             return SlackFailure(method, "users_not_found", True)
         if isinstance(found, SlackFailure):

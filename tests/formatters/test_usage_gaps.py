@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bot.identity import SlackPerson
 from bot.services.chart import tokens_series
 from bot.services.digest import Digest
 from bot.services.periods import Period
 from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary, UserUsage
+from bot.slack import SlackPerson
 from formatters.blocks import DAYS_REPORTED, NOT_REPORTED, figure, number
 from formatters.digest import CHART_GAPS, CHART_NOTE, NOTHING_STOOD_OUT, chart_alt_text, digest_message, usage_chart_alt_text
 from formatters.usage import ROWS_NOT_REPORTED, usage_breakdown, usage_summary, user_usage

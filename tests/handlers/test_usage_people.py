@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bot.identity import Identity, SlackPerson
+from bot.identity import Identity
+from bot.slack import SlackPerson
 from formatters.blocks import number
 from tests.conftest import sandbox_get
 from tests.inprocess import inprocess_fixture
