@@ -19,8 +19,9 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
+from pydantic import SecretStr
 from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
@@ -59,8 +60,6 @@ logger = logging.getLogger(__name__)
 
 
 __all__ = ["Bot", "ConfigurationError", "Services", "create_bot", "readiness", "settle_heap", "utc_now", "utc_today"]
-
-T = TypeVar("T")
 
 FOLLOW_SECONDS = 1.0
 """How often the session follower looks for sessions due to be polled."""
@@ -235,13 +234,6 @@ async def _on_unhandled(error: BaseException, respond: Callable[..., Awaitable[A
     await apologize(error, respond)
 
 
-def _required(value: T | None) -> T:
-    """A setting :meth:`Settings.missing` has already checked is set."""
-    if value is None:
-        raise ConfigurationError("a required setting is missing (see README, Configuration)")
-    return value
-
-
 def create_bot(
     settings: Settings,
     *,
@@ -262,13 +254,13 @@ def create_bot(
         missing += settings.missing("agent_api_url", "agent_api_key")
     if missing:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
-    bot_token = _required(settings.slack_bot_token)
+    bot_token = SecretStr(settings.required("slack_bot_token"))
     roles_file = RolesFile.load(settings.config_file)
     if agent is None:
         agent = AgentClient(
-            base_url=_required(settings.agent_api_url),
+            base_url=settings.required("agent_api_url"),
             app_url=settings.agent_app_url,
-            api_key=_required(settings.agent_api_key).get_secret_value(),
+            api_key=settings.required("agent_api_key"),
             analytics_cache_ttl=settings.analytics_cache_ttl,
         )
     store = store or Store(settings.database_url, now=now, auto_upgrade=settings.auto_upgrade)
