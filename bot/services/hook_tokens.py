@@ -31,7 +31,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import Column, DateTime, Index, String, Table, and_, insert, select, update
+from sqlalchemy import Column, DateTime, Index, String, Table, and_, insert, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -102,6 +102,7 @@ class HookTokens:
                 now = self.now()
                 try:
                     with self.store.engine.begin() as conn:
+                        _one_issue_at_a_time(conn, slack_user)
                         self._revoke(conn, slack_user, now)
                         conn.execute(
                             insert(hook_tokens).values(
@@ -158,3 +159,12 @@ class HookTokens:
 def aware(value: dt.datetime) -> dt.datetime:
     """A datetime read back from the database as aware UTC (SQLite gives naive ones)."""
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def _one_issue_at_a_time(conn: Connection, slack_user: str) -> None:
+    """Serialize the issues of one person's token for the rest of this transaction. On PostgreSQL a
+    transaction-level advisory lock keyed by the person: without it, concurrent issues each revoked
+    "nothing" and then collided on the one-working-token index (``IntegrityError``), more often than
+    the retries could absorb under load. SQLite has one writer at a time already."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"hook-token:{slack_user}"})
