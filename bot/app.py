@@ -234,6 +234,17 @@ async def _on_unhandled(error: BaseException, respond: Callable[..., Awaitable[A
     await apologize(error, respond)
 
 
+def alert_intervals(settings: Settings) -> dict[str, float]:
+    """Seconds between detection passes of each alert kind (``AGENT_BOT_ALERT_*_SECONDS``; ``usage``
+    checks with the digest's cadence, since it alerts once a day has landed)."""
+    return {
+        "controls": settings.alert_controls_seconds,
+        "readiness": settings.alert_readiness_seconds,
+        "computers": settings.alert_computers_seconds,
+        "usage": settings.digest_check_seconds,
+    }
+
+
 def create_bot(
     settings: Settings,
     *,
@@ -312,7 +323,11 @@ def create_bot(
         ),
         PeriodicJob(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, lifecycle.gate(EXPIRY_JOB, limits.tick)),
         PeriodicJob(digest_handlers.JOB_NAME, settings.digest_check_seconds, lifecycle.gate(digest_handlers.JOB_NAME, digest.tick)),
-        PeriodicJob(alert_handlers.JOB_NAME, settings.alert_controls_seconds, lifecycle.gate(alert_handlers.JOB_NAME, alerts.tick)),
+        *(
+            PeriodicJob(alert_handlers.job_name(kind), seconds, lifecycle.gate(alert_handlers.job_name(kind), alerts.tick_of(kind)))
+            for kind, seconds in alert_intervals(settings).items()
+            if kind in alerts.kinds
+        ),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
         PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
     ]

@@ -27,6 +27,11 @@ AGENT_BOT_METRICS_PORT     Socket Mode: port of the ``GET /metrics`` listener   
 AGENT_BOT_DIGEST_CHECK_SECONDS  how often the scheduler looks for due digests     ``300``
 AGENT_BOT_ALERT_CONTROLS_SECONDS  how often enterprise controls are checked for   ``300``
                            a new revision (``controls`` alerts)
+AGENT_BOT_ALERT_COMPUTERS_SECONDS  how often computers are checked (``computers``  ``60``
+                           alerts)
+AGENT_BOT_ALERT_READINESS_SECONDS  how often readiness reports are checked         ``900``
+                           (``readiness`` alerts); ``usage`` alerts check with
+                           the digest's cadence
 AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
 AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events; for a      none
                            single-user setup only (it speaks for anyone; see
@@ -90,6 +95,12 @@ class Settings(BaseSettings):
     )
     alert_controls_seconds: float = Field(
         default=300.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_ALERT_CONTROLS_SECONDS", "alert_controls_seconds")
+    )
+    alert_computers_seconds: float = Field(
+        default=60.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_ALERT_COMPUTERS_SECONDS", "alert_computers_seconds")
+    )
+    alert_readiness_seconds: float = Field(
+        default=900.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_ALERT_READINESS_SECONDS", "alert_readiness_seconds")
     )
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")

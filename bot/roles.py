@@ -90,6 +90,9 @@ DEFAULT_POLICY: dict[str, Role] = {
     "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
     "alerts": Role.member,  # the /agent alerts sub-commands; each kind has its own key below
     "alerts.controls": Role.manager,  # enterprise-control changes
+    "alerts.readiness": Role.member,  # readiness reports: pass rate drops, criteria newly failing
+    "alerts.computers": Role.member,  # computers going to error and back
+    "alerts.usage": Role.manager,  # usage spikes, first-seen models, clients and MCP servers
     # credit limits (handlers/limits.py); approvals.approver_role sets the approvers' keys
     "limits": Role.member,  # reading; a member sees only their own (below limits.read_all)
     "limits.read_all": Role.manager,
@@ -139,6 +142,9 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "digest": "manage the daily digests of a channel (`/agent digest`)",
     "alerts": "manage the alerts of a channel (`/agent alerts`)",
     "alerts.controls": "subscribe to alerts on enterprise-control changes",
+    "alerts.readiness": "subscribe to alerts on readiness reports",
+    "alerts.computers": "subscribe to alerts on computers in error",
+    "alerts.usage": "subscribe to alerts on usage spikes",
     "limits": "see credit limits (`/agent limits`)",
     "limits.read_all": "see everyone's credit limits",
     "limits set": "set credit limits (`/agent limits set`)",

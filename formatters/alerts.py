@@ -43,6 +43,7 @@ SUBSCRIBED = (
     ":white_check_mark: {target} now gets *{kind}* alerts (subscription {id}), from now on: nothing that happened before is replayed."
 )
 ALREADY = "{target} already gets *{kind}* alerts (subscription {id})."
+FILTERS = "Filters: {filters}."
 UNSUBSCRIBED = ":wave: {target} no longer gets *{kind}* alerts (subscription {id})."
 NOT_SUBSCRIBED = "{target} has no *{kind}* alert subscription."
 NO_SUBSCRIPTIONS = "{target} has no alert subscriptions. Subscribe with `/agent alerts subscribe controls`."
@@ -134,9 +135,26 @@ def _one(text: str) -> Payload:
     return message([section(text)], text)
 
 
+def filter_value(value: object) -> str:
+    """One filter's value as typed back: lists comma-joined, factors as ``3x``-style numbers."""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def filters_text(filters: Mapping[str, object]) -> str:
+    """A subscription's filters as mrkdwn code, e.g. ```repo=acme/web` `drop=5```; "" for none."""
+    return " ".join(f"`{esc(name)}={esc(filter_value(value))}`" for name, value in sorted(filters.items()))
+
+
 def subscribed(sub: AlertSubscription, *, new: bool) -> Payload:
-    """The reply to ``/agent alerts subscribe``."""
-    return _one((SUBSCRIBED if new else ALREADY).format(target=target(sub.channel_id), kind=esc(sub.kind), id=sub.id))
+    """The reply to ``/agent alerts subscribe``; an existing subscription's reply shows its filters now."""
+    text = (SUBSCRIBED if new else ALREADY).format(target=target(sub.channel_id), kind=esc(sub.kind), id=sub.id)
+    if sub.filters:
+        text += " " + FILTERS.format(filters=filters_text(sub.filters))
+    return _one(text)
 
 
 def unsubscribed(kind: str, channel_id: str, subscription_id: int | None) -> Payload:
@@ -157,8 +175,9 @@ def subscription_list(
     for sub in subs:
         done = counts.get(sub.id, {})
         muted = f"muted until {_when(sub.muted_until, '')}" if sub.muted(now) and sub.muted_until else "on"
+        kind = f"{esc(sub.kind)} {filters_text(sub.filters)}" if sub.filters else esc(sub.kind)
         lines.append(
-            f"*{sub.id}* \u00b7 {esc(sub.kind)} \u00b7 {muted} \u00b7 since {sub.created_at:%Y-%m-%d} by <@{esc(sub.created_by)}> \u00b7 "
+            f"*{sub.id}* \u00b7 {kind} \u00b7 {muted} \u00b7 since {sub.created_at:%Y-%m-%d} by <@{esc(sub.created_by)}> \u00b7 "
             f"{_plural(done.get('posted', 0), 'alert')} posted, {done.get('pending', 0)} waiting, {done.get('muted', 0)} muted"
         )
     title = f"{LIST_TITLE} in {'your DMs' if channel_id.startswith('D') else '#' + channel_id}"

@@ -31,14 +31,14 @@ from slack_bolt.async_app import AsyncApp
 from bot.api import AgentClient
 from bot.commands import SubCommand, in_code
 from bot.services.alerts import (
-    KINDS,
-    LATER_KINDS,
-    POLICY_KEYS,
+    ALL_KINDS,
+    AlertKind,
     AlertService,
     AlertSubscription,
+    ControlsKind,
+    FilterError,
     NotYetError,
     UnknownKindError,
-    check_kind,
     parse_duration,
 )
 from bot.slack import SlackFailure, SlackGateway
@@ -50,7 +50,6 @@ from handlers.router import CommandRequest, Router, UserInputError
 if TYPE_CHECKING:
     from bot.container import Services
 
-JOB_NAME = "alerts.controls"
 POLICY_KEY = "alerts"
 
 _KINDS_TEXT = "`controls` (enterprise-control changes)"
@@ -108,6 +107,7 @@ UNKNOWN_KIND = "`{text}` is not a kind of alert I know."
 KINDS_HINT = "Kinds: " + _KINDS_TEXT + ". Usage: `{usage}`"
 NOT_YET = "`{kind}` alerts are not available yet."
 NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; readiness, computers and usage alerts are coming."
+FILTERS_HINT = "`{kind}` alerts take the filters {accepted}. Usage: `{usage}`"
 NO_FILTERS = "`{kind}` alerts take no filters; I don't know {names}."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
 TOO_MANY = "I expected at most one channel after the {what}, got `{text}`."
@@ -137,12 +137,13 @@ _CHANNEL_COPY = ChannelCopy(
 )
 
 
-def _kind(text: str | None, usage: str) -> str:
+def _kind(request: CommandRequest, text: str | None, usage: str) -> AlertKind:
     """The kind typed; raises :class:`UserInputError` for none, an unknown one, or one not there yet."""
+    service = request.services.alerts
     if not text:
-        raise UserInputError(NO_KIND.format(kinds=", ".join(f"`{k}`" for k in KINDS)), KINDS_HINT.format(usage=usage))
+        raise UserInputError(NO_KIND.format(kinds=", ".join(f"`{k}`" for k in service.available)), KINDS_HINT.format(usage=usage))
     try:
-        return check_kind(text)
+        return service.kind(text)
     except NotYetError as exc:
         raise UserInputError(NOT_YET.format(kind=exc.kind), NOT_YET_HINT) from None
     except UnknownKindError:
@@ -157,8 +158,21 @@ def _no_options(request: CommandRequest, kind: str, usage: str, allowed: tuple[s
         raise UserInputError(text, f"Usage: `{usage}`")
 
 
+def _filters(request: CommandRequest, kind: AlertKind, usage: str) -> dict[str, object]:
+    """The kind's filters from the command's ``name=value`` options; raises :class:`UserInputError`
+    naming the filter and the accepted forms (nothing is saved)."""
+    if not kind.filter_names:
+        _no_options(request, kind.name, usage)
+        return {}
+    try:
+        return kind.parse_filters(request.command.options)
+    except FilterError as exc:
+        accepted = " ".join(f"`{name}=`" for name in kind.filter_names)
+        raise UserInputError(str(exc), FILTERS_HINT.format(kind=kind.name, accepted=accepted, usage=usage)) from None
+
+
 def _check_policy(request: CommandRequest, kind: str) -> None:
-    key = POLICY_KEYS[kind]
+    key = request.services.alerts.kind(kind).policy_key
     policy = request.services.policy
     if not policy.allows(request.user, key):
         role = policy.minimum(key).name
@@ -192,7 +206,8 @@ async def _subscription(request: CommandRequest, usage: str) -> AlertSubscriptio
     """The subscription ``<kind|id> [#channel]`` names; checks the kind's policy key."""
     args = list(request.command.args)
     if not args:
-        raise UserInputError(NO_KIND.format(kinds=", ".join(f"`{k}`" for k in KINDS)) + " Or a subscription id.", LIST_HINT)
+        kinds = ", ".join(f"`{k}`" for k in request.services.alerts.available)
+        raise UserInputError(NO_KIND.format(kinds=kinds) + " Or a subscription id.", LIST_HINT)
     repo = request.services.alerts.repo
     if args[0].isascii() and args[0].isdigit() and len(args[0]) <= 9:
         if len(args) > 1:
@@ -202,7 +217,7 @@ async def _subscription(request: CommandRequest, usage: str) -> AlertSubscriptio
             raise UserInputError(NO_SUBSCRIPTION_ID.format(id=args[0]), LIST_HINT)
         _check_policy(request, sub.kind)
         return sub
-    kind = _kind(args[0], usage)
+    kind = _kind(request, args[0], usage).name
     _check_policy(request, kind)
     channel = await _where(request, args[1:], "kind")
     found = await repo.subscriptions(kind=kind, channel_id=channel)
@@ -214,12 +229,12 @@ async def _subscription(request: CommandRequest, usage: str) -> AlertSubscriptio
 
 async def handle_subscribe(request: CommandRequest) -> None:
     args = list(request.command.args)
-    kind = _kind(args[0] if args else None, SUBSCRIBE.usage)
-    _no_options(request, kind, SUBSCRIBE.usage)
-    _check_policy(request, kind)
+    kind = _kind(request, args[0] if args else None, SUBSCRIBE.usage)
+    filters = _filters(request, kind, SUBSCRIBE.usage)
+    _check_policy(request, kind.name)
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
-    sub, new = await request.services.alerts.subscribe(kind, channel, request.user.user_id)
+    sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters)
     await request.reply(subscribed(sub, new=new))
 
 
@@ -263,24 +278,34 @@ async def handle_unmute(request: CommandRequest) -> None:
 
 async def handle_test(request: CommandRequest) -> None:
     args = list(request.command.args)
-    kind = _kind(args[0] if args else None, TEST.usage)
-    _no_options(request, kind, TEST.usage)
-    _check_policy(request, kind)
+    kind = _kind(request, args[0] if args else None, TEST.usage)
+    filters = _filters(request, kind, TEST.usage)
+    _check_policy(request, kind.name)
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
-    sample = await request.services.alerts.sample(kind)
-    posted = await request.services.slack.post(channel, controls_alert(sample, test=True))
+    sample = await request.services.alerts.sample(kind.name, filters)
+    posted = await request.services.slack.post(channel, sample)
     if isinstance(posted, SlackFailure):
         raise UserInputError(TEST_FAILED.format(error=posted.error), TEST_FAILED_HINT)
-    await request.reply(sample_posted(kind, channel))
+    await request.reply(sample_posted(kind.name, channel))
+
+
+def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime]) -> list[AlertKind]:
+    """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order)."""
+    return [ControlsKind(agent, controls_alert, now)]
 
 
 def alert_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> AlertService:
-    """A :class:`bot.services.alerts.AlertService` with this project's formatters, posting through
-    ``slack`` (the app's job, ``agent-bot alerts tick``, the demo and tests)."""
+    """A :class:`bot.services.alerts.AlertService` with this project's kinds and formatters, posting
+    through ``slack`` (the app's jobs, ``agent-bot alerts tick``, the demo and tests)."""
     return AlertService(
-        agent=agent, store=store, slack=slack, now=now, controls_formatter=controls_alert, overflow_formatter=overflow_message
+        store=store, slack=slack, now=now, kinds=alert_kinds(agent=agent, store=store, now=now), overflow_formatter=overflow_message
     )
+
+
+def job_name(kind: str) -> str:
+    """The periodic job of a kind: ``alerts.<kind>``."""
+    return f"alerts.{kind}"
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:
@@ -296,4 +321,4 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         router.add(spec, handler)
 
 
-__all__ = ["JOB_NAME", "LATER_KINDS", "alert_service", "register"]
+__all__ = ["ALL_KINDS", "alert_kinds", "alert_service", "job_name", "register"]

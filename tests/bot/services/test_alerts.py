@@ -19,9 +19,9 @@ from bot.services.alerts import (
     CONTROLS,
     EVENT_TYPE,
     AlertService,
+    ControlsKind,
     NotYetError,
     UnknownKindError,
-    check_kind,
     parse_duration,
     security_topics,
 )
@@ -138,11 +138,10 @@ class World:
         store = Store(self.url)
         self.stores.append(store)
         return AlertService(
-            agent=self.agent,  # type: ignore[arg-type]  # a fake of the two methods the service calls
             store=store,
             slack=self.slack,  # type: ignore[arg-type]
             now=lambda: self.now,
-            controls_formatter=controls_alert,
+            kinds=[ControlsKind(self.agent, controls_alert, lambda: self.now)],  # type: ignore[arg-type]  # a fake of two methods
             overflow_formatter=overflow_message,
             cap=cap,
             owner=owner,
@@ -218,7 +217,7 @@ def test_a_failed_post_is_retried_at_the_next_tick_and_found_not_reposted_after_
     # a replica posts revision 7 and dies before recording it: the next tick finds it
     world.agent.newest = 7
     crashed = world.service(owner="crashed")
-    run(crashed._detect_controls(type(report)()))
+    run(crashed._detect(crashed.kinds[CONTROLS], type(report)()))
     [event] = run(crashed.repo.pending())
     assert run(crashed.repo.claim(event, "crashed", world.now)) == 1
     run(
@@ -285,11 +284,12 @@ def test_two_replicas_ticking_at_once_post_every_alert_once(world):
 
 
 def test_kinds_durations_and_security_topics():
-    assert check_kind("Controls") == "controls"
+    service = World("sqlite://").service()
+    assert service.kind("Controls").name == "controls"
     with pytest.raises(NotYetError):
-        check_kind("readiness")
+        service.kind("readiness")
     with pytest.raises(UnknownKindError):
-        check_kind("weather")
+        service.kind("weather")
     assert parse_duration("90m") == dt.timedelta(minutes=90)
     assert parse_duration("1w") == dt.timedelta(days=7)
     for bad in ("0h", "2 hours", "31d", "h"):
