@@ -181,11 +181,14 @@ def _alerts_tick(args: argparse.Namespace) -> int:
 def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
     """One pass of the ``digest`` or ``alerts`` service with its own Agent API client, Slack client
     and store, as a cron job runs it; ``now_text`` (ISO 8601, UTC when it names no zone) fixes the
-    clock. Prints the pass's report; 1 when the Agent API failed (the next tick retries)."""
+    clock. Prints the pass's report; 1 when the Agent API failed (the next tick retries). While Slack
+    said stop (a pause the running bot recorded: token revoked, app rate-limited;
+    :mod:`bot.services.lifecycle`), it posts nothing and says so, as the scheduler's jobs do."""
     import datetime as dt
 
     from bot.api import AgentAPIError, AgentClient
     from bot.app import ConfigurationError, create_bot, utc_now
+    from bot.services.lifecycle import SlackLifecycle
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings), settings.log_format)
@@ -209,6 +212,10 @@ def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
         bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
         service = bot.services.digest if job == "digest" else bot.services.alerts
         try:
+            pause = await SlackLifecycle(store=bot.services.store, slack=bot.services.slack, now=now).paused()
+            if pause is not None:
+                print(f"{job} tick: skipped: Slack said stop ({pause.kind}: {pause.reason}, since {pause.since.isoformat()})", flush=True)
+                return 0
             report = await service.tick()
         except AgentAPIError as exc:
             print(f"agent-bot: {job} tick: the Agent API failed ({type(exc).__name__}); the next tick retries", file=sys.stderr)
