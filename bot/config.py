@@ -51,20 +51,51 @@ AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: seconds between pings; a connection 
 
 Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``; read them with
 ``.get_secret_value()`` only where they are handed to a client.
+
+Secrets from files, as Kubernetes (a Secret mounted as a volume) and Docker (``secrets:``, under
+``/run/secrets/``) provide them: each variable of :data:`FILE_SETTINGS` may instead be given as
+``<VARIABLE>_FILE``, the path of a file holding the value (``SLACK_BOT_TOKEN_FILE=/run/secrets/slack-bot-token``).
+The file is read at start-up as UTF-8, one trailing line break removed (``\n`` or ``\r\n``, as
+``echo`` and editors leave it). A file that cannot be read, is empty, is not UTF-8 or is larger than
+:data:`MAX_SECRET_FILE_BYTES`, and a variable set both ways, raise :class:`ConfigurationError` naming the
+variable and the path, never the content. An empty ``<VARIABLE>_FILE`` counts as unset.
+
+Only the names above are read: pydantic-settings would also take a field's own name from the
+environment (``LOG_LEVEL``, ``DATABASE_URL``, ``METRICS_PORT``), and Kubernetes sets variables such as
+``METRICS_PORT=tcp://10.0.0.7:9090`` for every Service of a namespace (its service links), which then
+stopped the bot at start-up. ``Settings(database_url=...)`` in code still takes field names.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources import EnvSettingsSource
 
 from bot.hooks import CONFIG_TIMEOUT, RELAY_TIMEOUT
 
+FILE_SETTINGS: Final = (
+    "slack_bot_token",
+    "slack_signing_secret",
+    "slack_app_token",
+    "agent_api_key",
+    "database_url",
+    "hook_secret",
+    "hook_token",
+)
+"""The settings (field names) whose variable may be given as ``<VARIABLE>_FILE`` (module docstring)."""
+FILE_SUFFIX: Final = "_FILE"
+MAX_SECRET_FILE_BYTES: Final = 64 * 1024
+"""The largest secret file read (a path to a log or a device by mistake fails at once, not slowly)."""
+
 
 class Settings(BaseSettings):
-    """The bot's configuration. Raises ``pydantic.ValidationError`` on a malformed value."""
+    """The bot's configuration. Raises ``pydantic.ValidationError`` on a malformed value, and
+    :class:`ConfigurationError` for a ``<VARIABLE>_FILE`` that cannot be used (module docstring)."""
 
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
 
@@ -117,6 +148,26 @@ class Settings(BaseSettings):
         default=10.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Highest priority first: arguments in code, ``<VARIABLE>_FILE``, the environment, ``.env``
+        (the last two answering only the documented names)."""
+        environments = [s.env_vars for s in (env_settings, dotenv_settings) if isinstance(s, EnvSettingsSource)]  # .env's too
+        return (
+            init_settings,
+            _SecretFiles(settings_cls, environments),
+            _DocumentedNames(settings_cls, env_settings),
+            _DocumentedNames(settings_cls, dotenv_settings),
+            file_secret_settings,
+        )
+
     @model_validator(mode="after")
     def _defaults(self) -> Settings:
         if not self.slack_api_url.endswith("/"):
@@ -144,8 +195,95 @@ class Settings(BaseSettings):
 
     def missing(self, *names: str) -> list[str]:
         """Return the environment variable names among ``names`` (field names) that are not set."""
-        fields = type(self).model_fields
-        return [str(fields[name].validation_alias) for name in names if getattr(self, name) in (None, "")]
+        return [env_name(name) for name in names if getattr(self, name) in (None, "")]
+
+
+def env_name(name: str) -> str:
+    """The environment variable of the setting ``name`` (a field name of :class:`Settings`)."""
+    alias = Settings.model_fields[name].validation_alias
+    if isinstance(alias, AliasChoices):
+        alias = alias.choices[0]
+    if not isinstance(alias, str):
+        raise TypeError(f"setting {name} has no environment variable")
+    return alias
+
+
+def env_names() -> frozenset[str]:
+    """Every environment variable :class:`Settings` reads, without the ``_FILE`` variants."""
+    return frozenset(env_name(name) for name in Settings.model_fields)
+
+
+def read_secret_file(variable: str, path: str) -> str:
+    """The secret in the file at ``path``, named by ``variable`` (``SLACK_BOT_TOKEN_FILE``): UTF-8, one
+    trailing line break removed. Raises :class:`ConfigurationError` naming ``variable`` and ``path``
+    (never the content) when the file cannot be read, is empty, is not UTF-8 or is too large."""
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(MAX_SECRET_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigurationError(f"{variable}: cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    if len(raw) > MAX_SECRET_FILE_BYTES:
+        raise ConfigurationError(f"{variable}: {path} is larger than {MAX_SECRET_FILE_BYTES // 1024} KiB; is it the secret's file?")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{variable}: {path} is not UTF-8 text") from None  # the error quotes a byte of it
+    text = text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
+    if not text:
+        raise ConfigurationError(f"{variable}: {path} is empty")
+    return text
+
+
+class _SecretFiles(PydanticBaseSettingsSource):
+    """The values of ``<VARIABLE>_FILE`` for :data:`FILE_SETTINGS`, looked up in ``environments`` (the
+    process environment, then ``.env``), keyed by the variable (module docstring)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environments: list[Mapping[str, str | None]]) -> None:
+        super().__init__(settings_cls)
+        self._environments = environments
+        self._case_sensitive = bool(settings_cls.model_config.get("case_sensitive"))
+
+    def _lookup(self, variable: str) -> str | None:
+        key = variable if self._case_sensitive else variable.lower()
+        for environment in self._environments:
+            value = environment.get(key)
+            if value:
+                return value
+        return None
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Not used: :meth:`__call__` answers for every field at once."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name in FILE_SETTINGS:
+            variable = env_name(name)
+            path = self._lookup(variable + FILE_SUFFIX)
+            if path is None:
+                continue
+            if self._lookup(variable) is not None:
+                raise ConfigurationError(f"{variable} and {variable}{FILE_SUFFIX} are both set: set one of them")
+            value = read_secret_file(variable + FILE_SUFFIX, path)
+            secret = SecretStr in get_args(Settings.model_fields[name].annotation)
+            values[variable] = SecretStr(value) if secret else value  # a secret stays masked in pydantic-settings' debug log
+        return values
+
+
+class _DocumentedNames(PydanticBaseSettingsSource):
+    """One of pydantic-settings' environment sources, answering only the variables of :func:`env_names`
+    (not a field's own name, which pydantic-settings reads too while ``populate_by_name`` is on)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], source: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self._source = source
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._source.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        names = env_names()
+        return {key: value for key, value in self._source().items() if key in names}
 
 
 class ConfigurationError(RuntimeError):
