@@ -114,10 +114,14 @@ def main() -> None:
     args = parser.parse_args()
 
     import handlers  # noqa: F401  (defines every table on bot.store.metadata)
+    from bot import migrations
     from bot.store import metadata
 
     engine = sqlalchemy.create_engine(args.postgres)
     metadata.drop_all(engine)
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text("DROP TABLE IF EXISTS alembic_version"))
+    migrations.upgrade(engine)  # as `agent-bot db upgrade` does before replicas start on PostgreSQL
     engine.dispose()
     tmp = Path(tempfile.mkdtemp(prefix="replicas-bench-"))
     roles = tmp / "roles.yaml"
