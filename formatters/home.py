@@ -348,5 +348,5 @@ DM_HINT_LINES: Final = (
 
 def dm_hint() -> Payload:
     """The bot's first message in a person's DM: what to type there (examples)."""
-    lines = "\n".join(f"\u2022 {line}" for line in DM_HINT_LINES)
+    lines = "\n".join(f"\u2022 {esc(line)}" for line in DM_HINT_LINES)  # `model=<id>`: no link
     return message([section(f"*{DM_HINT_TITLE}*"), section(lines)], DM_HINT_TITLE)
