@@ -341,12 +341,12 @@ DM_HINT_TITLE: Final = "Hi! Write me a task and I start an agent session for you
 DM_HINT_LINES: Final = (
     "Write what the agent should do, e.g. `fix the flaky login test`: it runs on your computer and I follow it "
     "in the thread of your message; whatever you reply in that thread goes to the agent.",
-    "Options go anywhere in the text, as in a mention: `computer=build-01 cwd=~/src/web run the linter`, `model=<id>`.",
+    "Options go anywhere in the text, as in a mention: `computer=build-01 cwd=~/src/web model=claude-haiku-4-5 run the linter`.",
     "`help` here lists everything I can do; my *Home* tab shows your sessions, requests and alerts.",
 )
 
 
 def dm_hint() -> Payload:
     """The bot's first message in a person's DM: what to type there (examples)."""
-    lines = "\n".join(f"\u2022 {esc(line)}" for line in DM_HINT_LINES)  # `model=<id>`: no link
+    lines = "\n".join(f"\u2022 {line}" for line in DM_HINT_LINES)
     return message([section(f"*{DM_HINT_TITLE}*"), section(lines)], DM_HINT_TITLE)

@@ -32,6 +32,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
@@ -42,6 +43,7 @@ from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, N
 from bot.services.sessions.starter import CANNOT_POST_HINT, DM_HELP, START_POLICY_KEY, START_USAGE, dm_request, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
+from bot.store import DatabaseUnusable
 from formatters.blocks import Payload, message_link
 from formatters.help import help_message
 from formatters.home import dm_hint
@@ -382,8 +384,14 @@ async def send_dm(services: Services, channel: str, payload: Payload, what: str)
 
 
 async def hint_once(services: Services, user_id: str, channel: str) -> None:
-    """The first-DM hint of what to type (:func:`formatters.home.dm_hint`), once per person."""
-    if await services.home.claim_hint(user_id, dm_channel=channel, now=services.now()):
+    """The first-DM hint of what to type (:func:`formatters.home.dm_hint`), once per person. When
+    the database cannot say whether it went out, it does not (logged): what was asked still goes on."""
+    try:
+        first = await services.home.claim_hint(user_id, dm_channel=channel, now=services.now())
+    except (SQLAlchemyError, DatabaseUnusable) as exc:
+        logger.warning("could not claim the first-DM hint of %s: %s", user_id, type(exc).__name__)
+        return
+    if first:
         await send_dm(services, channel, dm_hint(), "first-DM hint")
 
 

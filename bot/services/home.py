@@ -26,7 +26,7 @@ decided by comparing roles here:
 
 A section that fails (an Agent API error, a database error, a timeout) becomes a :class:`Fault` that
 says what happened and what to do; the other sections are kept. A section the role does not show is
-``None``. The gathering talks to Slack only for the chart's upload.
+``None``. The gathering talks to Slack only to name the top users and to upload the chart.
 
 Keeping Homes fresh (``home_tabs``, one row per person, :class:`HomeTabs`):
 
