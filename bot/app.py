@@ -43,6 +43,7 @@ from bot.middleware import FinishDelivery, Installation, build_dedupe, build_rol
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, HomeMarks, HomeTabs
 from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import HookReceiver
 from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, SlackLifecycle
@@ -53,6 +54,7 @@ from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from handlers import alerts as alert_handlers
 from handlers import digest as digest_handlers
+from handlers import home as home_handlers
 from handlers.digest import digest_service
 from handlers.router import Router
 
@@ -287,6 +289,8 @@ def create_bot(
     )
     approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
     policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
+    home_tabs = HomeTabs(store)
+    marks = HomeMarks(home_tabs, policy, now)  # what changes a Home marks it for the refresh job
     sessions = Sessions(
         agent=agent,
         store=store,
@@ -295,8 +299,11 @@ def create_bot(
         follow_hours=settings.session_follow_hours,
         bot_token=bot_token,
         policy=policy,
+        on_change=marks.session_changed,
     )
-    limits = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy)
+    limits = LimitsWorkflow(
+        agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy, on_change=marks.request_changed
+    )
     digest = digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
     alerts = alert_handlers.alert_service(agent=agent, store=store, slack=slack, now=now)
     hook_receiver = HookReceiver(
@@ -345,10 +352,13 @@ def create_bot(
         digest=digest,
         alerts=alerts,
         hooks=hook_receiver,
+        home=home_tabs,
         today=today,
         now=now,
         jobs=jobs,
     )
+    refresher = home_handlers.home_refresher(services)
+    jobs.append(PeriodicJob(REFRESH_JOB, REFRESH_TICK_SECONDS, lifecycle.gate(REFRESH_JOB, refresher.tick)))
     with _bolt_token_warning_silenced():
         app = MeteredApp(  # an AsyncApp that counts and times every request (bot.metrics)
             client=client,

@@ -33,6 +33,9 @@ AGENT_BOT_ALERT_READINESS_SECONDS  how often readiness reports are checked      
                            (``readiness`` alerts); ``usage`` alerts check with
                            the digest's cadence
 AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
+AGENT_BOT_HOME_REFRESH_SECONDS  seconds at least between two refreshes of one     ``30``
+                           person's Home tab after changes (opening it always
+                           publishes it)
 AGENT_BOT_HOOK_SECRET      shared secret that signs agent hook events; for a      none
                            single-user setup only (it speaks for anyone; see
                            :mod:`bot.hooks`)
@@ -135,6 +138,9 @@ class Settings(BaseSettings):
     )
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")
+    )
+    home_refresh_seconds: float = Field(
+        default=30.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_HOME_REFRESH_SECONDS", "home_refresh_seconds")
     )
     hook_secret: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_SECRET", "hook_secret"))
     hook_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_TOKEN", "hook_token"))

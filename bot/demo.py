@@ -452,9 +452,46 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
 
 
+def tick_home(stack: Stack, later: dt.timedelta) -> Any:
+    """One tick of the Home refresh job as the scheduler would run it ``later`` from now (the refresh
+    waits ``AGENT_BOT_HOME_REFRESH_SECONDS`` after a Home's last publish), on this thread's own event
+    loop with its own Agent API client; returns its :class:`bot.services.home.RefreshReport`."""
+    from handlers.home import home_refresher
+
+    services = stack.bot.services
+
+    def clock() -> dt.datetime:
+        return services.now() + later
+
+    async def run() -> Any:
+        agent = AgentClient(base_url=stack.sandbox.url, api_key=services.settings.required("agent_api_key"), today=lambda: clock().date())
+        try:
+            return await home_refresher(dataclasses.replace(services, agent=agent, now=clock)).tick()
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(run())
+
+
+def _home_section(stack: Stack, user: str, title: str) -> str:
+    """The section ``title`` of ``user``'s Home tab as the emulator renders it (up to the next divider)."""
+    home = stack.slack.recorder.home(user)
+    blocks = list(home.view.get("blocks") or []) if home else []
+    start = next((i for i, b in enumerate(blocks) if b.get("type") == "header" and b["text"]["text"] == title), None)
+    if start is None:
+        return "(no such section)"
+    end = next((i for i in range(start + 1, len(blocks)) if blocks[i].get("type") in ("divider", "header")), len(blocks))
+    return render_text({"text": "", "blocks": blocks[start:end]}, users=None)
+
+
 def home_step(stack: Stack, out: TextIO) -> None:
-    """bob opens the bot's Home tab (``app_home_opened``); print the view the bot published for him."""
-    bob = PEOPLE["bob"]
+    """bob opens the bot's Home tab (``app_home_opened``); print the view the bot published for him.
+    Then the Home kept fresh: carol asks for a credit limit, the refresh job republishes bob's Home
+    with the request waiting for him, he approves it from there, and the next refresh shows nothing
+    waiting. Last, carol starts a session by writing to the bot in its Messages tab."""
+    from formatters.home import WAITING_TITLE
+
+    bob, carol = PEOPLE["bob"], PEOPLE["carol"]
     before = stack.slack.recorder.home(bob)
     out.write("\n\u2500\u2500 bob opens the bot's Home tab\n")
     stack.client.send_app_home_opened(bob)
@@ -466,7 +503,56 @@ def home_step(stack: Stack, out: TextIO) -> None:
         out.write("(no Home tab published within 15 s)\n")
         return
     out.write(render_text({"text": "", "blocks": home.view.get("blocks") or []}, users=None) + "\n")
+    interval = dt.timedelta(seconds=stack.bot.services.settings.home_refresh_seconds)
+
+    text = 'limits request 2500 reason="demo: load tests"'
+    _print_reply(out, "carol", text, stack.command(text, user=carol), stack)
+    report = tick_home(stack, interval)
+    out.write(f"\n\u2500\u2500 the Home refresh job, {interval.seconds} s later: republished {', '.join(report.published) or 'nothing'}\n")
+    out.write("bob's Home tab now shows:\n" + _home_section(stack, bob, WAITING_TITLE) + "\n")
+
+    recent = asyncio.run(stack.bot.services.limits.store.recent(1))  # the request carol just filed (a database read)
+    request_id = str(recent[0].id) if recent else None
+    if request_id is not None:
+        out.write(f"\n\u2500\u2500 bob clicks Approve on request #{request_id} in his Home tab\n")
+        stack.client.send_home_action("limits.approve", request_id, user_id=bob)
+        try:
+            stack.slack.recorder.wait_for(
+                lambda: [m for m in stack.slack.recorder.messages("D" + carol[1:]) if f"#{request_id}" in (m.text or "")],
+                timeout=10.0,
+                what="the outcome",
+            )
+        except AssertionError:
+            out.write("(no outcome within 10 s)\n")
+        report = tick_home(stack, 2 * interval)
+        out.write(f"the Home refresh job: republished {', '.join(report.published) or 'nothing'}\n")
+        out.write("bob's Home tab now shows:\n" + _home_section(stack, bob, WAITING_TITLE) + "\n")
+    _dm_step(stack, out)
     out.flush()
+
+
+DM_PROMPT = "computer=ci run the unit tests"
+
+
+def _dm_step(stack: Stack, out: TextIO) -> None:
+    """carol writes a task to the bot in its Messages tab: the first-DM hint, and a session followed in that message's thread."""
+    carol = PEOPLE["carol"]
+    channel = "D" + carol[1:]
+    out.write(f"\n\u2500\u2500 carol writes to the bot in its Messages tab: {DM_PROMPT}\n")
+    sent = stack.client.send_message(DM_PROMPT, user_id=carol, channel_id=channel)
+    ts = sent.request.payload["event"]["ts"]
+    bot = stack.slack.directory.bot.user_id
+    try:
+        stack.slack.recorder.wait_for(
+            lambda: [m for m in stack.slack.recorder.messages(channel, thread_ts=ts) if m.user == bot], timeout=15.0, what="the session"
+        )
+    except AssertionError:
+        out.write("(no session message within 15 s)\n")
+        return
+    for message in stack.slack.recorder.messages(channel):
+        if message.user == bot and not message.is_reply and message.ts > ts:
+            out.write("[agent (bot)]\n" + render_text(message.as_payload(), users=None) + "\n")
+    _print_thread(out, stack, channel, ts, "the thread of carol's DM: her task, and the session the bot started for it")
 
 
 SOCKET_TOUR: Sequence[tuple[str, str]] = (("bob", "help usage"), ("bob", "usage 7d"))

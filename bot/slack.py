@@ -359,13 +359,37 @@ class SlackGateway:
             arguments["snippet_type"] = snippet_type
         if comment:
             arguments["initial_comment"] = comment
+        answer = await self._upload_v2(arguments)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+    async def upload_unshared(self, *, content: bytes, filename: str, title: str, alt_text: str | None = None) -> str | SlackFailure:
+        """Upload a file into no conversation (``files_upload_v2`` without ``channel``: the file is
+        private to the bot) and return its ID, for an image block's ``slack_file: {"id": ...}`` (Slack
+        docs "Slack file object": an image, png/jpg/jpeg/gif, that the app posting the blocks can
+        access). An answer without a file ID is a failure ``invalid_response`` (permanent)."""
+        arguments: dict[str, Any] = {"content": content, "filename": filename, "title": title}
+        if alt_text:
+            arguments["alt_txt"] = alt_text
+        answer = await self._upload_v2(arguments)
+        if isinstance(answer, SlackFailure):
+            return answer
+        files = answer.get("files") or []
+        file_id = files[0].get("id") if files and isinstance(files[0], dict) else None
+        if not file_id:
+            logger.warning("Slack files.completeUploadExternal answered no file id")
+            return SlackFailure("files.upload", "invalid_response", True)
+        return str(file_id)
+
+    async def _upload_v2(self, arguments: dict[str, Any]) -> dict[str, Any] | SlackFailure:
+        """``files_upload_v2`` with ``arguments``: the answer of ``files.completeUploadExternal``."""
         try:
-            await self.client.files_upload_v2(**arguments)
+            response = await self.client.files_upload_v2(**arguments)
         except Exception as exc:
             if not isinstance(exc, SlackClientError) and not _is_transport(exc):
                 raise
             return self._failed("files.upload", exc)
-        return DONE
+        data = response.data
+        return dict(data) if isinstance(data, dict) else {}
 
     async def open_view(self, trigger_id: str, view: Mapping[str, Any]) -> Done | SlackFailure:
         """``views.open``: open the modal ``view`` for the click or command of ``trigger_id``."""

@@ -12,24 +12,46 @@ same role check and the same workflow serve a click from here: Archive
 (:func:`formatters.sessions.archive_button`, with Slack's confirmation dialog; the sessions service
 checks who may) and Approve / Reject of a credit-limit request (:data:`formatters.limits.APPROVE_ACTION`,
 :data:`formatters.limits.REJECT_ACTION`; four eyes, the owner threshold and exactly once are the
-workflow's). Every API and user string is escaped.
+workflow's). Every API and user string is escaped. Top users whose e-mail Slack knows are shown as
+mentions (``<@U…>``), the others by name. The managers' chart is an image block whose
+``slack_file`` is the file the bot uploaded (Slack doc "Image block", "Slack file object").
+
+:func:`dm_hint` is the bot's first message in a person's DM (what to type there).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from slack_sdk.models.blocks import Block
+from slack_sdk.models.blocks import Block, ImageBlock
 
 from bot.api.models import Computer
+from bot.services.alerts import AlertSubscription
 from bot.services.controls import ControlsHistory
-from bot.services.home import Fault, Home, HomeSession
+from bot.services.home import ChartImage, Fault, Home, HomeSession
 from bot.services.limits.store import LimitRequest
 from bot.services.readiness import RepositorySummary
 from bot.services.usage import UsageSummary
-from formatters.blocks import actions, button, change, context, cut, divider, esc, fields, figure, header, message_link, number, section
+from formatters.alerts import target
+from formatters.blocks import (
+    Payload,
+    actions,
+    button,
+    change,
+    context,
+    cut,
+    divider,
+    esc,
+    fields,
+    figure,
+    header,
+    message,
+    message_link,
+    number,
+    section,
+)
 from formatters.limits import APPROVE_ACTION, REJECT_ACTION, STATE_LABELS, credits, signed, when, who
 from formatters.reports import age, percent
 from formatters.sessions import archive_button, one_line, status_label
@@ -39,7 +61,9 @@ MAX_HOME_BLOCKS: Final = 100
 """Slack's limit of blocks in a Home tab view (Slack doc "Views", ``blocks``: "Maximum of 100")."""
 HOME_CALLBACK: Final = "app_home"
 TITLE: Final = "Agent ChatOps"
-REFRESHED: Final = "Your Home as of {when} \u00b7 it is refreshed each time you open it \u00b7 `/agent help` lists the commands"
+REFRESHED: Final = (
+    "Your Home as of {when} \u00b7 refreshed when you open it and when something here changes \u00b7 `/agent help` lists the commands"
+)
 MORE_BLOCKS: Final = "and {n} more items not shown; the commands show everything"
 
 SESSIONS_TITLE: Final = "Your agent sessions"
@@ -57,6 +81,13 @@ WAITING_TITLE: Final = "Waiting for your approval"
 NO_WAITING: Final = "No credit-limit request waits for you."
 WAITING_LINE: Final = "*#{id}* asked by {requester}: {entries} (total {total} credits)\n*Reason:* {reason} \u00b7 expires {expires}"
 NO_REASON: Final = "_no reason given_"
+
+ALERTS_TITLE: Final = "Your alert subscriptions"
+NO_ALERTS: Final = "You have no alert subscriptions."
+NO_ALERTS_HINT: Final = "`/agent alerts subscribe controls` in a channel (or in your DM with me) subscribes it."
+ALERT_LINE: Final = "*{id}* \u00b7 {kind} \u00b7 {target} \u00b7 {state}"
+ALERT_ON: Final = "on"
+ALERT_MUTED: Final = "muted until {until}"
 
 DASHBOARD_TITLE: Final = "Your organization: the last 7 days"
 COMPARED: Final = "Changes compare with {previous}, {rule}. Days are UTC; data runs through yesterday."
@@ -76,6 +107,8 @@ UNKNOWN_AUTHOR: Final = "unknown"
 FAULT: Final = ":warning: {error}"
 
 TOP_USERS_SHOWN: Final = 5
+IMAGE_TEXT_MAX: Final = 2000
+"""An image block's ``alt_text`` and ``title`` (Slack doc "Image block": at most 2000 characters)."""
 ENTRIES_SHOWN: Final = 3
 REASON_MAX: Final = 300
 TITLE_MAX: Final = 120
@@ -172,11 +205,44 @@ def _figure(summary: UsageSummary, attr: str, show: Any = number) -> str:
     return text + (f"  _{delta}_" if delta else "")
 
 
-def usage_blocks(usage: UsageSummary | Fault) -> list[Any]:
+def alert_blocks(alerts: Sequence[AlertSubscription] | Fault, now: dt.datetime) -> list[Any]:
+    """My alert subscriptions: id, kind, where (a channel, or my DMs with the bot) and whether muted."""
+    blocks: list[Any] = [header(ALERTS_TITLE)]
+    if isinstance(alerts, Fault):
+        return blocks + _fault(alerts)
+    if not alerts:
+        return [*blocks, section(NO_ALERTS), context(NO_ALERTS_HINT)]
+    lines = [
+        ALERT_LINE.format(
+            id=sub.id,
+            kind=esc(sub.kind),
+            target=target(sub.channel_id),
+            state=ALERT_MUTED.format(until=when(sub.muted_until)) if sub.muted(now) and sub.muted_until else ALERT_ON,
+        )
+        for sub in alerts
+    ]
+    return [*blocks, section("\n".join(lines))]
+
+
+def top_user(name: str, people: Mapping[str, str]) -> str:
+    """A top user as mrkdwn: ``<@U…>`` when Slack knows the e-mail (``people``), else the name escaped."""
+    user_id = people.get(name)
+    return f"<@{esc(user_id)}>" if user_id else esc(name)
+
+
+def chart_block(chart: ChartImage) -> dict[str, Any]:
+    """The two weeks' chart: an image block of the uploaded file (``slack_file``)."""
+    alt = cut(chart.alt_text or chart.title, IMAGE_TEXT_MAX)
+    return ImageBlock(slack_file={"id": chart.file_id}, alt_text=alt, title=cut(chart.title, IMAGE_TEXT_MAX)).to_dict()
+
+
+def usage_blocks(usage: UsageSummary | Fault, people: Mapping[str, str] | None = None, chart: ChartImage | None = None) -> list[Any]:
     """The last 7 days against the 7 before: billable tokens, weekly active users, sessions (each
-    with its change when both periods reported it every day), then the top users."""
+    with its change when both periods reported it every day), the chart when there is one, then the
+    top users (as mentions where ``people`` knows them)."""
     if isinstance(usage, Fault):
         return _fault(usage)
+    people = people or {}
     blocks: list[Any] = fields(
         [
             ("Billable tokens", _figure(usage, "billable_tokens", lambda v: number(v, compact=True))),
@@ -186,8 +252,10 @@ def usage_blocks(usage: UsageSummary | Fault) -> list[Any]:
     )
     previous = usage.previous_period
     note = COMPARED.format(previous=previous.label(), rule=usage.period.comparison_label()) if previous else f"Changes: {NO_PREVIOUS}."
+    if chart is not None:
+        blocks.append(chart_block(chart))
     top = [
-        f"{i}. {esc(row.name)}: {number(row.value, compact=True)} ({row.share:.0%})"
+        f"{i}. {top_user(row.name, people)}: {number(row.value, compact=True)} ({row.share:.0%})"
         for i, row in enumerate(usage.top_users[:TOP_USERS_SHOWN], 1)
     ]
     blocks.append(section(TOP_USERS + "\n" + ("\n".join(top) or NO_TOP_USERS)))
@@ -240,7 +308,8 @@ def controls_blocks(history: ControlsHistory | Fault) -> list[Any]:
 
 def home_view(home: Home) -> dict[str, Any]:
     """The Home tab of ``home.user_id`` (module docstring): the sections their role shows, in the
-    order sessions, requests, approvals, organization; at most :data:`MAX_HOME_BLOCKS` blocks."""
+    order sessions, requests, approvals, alert subscriptions, organization; at most
+    :data:`MAX_HOME_BLOCKS` blocks."""
     blocks: list[Any] = [header(TITLE), context(REFRESHED.format(when=when(home.now)))]
     if home.sessions is not None:
         blocks += [divider(), *session_blocks(home.sessions)]
@@ -248,11 +317,13 @@ def home_view(home: Home) -> dict[str, Any]:
         blocks += [divider(), *request_blocks(home.requests)]
     if home.waiting is not None:
         blocks += [divider(), *waiting_blocks(home.waiting)]
+    if home.alerts is not None:
+        blocks += [divider(), *alert_blocks(home.alerts, home.now)]
     dashboard = [home.usage, home.readiness, home.computers, home.controls]
     if any(part is not None for part in dashboard):
         blocks += [divider(), header(DASHBOARD_TITLE)]
         if home.usage is not None:
-            blocks += usage_blocks(home.usage)
+            blocks += usage_blocks(home.usage, home.people, home.chart)
         if home.readiness is not None:
             blocks += readiness_blocks(home.readiness, home.now)
         if home.computers is not None:
@@ -264,3 +335,18 @@ def home_view(home: Home) -> dict[str, Any]:
         dropped = len(rendered) - (MAX_HOME_BLOCKS - 1)
         rendered = [*rendered[: MAX_HOME_BLOCKS - 1], context(MORE_BLOCKS.format(n=dropped)).to_dict()]
     return {"type": "home", "callback_id": HOME_CALLBACK, "blocks": rendered}
+
+
+DM_HINT_TITLE: Final = "Hi! Write me a task and I start an agent session for you."
+DM_HINT_LINES: Final = (
+    "Write what the agent should do, e.g. `fix the flaky login test`: it runs on your computer and I follow it "
+    "in the thread of your message; whatever you reply in that thread goes to the agent.",
+    "Options go anywhere in the text, as in a mention: `computer=build-01 cwd=~/src/web model=claude-haiku-4-5 run the linter`.",
+    "`help` here lists everything I can do; my *Home* tab shows your sessions, requests and alerts.",
+)
+
+
+def dm_hint() -> Payload:
+    """The bot's first message in a person's DM: what to type there (examples)."""
+    lines = "\n".join(f"\u2022 {line}" for line in DM_HINT_LINES)
+    return message([section(f"*{DM_HINT_TITLE}*"), section(lines)], DM_HINT_TITLE)

@@ -1,12 +1,18 @@
-"""The App Home tab: published for whoever opens it, with what their role shows.
+"""The App Home: the Home tab published for whoever opens it, kept fresh; the Messages tab's hint.
 
 ``app_home_opened`` (Slack doc https://docs.slack.dev/reference/events/app_home_opened) with
-``tab: home``: ack, gather the person's Home (:class:`bot.services.home.HomeService`, sections read
-concurrently, each bounded, a failing one shown as its error), format it
-(:func:`formatters.home.home_view`) and publish it (:meth:`bot.slack.SlackGateway.publish_home`,
-``views.publish``) with the ``hash`` of the view the event carries, so that Slack drops this publish
-when a newer one happened meanwhile (``hash_conflict``, logged). The Messages tab (``tab:
-messages``) publishes nothing.
+``tab: home``: ack, record the open (:meth:`bot.services.home.HomeTabs.opened`: role, DM channel),
+gather the person's Home (:class:`bot.services.home.HomeService`, sections read concurrently, each
+bounded, a failing one shown as its error), format it (:func:`formatters.home.home_view`) and publish
+it (:func:`bot.services.home.publish_home`, ``views.publish``) with the ``hash`` of the view the
+event carries, so that Slack drops this publish when a newer one happened meanwhile
+(``hash_conflict``, logged); what Slack answered is recorded (:meth:`bot.services.home.HomeTabs.published`).
+With ``tab: messages`` the person gets the first-DM hint of what to type, once
+(:func:`handlers.sessions.hint_once`); nothing is published.
+
+Between opens, :func:`home_refresher` builds the periodic job that republishes the Homes a change
+marked dirty (:class:`bot.services.home.HomeRefresher`; the marks come from the sessions follower and
+the credit-limit workflow through :class:`bot.services.home.HomeMarks`).
 
 The role check ran before (policy key :data:`bot.services.sessions.HOME_POLICY_KEY`, given by
 :meth:`bot.services.sessions.Sessions.event_policy`); ``context["agent_user"]`` says who opened it.
@@ -23,10 +29,11 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.errors import reported
 from bot.roles import ResolvedUser
-from bot.services.home import HomeService
+from bot.services.home import Home, HomeCharts, HomeRefresher, HomeService, HomeTab, publish_home
 from bot.slack import SlackFailure
 from formatters.home import home_view
 from handlers.router import Router
+from handlers.sessions import hint_once
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -35,10 +42,12 @@ logger = logging.getLogger(__name__)
 
 EVENT: Final = "app_home_opened"
 HOME_TAB: Final = "home"
+MESSAGES_TAB: Final = "messages"
 
 
-def home_service(services: Services) -> HomeService:
-    """The :class:`HomeService` over the bot's services (a light object: built for each event)."""
+def home_service(services: Services, *, charts: HomeCharts | None = None) -> HomeService:
+    """The :class:`HomeService` over the bot's services (a light object: built for each event);
+    ``charts`` makes the managers' chart (a new :class:`HomeCharts` when None)."""
     return HomeService(
         agent=services.agent,
         store=services.store,
@@ -46,17 +55,52 @@ def home_service(services: Services) -> HomeService:
         policy=services.policy,
         today=services.today,
         now=services.now,
+        alerts=services.alerts.repo,
+        people=services.identity.people_of,
+        charts=charts or home_charts(services),
     )
 
 
-async def publish(home: HomeService, services: Services, user: ResolvedUser, *, hash: str | None = None) -> bool:
-    """Gather, format and publish the Home of ``user``; False when Slack refused it (logged)."""
-    view = home_view(await home.gather(user))
-    published = await services.slack.publish_home(user.user_id, view, hash=hash)
+def home_charts(services: Services) -> HomeCharts:
+    """The managers' chart maker over the bot's services."""
+    return HomeCharts(agent=services.agent, store=services.store, slack=services.slack, now=services.now)
+
+
+async def publish(
+    home: HomeService, services: Services, user: ResolvedUser, *, hash: str | None = None, dm_channel: str | None = None
+) -> bool:
+    """Record the open, gather, format and publish the Home of ``user``, and record what Slack
+    answered; False when Slack refused it (logged)."""
+    tabs = services.home
+    opened = await tabs.opened(user.user_id, role=user.role, dm_channel=dm_channel, now=services.now())
+    gathered = await home.gather(user, dm_channel=dm_channel or opened.dm_channel)
+    published = await publish_home(services.slack, gathered, home_view, hash=hash, charts=home.charts)
     if isinstance(published, SlackFailure):
         logger.warning("Home tab of %s not published: %s", user.user_id, published.error)
         return False
+    await tabs.published(user.user_id, version=opened.dirty_version, view_hash=published, now=services.now())
     return True
+
+
+def home_refresher(services: Services) -> HomeRefresher:
+    """The refresh job's worker (:meth:`bot.services.home.HomeRefresher.tick`): each dirty Home is
+    gathered for its person's role now (:meth:`bot.roles.RoleResolver.resolve`, cached) and
+    published at most every ``AGENT_BOT_HOME_REFRESH_SECONDS``."""
+    charts = home_charts(services)
+
+    async def gather(tab: HomeTab) -> Home:
+        user = await services.resolver.resolve(tab.user_id)
+        return await home_service(services, charts=charts).gather(user, dm_channel=tab.dm_channel)
+
+    return HomeRefresher(
+        tabs=services.home,
+        slack=services.slack,
+        gather=gather,
+        render=home_view,
+        now=services.now,
+        interval=services.settings.home_refresh_seconds,
+        charts=charts,
+    )
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:
@@ -66,8 +110,15 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
     async def on_home_opened(ack: Any, event: dict[str, Any], context: dict[str, Any]) -> None:
         await ack()
         user: ResolvedUser | None = context.get("agent_user")
-        if user is None or event.get("tab") != HOME_TAB:
-            return  # the Messages tab, or an event the role check did not pass on as someone's
-        await publish(home_service(services), services, user, hash=(event.get("view") or {}).get("hash") or None)
+        if user is None:
+            return  # an event the role check did not pass on as someone's
+        channel = str(event.get("channel") or "") or None
+        if event.get("tab") == MESSAGES_TAB:
+            if channel:
+                await hint_once(services, user.user_id, channel)
+            return
+        if event.get("tab") != HOME_TAB:
+            return
+        await publish(home_service(services), services, user, hash=(event.get("view") or {}).get("hash") or None, dm_channel=channel)
 
     app.event(EVENT)(on_home_opened)

@@ -3,6 +3,7 @@
     /agent session start [computer=<name|id>] [cwd=<path>] [model=<id>] <prompt...>
     /agent session start                       (no prompt: a modal asks for everything)
     @agent [computer=...] [cwd=...] [model=...] <prompt...>      (a mention in a channel)
+    [computer=...] [cwd=...] [model=...] <prompt...>             (a direct message to the bot)
     /agent sessions | session status <id> | session set <id> key=value ... | session archive <id>
     (<id>: the whole session id or any unique prefix of 4+ characters; the list shows the first 8,
     and each listed row has a menu: Status, Archive, Open thread, which run the same code)
@@ -11,7 +12,11 @@ Each listener parses, calls :class:`bot.services.sessions.Sessions`, formats and
 domain (which computer, the exactly-once start and relay, following) is in
 :mod:`bot.services.sessions`. Thread replies (Events API ``message`` with ``thread_ts``, and the
 ``app_mention`` with the same words) in a session's thread go to the agent; in any other thread, and
-plain channel messages, they are ignored silently. The role check (policy keys ``session start``,
+plain channel messages, they are ignored silently. A message in a person's DM with the bot (its
+Messages tab, :func:`bot.services.sessions.starter.dm_request`) starts a session as a mention does,
+followed in that message's thread (start key ``dm:<channel>:<ts>``); ``help`` there answers the
+help, and the first DM of a person (or their first look at the Messages tab, :mod:`handlers.home`)
+gets a hint of what to type, once (:meth:`bot.services.home.HomeTabs.claim_hint`). The role check (policy keys ``session start``,
 ``thread_reply``, the buttons' action ids) ran before, in the middleware; an event it did not pass
 on as the act of someone (``context["agent_user"]``: a person, or an app that ``sessions.allow_bots``
 names) starts and steers nothing here. Who may act on one session (reply in its thread, ``session
@@ -27,6 +32,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
@@ -34,10 +40,13 @@ from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
 from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, SessionArchived, StartOutcome, ThreadReply
-from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
+from bot.services.sessions.starter import CANNOT_POST_HINT, DM_HELP, START_POLICY_KEY, START_USAGE, dm_request, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
+from bot.store import DatabaseUnusable
 from formatters.blocks import Payload, message_link
+from formatters.help import help_message
+from formatters.home import dm_hint
 from formatters.notices import error_message
 from formatters.sessions import (
     ARCHIVE_ACTION,
@@ -360,19 +369,73 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
 # ---------------------------------------------------------------------- events
 
 
-async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext) -> None:
+async def prompt_of(services: Services, event: dict[str, Any]) -> str:
+    """The words of a mention or a message as the agent reads them: the bot's leading mention taken
+    out, Slack's markup in words (:func:`bot.services.sessions.text.readable_for_agent`), unescaped."""
+    unmentioned = _LEADING_MENTION.sub("", str(event.get("text") or ""))  # the bot's own mention
+    return unescape_slack(await readable_for_agent(unmentioned, services.identity))
+
+
+async def send_dm(services: Services, channel: str, payload: Payload, what: str) -> None:
+    """Post ``payload`` in the DM ``channel``; a failure is logged (the gateway said why)."""
+    posted = await services.slack.post(channel, payload)
+    if isinstance(posted, SlackFailure):
+        logger.info("could not post the %s in %s: %s", what, channel, posted.error)
+
+
+async def hint_once(services: Services, user_id: str, channel: str) -> None:
+    """The first-DM hint of what to type (:func:`formatters.home.dm_hint`), once per person. When
+    the database cannot say whether it went out, it does not (logged): what was asked still goes on."""
+    try:
+        first = await services.home.claim_hint(user_id, dm_channel=channel, now=services.now())
+    except (SQLAlchemyError, DatabaseUnusable) as exc:
+        logger.warning("could not claim the first-DM hint of %s: %s", user_id, type(exc).__name__)
+        return
+    if first:
+        await send_dm(services, channel, dm_hint(), "first-DM hint")
+
+
+async def on_dm(services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser) -> None:
+    """A message in ``actor``'s DM with the bot (:func:`bot.services.sessions.starter.dm_request`):
+    the first one gets the hint; ``help`` gets the help (what ``actor``'s role may use, as ``/agent
+    help``); a prompt starts a session like a mention, followed in this message's thread."""
+    channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
+    await hint_once(services, actor.user_id, channel)
+    if dm_request(event) == DM_HELP:
+        if router is not None:
+            policy = services.policy
+            hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
+            await send_dm(services, channel, help_message(router.specs, hidden=hidden), "help")
+        return
+    prompt, options = split_options(await prompt_of(services, event))
+    start = NewStart(
+        start_key=f"dm:{channel}:{ts}",
+        slack_user=actor.user_id,
+        user_email=actor.email,
+        channel=channel,
+        origin="dm",
+        prompt=prompt,
+        cwd=options.get("cwd"),
+        model=options.get("model"),
+        thread_ts=ts,
+    )
+    await start_and_tell(services, start, options.get("computer"), thread_ts=ts)
+
+
+async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:
     """``app_mention`` and ``message``: a reply in a session's thread goes to the agent; a mention
-    elsewhere starts a session; anything else (the ``message`` twin of a mention, a channel message,
-    a reply in another thread, edits, an event the role check did not pass on as someone's act:
-    another app's message) is ignored."""
+    elsewhere, or a message in a DM with the bot, starts a session (:func:`on_dm`); anything else
+    (the ``message`` twin of a mention, a channel message, a reply in another thread, edits, an
+    event the role check did not pass on as someone's act: another app's message) is ignored."""
     actor: ResolvedUser | None = context.get("agent_user")
     if actor is None:
         return  # no policy key, or an app's message sessions.allow_bots does not name: nothing to do
     if event.get("type") == "message" and not is_thread_message(event):
+        if dm_request(event) is not None:
+            await on_dm(services, router, event, actor)
         return
     channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
-    unmentioned = _LEADING_MENTION.sub("", str(event.get("text") or ""))  # the bot's own mention
-    text = unescape_slack(await readable_for_agent(unmentioned, services.identity))
+    text = await prompt_of(services, event)
     if thread_ts and thread_ts != event.get("ts"):
         link = await services.sessions.of_thread(channel, thread_ts)
         if link is not None:
@@ -431,7 +494,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
     @reported
     async def events(ack: AsyncAck, event: dict[str, Any], context: AsyncBoltContext) -> None:
         await ack()
-        await on_event(services, event, context)
+        await on_event(services, event, context, router)
 
     app.view(START_VIEW)(start_view)
     app.event("app_mention")(events)

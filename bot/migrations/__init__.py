@@ -9,6 +9,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.store.metadata` (
 - ``0003`` ``deliveries.claimed_at``, ``claimed_by``, ``done_at`` (a delivery's claim says whether its
   work was done);
 - ``0004`` ``slack_pauses`` (Slack said stop: token revoked, app rate-limited).
+- ``0005`` the alerts' tables; ``0006`` ``home_tabs`` and ``home_charts`` (the App Home's refresh,
+  first-DM hint and chart).
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any
@@ -55,6 +57,7 @@ TABLE_MODULES = (
     "bot.store",
     "bot.services.alerts",
     "bot.services.digest",
+    "bot.services.home",
     "bot.services.hook_tokens",
     "bot.services.limits.store",
     "bot.services.sessions.store",

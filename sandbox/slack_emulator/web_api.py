@@ -39,8 +39,10 @@ seconds"); one it never issued (a test's own string) is taken as fresh. The view
 (``type: modal``, ``title`` of at most 24 characters, at most 100 blocks); it answers the view
 with a new ``id`` (``V...``) and records a :class:`.recorder.ModalView`.
 ``views.publish`` keeps one Home tab per user (:meth:`WebApi.views_publish`: a stable ``id``, a new
-``hash`` each time, ``hash_conflict`` for a stale one); the client side sends ``app_home_opened``
-and clicks in it (:mod:`.client_side`).
+``hash`` each time, ``hash_conflict`` for a stale one); an image block's ``slack_file`` ``id`` must
+name a file uploaded and completed (``files.completeUploadExternal``, with or without a channel) that
+is a png, jpg, jpeg or gif, else ``invalid_arguments`` "invalid slack file" (Slack doc "Slack file
+object"); the client side sends ``app_home_opened`` and clicks in it (:mod:`.client_side`).
 ``views.update`` takes ``view_id`` (or ``external_id``) of an opened modal and a ``view``; an
 unknown id answers ``not_found``, a ``hash`` other than the current one ``hash_conflict``.
 
@@ -214,6 +216,8 @@ Handler = Callable[[Args, Request], dict[str, Any]]
 
 TRIGGER_LIFETIME = 3.0
 """Seconds a ``trigger_id`` may open a modal (Slack: "expires in 3 seconds")."""
+IMAGE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif"})
+"""What a ``slack_file`` may be (Slack doc "Slack file object")."""
 
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 """Methods called with the app-level token (``xapp-...``), never the bot token."""
@@ -780,6 +784,8 @@ class WebApi:
             raise _invalid_arguments("[ERROR] view.type must be home [json-pointer:/view/type]")
         if errors := block_errors(view.get("blocks", []), max_blocks=MAX_VIEW_BLOCKS):
             raise _invalid_arguments(*errors)
+        if errors := self._slack_file_errors(view.get("blocks", [])):
+            raise _invalid_arguments(*errors)
         with self._homes_lock:
             current = self.recorder.home(user_id)
             if args.get("hash") and (current is None or args.get("hash") != current.hash):
@@ -789,6 +795,20 @@ class WebApi:
             published = PublishedView(user_id, view_id, view, hash=f"h{view_id}.{version}", version=version)
             self.recorder.add_view(published)
         return {"view": {**view, "id": view_id, "team_id": self.directory.team.id, "hash": published.hash, "state": {"values": {}}}}
+
+    def _slack_file_errors(self, blocks: Any) -> list[str]:
+        """An image block's ``slack_file`` by ``id`` must be a completed upload of an image (Slack doc
+        "Slack file object": png, jpg, jpeg, gif); by ``url`` it is not checked."""
+        errors = []
+        for index, block in enumerate(blocks if isinstance(blocks, list) else []):
+            wanted = (block.get("slack_file") or {}).get("id") if isinstance(block, dict) and block.get("type") == "image" else None
+            if wanted is None:
+                continue
+            file = self.recorder.file(str(wanted))
+            image = file is not None and file.filename.lower().rsplit(".", 1)[-1] in IMAGE_EXTENSIONS
+            if file is None or not file.completed or not image:
+                errors.append(f"[ERROR] invalid slack file [json-pointer:/view/blocks/{index}/slack_file]")
+        return errors
 
     def _modal(self, args: Args) -> dict[str, Any]:
         view = args.json("view")

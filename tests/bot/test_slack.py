@@ -294,3 +294,21 @@ async def test_find_by_metadata_reads_only_messages_since_oldest(slack, gateway)
 async def test_find_by_metadata_in_an_unknown_channel_is_a_failure(slack, gateway) -> None:
     failure = await gateway.find_by_metadata("C0NOWHERE", EVENT_TYPE, wanted)
     assert failure == SlackFailure("conversations.history", "channel_not_found", permanent=True)
+
+
+async def test_an_unshared_upload_answers_the_file_id_and_lands_in_no_conversation(slack, gateway) -> None:
+    file_id = await gateway.upload_unshared(content=b"\x89PNG chart", filename="chart.png", title="Chart", alt_text="a chart")
+    assert isinstance(file_id, str)
+    file = slack.recorder.file(file_id)
+    assert (file.filename, file.content, file.alt_txt, file.completed, file.channel) == (
+        "chart.png",
+        b"\x89PNG chart",
+        "a chart",
+        True,
+        None,
+    )
+    assert slack.recorder.messages() == []
+    slack.web_api.fail_next("files.getUploadURLExternal", "not_allowed")
+    assert await gateway.upload_unshared(content=b"x", filename="chart.png", title="Chart") == SlackFailure(
+        "files.upload", "not_allowed", True
+    )

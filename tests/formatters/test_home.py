@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bot.services.home import Fault, Home, HomeSession
+from bot.api.models import Computer
+from bot.services.alerts import AlertSubscription
+from bot.services.controls import ControlsHistory
+from bot.services.home import ChartImage, Fault, Home, HomeSession
 from bot.services.limits import PENDING, LimitEntry, LimitRequest
+from bot.services.periods import Period
+from bot.services.readiness import RepositorySummary
+from bot.services.usage import Ranked, Totals, UsageSummary
 from formatters import home as fmt
 from formatters.blocks import actions, button, context, divider, header, section
 from formatters.limits import APPROVE_ACTION, REJECT_ACTION, when
 from formatters.sessions import archive_button
+from tests.formatters.test_reports import LATEST, WEB
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 TOP = [header(fmt.TITLE).to_dict(), context(fmt.REFRESHED.format(when=when(NOW))).to_dict()]
@@ -111,3 +118,103 @@ def test_the_view_never_exceeds_100_blocks(block_kit_validator):
     dropped = len(TOP) + 2 + len(sessions) + 4 - (fmt.MAX_HOME_BLOCKS - 1)  # + divider, header, section, context of the requests
     assert blocks[-1] == context(fmt.MORE_BLOCKS.format(n=dropped)).to_dict()
     validate_blocks(block_kit_validator, blocks)
+
+
+# ---------------------------------------------------------------------- alerts, top users, the chart, the DM hint
+
+PERIOD = Period(dt.date(2026, 11, 15), dt.date(2026, 11, 21))
+
+
+def subscription(sub_id: int, channel: str, *, kind: str = "controls", muted_until: dt.datetime | None = None) -> AlertSubscription:
+    return AlertSubscription(sub_id, kind, channel, "5", "U0MANAGER", NOW - dt.timedelta(days=2), muted_until)
+
+
+def usage_summary(top: list[Ranked]) -> UsageSummary:
+    return UsageSummary(
+        period=PERIOD,
+        previous_period=Period(dt.date(2026, 11, 8), dt.date(2026, 11, 14)),
+        totals=Totals(billable_tokens=12_345_678, wau=20, sessions=140),
+        previous=Totals(billable_tokens=10_000_000, wau=20, sessions=150),
+        top_users=top,
+    )
+
+
+CHART = ChartImage("F0CHART", "Billable tokens per day, 2026-11-15 \u2013 2026-11-21 (7 days): 12.3M in all", "Billable tokens per day")
+
+
+def test_alert_subscriptions_say_where_and_whether_muted(block_kit_validator):
+    subs = [subscription(3, "D0MANAGER"), subscription(4, "C0ENG", kind="<!here>", muted_until=NOW + dt.timedelta(hours=2))]
+    view = fmt.home_view(Home("U0MANAGER", "manager", NOW, alerts=subs))
+    assert view["blocks"][2:] == [
+        divider().to_dict(),
+        header(fmt.ALERTS_TITLE).to_dict(),
+        section(
+            "*3* \u00b7 controls \u00b7 your DMs with me \u00b7 on\n"
+            f"*4* \u00b7 &lt;!here&gt; \u00b7 <#C0ENG> \u00b7 muted until {when(NOW + dt.timedelta(hours=2))}"
+        ).to_dict(),
+    ]
+    validate_blocks(block_kit_validator, view["blocks"])
+    empty = fmt.home_view(Home("U0MEMBER", "member", NOW, alerts=[]))
+    assert empty["blocks"][4:] == [section(fmt.NO_ALERTS).to_dict(), context(fmt.NO_ALERTS_HINT).to_dict()]
+
+
+def test_top_users_slack_knows_are_mentions_and_the_chart_comes_before_them(block_kit_validator):
+    top = [Ranked("alice@example.com", 5e6, 0.4), Ranked("<!channel>@evil.example", 2e6, 0.16)]
+    view = fmt.home_view(Home("U0MANAGER", "manager", NOW, usage=usage_summary(top), people={"alice@example.com": "U0OWNER"}, chart=CHART))
+    image = {
+        "type": "image",
+        "slack_file": {"id": "F0CHART"},
+        "alt_text": CHART.alt_text,
+        "title": {"type": "plain_text", "text": CHART.title},
+    }
+    blocks = view["blocks"]
+    at = blocks.index(image)
+    named = fmt.TOP_USERS + "\n1. <@U0OWNER>: 5.00M (40%)\n2. &lt;!channel&gt;@evil.example: 2.00M (16%)"
+    assert blocks[at + 1] == section(named).to_dict()
+    validate_blocks(block_kit_validator, blocks)
+    # without the chart (none was made) and without people (Slack knows nobody): the figures alone, names as given
+    plain = fmt.home_view(Home("U0MANAGER", "manager", NOW, usage=usage_summary(top)))["blocks"]
+    assert plain[:at] == blocks[:at]
+    assert plain[at] == section(named.replace("<@U0OWNER>", "alice@example.com")).to_dict()
+    assert plain[at + 1 :] == blocks[at + 2 :]
+
+
+def test_a_full_managers_home_stays_within_100_blocks_and_the_schema(block_kit_validator):
+    home = Home(
+        "U0OWNER",
+        "owner",
+        NOW,
+        sessions=[running(n) for n in range(10)],
+        requests=[pending(n) for n in range(5)],
+        waiting=[pending(n) for n in range(10, 20)],
+        alerts=[subscription(n, f"C0{n:03d}") for n in range(10)],
+        usage=usage_summary([Ranked(f"user{n}@example.com", 1e6 * (5 - n), 0.1) for n in range(5)]),
+        people={"user0@example.com": "U0OWNER"},
+        chart=CHART,
+        readiness=[RepositorySummary(WEB, LATEST, 1)] * 3,
+        computers=[Computer(id="cmp-1", name="build-01", provider_type="byom", created_at=0, status="error", hostname="build-01.local")],
+        controls=ControlsHistory((), 1),
+    )
+    view = fmt.home_view(home)
+    assert len(view["blocks"]) <= fmt.MAX_HOME_BLOCKS
+    assert [b["text"]["text"] for b in view["blocks"] if b["type"] == "header"] == [
+        fmt.TITLE,
+        fmt.SESSIONS_TITLE,
+        fmt.REQUESTS_TITLE,
+        fmt.WAITING_TITLE,
+        fmt.ALERTS_TITLE,
+        fmt.DASHBOARD_TITLE,
+    ]
+    validate_blocks(block_kit_validator, view["blocks"])
+
+
+def test_the_first_dm_hint(block_kit_validator):
+    hint = block_kit_validator(fmt.dm_hint())
+    assert hint == {
+        "text": fmt.DM_HINT_TITLE,
+        "blocks": [
+            section(f"*{fmt.DM_HINT_TITLE}*").to_dict(),
+            section("\n".join(f"\u2022 {line}" for line in fmt.DM_HINT_LINES)).to_dict(),
+        ],
+    }
+    assert "<" not in hint["blocks"][1]["text"]["text"]  # a constant of ours, but no accidental link either

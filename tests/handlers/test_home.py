@@ -80,7 +80,7 @@ def test_a_guest_gets_a_home_with_nothing_of_the_organization(stack):
 def test_a_member_gets_their_sessions_and_requests_and_no_approvals(stack, block_kit_validator):
     open_home(stack, "U0MEMBER")
     view = published(stack, "U0MEMBER")
-    assert headers(view) == [fmt.TITLE, fmt.SESSIONS_TITLE, fmt.REQUESTS_TITLE]
+    assert headers(view) == [fmt.TITLE, fmt.SESSIONS_TITLE, fmt.REQUESTS_TITLE, fmt.ALERTS_TITLE]
     assert view == expected(stack, resolved(stack, "U0MEMBER"))
     block_kit_validator({"text": "home", "blocks": view["blocks"]})
 
@@ -88,7 +88,7 @@ def test_a_member_gets_their_sessions_and_requests_and_no_approvals(stack, block
 def test_a_manager_gets_approvals_and_the_organization(stack, block_kit_validator):
     open_home(stack, "U0MANAGER")
     view = published(stack, "U0MANAGER")
-    assert headers(view) == [fmt.TITLE, fmt.SESSIONS_TITLE, fmt.REQUESTS_TITLE, fmt.WAITING_TITLE, fmt.DASHBOARD_TITLE]
+    assert headers(view) == [fmt.TITLE, fmt.SESSIONS_TITLE, fmt.REQUESTS_TITLE, fmt.WAITING_TITLE, fmt.ALERTS_TITLE, fmt.DASHBOARD_TITLE]
     assert view == expected(stack, resolved(stack, "U0MANAGER"))
     assert not any(b["type"] == "section" and b["text"]["text"].startswith(":warning:") for b in view["blocks"] if b.get("text"))
     block_kit_validator({"text": "home", "blocks": view["blocks"]})
@@ -113,7 +113,7 @@ def test_a_failing_api_shows_in_its_sections_and_the_others_stay(stack, faults):
         if b["type"] == "section" and (b.get("text") or {}).get("text", "").startswith(":warning:")
     ]
     assert failed == [fmt.FAULT.format(error=error)] * 4  # usage, readiness, computers, controls
-    assert headers(view) == [fmt.TITLE, fmt.SESSIONS_TITLE, fmt.REQUESTS_TITLE, fmt.WAITING_TITLE, fmt.DASHBOARD_TITLE]
+    assert headers(view) == [fmt.TITLE, fmt.SESSIONS_TITLE, fmt.REQUESTS_TITLE, fmt.WAITING_TITLE, fmt.ALERTS_TITLE, fmt.DASHBOARD_TITLE]
     faults(error_rate=0.0)
     user = resolved(stack, "U0MANAGER")
     assert view["blocks"][:8] == expected(stack, user)["blocks"][:8]

@@ -121,7 +121,8 @@ class LimitsWorkflow:
 
     ``agent`` is the Agent API client; ``store`` the requests' table; ``slack`` the gateway; ``now``
     the clock (aware UTC); ``config`` the ``approvals:`` section (expiry, channel); ``policy`` the
-    role policy (owner threshold)."""
+    role policy (owner threshold); ``on_change`` is told of every request filed or changed (the App
+    Home tabs it shows up on, :meth:`bot.services.home.HomeMarks.request_changed`; it must not raise)."""
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ class LimitsWorkflow:
         now: Callable[[], dt.datetime],
         config: ApprovalsConfig,
         policy: Policy,
+        on_change: Callable[[LimitRequest], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
@@ -139,6 +141,7 @@ class LimitsWorkflow:
         self.now = now
         self.config = config
         self.policy = policy
+        self.on_change = on_change
 
     def button_roles(self) -> fmt.ButtonRoles:
         """Who may press the request message's buttons, from the policy (shown on the message)."""
@@ -179,6 +182,7 @@ class LimitsWorkflow:
             return Refusal(Refused.POST_FAILED, payload, cancelled)
         filed = await self.store.set_message(request.id, posted.channel, posted.ts)
         logger.info("credit-limit request %s filed by %s: %d entries", request.id, requester_id, len(entries))
+        await self._changed(filed)
         return filed
 
     # ------------------------------------------------------------------ actions
@@ -329,9 +333,15 @@ class LimitsWorkflow:
             return None
 
     # ------------------------------------------------------------------ showing
+    async def _changed(self, request: LimitRequest) -> None:
+        if self.on_change is not None:
+            await self.on_change(request)
+
     async def _show(self, request: LimitRequest) -> None:
-        """Edit the request message in place (``chat.update``). A failure is logged and that is all:
-        the decision is recorded in the database and an edit that fails must not undo it."""
+        """Edit the request message in place (``chat.update``) and tell ``on_change``. A failure is
+        logged and that is all: the decision is recorded in the database and an edit that fails must
+        not undo it."""
+        await self._changed(request)
         if not (request.channel and request.message_ts):
             return
         updated = await self.slack.update(

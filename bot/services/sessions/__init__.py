@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from pydantic import SecretStr
@@ -35,7 +35,7 @@ from bot.roles import ResolvedUser
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.models import check_models
 from bot.services.sessions.relay import Relay, ThreadReply
-from bot.services.sessions.starter import START_POLICY_KEY, ChooseComputer, Starter, StartOutcome
+from bot.services.sessions.starter import DM_HELP, DM_START, START_POLICY_KEY, ChooseComputer, Starter, StartOutcome, dm_request
 from bot.services.sessions.store import (
     CHOICE_TTL,
     CHOOSING,
@@ -83,6 +83,8 @@ __all__ = [
 
 HOME_POLICY_KEY: Final = "app_home"
 """The policy key of opening the App Home tab (:mod:`handlers.home`; guests too, by default)."""
+HELP_POLICY_KEY: Final = "help"
+"""The policy key of ``help`` written to the bot in a DM (as ``/agent help``)."""
 SET_USAGE: Final = "/agent session set <id> key=value ..."
 SETTABLE_MEMBERS: Final = (
     "model",
@@ -157,8 +159,10 @@ class Sessions:
     Built with its dependencies: ``agent`` (the Agent API client), ``store`` (the bot's database:
     claims and the session rows), ``slack`` (the one Slack gateway), ``now`` (the aware UTC
     clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
-    downloads), ``policy`` (who may act on a session; the roles file's ``sessions:`` section). Its
-    parts are public: ``store`` (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
+    downloads), ``policy`` (who may act on a session; the roles file's ``sessions:`` section),
+    ``on_change`` (told the starter of a session whose status, title or archiving changed: their
+    Home tab, :meth:`bot.services.home.HomeMarks.session_changed`). Its parts are public: ``store``
+    (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
 
     def __init__(
         self,
@@ -170,6 +174,7 @@ class Sessions:
         follow_hours: float,
         bot_token: SecretStr,
         policy: Policy | None = None,
+        on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
         self.now = now
@@ -177,7 +182,13 @@ class Sessions:
         self.claims = store
         self.store = SessionStore(store)
         self.follower = Follower(
-            sessions=self.store, agent=agent, slack=slack, now=now, follow_hours=follow_hours, reply_mode=self.policy.sessions.reply
+            sessions=self.store,
+            agent=agent,
+            slack=slack,
+            now=now,
+            follow_hours=follow_hours,
+            reply_mode=self.policy.sessions.reply,
+            on_change=on_change,
         )
         self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, now=now)
         self.relay = Relay(
@@ -318,6 +329,7 @@ class Sessions:
         archived = await self.store.get(row.id) or row
         await self.follower.show_parent(archived)  # failures of these two are logged by the gateway
         await self.follower.note(archived, ARCHIVED_BY.format(who=f"<@{by_user}>"))
+        await self.follower.changed(archived)
         return archived
 
     async def recent(self, limit: int) -> list[SessionLink]:
@@ -329,18 +341,25 @@ class Sessions:
     async def event_policy(self, body: Mapping[str, Any]) -> str | None:
         """The policy key of an Events API ``body`` for the role check: ``thread_reply`` for a
         message in a session's thread (:func:`bot.middleware.is_thread_message`), ``session start``
-        for a mention elsewhere, ``app_home`` for the Home tab opened (``app_home_opened``, tab
-        ``home``: :mod:`handlers.home`), None otherwise (not for this bot: no role check, ignored).
+        for a mention elsewhere and for a prompt written in a DM with the bot
+        (:func:`bot.services.sessions.starter.dm_request`), ``help`` for ``help`` written there,
+        ``app_home`` for the App Home opened (``app_home_opened``, either tab: :mod:`handlers.home`),
+        None otherwise (not for this bot: no role check, ignored).
 
         Whoever wrote it, a person, an app or nobody named: the role check decides about the author
         (an app's message passes only when ``sessions.allow_bots`` names it)."""
         event = body.get("event") or {}
         if event.get("type") == "app_home_opened":
-            return HOME_POLICY_KEY if event.get("tab") == "home" else None
+            return HOME_POLICY_KEY if event.get("tab") in ("home", "messages") else None
         thread_ts = event.get("thread_ts")
         in_session = is_thread_message(event) and thread_ts and await self.store.by_thread(event.get("channel", ""), thread_ts)
         if in_session:
             return THREAD_REPLY
         if event.get("type") == "app_mention":
             return START_POLICY_KEY
+        asked = dm_request(event)
+        if asked == DM_START:
+            return START_POLICY_KEY
+        if asked == DM_HELP:
+            return HELP_POLICY_KEY
         return None

@@ -55,7 +55,7 @@ import asyncio
 import datetime as dt
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,7 +177,9 @@ class Follower:
     (every post, update, reaction, upload and look-up of the follower goes through it), ``now``
     the injected clock (aware UTC), ``follow_hours`` how long an idle session is still polled,
     ``reply_mode`` who may reply in a session's thread (``starter`` or ``channel``: the roles file's
-    ``sessions.reply``), which its parent message says."""
+    ``sessions.reply``), which its parent message says. ``on_change`` is told the starter's Slack
+    user ID when what others show of a session changes (its status, title, archived: the starter's
+    App Home tab, :class:`bot.services.home.HomeMarks`); it must not raise."""
 
     def __init__(
         self,
@@ -191,8 +193,10 @@ class Follower:
         reply_mode: str = REPLY_STARTER,
         poll_timeout: float = POLL_TIMEOUT,
         tick_wait: float = TICK_WAIT,
+        on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.reply_mode = reply_mode
+        self.on_change = on_change
         self.sessions = sessions
         self.agent = agent
         self.slack = slack
@@ -413,6 +417,7 @@ class Follower:
         fresh = await self.sessions.get(link.id)
         if fresh is not None:
             await self.show_parent(fresh, status="gone")  # a failure is logged by the gateway; nothing to retry
+            await self.changed(fresh)
 
     # ------------------------------------------------------------------ Slack side
 
@@ -497,6 +502,8 @@ class Follower:
             fresh.title,
         ):
             await self.show_parent(fresh)  # a failed edit shows the next change (logged by the gateway)
+        if (link.status, link.title) != (fresh.status, fresh.title):
+            await self.changed(fresh)
         wanted = link.reaction
         if errored:
             wanted = REACTIONS["error"]
@@ -505,6 +512,11 @@ class Follower:
         elif answered or (session.status == "idle" and link.reaction == REACTIONS["running"]):
             wanted = REACTIONS["done"]
         await self.set_reaction(fresh, wanted)
+
+    async def changed(self, link: SessionLink) -> None:
+        """What others show of ``link`` changed (status, title, archived): tell ``on_change``."""
+        if self.on_change is not None:
+            await self.on_change(link.slack_user)
 
     async def show_parent(self, link: SessionLink, *, status: str | None = None) -> Posted | SlackFailure | None:
         """Edit the session's parent message in place (``chat.update``) to show ``link`` (with

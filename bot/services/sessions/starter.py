@@ -1,6 +1,6 @@
 """Starting an agent session: which computer, the start claim, the two API calls, the parent message.
 
-Three ways to start (a slash command, the start form, a mention), one code path:
+Four ways to start (a slash command, the start form, a mention, a direct message: :func:`dm_request`), one code path:
 :meth:`Starter.start` then :meth:`Starter.launch`. The computer is the one named (its id, its name
 case-insensitively, or a unique name prefix), else the user's last-used one if still ``active``,
 else the only ``active`` one; several active and none named: the caller offers a menu
@@ -21,7 +21,7 @@ began: marked ``failed`` by a conditional UPDATE (one replica wins), the parent 
 so, and the person who asked told (ephemeral in the channel, else a DM) to start again.
 
 Exactly once: each start claims a row keyed by where it came from (``command:<trigger_id>``,
-``view:<view id>``, ``mention:<channel>:<ts>``), and a menu's choice moves its row from
+``view:<view id>``, ``mention:<channel>:<ts>``, ``dm:<channel>:<ts>``), and a menu's choice moves its row from
 ``choosing`` to ``starting`` with a conditional UPDATE, before ``POST /sessions``, which is never
 called twice for one row, whatever Slack retries, double submits or replicas do.
 """
@@ -31,12 +31,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final, Literal
 
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
+from bot.middleware import is_bot_authored
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.models import check_models
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
@@ -95,6 +96,30 @@ INTERRUPTED_BATCH: Final = 50
 FORM_ERROR_MAX: Final = 150
 """Characters at most of a modal field's error (Slack doc "view_submission": ``response_action: errors``)."""
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
+
+DM_START: Final = "start"
+DM_HELP: Final = "help"
+DM_HELP_WORDS: Final = frozenset({"", "help", "?"})
+"""What a direct message may say to ask for help instead of starting a session (case aside)."""
+_LEADING_MENTION: Final = re.compile(r"^\s*(<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*)+")
+
+
+def dm_request(event: Mapping[str, Any]) -> Literal["start", "help"] | None:
+    """What a ``message`` event in a person's DM with the bot (the Messages tab; ``channel_type``
+    ``im``, Slack doc "message.im") asks for: :data:`DM_START` (its text, a leading mention of the
+    bot aside, is a prompt, as after ``@agent``) or :data:`DM_HELP` (empty, or one of
+    :data:`DM_HELP_WORDS`). None for anything else: another conversation, a reply in a thread (a
+    session's thread is the thread replies' path), an edit or any other subtype, an app's message,
+    a message without a user."""
+    im = event.get("channel_type") == "im" or (event.get("channel_type") is None and str(event.get("channel") or "").startswith("D"))
+    if event.get("type") != "message" or not im or event.get("subtype") is not None or is_bot_authored(event) or not event.get("user"):
+        return None
+    thread_ts = event.get("thread_ts")
+    if thread_ts and thread_ts != event.get("ts"):
+        return None
+    text = _LEADING_MENTION.sub("", str(event.get("text") or "")).strip()
+    return DM_HELP if text.lower() in DM_HELP_WORDS else DM_START
+
 
 _OPTION = re.compile(r"(?:(?<=\s)|^)(computer|cwd|model)=(\"[^\"]*\"|\u201c[^\u201d]*\u201d|\S+)", re.IGNORECASE)
 
@@ -344,6 +369,7 @@ class Starter:
             await self.sessions.set_error(row.id, PROMPT_NOT_DELIVERED.format(what=what))
         started = await self.sessions.get(row.id) or row
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
+        await self.follower.changed(started)  # a new session on its starter's Home tab
         return started
 
     async def close_interrupted(self) -> int:
