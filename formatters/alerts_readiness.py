@@ -14,6 +14,7 @@ alert is read later than it is posted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 TITLE = "Agent readiness: {repo}"
 TEST_TITLE = "Test alert: agent readiness, {repo}"
+TITLE_PLAIN = "Agent readiness report"
+TEST_TITLE_PLAIN = "Test alert: agent readiness report"
 TEST_NOTE = (
     ":test_tube: A test of `/agent alerts test readiness`: the latest report, shown as an alert would show it; "
     "nothing new was reported now."
@@ -63,6 +66,8 @@ ALERT_HINT = "`/agent reports {repo}` shows the whole report \u00b7 `/agent aler
 NO_REPORT_TITLE = "Test alert: agent readiness"
 NO_REPORT = "There is no readiness report{of} yet; a real alert names the repository, its pass rate and the criteria that changed."
 
+_HEADER_SAFE = re.compile(r"^[\w.~/-]{1,120}$")
+"""Repository paths shown in the (plain-text) header; any other is named only in escaped mrkdwn."""
 LISTED = 10
 """Criteria a list (newly failing, newly passing) shows; the rest are counted."""
 LINE_MAX = 300
@@ -143,10 +148,16 @@ def readiness_alert(alert: ReadinessAlert | None, *, test: bool = False, reposit
         return message([header(NO_REPORT_TITLE), context(TEST_NOTE), section(text)], f"Test alert: {text}")
     report = alert.report
     repo = report.repository.slug
-    blocks: list = [header((TEST_TITLE if test else TITLE).format(repo=repo))]
+    rate = _rate_text(alert)
+    if _HEADER_SAFE.match(repo):
+        title = (TEST_TITLE if test else TITLE).format(repo=repo)
+    else:  # a path no host allows (pings, markup): named in the escaped text, not in the plain-text header
+        title = TEST_TITLE_PLAIN if test else TITLE_PLAIN
+        rate = f"*{cut(esc(repo), 300)}*: {rate}"
+    blocks: list = [header(title)]
     if test:
         blocks.append(context(TEST_NOTE))
-    blocks.append(section(_rate_text(alert)))
+    blocks.append(section(rate))
     if alert.newly_failing:
         blocks.append(section(_listed(NEWLY_FAILING.format(n=len(alert.newly_failing)), alert.newly_failing)))
     if alert.newly_passing:

@@ -144,7 +144,7 @@ MADE_HERE = "Set by POST /_sandbox/readiness."
 
 def _result(value: Any, base: dict | None, name: str) -> dict:
     """One criterion's evaluation from ``true`` (passes), ``false`` (fails) or ``{numerator, denominator[, rationale]}``."""
-    denominator = base["denominator"] if base else 1
+    denominator = max(1, base["denominator"]) if base else 1
     meaning = CRITERIA.get(name, (False, "the check passes"))[1]
     if value is True:
         return {"numerator": denominator, "denominator": denominator, "rationale": f"Pass: {meaning}. {MADE_HERE}"}
