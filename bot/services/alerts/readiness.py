@@ -67,15 +67,17 @@ SUBJECT: Final = "listing"
 FILTER_NAMES: Final = ("repo", "drop")
 MAX_PAGES = 20
 """Most pages one pass reads (of :data:`bot.services.readiness.PAGE_SIZE` reports)."""
-TOKEN_MAX = 100
-"""A report ID longer than this is kept as its hash in markers and event keys (``event_key`` is 128 characters)."""
+TOKEN_MAX = 40
+"""A report ID longer than this is kept as its hash in markers and event keys, so that a marker fits a
+subscription's ``start`` (64 characters: 13 digits of ms, a colon, the token) and a key ``event_key`` (128)."""
 
 
 def report_token(report_id: str) -> str:
-    """``report_id`` as kept in markers and event keys: itself, or ``sha256:<40 hex>`` when longer than :data:`TOKEN_MAX`."""
+    """``report_id`` as kept in markers and event keys: itself, or ``sha256:<33 hex>`` (40 characters)
+    when longer than :data:`TOKEN_MAX`."""
     if len(report_id) <= TOKEN_MAX:
         return report_id
-    return "sha256:" + hashlib.sha256(report_id.encode()).hexdigest()[:40]
+    return "sha256:" + hashlib.sha256(report_id.encode()).hexdigest()[: TOKEN_MAX - 7]
 
 
 def created_ms(report: Report) -> int:

@@ -17,7 +17,7 @@ import pytest
 
 from bot.api import ReadinessReport
 from bot.services.alerts import EVENT_TYPE, AlertService, FilterError
-from bot.services.alerts.readiness import READINESS, SUBJECT, Marker, ReadinessAlert, ReadinessKind
+from bot.services.alerts.readiness import READINESS, SUBJECT, Marker, ReadinessAlert, ReadinessKind, report_token
 from bot.services.readiness import Criterion, CriterionChange, Report
 from bot.store import Store
 from formatters.alerts import overflow_message
@@ -47,10 +47,10 @@ class ReportServer:
         self.oldest_first = False
         self.fail = 0
 
-    def add(self, repo: str, passing: str = "", failing: str = "") -> dict[str, Any]:
+    def add(self, repo: str, passing: str = "", failing: str = "", *, report_id: str | None = None) -> dict[str, Any]:
         self.count += 1
         report = readiness_report_payload(
-            reportId=f"r{self.count:03d}",
+            reportId=report_id or f"r{self.count:03d}",
             createdAt=BASE_MS + self.count * 60_000,
             repoUrl=f"https://github.com/{repo}",
             report=results(passing, failing),
@@ -363,6 +363,19 @@ def test_past_the_page_bound_the_reports_read_are_alerted_and_the_cursor_moves_t
     run(service.tick())
     assert world.alerts() == ["r004", "r005"]  # r003 lies past the bound: not alerted (module docstring)
     assert run(service.repo.state(READINESS, SUBJECT)) == Marker(BASE_MS + 5 * 60_000, "r005").text()
+
+
+def test_a_long_report_id_is_kept_as_its_hash_in_the_start_the_cursor_and_the_key(world):
+    long_id = "rep-" + "x" * 300
+    world.server.add("acme/web", "readme", report_id=long_id)
+    service = world.service()
+    sub, _ = run(service.subscribe(READINESS, CHANNEL, "U0MEMBER"))  # PostgreSQL refuses a start over 64 characters
+    token = report_token(long_id)
+    assert (len(token), sub.start) == (40, f"{BASE_MS + 60_000}:{token}")
+    world.server.add("acme/web", "", "readme", report_id=long_id + "y")
+    run(service.tick())
+    assert world.alerts() == [report_token(long_id + "y")]
+    assert run(service.tick()).posted == []
 
 
 def test_the_sample_is_the_newest_report_of_the_filter_marked_as_a_test(world):
