@@ -38,7 +38,7 @@ start report in the listing (or, when that report is no longer listed, was creat
 Filters: ``repo=owner/name[,…]`` (the report's repository path, ``acme/web`` of
 ``https://github.com/acme/web``, case-insensitive) and ``drop=N`` (only when the pass rate fell by at
 least N points since the previous report; a repository's first report is not a drop, nor is a report
-without criteria).
+without criteria, nor one whose previous report lies past the page bound).
 
 Limits, said rather than guessed: a report listed below the cursor when it arrives (its
 ``createdAt`` older than the newest seen) is not alerted; ties of ``createdAt`` in a listing that
