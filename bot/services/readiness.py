@@ -325,8 +325,10 @@ class Walk:
     repositories: tuple[Repository, ...] = ()
 
 
-class _Listing:
-    """Reads pages of the listing on demand and keeps what it saw."""
+class Listing:
+    """Reads pages of the listing on demand and keeps what it saw (module docstring: page size, the
+    end of the listing, ``newest_first``); also read by the ``readiness`` alert kind
+    (:mod:`bot.services.alerts.readiness`). ``reports`` in listing order, each once."""
 
     def __init__(self, agent: AgentClient, page_size: int | None, max_pages: int | None) -> None:
         self.agent = agent
@@ -436,7 +438,7 @@ async def find_repository_reports(
 ) -> LookupResult:
     """The latest and previous reports of the repository ``query`` names (see the module docstring
     for how far the listing is walked). Raises the client's ``AgentAPIError`` subclasses."""
-    listing = _Listing(agent, page_size, max_pages)
+    listing = Listing(agent, page_size, max_pages)
 
     def matching() -> dict[str, list[Report]]:
         found: dict[str, list[Report]] = {}
@@ -502,7 +504,7 @@ def worst_first(summaries: Iterable[RepositorySummary]) -> list[RepositorySummar
 
 async def overview(agent: AgentClient, *, page_size: int | None = None, max_pages: int | None = None) -> Overview:
     """Every repository's latest report, worst first; walks the whole listing (bounded)."""
-    listing = _Listing(agent, page_size, max_pages)
+    listing = Listing(agent, page_size, max_pages)
     await listing.read_until(lambda: False)
     per_repository: dict[str, list[Report]] = {}
     for report in listing.reports:
@@ -522,7 +524,7 @@ class FoundReport:
 
 async def find_report(agent: AgentClient, report_id: str, *, page_size: int | None = None, max_pages: int | None = None) -> FoundReport:
     """Walk the listing until the report ``report_id`` is met (there is no endpoint for one report)."""
-    listing = _Listing(agent, page_size, max_pages)
+    listing = Listing(agent, page_size, max_pages)
 
     def found() -> Report | None:
         return next((r for r in listing.reports if r.report_id == report_id), None)
@@ -548,6 +550,7 @@ __all__ = [
     "Criterion",
     "CriterionChange",
     "FoundReport",
+    "Listing",
     "LookupResult",
     "Overview",
     "RepoQuery",

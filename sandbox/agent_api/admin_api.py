@@ -15,6 +15,10 @@
   optional; default: :data:`~sandbox.agent_api.controls.NEW_REVISION` by the first owner) -> 200 the new
   enterprise-control revision ``{revision, settings, user, updatedAt}``, newest in the history from now
   on; 400 for a ``set`` that is not an object, an unknown author, or a path through a non-object
+* ``POST /_sandbox/readiness`` with ``{"repo": "owner/name", "criteria": {id: true | false |
+  {numerator, denominator, rationale}}, "pass_rate": <percent>}`` (all optional; default ``acme/web``,
+  its first passing criterion failing) -> 200 the new readiness report, newest in the listing from now
+  on (:func:`~sandbox.agent_api.reports.new_report`); 400 for a bad repo, criterion or pass rate
 * ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
   to the wall clock) -> 200 the batch state; 400 for an unreadable time
 """
@@ -32,6 +36,7 @@ from .errors import bad_request
 from .params import json_object
 
 PREFIX = "/_sandbox"
+DEFAULT_REPORT_REPO = "acme/web"
 
 
 async def health(request: Request) -> JSONResponse:
@@ -126,6 +131,16 @@ async def new_revision(request: Request) -> JSONResponse:
     return JSONResponse(revision)
 
 
+async def new_readiness_report(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    body = await json_object(request) if await request.body() else {}
+    try:
+        report = sandbox.add_report(body.get("repo", DEFAULT_REPORT_REPO), body.get("criteria"), body.get("pass_rate"))
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    return JSONResponse(report)
+
+
 routes = [
     Route(f"{PREFIX}/health", health, methods=["GET"]),
     Route(f"{PREFIX}/faults", get_faults, methods=["GET"]),
@@ -136,4 +151,5 @@ routes = [
     Route(f"{PREFIX}/land", land, methods=["POST"]),
     Route(f"{PREFIX}/clock", set_clock, methods=["POST"]),
     Route(f"{PREFIX}/controls", new_revision, methods=["POST"]),
+    Route(f"{PREFIX}/readiness", new_readiness_report, methods=["POST"]),
 ]

@@ -13,12 +13,18 @@ lacks ``modelUsed`` and ``agentVersion``, and one in four lacks ``commitHash``/`
 
 Listing (sandbox choices where the spec is silent): newest first (ties by reportId); ``limit`` default
 20, no maximum; ``startAfter`` must be a reportId of the (filtered) list, else 400.
+
+:func:`new_report` makes one more report of a repository now (``POST /_sandbox/readiness``), from its
+latest listed report with chosen criteria results or pass rate; by default the first passing criterion
+fails, so the pass rate drops and one criterion is newly failing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
+from typing import Any
 
 from .seeding import rng_for
 
@@ -126,3 +132,104 @@ def _evaluate(criterion: str, apps: dict, pass_rate: float, rng) -> dict:
     else:
         rationale = f"Fail: not found; expected that {meaning}."
     return {"numerator": numerator, "denominator": len(units), "rationale": rationale}
+
+
+# ---- new reports (POST /_sandbox/readiness) -----------------------------------------------------------
+
+_SLUG = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+NEW_REPOSITORY_APPS = {".": {"description": "Repository root"}}
+"""The applications of a repository that had no report before."""
+MADE_HERE = "Set by POST /_sandbox/readiness."
+
+
+def _result(value: Any, base: dict | None, name: str) -> dict:
+    """One criterion's evaluation from ``true`` (passes), ``false`` (fails) or ``{numerator, denominator[, rationale]}``."""
+    denominator = max(1, base["denominator"]) if base else 1
+    meaning = CRITERIA.get(name, (False, "the check passes"))[1]
+    if value is True:
+        return {"numerator": denominator, "denominator": denominator, "rationale": f"Pass: {meaning}. {MADE_HERE}"}
+    if value is False:
+        return {"numerator": 0, "denominator": denominator, "rationale": f"Fail: expected that {meaning}. {MADE_HERE}"}
+    if not isinstance(value, dict):
+        raise ValueError(f"criteria.{name} must be true, false or {{numerator, denominator, rationale}}")
+    numerator, denominator = value.get("numerator"), value.get("denominator", denominator)
+    numbers = all(isinstance(n, int | float) and not isinstance(n, bool) for n in (numerator, denominator))
+    if not numbers or denominator < 1 or not 0 <= numerator <= denominator:
+        raise ValueError(f"criteria.{name} needs numbers 0 <= numerator <= denominator and denominator >= 1")
+    rationale = value.get("rationale", MADE_HERE)
+    if not isinstance(rationale, str):
+        raise ValueError(f"criteria.{name}.rationale must be a string")
+    return {"numerator": numerator, "denominator": denominator, "rationale": rationale}
+
+
+def _passes(evaluation: dict) -> bool:
+    return evaluation["numerator"] >= evaluation["denominator"]
+
+
+def new_report(
+    listed: list[dict],
+    *,
+    repo: str,
+    criteria: dict[str, Any] | None,
+    pass_rate: float | None,
+    created_at: int,
+    report_id: str,
+    rng,
+) -> dict:
+    """A new report of ``repo`` (``owner/name`` or a URL), created at ``created_at`` (Unix ms).
+
+    Starts from the repository's latest report in ``listed`` (newest first), or, for a repository
+    with none, from every criterion of :data:`CRITERIA` passing on one application. ``criteria``
+    (criterion ID -> ``true``, ``false`` or ``{numerator, denominator, rationale}``) sets results,
+    adding criteria the base lacks; ``pass_rate`` (percent, 0-100) then makes the other criteria pass
+    or fail, in ID order, until the share of passing criteria is the nearest to it. Neither: the first
+    passing criterion (by ID) fails. Raises ``ValueError`` (a 400) for a bad value, a pass rate the
+    named criteria make unreachable, or a default with no passing criterion to fail."""
+    if not isinstance(repo, str) or not (_SLUG.match(repo) or repo.startswith(("https://", "http://"))):
+        raise ValueError("repo must be owner/name or a repository URL")
+    if criteria is not None and not isinstance(criteria, dict):
+        raise ValueError("criteria must be an object of criterion IDs to true, false or {numerator, denominator, rationale}")
+    if pass_rate is not None and (isinstance(pass_rate, bool) or not isinstance(pass_rate, int | float) or not 0 <= pass_rate <= 100):
+        raise ValueError("pass_rate must be a number of percent from 0 to 100")
+    latest = next((r for r in listed if matches_repo(r, repo)), None)
+    repo_url = repo if "://" in repo else REPO_PREFIX + repo
+    if latest is not None:
+        results = {c: dict(e) for c, e in latest["report"].items()}
+        apps = {path: dict(app) for path, app in latest["apps"].items()}
+        repo_url = latest["repoUrl"]
+    else:
+        results = {c: _result(True, None, c) for c in CRITERIA}
+        apps = {path: dict(app) for path, app in NEW_REPOSITORY_APPS.items()}
+    named = dict(criteria or {})
+    for name, value in named.items():
+        results[name] = _result(value, results.get(name), name)
+    if pass_rate is not None:
+        free = sorted(c for c in results if c not in named)
+        target = round(pass_rate / 100 * len(results))
+        passing = sum(1 for e in results.values() if _passes(e))
+        for name in free:
+            if passing > target and _passes(results[name]):
+                results[name], passing = _result(False, results[name], name), passing - 1
+            elif passing < target and not _passes(results[name]):
+                results[name], passing = _result(True, results[name], name), passing + 1
+        if passing != target:
+            raise ValueError(f"pass_rate {pass_rate:g} cannot be reached with the criteria given ({passing} of {len(results)} pass)")
+    elif not named:
+        first = next((c for c in sorted(results) if _passes(results[c])), None)
+        if first is None:
+            raise ValueError("no criterion of the latest report passes: name criteria or a pass_rate")
+        results[first] = _result(False, results[first], first)
+    model, effort = MODELS[0]
+    return {
+        "reportId": report_id,
+        "createdAt": created_at,
+        "repoUrl": repo_url,
+        "apps": apps,
+        "report": dict(sorted(results.items())),
+        "commitHash": f"{rng.getrandbits(160):040x}",
+        "branch": "main",
+        "hasLocalChanges": False,
+        "hasNonRemoteCommits": False,
+        "modelUsed": {"id": model, "reasoningEffort": effort},
+        "agentVersion": AGENT_VERSIONS[-1],
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import uuid
 from collections.abc import Coroutine
 
 from . import hostile
@@ -22,7 +23,8 @@ from .config import SandboxConfig
 from .controls import generate_history, next_revision
 from .faults import Faults
 from .people import Person, generate_people
-from .reports import generate_reports
+from .reports import generate_reports, new_report
+from .seeding import rng_for
 from .sessions import SessionStore
 from .usage import Dataset
 
@@ -54,6 +56,7 @@ class SandboxState:
         self._tasks: set[asyncio.Task] = set()
         self.landed_early: set[dt.date] = set()
         self.added_revisions: list[dict] = []  # POST /_sandbox/controls, oldest first
+        self.added_reports: list[dict] = []  # POST /_sandbox/readiness, oldest first
 
     def today(self) -> dt.date:
         return self.config.current_date()
@@ -82,11 +85,36 @@ class SandboxState:
         return self._people_by_email.get(email.lower())
 
     def reports(self) -> list[dict]:
-        """Readiness reports, newest first."""
+        """Readiness reports, newest first (ties by reportId): the generated ones and those
+        ``POST /_sandbox/readiness`` added."""
         build = lambda today: generate_reports(self.config.seed, today)  # noqa: E731
         if self.config.hostile:
-            return self._for_today("reports", lambda today: hostile.reports(build(today)))
-        return self._for_today("reports", build)
+            generated = self._for_today("reports", lambda today: hostile.reports(build(today)))
+        else:
+            generated = self._for_today("reports", build)
+        if not self.added_reports:
+            return generated
+        return sorted([*self.added_reports, *generated], key=lambda r: (-r["createdAt"], r["reportId"]))
+
+    def add_report(self, repo: str, criteria: dict | None = None, pass_rate: float | None = None) -> dict:
+        """Make a new readiness report of ``repo`` now (:func:`~sandbox.agent_api.reports.new_report`),
+        newest in the listing from then on (created at the sandbox's clock, or 1 ms after the newest
+        report when the clock is behind it); returns it. Raises ``ValueError`` for a bad request."""
+        listed = self.reports()
+        now_ms = int(self.config.current_time().timestamp() * 1000)
+        newest = max((r["createdAt"] for r in listed), default=0)
+        rng = rng_for(self.config.seed, "added-report", len(self.added_reports))
+        report = new_report(
+            listed,
+            repo=repo,
+            criteria=criteria,
+            pass_rate=pass_rate,
+            created_at=max(now_ms, newest + 1),
+            report_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            rng=rng,
+        )
+        self.added_reports.append(report)
+        return report
 
     def history(self) -> list[dict]:
         """Enterprise-control changes, newest first: the revisions ``POST /_sandbox/controls`` added,
