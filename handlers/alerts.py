@@ -7,7 +7,7 @@
     /agent alerts unmute <kind|id> [#channel]
     /agent alerts test <kind> [#channel]
 
-Kinds: ``controls`` (:mod:`bot.services.alerts`); ``readiness``, ``computers`` and ``usage`` are
+Kinds: ``controls`` and ``computers`` (:mod:`bot.services.alerts`); ``readiness`` and ``usage`` are
 refused with "not yet". The channel defaults to the one the command was typed in; in a DM it is the
 person's own DM with the bot. Before subscribing (or posting a test) the bot asks Slack whether it
 can post there, as ``/agent digest subscribe`` does: a private channel needs the bot invited, an
@@ -35,6 +35,7 @@ from bot.services.alerts import (
     AlertKind,
     AlertService,
     AlertSubscription,
+    ComputersKind,
     ControlsKind,
     FilterError,
     NotYetError,
@@ -44,6 +45,7 @@ from bot.services.alerts import (
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
+from formatters.alerts_computers import computer_alert, computer_news
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -52,14 +54,14 @@ if TYPE_CHECKING:
 
 POLICY_KEY = "alerts"
 
-_KINDS_TEXT = "`controls` (enterprise-control changes)"
+_KINDS_TEXT = "`controls` (enterprise-control changes), `computers` (a computer in error or removed, and its recovery)"
 SUBSCRIBE = SubCommand(
     name="alerts subscribe",
-    summary="Alert a channel (or you, in a DM) when something changes: today, the enterprise controls.",
+    summary="Alert a channel (or you, in a DM) when something changes: today, the enterprise controls and the computers.",
     usage="/agent alerts subscribe <kind> [#channel]",
-    examples=("/agent alerts subscribe controls", "/agent alerts subscribe controls #platform"),
+    examples=("/agent alerts subscribe controls", "/agent alerts subscribe controls #platform", "/agent alerts subscribe computers #ops"),
     details=(
-        f"Kinds: {_KINDS_TEXT}; readiness, computers and usage are coming. A subscription starts from now: "
+        f"Kinds: {_KINDS_TEXT}; readiness and usage are coming. A subscription starts from now: "
         "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
         "are collected in one message's thread."
     ),
@@ -106,7 +108,7 @@ NO_KIND = "Which kind of alert? Name one: {kinds}."
 UNKNOWN_KIND = "`{text}` is not a kind of alert I know."
 KINDS_HINT = "Kinds: " + _KINDS_TEXT + ". Usage: `{usage}`"
 NOT_YET = "`{kind}` alerts are not available yet."
-NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; readiness, computers and usage alerts are coming."
+NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; readiness and usage alerts are coming."
 FILTERS_HINT = "`{kind}` alerts take the filters {accepted}. Usage: `{usage}`"
 NO_FILTERS = "`{kind}` alerts take no filters; I don't know {names}."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
@@ -292,7 +294,7 @@ async def handle_test(request: CommandRequest) -> None:
 
 def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime]) -> list[AlertKind]:
     """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order)."""
-    return [ControlsKind(agent, controls_alert, now)]
+    return [ControlsKind(agent, controls_alert, now), ComputersKind(agent, computer_alert, computer_news, now)]
 
 
 def alert_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> AlertService:
