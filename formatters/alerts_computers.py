@@ -5,7 +5,8 @@ thread, and the note a Retry click from an alert leaves there.
 Input: :class:`bot.services.alerts.computers.ComputerAlert` (management-api-v0.md "Computer": name,
 status, provider, hostname, the failing provisioning step and its ``error``), and for the note a
 :class:`bot.api.Computer`. Output: ``{"text", "blocks"}`` (:func:`formatters.blocks.message`), a few
-blocks. Every API string is escaped (:func:`formatters.blocks.esc`) and cut: a name to
+blocks. The header names no API string (it is plain text, where nothing can be escaped); every API
+string is escaped (:func:`formatters.blocks.esc`) and cut: a name to
 :data:`formatters.computers.NAME_MAX`, an error to :data:`formatters.computers.STEP_ERROR_MAX`
 characters, on one line. Times are absolute (UTC): an alert is read later than it is posted.
 
@@ -32,11 +33,11 @@ if TYPE_CHECKING:
 ALERT_RETRY_BLOCK = "alert.computers.retry"
 """Block id of the alert's section that carries the *Retry install* button."""
 
-FAILED_TITLE = "Computer in error: {name}"
-RECOVERED_TITLE = "Recovered: {name}"
-FLAPPED_TITLE = "Failed and recovered: {name}"
-REMOVED_TITLE = "Computer removed: {name}"
-REMOVED_OPEN_TITLE = "Removed while in error: {name}"
+FAILED_TITLE = "Computer in error"
+RECOVERED_TITLE = "Computer recovered"
+FLAPPED_TITLE = "Computer failed and recovered"
+REMOVED_TITLE = "Computer removed"
+REMOVED_OPEN_TITLE = "Computer removed while in error"
 TEST_PREFIX = "Test alert: "
 TEST_NOTE = ":test_tube: A test of `/agent alerts test computers`: a computer as an alert would show it; nothing changed now."
 TEST_MADE_UP = "No computer is in error now, so this one is made up; a real alert has a *Retry install* button."
@@ -110,7 +111,6 @@ def computer_alert(alert: ComputerAlert, *, test: bool = False) -> Payload:
     and what the incident's message becomes when it recovers or is removed. ``test`` marks it as a
     test of ``/agent alerts test computers``."""
     name = _name(alert)
-    plain_name = cut(alert.name or alert.computer_id or "a computer", NAME_MAX)
     since, until = _when(alert.since), _when(alert.until)
     if alert.what == FAILED:
         title, line, step_line = FAILED_TITLE, FAILED_LINE, STEP_LINE
@@ -127,7 +127,7 @@ def computer_alert(alert: ComputerAlert, *, test: bool = False) -> Payload:
     else:
         title, line, step_line = REMOVED_TITLE, REMOVED_LINE, ""
         summary = f"{name} was removed"
-    blocks: list = [header((TEST_PREFIX if test else "") + title.format(name=plain_name))]
+    blocks: list = [header((TEST_PREFIX if test else "") + title)]
     if test:
         blocks.append(context(TEST_NOTE))
     lines = [line.format(name=name, since=since, until=until, status=status_label(alert.status))]
