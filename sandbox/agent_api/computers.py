@@ -162,20 +162,17 @@ class Fleet:
         """Put ``computer`` in ``status`` (module docstring); ``step`` (a step id; default
         ``install-deps``) is the one that fails or runs, ``error`` its error text (default
         :data:`INSTALL_ERROR`). A pending install-deps finisher is cancelled. Raises ``KeyError`` for
-        an unknown step id."""
+        an unknown step id (nothing changed then)."""
+        ids = [s.get("id") for s in computer.steps]
+        target = step or "install-deps"
+        if status in ("error", "provisioning") and target not in ids:
+            raise KeyError(target)
         computer.generation += 1
         computer.status = status
         if status not in ("error", "active", "provisioning"):
             return computer
         now = now_ms()
-        ids = [s.get("id") for s in computer.steps]
-        target = step or "install-deps"
-        if status != "active":
-            if target not in ids:
-                raise KeyError(target)
-            at = ids.index(target)
-        else:
-            at = len(ids)
+        at = len(ids) if status == "active" else ids.index(target)
         for n, current in enumerate(computer.steps):
             keep = keep_error and status == "active" and bool(current.get("error"))
             base = {"id": current.get("id"), "name": current.get("name")}
