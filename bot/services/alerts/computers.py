@@ -50,7 +50,8 @@ latest moment the computer is known not to have failed yet: the failing step's t
 gives one (but no earlier than the last pass that saw the computer working), else the last pass that
 saw it working, else, for a computer never seen before, its ``createdAt``. A subscription made
 within the one pass interval where an undated failure happened does not get it (rather than get
-alerts from before it existed). A removal's cutoff is the last pass.
+alerts from before it existed). A removal's cutoff is the last pass. Step times come from the
+platform's clock and the start from the bot's: a skew between the two moves the line by as much.
 """
 
 from __future__ import annotations
