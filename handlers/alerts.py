@@ -8,8 +8,9 @@
     /agent alerts test <kind> [#channel]
 
 Kinds: ``controls`` (:mod:`bot.services.alerts`), ``readiness``
-(:mod:`bot.services.alerts.readiness`, filters ``repo=`` and ``drop=``); ``computers`` and ``usage``
-are refused with "not yet". The channel defaults to the one the command was typed in; in a DM it is the
+(:mod:`bot.services.alerts.readiness`, filters ``repo=`` and ``drop=``), ``computers``
+(:mod:`bot.services.alerts.computers`); ``usage`` is refused with "not yet". The channel defaults to
+the one the command was typed in; in a DM it is the
 person's own DM with the bot. Before subscribing (or posting a test) the bot asks Slack whether it
 can post there, as ``/agent digest subscribe`` does: a private channel needs the bot invited, an
 archived one is refused. Policy: the sub-commands need the ``alerts`` key (member); each kind's key
@@ -36,6 +37,7 @@ from bot.services.alerts import (
     AlertKind,
     AlertService,
     AlertSubscription,
+    ComputersKind,
     ControlsKind,
     FilterError,
     NotYetError,
@@ -46,6 +48,7 @@ from bot.services.alerts.readiness import ReadinessKind
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
+from formatters.alerts_computers import computer_alert, computer_news
 from formatters.alerts_readiness import readiness_alert
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
@@ -57,19 +60,20 @@ POLICY_KEY = "alerts"
 
 _KINDS_TEXT = (
     "`controls` (enterprise-control changes), "
-    "`readiness` (a new readiness report; filters `repo=owner/name[,…]` and `drop=N`, N points of pass rate)"
+    "`readiness` (a new readiness report; filters `repo=owner/name[,…]` and `drop=N`, N points of pass rate), "
+    "`computers` (a computer in error or removed, and its recovery)"
 )
 SUBSCRIBE = SubCommand(
     name="alerts subscribe",
-    summary="Alert a channel (or you, in a DM) when something changes: the enterprise controls, readiness reports.",
+    summary="Alert a channel (or you, in a DM) when something changes: enterprise controls, readiness reports, computers.",
     usage="/agent alerts subscribe <kind> [#channel] [filters]",
     examples=(
         "/agent alerts subscribe controls",
-        "/agent alerts subscribe controls #platform",
         "/agent alerts subscribe readiness #web-team repo=acme/web drop=5",
+        "/agent alerts subscribe computers #ops",
     ),
     details=(
-        f"Kinds: {_KINDS_TEXT}; computers and usage are coming. A subscription starts from now: "
+        f"Kinds: {_KINDS_TEXT}; usage is coming. A subscription starts from now: "
         "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
         "are collected in one message's thread."
     ),
@@ -116,7 +120,7 @@ NO_KIND = "Which kind of alert? Name one: {kinds}."
 UNKNOWN_KIND = "`{text}` is not a kind of alert I know."
 KINDS_HINT = "Kinds: " + _KINDS_TEXT + ". Usage: `{usage}`"
 NOT_YET = "`{kind}` alerts are not available yet."
-NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; computers and usage alerts are coming."
+NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; usage alerts are coming."
 FILTERS_HINT = "`{kind}` alerts take the filters {accepted}. Usage: `{usage}`"
 NO_FILTERS = "`{kind}` alerts take no filters; I don't know {names}."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
@@ -302,7 +306,11 @@ async def handle_test(request: CommandRequest) -> None:
 
 def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime]) -> list[AlertKind]:
     """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order)."""
-    return [ControlsKind(agent, controls_alert, now), ReadinessKind(agent, readiness_alert)]
+    return [
+        ControlsKind(agent, controls_alert, now),
+        ReadinessKind(agent, readiness_alert),
+        ComputersKind(agent, computer_alert, computer_news, now),
+    ]
 
 
 def alert_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> AlertService:

@@ -15,6 +15,13 @@ Once only: the click is acked first; then the store key ``install-deps:{computer
 second click on the same message, by anyone, on any replica, starts nothing and the clicker is told
 so (Slack's own re-deliveries of one click are dropped earlier by the de-duplication middleware). A
 failed call marks the key ``...:failed``, so a later click says the button is spent rather than busy.
+A click on the same button in a ``computers`` alert (its section's block id
+:data:`formatters.alerts_computers.ALERT_RETRY_BLOCK`; the alert is a channel message everyone sees,
+and the role check above refuses whoever may not retry) claims and retries the same way, but leaves
+the alert as it is: the alert is the incident's one message, which the alert service edits when the
+computer recovers. The retry is noted in the alert's thread instead (who retried, the status now;
+:func:`formatters.alerts_computers.retry_note`), or told to the clicker alone if that post fails.
+
 Errors end in an ephemeral message and leave the clicked message as it was: 404 (the computer is
 gone), and any other Agent API failure (:func:`handlers.router.action_listener` replies with
 :func:`handlers.router.describe_api_error`).
@@ -27,8 +34,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from bot.api import AgentAPIError, NotFoundError
+from bot.api import AgentAPIError, Computer, NotFoundError
 from bot.commands import SubCommand
+from bot.slack import SlackFailure
+from formatters.alerts_computers import ALERT_RETRY_BLOCK, retry_note
 from formatters.computers import (
     RETRY_ACTION,
     already_retrying,
@@ -109,6 +118,9 @@ async def retry_install(request: ActionRequest, *, sleep: Sleep = asyncio.sleep)
             return
         raise
     logger.info("install-deps of %s started by %s", computer_id, user_id)
+    if request.block_id == ALERT_RETRY_BLOCK:
+        await _note_in_alert_thread(request, computer)
+        return
     try:
         fleet = await agent.list_computers()
     except AgentAPIError as exc:
@@ -130,6 +142,18 @@ async def retry_install(request: ActionRequest, *, sleep: Sleep = asyncio.sleep)
         if current.status != computer.status:
             await request.replace(retry_started(current, user_id, fleet))
         computer = current
+
+
+async def _note_in_alert_thread(request: ActionRequest, computer: Computer) -> None:
+    """Post who retried (and the status now) in the thread of the clicked alert; to the clicker
+    alone when Slack refuses the post."""
+    container = request.body.get("container") or {}
+    thread = container.get("thread_ts") or (request.body.get("message") or {}).get("thread_ts") or request.message_ts
+    note = retry_note(computer, request.user.user_id)
+    posted = await request.services.slack.post(request.channel_id, note, thread_ts=thread or None)
+    if isinstance(posted, SlackFailure):
+        logger.warning("retry note in the thread of alert %s failed (%s)", request.message_ts, posted.error)
+        await request.reply(note)
 
 
 def register(app: Any, router: Router, services: Services) -> None:

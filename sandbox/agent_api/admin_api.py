@@ -19,6 +19,14 @@
   {numerator, denominator, rationale}}, "pass_rate": <percent>}`` (all optional; default ``acme/web``,
   its first passing criterion failing) -> 200 the new readiness report, newest in the listing from now
   on (:func:`~sandbox.agent_api.reports.new_report`); 400 for a bad repo, criterion or pass rate
+* ``POST /_sandbox/computers/{id}/status`` with ``{"status": "error" | "active" | "provisioning" | <any
+  string>, "step": "<step id>", "error": "<text>", "keep_error": bool}`` (all but ``status`` optional;
+  :meth:`~sandbox.agent_api.computers.Fleet.set_status`) -> 200 the computer record as
+  ``GET /api/v0/computers`` lists it; 404 for an unknown computer; 400 for an unknown field, a
+  ``status`` that is not a non-empty string, ``step``/``error`` that are not strings, a ``step`` the
+  computer does not have, or ``keep_error`` not a boolean
+* ``DELETE /_sandbox/computers/{id}`` -> 200 ``{"removed": id}``: the computer leaves the fleet; 404 when
+  there is none
 * ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
   to the wall clock) -> 200 the batch state; 400 for an unreadable time
 """
@@ -32,7 +40,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .controls import NEW_REVISION
-from .errors import bad_request
+from .errors import bad_request, not_found
 from .params import json_object
 
 PREFIX = "/_sandbox"
@@ -141,6 +149,42 @@ async def new_readiness_report(request: Request) -> JSONResponse:
     return JSONResponse(report)
 
 
+COMPUTER_STATUS_FIELDS = ("status", "step", "error", "keep_error")
+
+
+async def set_computer_status(request: Request) -> JSONResponse:
+    fleet = request.app.state.sandbox.fleet
+    computer_id = request.path_params["computerId"]
+    computer = fleet.get(computer_id)
+    if computer is None:
+        raise not_found(f"computer {computer_id} not found")
+    body = await json_object(request)
+    unknown = sorted(set(body) - set(COMPUTER_STATUS_FIELDS))
+    if unknown:
+        raise bad_request(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(COMPUTER_STATUS_FIELDS)}")
+    status, step, error, keep_error = (body.get(name) for name in COMPUTER_STATUS_FIELDS)
+    if not isinstance(status, str) or not status:
+        raise bad_request("status must be a non-empty string (error, active, provisioning, or any other)")
+    if step is not None and not isinstance(step, str):
+        raise bad_request("step must be a step id")
+    if error is not None and not isinstance(error, str):
+        raise bad_request("error must be a string")
+    if keep_error is not None and not isinstance(keep_error, bool):
+        raise bad_request("keep_error must be true or false")
+    try:
+        fleet.set_status(computer, status, step=step, error=error, keep_error=bool(keep_error))
+    except KeyError:
+        raise bad_request(f"computer {computer_id} has no step {step!r}") from None
+    return JSONResponse(computer.to_json())
+
+
+async def remove_computer(request: Request) -> JSONResponse:
+    computer_id = request.path_params["computerId"]
+    if not request.app.state.sandbox.fleet.remove(computer_id):
+        raise not_found(f"computer {computer_id} not found")
+    return JSONResponse({"removed": computer_id})
+
+
 routes = [
     Route(f"{PREFIX}/health", health, methods=["GET"]),
     Route(f"{PREFIX}/faults", get_faults, methods=["GET"]),
@@ -152,4 +196,6 @@ routes = [
     Route(f"{PREFIX}/clock", set_clock, methods=["POST"]),
     Route(f"{PREFIX}/controls", new_revision, methods=["POST"]),
     Route(f"{PREFIX}/readiness", new_readiness_report, methods=["POST"]),
+    Route(f"{PREFIX}/computers/{{computerId}}/status", set_computer_status, methods=["POST"]),
+    Route(f"{PREFIX}/computers/{{computerId}}", remove_computer, methods=["DELETE"]),
 ]

@@ -19,6 +19,14 @@ Transitions (spec: not shown; the sandbox's choice): ``POST .../install-deps`` a
 computer now ``provisioning`` (install-deps ``running`` with a new installSessionId, verify ``pending``);
 after ``config.provision_delay_seconds`` both steps are ``completed`` and the computer is ``active``.
 A retry on a computer that is already provisioning restarts the step the same way.
+
+Admin (``POST /_sandbox/computers/{id}/status``, :meth:`Fleet.set_status`): a computer is put in
+``error`` (a step ``failed`` with an ``error``, the steps after it ``pending``), back to ``active``
+(every step ``completed``; the failed step's ``error`` cleared, or kept with the failure's times as
+the record of the last failure with ``keep_error``: the spec does not say which a real platform does), ``provisioning``
+(a step ``running``, the steps after it ``pending``), or any other status (steps left as they are).
+``DELETE /_sandbox/computers/{id}`` removes one (:meth:`Fleet.remove`). Times are the wall clock's,
+as for install-deps.
 """
 
 from __future__ import annotations
@@ -147,6 +155,51 @@ class Fleet:
         verify.update(id="verify", name="Verify environment", status="pending")
         self._spawn(self._finish(computer, computer.generation))
         return computer
+
+    def set_status(
+        self, computer: Computer, status: str, *, step: str | None = None, error: str | None = None, keep_error: bool = False
+    ) -> Computer:
+        """Put ``computer`` in ``status`` (module docstring); ``step`` (a step id; default
+        ``install-deps``) is the one that fails or runs, ``error`` its error text (default
+        :data:`INSTALL_ERROR`). A pending install-deps finisher is cancelled. Raises ``KeyError`` for
+        an unknown step id (nothing changed then)."""
+        ids = [s.get("id") for s in computer.steps]
+        target = step or "install-deps"
+        if status in ("error", "provisioning") and target not in ids:
+            raise KeyError(target)
+        computer.generation += 1
+        computer.status = status
+        if status not in ("error", "active", "provisioning"):
+            return computer
+        now = now_ms()
+        at = len(ids) if status == "active" else ids.index(target)
+        for n, current in enumerate(computer.steps):
+            keep = keep_error and status == "active" and bool(current.get("error"))
+            base = {"id": current.get("id"), "name": current.get("name")}
+            if n < at:
+                if keep:  # the record of its last failure: its error and times stay
+                    current["status"] = "completed"
+                elif current.get("status") == "completed":
+                    current.pop("error", None)
+                else:
+                    current.clear()
+                    current.update(base, status="completed", startedAt=now, completedAt=now)
+            elif n == at:
+                current.clear()
+                current.update(base, status="running" if status == "provisioning" else "failed", startedAt=now)
+                if status == "error":
+                    current.update(completedAt=now, error=INSTALL_ERROR if error is None else error)
+            else:
+                current.clear()
+                current.update(base, status="pending")
+        return computer
+
+    def remove(self, computer_id: str) -> bool:
+        """Remove a computer from the fleet; False when there was none."""
+        computer = self.computers.pop(computer_id, None)
+        if computer is not None:
+            computer.generation += 1
+        return computer is not None
 
     async def _finish(self, computer: Computer, generation: int) -> None:
         await asyncio.sleep(self.provision_delay)

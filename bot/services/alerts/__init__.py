@@ -4,9 +4,10 @@
   deliver; claims, the per-channel cap, mute, incidents updated in place);
 - :mod:`bot.services.alerts.kinds`: what a kind is (:class:`AlertKind`) and the shared filter forms;
 - :mod:`bot.services.alerts.store`: the tables and :class:`AlertsRepository`;
-- one module per kind: :mod:`bot.services.alerts.controls`.
+- one module per kind: :mod:`bot.services.alerts.controls`, :mod:`bot.services.alerts.computers`.
 """
 
+from bot.services.alerts.computers import COMPUTERS, ComputerAlert, ComputersKind
 from bot.services.alerts.controls import CONTROLS, SECURITY_PATHS, ControlsAlert, ControlsKind, security_topics
 from bot.services.alerts.kinds import AlertKind, Detected, Detection, FilterError, Pass, StateMove
 from bot.services.alerts.service import (
@@ -32,6 +33,7 @@ from bot.services.alerts.store import (
 
 __all__ = [
     "ALL_KINDS",
+    "COMPUTERS",
     "CONTROLS",
     "DEFAULT_CAP",
     "EVENT_TYPE",
@@ -42,6 +44,8 @@ __all__ = [
     "AlertService",
     "AlertSubscription",
     "AlertsRepository",
+    "ComputerAlert",
+    "ComputersKind",
     "ControlsAlert",
     "ControlsKind",
     "Detected",
