@@ -344,9 +344,7 @@ class UsageKind:
                 first - dt.timedelta(days=1),
                 MAX_CATCH_UP_DAYS,
             )
-        groups: dict[tuple[float, int], list[Any]] = defaultdict(list)
-        for sub in run.subscriptions:
-            groups[thresholds(sub.filters)].append(sub)
+        pairs = sorted({thresholds(sub.filters) for sub in run.subscriptions})
         evaluated: dt.date | None = None
         day = first
         while day <= latest:
@@ -362,7 +360,7 @@ class UsageKind:
                 logger.info("usage alerts of %s: %s; evaluated at a later pass", day, exc)
                 break
             found.api_calls += counting.calls
-            alerts = {pair: select(landed, *pair) for pair in sorted(groups)}
+            alerts = {pair: select(landed, *pair) for pair in pairs}
             alerts = {pair: alert for pair, alert in alerts.items() if not alert.empty}
             people = await self._named(list(alerts.values()))
             for pair, alert in alerts.items():
