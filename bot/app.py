@@ -305,7 +305,7 @@ def create_bot(
         agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy, on_change=marks.request_changed
     )
     digest = digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
-    alerts = alert_handlers.alert_service(agent=agent, store=store, slack=slack, now=now)
+    alerts = alert_handlers.alert_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
     hook_receiver = HookReceiver(
         store=store,
         sessions=sessions,

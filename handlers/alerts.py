@@ -7,9 +7,8 @@
     /agent alerts unmute <kind|id> [#channel]
     /agent alerts test <kind> [#channel]
 
-Kinds: ``controls`` (:mod:`bot.services.alerts`), ``readiness``
-(:mod:`bot.services.alerts.readiness`, filters ``repo=`` and ``drop=``), ``computers``
-(:mod:`bot.services.alerts.computers`); ``usage`` is refused with "not yet". The channel defaults to
+Kinds: ``controls``, ``readiness`` (filters ``repo=`` and ``drop=``), ``computers`` and ``usage``
+(filters ``spike=`` and ``min=``): one module each in :mod:`bot.services.alerts`. The channel defaults to
 the one the command was typed in; in a DM it is the
 person's own DM with the bot. Before subscribing (or posting a test) the bot asks Slack whether it
 can post there, as ``/agent digest subscribe`` does: a private channel needs the bot invited, an
@@ -32,6 +31,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.api import AgentClient
 from bot.commands import SubCommand, in_code
+from bot.identity import Identity
 from bot.services.alerts import (
     ALL_KINDS,
     AlertKind,
@@ -45,11 +45,14 @@ from bot.services.alerts import (
     parse_duration,
 )
 from bot.services.alerts.readiness import ReadinessKind
+from bot.services.alerts.usage import UsageKind
+from bot.services.digest import People
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
 from formatters.alerts_computers import computer_alert, computer_news
 from formatters.alerts_readiness import readiness_alert
+from formatters.alerts_usage import usage_alert
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -61,19 +64,24 @@ POLICY_KEY = "alerts"
 _KINDS_TEXT = (
     "`controls` (enterprise-control changes), "
     "`readiness` (a new readiness report; filters `repo=owner/name[,…]` and `drop=N`, N points of pass rate), "
-    "`computers` (a computer in error or removed, and its recovery)"
+    "`computers` (a computer in error or removed, and its recovery), "
+    "`usage` (each landed day: users and the organization above their usual billable tokens, models, clients and "
+    "MCP servers used for the first time; filters `spike=` and `min=`)"
 )
 SUBSCRIBE = SubCommand(
     name="alerts subscribe",
-    summary="Alert a channel (or you, in a DM) when something changes: enterprise controls, readiness reports, computers.",
+    summary="Alert a channel (or you, in a DM) when something changes: enterprise controls, readiness, computers, usage spikes.",
     usage="/agent alerts subscribe <kind> [#channel] [filters]",
     examples=(
         "/agent alerts subscribe controls",
         "/agent alerts subscribe readiness #web-team repo=acme/web drop=5",
         "/agent alerts subscribe computers #ops",
+        "/agent alerts subscribe usage #eng-leads spike=4x min=2M",
     ),
     details=(
-        f"Kinds: {_KINDS_TEXT}; usage is coming. A subscription starts from now: "
+        f"Kinds: {_KINDS_TEXT}. `usage` filters: `spike=` (a factor, default 3x: "
+        "billable tokens at least that many times the average of the 7 days before) and `min=` (billable tokens, "
+        "default 1M; k, M or B). A subscription starts from now: "
         "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
         "are collected in one message's thread."
     ),
@@ -112,7 +120,7 @@ TEST = SubCommand(
     name="alerts test",
     summary="Post a sample alert, marked as a test, into a channel (or your DMs).",
     usage="/agent alerts test <kind> [#channel] [filters]",
-    examples=("/agent alerts test controls", "/agent alerts test controls #platform", "/agent alerts test readiness repo=acme/web"),
+    examples=("/agent alerts test controls", "/agent alerts test readiness repo=acme/web", "/agent alerts test usage spike=4x"),
     policy_key=POLICY_KEY,
 )
 
@@ -120,7 +128,7 @@ NO_KIND = "Which kind of alert? Name one: {kinds}."
 UNKNOWN_KIND = "`{text}` is not a kind of alert I know."
 KINDS_HINT = "Kinds: " + _KINDS_TEXT + ". Usage: `{usage}`"
 NOT_YET = "`{kind}` alerts are not available yet."
-NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "; usage alerts are coming."
+NOT_YET_HINT = "What exists today: " + _KINDS_TEXT + "."
 FILTERS_HINT = "`{kind}` alerts take the filters {accepted}. Usage: `{usage}`"
 NO_FILTERS = "`{kind}` alerts take no filters; I don't know {names}."
 UNKNOWN_OPTIONS = "I don't know the option(s) {names}."
@@ -304,21 +312,26 @@ async def handle_test(request: CommandRequest) -> None:
     await request.reply(sample_posted(kind.name, channel))
 
 
-def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime]) -> list[AlertKind]:
-    """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order)."""
+def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime], people: People | None = None) -> list[AlertKind]:
+    """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order);
+    ``people`` names the users of usage alerts (:meth:`bot.identity.Identity.people_of`; None: e-mails)."""
     return [
         ControlsKind(agent, controls_alert, now),
         ReadinessKind(agent, readiness_alert),
         ComputersKind(agent, computer_alert, computer_news, now),
+        UsageKind(agent, usage_alert, now, people),
     ]
 
 
-def alert_service(*, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime]) -> AlertService:
+def alert_service(
+    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime], identity: Identity | None = None
+) -> AlertService:
     """A :class:`bot.services.alerts.AlertService` with this project's kinds and formatters, posting
-    through ``slack`` (the app's jobs, ``agent-bot alerts tick``, the demo and tests)."""
-    return AlertService(
-        store=store, slack=slack, now=now, kinds=alert_kinds(agent=agent, store=store, now=now), overflow_formatter=overflow_message
-    )
+    through ``slack`` (the app's jobs, ``agent-bot alerts tick``, the demo and tests); users are
+    named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
+    people = (identity or Identity(slack)).people_of
+    kinds = alert_kinds(agent=agent, store=store, now=now, people=people)
+    return AlertService(store=store, slack=slack, now=now, kinds=kinds, overflow_formatter=overflow_message)
 
 
 def job_name(kind: str) -> str:

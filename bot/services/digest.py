@@ -415,6 +415,14 @@ def latest_day(now: dt.datetime) -> dt.date:
     return now.astimezone(dt.UTC).date() - dt.timedelta(days=1)
 
 
+async def day_landed(agent: AgentClient, day: dt.date) -> bool:
+    """The landing rule of the module docstring: ``/activity`` for ``day`` has ``day``'s row. One
+    request, the same one the digest makes (so the client's analytics cache shares it with every
+    reader of the landed day: the digest, the ``usage`` alerts). Raises the client's errors."""
+    answer = await agent.get_activity(start_date=day, end_date=day)
+    return any(row.date == day for row in answer.data)
+
+
 def _require_day(rows: Iterable[Any], day: dt.date, what: str) -> None:
     if not any(r.date == day for r in rows):
         raise NotLandedYet(f"{what} has no row for {day.isoformat()} yet")
@@ -621,9 +629,8 @@ class DigestService:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     async def landed(self, day: dt.date) -> bool:
-        """The landing rule of the module docstring: ``/activity`` for ``day`` has ``day``'s row."""
-        answer = await self.agent.get_activity(start_date=day, end_date=day)
-        return any(row.date == day for row in answer.data)
+        """The landing rule of the module docstring (:func:`day_landed`)."""
+        return await day_landed(self.agent, day)
 
     async def build(self, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None) -> Digest:
         """The digest of ``day`` (raises :class:`NotLandedYet`, API errors); ``on_series`` as

@@ -27,6 +27,16 @@
   computer does not have, or ``keep_error`` not a boolean
 * ``DELETE /_sandbox/computers/{id}`` -> 200 ``{"removed": id}``: the computer leaves the fleet; 404 when
   there is none
+* ``POST /_sandbox/usage`` with ``{"user": "<e-mail>", "factor": 10, "model": "<id>", "mcp_server": "<name>",
+  "client": "<type>"}`` (all optional; default: the second person, factor 10, the new model
+  :data:`NEW_MODEL`, no new MCP server or client) -> 200 ``{"day", "user": {"id", "email"},
+  "billable_tokens", "usual", "model", "mcp_server", "client", "now", "lands_at", "last_landed_day"}``:
+  yesterday becomes a day on which that person used ``factor`` times their tokens (``usual``: their
+  mean over the 7 days before), with that model, MCP server and client
+  (:class:`~sandbox.agent_api.usage.Surge`), and the daily batch lands it now. Meant for a day that
+  has not landed yet (``POST /_sandbox/batch`` first): a client that already read the day may keep
+  the old rows. 400 for an unknown user, a factor outside 1-1000 (above 1), a name that is empty,
+  longer than 200 characters or not a string, or an MCP server name with ``__``
 * ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
   to the wall clock) -> 200 the batch state; 400 for an unreadable time
 """
@@ -185,6 +195,37 @@ async def remove_computer(request: Request) -> JSONResponse:
     return JSONResponse({"removed": computer_id})
 
 
+NEW_MODEL = "agent-frontier-2-preview"
+"""The model ``POST /_sandbox/usage`` makes someone use by default: in no catalog, used by nobody before."""
+NAME_MAX = 200
+
+
+def _name(body: dict, key: str, default: str | None = None) -> str | None:
+    value = body.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > NAME_MAX:
+        raise bad_request(f"{key} must be a non-empty string of at most {NAME_MAX} characters, or null")
+    return value
+
+
+async def surge(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    body = await json_object(request) if await request.body() else {}
+    factor = body.get("factor", 10)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 1 < factor <= 1000:
+        raise bad_request("factor must be a number above 1 and at most 1000")
+    user = _name(body, "user")
+    model, server, client = _name(body, "model", NEW_MODEL), _name(body, "mcp_server"), _name(body, "client")
+    if server is not None and "__" in server:
+        raise bad_request("mcp_server must not contain '__' (tool names are mcp__<server>__<tool>)")
+    try:
+        made = sandbox.surge(user, factor=float(factor), model=model, mcp_server=server, client=client)
+    except LookupError:
+        raise bad_request(f"no organization user has the e-mail {user!r}") from None
+    return JSONResponse({**made, "model": model, "mcp_server": server, "client": client, **_batch(sandbox)})
+
+
 routes = [
     Route(f"{PREFIX}/health", health, methods=["GET"]),
     Route(f"{PREFIX}/faults", get_faults, methods=["GET"]),
@@ -198,4 +239,5 @@ routes = [
     Route(f"{PREFIX}/readiness", new_readiness_report, methods=["POST"]),
     Route(f"{PREFIX}/computers/{{computerId}}/status", set_computer_status, methods=["POST"]),
     Route(f"{PREFIX}/computers/{{computerId}}", remove_computer, methods=["DELETE"]),
+    Route(f"{PREFIX}/usage", surge, methods=["POST"]),
 ]

@@ -26,7 +26,7 @@ from .people import Person, generate_people
 from .reports import generate_reports, new_report
 from .seeding import rng_for
 from .sessions import SessionStore
-from .usage import Dataset
+from .usage import Dataset, Surge
 
 
 class SandboxState:
@@ -80,6 +80,43 @@ class SandboxState:
         yesterday = self.today() - dt.timedelta(days=1)
         self.landed_early.add(yesterday)
         return yesterday
+
+    def surge(
+        self,
+        email: str | None = None,
+        *,
+        factor: float = 10.0,
+        model: str | None = None,
+        mcp_server: str | None = None,
+        client: str | None = None,
+    ) -> dict:
+        """Make yesterday a day on which the person with ``email`` (default: the second person, a
+        steady user, or the only one) used ``factor`` times their tokens, with ``model``,
+        ``mcp_server`` and ``client`` (:class:`~sandbox.agent_api.usage.Surge`), and land it now
+        (``POST /_sandbox/usage``). Returns ``{"day", "user": {"id", "email"}, "billable_tokens",
+        "usual"}``: their tokens that day and their mean over the 7 days before (0 on days they were
+        not active). Raises ``LookupError`` for an unknown e-mail."""
+        if email is None:
+            person = self.people[min(1, len(self.people) - 1)]
+        else:
+            found = self.person_by_email(email)
+            if found is None:
+                raise LookupError(email)
+            person = found
+        day = self.today() - dt.timedelta(days=1)
+        self.dataset.surge(day, Surge(person.index, factor, model, mcp_server, client))
+        self.land_now()
+        before = []
+        for back in range(1, 8):
+            other = day - dt.timedelta(days=back)
+            active = self.dataset.active_mask(other) >> person.index & 1
+            before.append(self.dataset.day(other).user_day(person.index).billable_tokens if active else 0)
+        return {
+            "day": day.isoformat(),
+            "user": {"id": person.id, "email": person.analytics_email},
+            "billable_tokens": self.dataset.day(day).user_day(person.index).billable_tokens,
+            "usual": sum(before) / len(before),
+        }
 
     def person_by_email(self, email: str) -> Person | None:
         return self._people_by_email.get(email.lower())

@@ -26,6 +26,10 @@ Shape of the data (one organization, see :mod:`sandbox.agent_api.people`):
   10,000 people is then a join of 30 cached byte strings instead of 8-14 s of generation, so
   benchmarks measure the client, not the sandbox.
 
+* A day can be made to surge (``POST /_sandbox/usage``, :class:`Surge`, :meth:`Dataset.surge`): one person
+  uses many times their usual tokens, and maybe a model, MCP server or client nobody used before; the
+  rest of the day stays as the seed made it.
+
 Token figures, and the billable formula (spec: "input plus output tokens, with cache discounts
 applied")::
 
@@ -45,6 +49,7 @@ under each delegation level (``spec`` counts as ``auto_medium``); file extension
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import random
@@ -93,6 +98,16 @@ ROW_KINDS = ("tokens", "tokens:model", "tools", "tools:tool_name", "activity", "
 """Keys of :attr:`EncodedDay.rows`: an endpoint, or ``endpoint:group_by``."""
 
 
+NEW_MODEL_TIER = "thinking"
+"""The tier of a model that is not in the catalog (a surge's new model, :class:`Surge`)."""
+
+
+def tier_of(model_id: str) -> str:
+    """The tier of a catalog model, :data:`NEW_MODEL_TIER` for any other."""
+    entry = MODELS.get(model_id)
+    return entry[0] if entry else NEW_MODEL_TIER
+
+
 def apportion(total: int, weights: dict[str, float]) -> dict[str, int]:
     """Split ``total`` over ``weights`` (largest remainder); keys with a zero share are left out."""
     weight_sum = sum(weights.values())
@@ -118,7 +133,7 @@ class ModelUse:
 
     @property
     def tier(self) -> str:
-        return MODELS[self.model_id][0]
+        return tier_of(self.model_id)
 
     @property
     def billable_tokens(self) -> int:
@@ -271,6 +286,46 @@ def generate_detail(ud: UserDay) -> Detail:
         git_commits=git_commits,
         git_prs=round(git_commits * rng.uniform(0.1, 0.4)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Surge:
+    """A made-up day of one person (``POST /_sandbox/usage``, :meth:`Dataset.surge`): person ``person``
+    (index) is active that day, with ``factor`` times the token volume the seed gives them; ``model``
+    (any id; one outside the catalog has tier :data:`NEW_MODEL_TIER`) is used for about a third as
+    many tokens as their primary model; ``mcp_server`` gets :data:`SURGE_MCP_CALLS` calls
+    (``mcp__<server>__query``); ``client`` is one more client they used (may be outside
+    :data:`~sandbox.agent_api.catalog.CLIENTS`)."""
+
+    person: int
+    factor: float
+    model: str | None = None
+    mcp_server: str | None = None
+    client: str | None = None
+
+
+SURGE_MCP_CALLS = 25
+
+
+def apply_surge(ud: UserDay, surge: Surge) -> None:
+    """Make ``ud`` the surged day ``surge`` describes (in place; its detail is drawn now)."""
+    ud.scale *= surge.factor
+    if surge.client and surge.client not in ud.clients:
+        ud.clients = (*ud.clients, surge.client)
+    detail = generate_detail(ud)
+    models = detail.models
+    if surge.model and all(use.model_id != surge.model for use in models):
+        top = max(models, key=lambda m: (m.billable_tokens, m.model_id))
+        extra = ModelUse(
+            surge.model, top.input_tokens // 2, top.output_tokens // 2, top.cache_read_tokens // 20 * 10, top.cache_write_tokens // 8 * 4
+        )
+        models = (*models, extra)
+    tools = dict(detail.tools)
+    if surge.mcp_server:
+        name = f"mcp__{surge.mcp_server}__query"
+        tools[name] = tools.get(name, 0) + SURGE_MCP_CALLS
+        ud.tool_calls += SURGE_MCP_CALLS
+    ud._detail = dataclasses.replace(detail, models=models, tools=tools)
 
 
 def _tool_weights(person: Person, rng: random.Random) -> dict[str, float]:
@@ -473,7 +528,7 @@ class DayData:
         by_client = dict.fromkeys(CLIENTS, 0)
         for ud in self.user_days:
             for client in ud.clients:
-                by_client[client] += 1
+                by_client[client] = by_client.get(client, 0) + 1  # a surge's client may be new
         user_messages = sum(ud.user_messages for ud in self.user_days)
         return {
             "date": self.date.isoformat(),
@@ -516,7 +571,7 @@ class DayData:
 def _model_item(model_id: str, billable: int, input_tokens: int, output_tokens: int) -> dict:
     return {
         "model_id": model_id,
-        "model_tier": MODELS[model_id][0],
+        "model_tier": tier_of(model_id),
         "billable_tokens": billable,
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
@@ -584,6 +639,8 @@ class Dataset:
         self._encoded: OrderedDict[dt.date, EncodedDay] = OrderedDict()
         self._encoded_bytes = 0
         self.encoded_cache_bytes = ENCODED_CACHE_BYTES
+        self.surges: dict[dt.date, Surge] = {}
+        self._seed_masks: dict[dt.date, int] = {}  # a surged day's active set as the seed drew it
 
     # -- active sets -------------------------------------------------------------------------------
     def active_mask(self, day: dt.date) -> int:
@@ -610,18 +667,48 @@ class Dataset:
         return mask.bit_count()
 
     # -- days ----------------------------------------------------------------------------------------
+    def _build(self, day: dt.date) -> DayData:
+        """The day's data from the seed, with the day's :class:`Surge` applied. The surged person's
+        activity, when the seed left them out that day, is drawn on its own, so nobody else's
+        figures change."""
+        surge = self.surges.get(day)
+        if surge is None:
+            user_days = generate_activity(self.seed, self.people, day, _bit_indices(self.active_mask(day)))
+        else:
+            seed_mask = self._seed_masks[day]
+            user_days = generate_activity(self.seed, self.people, day, _bit_indices(seed_mask))
+            if seed_mask >> surge.person & 1:
+                surged = next(ud for ud in user_days if ud.person.index == surge.person)
+            else:
+                [surged] = generate_activity(self.seed, self.people, day, [surge.person])
+                user_days = sorted([*user_days, surged], key=lambda ud: ud.person.index)
+            apply_surge(surged, surge)
+        return DayData(
+            date=day,
+            user_days=user_days,
+            weekly_active_users=self.active_count(day, 7),
+            monthly_active_users=self.active_count(day, 30),
+        )
+
+    def surge(self, day: dt.date, surge: Surge) -> None:
+        """Make ``day`` the day ``surge`` describes from now on (replacing an earlier surge of that
+        day); the day's cached rows are dropped. Other days are untouched, but the surged person
+        counts as active in the weekly and monthly active users of ``day``."""
+        seed_mask = self._seed_masks.setdefault(day, self.active_mask(day))
+        self.surges[day] = surge
+        self._masks[day] = seed_mask | 1 << surge.person
+        self._days.pop(day, None)
+        dropped = self._encoded.pop(day, None)
+        if dropped is not None:
+            self._encoded_bytes -= dropped.size
+
     def day(self, day: dt.date) -> DayData:
         """The day's data (LRU-cached); breakdowns are drawn when a row first needs them."""
         cached = self._days.get(day)
         if cached is not None:
             self._days.move_to_end(day)
             return cached
-        data = DayData(
-            date=day,
-            user_days=generate_activity(self.seed, self.people, day, _bit_indices(self.active_mask(day))),
-            weekly_active_users=self.active_count(day, 7),
-            monthly_active_users=self.active_count(day, 30),
-        )
+        data = self._build(day)
         self._days[day] = data
         while len(self._days) > self.day_cache_size:
             self._days.popitem(last=False)
@@ -635,12 +722,7 @@ class Dataset:
             return cached
         data = self._days.get(day)
         if data is None:  # built for the encoding only, not kept in the DayData LRU as well
-            data = DayData(
-                date=day,
-                user_days=generate_activity(self.seed, self.people, day, _bit_indices(self.active_mask(day))),
-                weekly_active_users=self.active_count(day, 7),
-                monthly_active_users=self.active_count(day, 30),
-            )
+            data = self._build(day)
         encoded = self._encoded[day] = EncodedDay.of(data)
         self._encoded_bytes += encoded.size
         while self._encoded_bytes > self.encoded_cache_bytes and len(self._encoded) > 1:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import delete
 
-from bot.services.alerts import ALL_KINDS, alert_events, alert_state, alert_subscriptions
+from bot.services.alerts import alert_events, alert_state, alert_subscriptions
 from formatters.alerts import sample_posted, subscribed, unmuted
 from formatters.notices import error_message
 from handlers.alerts import (
@@ -17,8 +17,6 @@ from handlers.alerts import (
     NO_FILTERS,
     NOT_IN_CHANNEL,
     NOT_IN_CHANNEL_HINT,
-    NOT_YET,
-    NOT_YET_HINT,
     SUBSCRIBE,
     UNKNOWN_KIND,
 )
@@ -82,15 +80,6 @@ def test_subscribe_starts_from_the_newest_revision(stack):
 )
 def test_refusals_say_what_and_save_nothing(stack, text, user, expected):
     assert whole(stack.command(text, user=user, channel="C0ENG")) == expected
-    assert subs(stack) == []
-
-
-def test_a_kind_not_there_yet_is_refused(stack):
-    waiting = [kind for kind in ALL_KINDS if kind not in stack.bot.services.alerts.kinds]
-    if not waiting:
-        pytest.skip("every kind of the design is available")
-    reply = stack.command(f"alerts subscribe {waiting[0]}", user="U0MANAGER", channel="C0ENG")
-    assert whole(reply) == error_message(NOT_YET.format(kind=waiting[0]), NOT_YET_HINT)
     assert subs(stack) == []
 
 
