@@ -650,9 +650,10 @@ def run_web(
 ) -> int:
     """``agent-bot demo --web``: the stack with the emulator on ``host:port`` (port 0: a free one), the
     browser console served there, :func:`seed_console` (unless ``seed_content`` is false); then serve
-    until Ctrl-C (or until ``stop``, a ``threading.Event``, is set). Returns 0, or 2 when the emulator
-    cannot listen on ``host:port``."""
+    until Ctrl-C or SIGTERM (or until ``stop``, a ``threading.Event``, is set). Returns 0, or 2 when the
+    emulator cannot listen on ``host:port``."""
     import logging
+    import signal
     import threading
 
     logging.basicConfig(level=logging.ERROR)
@@ -675,7 +676,10 @@ def run_web(
             "Every click is a signed request the emulator sends to the bot, as Slack would. Ctrl-C stops it.\n"
         )
         out.flush()
-        (stop or threading.Event()).wait()
+        stop = stop or threading.Event()
+        if threading.current_thread() is threading.main_thread():  # SIGTERM (docker stop, kill) stops it as Ctrl-C does
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -11,8 +11,8 @@
   digest of the answer; with ``since`` equal to it the answer is ``{"version", "unchanged": true}``;
 - ``POST /console/api/send`` ``{as, channel, text, thread_ts?}`` - the person types ``text``:
   ``/agent ...`` is a slash command, a message that mentions the app an ``app_mention`` (and its
-  ``message`` twin), anything else a ``message`` event (typed ``@name`` and ``#channel`` become Slack
-  mentions first, :func:`slack_mentions`);
+  ``message`` twin), anything else a ``message`` event (escaped and with typed ``@name`` and
+  ``#channel`` as Slack mentions first, as Slack's client sends them: :func:`typed_text`);
 - ``POST /console/api/click`` ``{as, action_id, block_id, value?, selected_option?, channel, ts,
   ephemeral?}`` (a message) or ``{as, surface: "home", ...}`` (the Home tab) - a ``block_actions``;
 - ``POST /console/api/submit`` ``{as, view_id, values}`` - a ``view_submission`` of the modal, with
@@ -91,6 +91,13 @@ def slack_mentions(text: str, directory: Directory) -> str:
         return f"<#{channel.id}|{channel.name}>" if channel is not None else match.group(0)
 
     return _TYPED_MENTION.sub(convert, text)
+
+
+def typed_text(text: str, directory: Directory) -> str:
+    """What a person typed, as Slack's client sends it to an app: ``&``, ``<`` and ``>`` escaped
+    (Slack doc "Formatting text for app surfaces", "Escaping text"), then :func:`slack_mentions`."""
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return slack_mentions(escaped, directory)
 
 
 class ConsoleError(Exception):
@@ -228,7 +235,7 @@ class Console:
             if command != COMMAND:
                 return {"notice": UNKNOWN_COMMAND.format(command=command)}
             return self._slash_command(person, channel, rest.strip())
-        converted = slack_mentions(text, self.directory)
+        converted = typed_text(text, self.directory)
         bot = self.directory.bot.user_id
         with self.emulator.client(self.bot_url) as client:
             if f"<@{bot}>" in converted:
@@ -243,7 +250,7 @@ class Console:
 
     def _slash_command(self, person: EmulatedUser, channel: EmulatedChannel, text: str) -> dict[str, Any]:
         with self.emulator.client(self.bot_url) as client:
-            sent = client.send_slash_command(slack_mentions(text, self.directory), user_id=person.id, channel_id=channel.id)
+            sent = client.send_slash_command(typed_text(text, self.directory), user_id=person.id, channel_id=channel.id)
         self._note_trigger(sent, person)
         if sent.status_code != 200:
             return {"notice": BOT_DID_NOT_ANSWER.format(status=sent.status_code, command=COMMAND)}

@@ -642,6 +642,7 @@
     const root = $("modal-root");
     root.replaceChildren();
     modalInputs = [];
+    $("app").inert = Boolean(modal); // as in Slack, the page behind a form takes no clicks
     if (!modal) return;
     const view = modal.view;
     const title = plainText(view.title);
@@ -939,6 +940,7 @@
       return;
     }
     S.fetching = true;
+    const asked = { as: S.as, view: S.view, thread: S.thread };
     try {
       const query = new URLSearchParams({ as: S.as, view: S.view, thread: S.thread || "" });
       if (!force && S.version) query.set("since", S.version);
@@ -954,6 +956,10 @@
       document.body.classList.remove("offline");
       if (!data.ok) {
         notice(data.error, "error");
+        return;
+      }
+      if (asked.as !== S.as || asked.view !== S.view || asked.thread !== S.thread) {
+        S.again = true; // the person switched while this was on its way: ask again
         return;
       }
       if (data.unchanged) return;
