@@ -129,7 +129,10 @@ def console(browser: Any, console_stack: Any) -> Iterator[ConsolePage]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     tab = ConsolePage(page, console_stack)
-    page.on("console", lambda message: tab.problems.append(f"console.{message.type}: {message.text}") if message.type in ("error", "warning") else None)
+    page.on(
+        "console",
+        lambda message: tab.problems.append(f"console.{message.type}: {message.text}") if message.type in ("error", "warning") else None,
+    )
     page.on("pageerror", lambda error: tab.problems.append(f"page error: {error}"))
     try:
         yield tab
