@@ -462,7 +462,10 @@
         const button = el("button", { type: "button", class: "btn btn-overflow", "aria-label": "More actions", dataset: { actionId: item.action_id || "" } }, "⋯");
         button.addEventListener("click", (event) => {
           event.stopPropagation();
-          openMenu(button, item.options || [], (option) => confirmThen(item.confirm, () => act({ selected_option: option, value: option.value }), button));
+          openMenu(button, item.options || [], (option) => {
+            if (option.url && safeUrl(option.url)) window.open(safeUrl(option.url), "_blank", "noopener");
+            confirmThen(item.confirm, () => act({ selected_option: option, value: option.value }), button);
+          });
         });
         return button;
       }

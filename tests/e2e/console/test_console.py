@@ -160,6 +160,25 @@ def test_the_home_tab_shows_a_pending_request_to_an_approver_and_not_to_a_guest(
     expect(home.get_by_role("button", name="Approve")).to_have_count(0)
 
 
+def test_a_choice_in_an_overflow_menu_reaches_the_app_and_its_answer_shows(console) -> None:
+    prompt = "count the TODO comments for the menu"
+    console.open("carol")
+    console.say(f"/agent session start computer=ci {prompt}")
+    expect(console.messages(prompt).filter(has_text="started an agent session")).to_have_count(1)
+    console.say("/agent sessions")
+    listing = console.ephemerals("Agent sessions").last
+    row = listing.locator(".b-section").filter(has_text=prompt)
+
+    row.locator(".btn-overflow").click()
+    expect(console.page.locator(".menu-item")).to_contain_text(["Status", "Archive"])
+    console.page.locator(".menu-item").filter(has_text="Status").click()
+
+    status = console.ephemerals(prompt).filter(has_text="Tokens")
+    expect(status).to_have_count(1)
+    expect(status.locator(".b-field").first).to_contain_text("Status")
+    expect(console.page.locator(".menu")).to_have_count(0)
+
+
 def test_typed_html_and_unsafe_links_show_as_text(console) -> None:
     stack = console.stack
     console.open("dave", "C0GENERAL")
