@@ -46,5 +46,5 @@ def test_the_screenshots_script_writes_every_picture_of_the_readme(tmp_path: Pat
         assert width in (1280, 1600) and 760 <= height <= 1500, (name, width, height)
         assert (tmp_path / name).stat().st_size > 40_000, f"{name} looks empty"
     readme = (ROOT / "README.md").read_text()
-    assert sorted(re.findall(r"\(docs/images/([\w-]+\.png)\)", readme)) == sorted([*PICTURES, "digest-chart.png"])
+    assert set(PICTURES) <= set(re.findall(r"\(docs/images/([\w-]+\.png)\)", readme)), "the README shows every picture"
     assert all((ROOT / "docs" / "images" / name).is_file() for name in PICTURES)
