@@ -4,6 +4,7 @@
     agent-bot socket                       Socket Mode (needs SLACK_APP_TOKEN)
     agent-bot sandbox [--port P] [--seed N] [--users N] ...   the sandbox Agent API, standalone
     agent-bot demo [--interactive [--no-tour]] [--hostile]   sandbox + Slack emulator + bot in one process, a tour
+    agent-bot demo --web [--port 8000] [--host 127.0.0.1]   the same, with a Slack-like console in the browser
     agent-bot digest tick [--now ISO]      one pass of the digest scheduler, then exit (cron, tests)
     agent-bot alerts tick [--now ISO]      one pass of every alert kind (detect, post), then exit
     agent-bot hook                         run by the agent's client as a hook: relays stdin, signed; exits 0
@@ -155,8 +156,10 @@ def _sandbox(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bot.demo import run_demo
+    from bot.demo import run_demo, run_web
 
+    if args.web:
+        return run_web(host=args.host, port=args.port, users=args.users, seed=args.seed)
     return run_demo(
         interactive=args.interactive,
         users=args.users,
@@ -335,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")
     demo.add_argument("--hostile", action="store_true", help="the tour against hostile but spec-legal sandbox data")
+    demo.add_argument(
+        "--web",
+        action="store_true",
+        help="instead of the tour, serve a Slack-like console in the browser (at http://HOST:PORT/console) until Ctrl-C",
+    )
+    demo.add_argument("--port", type=int, default=8000, help="with --web: the console's port (default 8000; 0 picks a free one)")
+    demo.add_argument("--host", default="127.0.0.1", help="with --web: the address to listen on (default 127.0.0.1, loopback only)")
     demo.set_defaults(run=_demo)
 
     digest = commands.add_parser("digest", help="daily digests")

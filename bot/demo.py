@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
-import re
 import shlex
 import shutil
 import sys
@@ -41,6 +40,7 @@ from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import RunningServer, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
+from sandbox.slack_emulator.console import slack_mentions
 from sandbox.slack_emulator.directory import DEFAULT_USERS, default_directory
 from sandbox.slack_emulator.recorder import WaitTimeout
 from sandbox.slack_emulator.render import SINGLE_SELECTS, choices, form_fields, menu_lines, render_modal, render_text
@@ -130,6 +130,8 @@ def start_stack(
     now: Any = None,
     run_jobs: bool = True,
     serve_bot: bool = True,
+    slack_host: str = "127.0.0.1",
+    slack_port: int | None = None,
 ) -> Stack:
     """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack.
 
@@ -138,7 +140,9 @@ def start_stack(
     ``now``: the bot's clock (an aware UTC datetime); ``run_jobs=False`` keeps the periodic jobs
     (session follower, digests, expiry) from ticking on their own, for tests that move time.
     ``serve_bot=False``: build the bot but do not serve it (``bot_server`` and ``client`` are
-    ``None``), for tests that dispatch requests to ``bot.app`` in their own process and loop."""
+    ``None``), for tests that dispatch requests to ``bot.app`` in their own process and loop.
+    ``slack_host``/``slack_port``: where the Slack emulator listens (``demo --web`` serves the console
+    there); by default a free port of 127.0.0.1. Raises ``RuntimeError`` when it cannot listen there."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
     options = dict(sandbox_options or {})
     if now is not None and today is None:
@@ -146,7 +150,13 @@ def start_stack(
     config = SandboxConfig(seed=seed, users=users, today=today, **options)
     sandbox_app = create_app(config) if external_sandbox is None else None
     sandbox = external_sandbox or serve_in_thread(sandbox_app)
-    slack = SlackEmulator(directory=demo_directory()).start()
+    try:
+        slack = SlackEmulator(directory=demo_directory()).start(host=slack_host, port=slack_port)
+    except RuntimeError:
+        if external_sandbox is None:
+            sandbox.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     roles = workdir / "roles.yaml"
     roles.write_text(ROLES_YAML)
     settings = Settings(
@@ -345,29 +355,41 @@ def _thread_has(stack: Stack, channel: str, thread_ts: str, fragment: str, count
     return sum(fragment in t for t in texts) >= count
 
 
-def session_tour(stack: Stack, out: TextIO) -> None:
-    """carol starts a session, the agent answers in the thread, she replies there, the agent answers
-    again; then a mention starts another one. Waits are for the real sandbox and follower."""
+def session_with_reply(stack: Stack, *, who: str = "carol", prompt: str = SESSION_PROMPT, reply: str = SESSION_REPLY) -> tuple[Any, Reply]:
+    """``who`` starts a session in the demo channel, the agent answers in its thread, ``who`` replies
+    there and the agent answers again, then the session is done (a reaction). Returns the session's
+    parent message and the command's :class:`Reply`. Raises :class:`WaitTimeout` when a step does not
+    happen in time."""
     recorder = stack.slack.recorder
-    reply = stack.command(f"session start computer=ci {SESSION_PROMPT}", user=PEOPLE["carol"])
-    _print_reply(out, "carol", f"session start computer=ci {SESSION_PROMPT}", reply, stack)
     bot = stack.slack.directory.bot.user_id
+    before = {m.ts for m in recorder.messages(DEMO_CHANNEL)}
+    started = stack.command(f"session start computer=ci {prompt}", user=PEOPLE[who])
 
     def parent() -> Any:
         return next(
             (
                 m
                 for m in recorder.messages(DEMO_CHANNEL)
-                if m.user == bot and not m.is_reply and SESSION_PROMPT in render_text(m.as_payload())
+                if m.user == bot and not m.is_reply and m.ts not in before and prompt in render_text(m.as_payload())
             ),
             None,
         )
 
     root = recorder.wait_for(parent, timeout=20, what="the session's parent message")
     recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, root.ts, "You asked"), timeout=30, what="the agent's answer")
-    stack.client.send_message(SESSION_REPLY, user_id=PEOPLE["carol"], channel_id=DEMO_CHANNEL, thread_ts=root.ts)
+    stack.client.send_message(reply, user_id=PEOPLE[who], channel_id=DEMO_CHANNEL, thread_ts=root.ts)
     recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, root.ts, "You asked", 2), timeout=30, what="the second answer")
     recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, root.ts), timeout=10, what="the done reaction")
+    return root, started
+
+
+def session_tour(stack: Stack, out: TextIO) -> None:
+    """carol starts a session, the agent answers in the thread, she replies there, the agent answers
+    again; then a mention starts another one. Waits are for the real sandbox and follower."""
+    recorder = stack.slack.recorder
+    root, reply = session_with_reply(stack)
+    _print_reply(out, "carol", f"session start computer=ci {SESSION_PROMPT}", reply, stack)
+    bot = stack.slack.directory.bot.user_id
     _print_thread(out, stack, DEMO_CHANNEL, root.ts, "the session's thread in #engineering (carol replied in it)")
     hook_step(stack, out, root.ts)
 
@@ -653,6 +675,105 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     socket_step(stack, out)
 
 
+# ---------------------------------------------------------------------- the console in a browser
+
+ROLE_NOTES = {PEOPLE["alice"]: "owner", PEOPLE["bob"]: "manager", PEOPLE["carol"]: "member", PEOPLE["dave"]: "guest"}
+"""How the console's person switcher labels the demo's people (their roles come from the roles file and the sandbox)."""
+DIGEST_CHANNEL = "C0DIGEST"
+SEED_DIGEST = "digest subscribe #agent-digest at=00:00"
+SEED_LIMIT_REQUEST = 'limits request 5000 reason="load tests for the Q4 migration"'
+WEB_PORT = 8000
+
+
+def serve_console(stack: Stack) -> str:
+    """Serve the emulator's browser console (:mod:`sandbox.slack_emulator.console`) for ``stack``'s bot;
+    returns the console's URL."""
+    stack.slack.serve_console(stack.bot_url, notes=ROLE_NOTES)
+    return stack.slack.console_url
+
+
+def seed_digest(stack: Stack) -> Any:
+    """bob subscribes #agent-digest to the daily digest and one digest tick posts it, with its chart in
+    the thread (the sandbox lands yesterday's batch first when it has not); returns the tick's report."""
+    stack.command(slack_mentions(SEED_DIGEST, stack.slack.directory), user=PEOPLE["bob"])
+    report = tick_digests(stack)
+    if not stack.slack.recorder.messages(DIGEST_CHANNEL):
+        httpx.post(f"{stack.sandbox.url}/_sandbox/land").raise_for_status()
+        report = tick_digests(stack)
+    return report
+
+
+def seed_console(stack: Stack, out: TextIO) -> None:
+    """What makes the console worth opening (``agent-bot demo --web``): a digest with its chart in
+    #agent-digest, carol's agent session in #engineering (the agent answered her reply in the thread)
+    and carol's credit-limit request waiting for a manager. A step that fails is reported, not raised."""
+    steps: Sequence[tuple[str, Callable[[], Any]]] = (
+        ("the daily digest in #agent-digest", lambda: seed_digest(stack)),
+        ("carol's agent session in #engineering", lambda: session_with_reply(stack)),
+        ("carol's credit-limit request", lambda: stack.command(SEED_LIMIT_REQUEST, user=PEOPLE["carol"])),
+    )
+    for title, step in steps:
+        out.write(f"  {title}... ")
+        out.flush()
+        try:
+            step()
+        except (WaitTimeout, httpx.HTTPError, RuntimeError) as exc:
+            out.write(f"did not happen ({exc})\n")
+            continue
+        out.write("done\n")
+
+
+def run_web(
+    *,
+    host: str = "127.0.0.1",
+    port: int = WEB_PORT,
+    users: int = 40,
+    seed: int = 7,
+    seed_content: bool = True,
+    out: TextIO = sys.stdout,
+    stop: Any = None,
+    stack_options: dict[str, Any] | None = None,
+) -> int:
+    """``agent-bot demo --web``: the stack with the emulator on ``host:port`` (port 0: a free one), the
+    browser console served there, :func:`seed_console` (unless ``seed_content`` is false); then serve
+    until Ctrl-C or SIGTERM (or until ``stop``, a ``threading.Event``, is set). Returns 0, or 2 when the
+    emulator cannot listen on ``host:port``."""
+    import logging
+    import signal
+    import threading
+
+    logging.basicConfig(level=logging.ERROR)
+    out.write("Starting the sandbox Agent API, the Slack emulator and the bot...\n")
+    out.flush()
+    options: dict[str, Any] = {"analytics_cache_ttl": 300.0, **(stack_options or {})}
+    try:
+        stack = start_stack(users=users, seed=seed, slack_host=host, slack_port=port, **options)
+    except RuntimeError as exc:
+        out.write(f"cannot serve the console on {host}:{port}: {exc}; is the port in use? Choose another with --port.\n")
+        return 2
+    try:
+        url = serve_console(stack)
+        if seed_content:
+            out.write("Seeding the workspace:\n")
+            seed_console(stack, out)
+        out.write(
+            f"\nThe console: {url}?as=bob&view={DEMO_CHANNEL}\n"
+            "People (switch at the top left): alice (owner), bob (manager), carol (member), dave (guest).\n"
+            "Every click is a signed request the emulator sends to the bot, as Slack would. Ctrl-C stops it.\n"
+        )
+        out.flush()
+        stop = stop or threading.Event()
+        if threading.current_thread() is threading.main_thread():  # SIGTERM (docker stop, kill) stops it as Ctrl-C does
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.close()
+    out.write("\nConsole stopped.\n")
+    return 0
+
+
 # ---------------------------------------------------------------------- the interactive loop
 
 INTERACTIVE_HELP = """\
@@ -705,28 +826,6 @@ HEADER_EPHEMERAL = "[{n}] {who}, only {viewer} sees this, in {where}:"
 HEADER_EDITED = "[{n}] {ref} was edited; it now reads:"
 HEADER_FORM = "[form] opened for {who}:"
 HEADER_FORM_UPDATED = "[form] changed:"
-
-_TYPED_MENTION = re.compile(r"(?<![\w<@#/|&.-])([@#])([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)")
-SPECIAL_MENTIONS = {"here": "<!here>", "channel": "<!channel>", "everyone": "<!everyone>"}
-
-
-def slack_mentions(text: str, directory: Any) -> str:
-    """``text`` as Slack's client sends it: ``@name`` of a workspace user becomes ``<@U...>``,
-    ``@here``/``@channel``/``@everyone`` ``<!here>``..., ``#name`` of a channel ``<#C...|name>``
-    (Slack doc "Formatting text for app surfaces", "Mentioning users" and "Linking to channels");
-    names the workspace does not know, e-mail addresses and ``a#b`` stay as typed."""
-
-    def convert(match: re.Match[str]) -> str:
-        sigil, name = match.group(1), match.group(2)
-        if sigil == "@":
-            user = directory.user_by_name(name.lower())
-            if user is not None:
-                return f"<@{user.id}>"
-            return SPECIAL_MENTIONS.get(name.lower(), match.group(0))
-        channel = next((c for c in directory.channels if c.name == name.lower() and not c.is_im), None)
-        return f"<#{channel.id}|{channel.name}>" if channel is not None else match.group(0)
-
-    return _TYPED_MENTION.sub(convert, text)
 
 
 @dataclass

@@ -200,13 +200,17 @@ class _ClientSide(Generic[R]):
         thread_ts: str | None = None,
         block_id: str | None = None,
         message: dict[str, Any] | None = None,
+        selected_option: dict[str, Any] | None = None,
+        is_ephemeral: bool = False,
         **delivery: Unpack[DeliveryOptions],
     ) -> R:
         """A click on button ``action_id`` of message ``message_ts``.
 
         ``message`` defaults to the recorded message; ``value``, ``block_id`` and the button text
         default to those of the element with ``action_id`` in its blocks. Elements other than
-        buttons are sent with ``selected_option: {"value": value}``.
+        buttons are sent with ``selected_option``: the option chosen (``{"text", "value"}``) when
+        given, else ``{"value": value}``. ``is_ephemeral``: the message is one only ``user_id`` sees
+        (``container.is_ephemeral``).
         """
         if message is None:
             recorded = self.emulator.recorder.message(channel_id, message_ts)
@@ -228,12 +232,12 @@ class _ClientSide(Generic[R]):
             if value is not None:
                 action["value"] = value
         else:
-            action["selected_option"] = {"value": value}
+            action["selected_option"] = selected_option or {"value": value}
         container = {
             "type": "message",
             "message_ts": message_ts,
             "channel_id": channel_id,
-            "is_ephemeral": False,
+            "is_ephemeral": is_ephemeral,
         }
         if thread_ts:
             container["thread_ts"] = thread_ts
@@ -266,12 +270,15 @@ class _ClientSide(Generic[R]):
         *,
         user_id: str,
         view: dict[str, Any] | None = None,
+        block_id: str | None = None,
+        selected_option: dict[str, Any] | None = None,
         **delivery: Unpack[DeliveryOptions],
     ) -> R:
         """A click on button ``action_id`` in the Home tab of ``user_id`` (``view`` defaults to the one
-        last published for them; ``value`` to the button's). As Slack sends it (Slack doc
+        last published for them; ``value`` and ``block_id`` to the button's). As Slack sends it (Slack doc
         "block_actions payload", from a surface that is a view): ``container`` ``{"type": "view",
-        "view_id"}`` and the ``view``, and no ``channel``, ``message`` nor ``response_url``."""
+        "view_id"}`` and the ``view``, and no ``channel``, ``message`` nor ``response_url``. A menu
+        (any element but a button) is sent with ``selected_option``, as :meth:`send_block_action` does."""
         if view is None:
             home = self.emulator.recorder.home(user_id)
             view = {**home.view, "id": home.view_id, "hash": home.hash} if home else {"type": "home", "blocks": []}
@@ -279,13 +286,16 @@ class _ClientSide(Generic[R]):
         value = value if value is not None else element.get("value")
         action: dict[str, Any] = {
             "action_id": action_id,
-            "block_id": found_block_id or "actions",
+            "block_id": block_id or found_block_id or "actions",
             "type": element.get("type", "button"),
             "action_ts": f"{time.time():.6f}",
-            "text": element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True},
         }
-        if value is not None:
-            action["value"] = value
+        if action["type"] == "button":
+            action["text"] = element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True}
+            if value is not None:
+                action["value"] = value
+        else:
+            action["selected_option"] = selected_option or {"value": value}
         team = self.emulator.directory.team
         user_name = self._user_name(user_id)
         payload = {

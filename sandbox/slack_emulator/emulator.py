@@ -11,13 +11,13 @@
 Credentials default to the constants below; the workspace to :func:`.directory.default_directory`.
 The parts: :mod:`.web_api` (server), :mod:`.recorder` (what was received),
 :mod:`.response_urls` (5 uses in 30 minutes), :mod:`.client_side` (requests to the bot),
-:mod:`.render` (Block Kit as text).
+:mod:`.render` (Block Kit as text), :mod:`.console` (the workspace in a browser, :meth:`SlackEmulator.serve_console`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from slack_sdk import WebClient
@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from sandbox.server import RunningServer, serve_in_thread
 
 from .client_side import EVENTS_PATH, AsyncSlackClientSide, SlackClientSide
+from .console import Console
 from .directory import Directory, default_directory
 from .recorder import Recorder
 from .response_urls import ResponseUrlOrigin, ResponseUrlRegistry
@@ -72,6 +73,7 @@ class SlackEmulator:
             socket_mode=self.socket_mode,
         )
         self._server: RunningServer | None = None
+        self._console: Console | None = None
 
     @property
     def app(self) -> Any:
@@ -144,6 +146,23 @@ class SlackEmulator:
         """A blocking client side that sends the same requests as :meth:`client` as Socket Mode
         envelopes to the app connected with :attr:`app_token` (see :mod:`.socket_mode`)."""
         return SocketModeClientSide(self, self.socket_mode, timeout=timeout)
+
+    def serve_console(self, bot_url: str, *, notes: Mapping[str, str] | None = None) -> Console:
+        """Serve the browser console at ``{url}/console`` (:mod:`.console`), sending what people do to
+        the bot at ``bot_url`` as signed requests; ``notes`` label people in it (``{"U0OWNER": "owner"}``).
+        Returns the :class:`.console.Console`; calling it again replaces the bot URL and notes."""
+        if self._console is None:
+            self._console = Console(self, bot_url, notes=notes)
+            self.app.router.routes.extend(self._console.routes())
+        else:
+            self._console.bot_url = bot_url
+            self._console.notes = dict(notes or {})
+        return self._console
+
+    @property
+    def console_url(self) -> str:
+        """``{url}/console``, the page of :meth:`serve_console`."""
+        return f"{self.url}/console"
 
     def web_client(self) -> WebClient:
         """slack_sdk's ``WebClient`` pointed at this emulator with the bot token."""

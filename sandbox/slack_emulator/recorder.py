@@ -88,7 +88,11 @@ class Message:
 
 @dataclass(frozen=True)
 class Ephemeral:
-    """A message only ``user`` sees (``chat.postEphemeral`` or an ephemeral ``response_url`` reply)."""
+    """A message only ``user`` sees (``chat.postEphemeral`` or an ephemeral ``response_url`` reply).
+
+    ``replaces``: the ``ts`` of the ephemeral this one replaced (a ``replace_original`` reply to a
+    click on an ephemeral message; Slack shows the new content in its place). The recorder keeps
+    both, in order; :meth:`Recorder.visible_ephemerals` answers what the person sees now."""
 
     channel: str
     user: str
@@ -98,6 +102,7 @@ class Ephemeral:
     thread_ts: str | None = None
     source: str = "chat.postEphemeral"
     response_url_id: str | None = None
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)
@@ -257,6 +262,21 @@ class Recorder:
     def ephemerals(self, channel: str | None = None, user: str | None = None) -> list[Ephemeral]:
         with self._changed:
             return [e for e in self._store.ephemerals if channel in (None, e.channel) and user in (None, e.user)]
+
+    def visible_ephemerals(self, channel: str, user: str) -> list[tuple[str, Ephemeral]]:
+        """The ephemerals ``user`` sees in ``channel`` now, as ``(ts of the place it stands, the
+        ephemeral)`` in order: one that another replaced (``replaces``) gives way to it, in its place."""
+        shown: dict[str, Ephemeral] = {}
+        place: dict[str, str] = {}
+        for ephemeral in self.ephemerals(channel, user):
+            if ephemeral.replaces is not None and ephemeral.replaces in place:
+                spot = place[ephemeral.replaces]
+                shown[spot] = ephemeral
+                place[ephemeral.ts] = spot
+            else:
+                shown[ephemeral.ts] = ephemeral
+                place[ephemeral.ts] = ephemeral.ts
+        return sorted(shown.items(), key=lambda item: float(item[0]))
 
     def updates(self, channel: str | None = None, ts: str | None = None) -> list[MessageUpdate]:
         with self._changed:

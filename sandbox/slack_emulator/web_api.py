@@ -450,7 +450,9 @@ class WebApi:
         return JSONResponse({"ok": True})
 
     def _apply_response(self, reply: ResponseUrlReply, origin: ResponseUrlOrigin) -> None:
-        """What the reply does to the conversation: delete, replace, post in channel or ephemerally."""
+        """What the reply does to the conversation: delete, replace, post in channel or ephemerally.
+        ``replace_original`` from a click on an ephemeral message records a new ephemeral that
+        ``replaces`` it (Slack shows it in the old one's place; :meth:`.recorder.Recorder.visible_ephemerals`)."""
         if reply.delete_original:
             if origin.message_ts:
                 self.recorder.delete_message(origin.channel, origin.message_ts)
@@ -473,6 +475,7 @@ class WebApi:
                 )
             )
         else:
+            in_place_of = [e.ts for e in self.recorder.ephemerals(origin.channel, origin.user) if replaced and e.ts == origin.message_ts]
             self.recorder.add_ephemeral(
                 Ephemeral(
                     origin.channel,
@@ -481,6 +484,7 @@ class WebApi:
                     thread_ts=reply.thread_ts,
                     source="response_url",
                     response_url_id=reply.response_url_id,
+                    replaces=in_place_of[0] if in_place_of else None,
                     **content,
                 )
             )
