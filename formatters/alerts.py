@@ -135,10 +135,16 @@ def _one(text: str) -> Payload:
     return message([section(text)], text)
 
 
-def filter_value(value: object) -> str:
-    """One filter's value as typed back: lists comma-joined, factors as ``3x``-style numbers."""
+def filter_value(name: str, value: object) -> str:
+    """One filter's value as it is typed: lists comma-joined, ``spike=`` as ``4x``, ``min=`` as ``2M``."""
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value)
+    if name == "spike" and isinstance(value, int | float):
+        return f"{value:g}x"
+    if name == "min" and isinstance(value, int | float):
+        for size, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+            if value >= size:
+                return f"{value / size:.3g}{suffix}"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
@@ -146,7 +152,7 @@ def filter_value(value: object) -> str:
 
 def filters_text(filters: Mapping[str, object]) -> str:
     """A subscription's filters as mrkdwn code, e.g. ```repo=acme/web` `drop=5```; "" for none."""
-    return " ".join(f"`{esc(name)}={esc(filter_value(value))}`" for name, value in sorted(filters.items()))
+    return " ".join(f"`{esc(name)}={esc(filter_value(name, value))}`" for name, value in sorted(filters.items()))
 
 
 def subscribed(sub: AlertSubscription, *, new: bool) -> Payload:

@@ -73,3 +73,16 @@ def test_overflow_message_and_list(block_kit_validator):
         "\u2022 *3* \u00b7 controls \u00b7 muted until 2026-11-24 10:05 UTC \u00b7 since 2026-11-24 by <@U0MANAGER> \u00b7 "
         "2 alerts posted, 0 waiting, 1 muted"
     )
+
+
+def test_filters_are_shown_as_they_are_typed(block_kit_validator):
+    from formatters.alerts import subscribed
+
+    usage = AlertSubscription(4, "usage", "C0LEADS", "2026-11-20", "U0MANAGER", AT, None, {"spike": 4.0, "min": 1_500_000})
+    readiness = AlertSubscription(5, "readiness", "D0BOB", "r1", "U0MEMBER", AT, None, {"repo": ["acme/web", "acme/api"], "drop": 5})
+    said = "<#C0LEADS> already gets *usage* alerts (subscription 4). Filters: `min=1.5M` `spike=4x`."
+    assert subscribed(usage, new=False) == {"text": said, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": said}}]}
+    assert subscribed(readiness, new=False)["text"] == (
+        "your DMs with me already gets *readiness* alerts (subscription 5). Filters: `drop=5` `repo=acme/web,acme/api`."
+    )
+    block_kit_validator(subscribed(usage, new=True))
