@@ -344,7 +344,7 @@
           "div",
           { class: "b-context" },
           (block.elements || []).map((item) =>
-            item.type === "image" ? el("img", { class: "context-image", src: item.image_url, alt: item.alt_text || "" }) : el("span", { class: "b-context-item" }, textObject(item)),
+            item.type === "image" ? el("img", { class: "context-image", src: imageSource(item), alt: item.alt_text || "" }) : el("span", { class: "b-context-item" }, textObject(item)),
           ),
         );
       case "divider":
@@ -356,7 +356,7 @@
           "figure",
           { class: "b-image" },
           block.title ? el("figcaption", null, plainText(block.title)) : null,
-          el("img", { src: block.image_url || (block.slack_file && block.slack_file.url) || "", alt: block.alt_text || "" }),
+          el("img", { src: imageSource(block), alt: block.alt_text || "" }),
         );
       case "rich_text":
         return richText(block);
@@ -447,7 +447,15 @@
   }
 
   /** An interactive element in a message, the Home tab or a modal (where inputs are form controls). */
-  function element(item, block, surface) {
+  // An image's address: its image_url, or a slack_file by id (served by the emulator: /console/files/<id>) or by url.
+function imageSource(item) {
+  if (item.image_url) return item.image_url;
+  const file = item.slack_file || {};
+  if (file.id) return "/console/files/" + encodeURIComponent(file.id);
+  return file.url || "";
+}
+
+function element(item, block, surface) {
     const act = (fields) => interact(surface, { action_id: item.action_id, block_id: block.block_id, ...fields });
     switch (item.type) {
       case "button": {
@@ -488,7 +496,7 @@
         return input;
       }
       case "image":
-        return el("img", { class: "accessory-image", src: item.image_url, alt: item.alt_text || "" });
+        return el("img", { class: "accessory-image", src: imageSource(item), alt: item.alt_text || "" });
       default:
         return el("span", { class: "b-unsupported" }, `[${item.type}]`);
     }

@@ -150,6 +150,11 @@ def test_the_home_tab_shows_a_pending_request_to_an_approver_and_not_to_a_guest(
     item = home.locator(".b-section").filter(has_text=waiting)
     expect(item).to_have_count(1)
     expect(home.get_by_role("button", name="Approve").first).to_be_visible()
+    chart = home.locator(".b-image img")  # the managers' chart: an image block with a slack_file the bot uploaded
+    expect(chart).to_have_count(1)
+    chart.scroll_into_view_if_needed()
+    console.page.wait_for_function("img => img.complete", arg=chart.element_handle())
+    assert chart.evaluate("img => img.naturalWidth") > 0, "the Home chart did not load"
 
     console.switch("dave")
     expect(console.page.locator("#main-header .pane-sub")).to_contain_text("App Home")
