@@ -407,19 +407,28 @@ async def on_dm(services: Services, router: Router | None, event: dict[str, Any]
             hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
             await send_dm(services, channel, help_message(router.specs, hidden=hidden), "help")
         return
-    prompt, options = split_options(await prompt_of(services, event))
+    await start_from_text(services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts)
+
+
+async def start_from_text(
+    services: Services, actor: ResolvedUser, text: str, *, channel: str, origin: str, ts: str, thread_ts: str
+) -> None:
+    """Start the session a mention or a DM asks for: ``text`` is the prompt with its options
+    (``computer=``, ``cwd=``, ``model=``); exactly once per message (start key ``<origin>:<channel>:<ts>``),
+    followed in ``thread_ts``'s thread."""
+    prompt, options = split_options(text)
     start = NewStart(
-        start_key=f"dm:{channel}:{ts}",
+        start_key=f"{origin}:{channel}:{ts}",
         slack_user=actor.user_id,
         user_email=actor.email,
         channel=channel,
-        origin="dm",
+        origin=origin,
         prompt=prompt,
         cwd=options.get("cwd"),
         model=options.get("model"),
-        thread_ts=ts,
+        thread_ts=thread_ts,
     )
-    await start_and_tell(services, start, options.get("computer"), thread_ts=ts)
+    await start_and_tell(services, start, options.get("computer"), thread_ts=thread_ts)
 
 
 async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:
@@ -454,20 +463,8 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
             return
     if event.get("type") != "app_mention":
         return
-    prompt, options = split_options(text)
-    where = thread_ts or event.get("ts")
-    start = NewStart(
-        start_key=f"mention:{channel}:{event.get('ts')}",
-        slack_user=actor.user_id,
-        user_email=actor.email,
-        channel=channel,
-        origin="mention",
-        prompt=prompt,
-        cwd=options.get("cwd"),
-        model=options.get("model"),
-        thread_ts=where,
-    )
-    await start_and_tell(services, start, options.get("computer"), thread_ts=where)
+    ts = str(event.get("ts") or "")
+    await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

@@ -434,13 +434,13 @@ def revision_info(change: EnterpriseControlChange) -> RevisionInfo:
     return RevisionInfo(change.revision, change.user.name or None, change.user.email or None, utc_moment(change.updated_at), raw)
 
 
-def _changes_of(change: EnterpriseControlChange, previous: EnterpriseControlChange | None) -> RevisionChanges:
+def changes_of(change: EnterpriseControlChange, previous: EnterpriseControlChange | None) -> RevisionChanges:
     if previous is None:
         return RevisionChanges(revision_info(change), None, ())
     return RevisionChanges(revision_info(change), previous.revision, diff_settings(previous.settings, change.settings))
 
 
-async def _read(
+async def read_history(
     agent: AgentClient, *, page_size: int, enough: Callable[[Mapping[int, Any], int], bool]
 ) -> dict[int, EnterpriseControlChange]:
     """Changes by revision. Stops early once ``enough(changes so far, count read)`` holds while
@@ -460,7 +460,7 @@ async def _read(
     return seen
 
 
-def _predecessor(seen: Mapping[int, EnterpriseControlChange], revision: int) -> EnterpriseControlChange | None:
+def predecessor(seen: Mapping[int, EnterpriseControlChange], revision: int) -> EnterpriseControlChange | None:
     lower = [r for r in seen if r < revision]
     return seen[max(lower)] if lower else None
 
@@ -470,12 +470,12 @@ async def fetch_overview(agent: AgentClient, revision: int | None = None) -> Con
     its predecessor; ``None`` when the history is empty. Raises :class:`UnknownRevisionError`
     for a ``revision`` the history does not have, and the client's errors."""
     if revision is None:
-        seen = await _read(agent, page_size=2, enough=lambda _seen, read: read >= 2)
+        seen = await read_history(agent, page_size=2, enough=lambda _seen, read: read >= 2)
         if not seen:
             return None
         wanted = max(seen)
     else:
-        seen = await _read(
+        seen = await read_history(
             agent,
             page_size=MAX_PAGE_SIZE,
             enough=lambda found, _read: revision in found and min(found) < revision,  # its predecessor
@@ -484,7 +484,7 @@ async def fetch_overview(agent: AgentClient, revision: int | None = None) -> Con
             raise UnknownRevisionError([revision], sorted(seen))
         wanted = revision
     change = seen[wanted]
-    current = _changes_of(change, _predecessor(seen, wanted))
+    current = changes_of(change, predecessor(seen, wanted))
     people = await user_names(agent, people_in(current.changes))
     return ControlsOverview(current, summarize(change.settings), people)
 
@@ -505,7 +505,7 @@ async def fetch_model_rules(agent: AgentClient) -> ModelRules | None:
     """The :class:`ModelRules` of the newest revision (read as :func:`fetch_overview` reads it);
     ``None`` when the history is empty (no enterprise controls were ever set). Raises the client's
     errors (management-api-v0.md, ``GET .../enterprise-controls/history``, "Settings snapshot")."""
-    seen = await _read(agent, page_size=2, enough=lambda _seen, read: read >= 2)
+    seen = await read_history(agent, page_size=2, enough=lambda _seen, read: read >= 2)
     if not seen:
         return None
     change = seen[max(seen)]
@@ -524,9 +524,9 @@ async def fetch_history(agent: AgentClient, count: int = DEFAULT_HISTORY) -> Con
     Raises ``ValueError`` for a ``count`` out of range, and the client's errors."""
     if not 1 <= count <= MAX_HISTORY:
         raise ValueError(f"count must be 1 to {MAX_HISTORY}")
-    seen = await _read(agent, page_size=count + 1, enough=lambda _seen, read: read > count)
+    seen = await read_history(agent, page_size=count + 1, enough=lambda _seen, read: read > count)
     newest = sorted(seen, reverse=True)[:count]
-    revisions = tuple(_changes_of(seen[r], _predecessor(seen, r)) for r in newest)
+    revisions = tuple(changes_of(seen[r], predecessor(seen, r)) for r in newest)
     return ControlsHistory(revisions, count)
 
 
@@ -535,7 +535,7 @@ async def fetch_diff(agent: AgentClient, first: int, second: int) -> ControlsDif
     Raises :class:`UnknownRevisionError` naming the missing ones and the available revisions,
     and the client's errors."""
     low, high = sorted((first, second))
-    seen = await _read(agent, page_size=MAX_PAGE_SIZE, enough=lambda found, _read: low in found and high in found)
+    seen = await read_history(agent, page_size=MAX_PAGE_SIZE, enough=lambda found, _read: low in found and high in found)
     missing = sorted({r for r in (low, high) if r not in seen})
     if missing:
         raise UnknownRevisionError(missing, sorted(seen))

@@ -10,14 +10,13 @@ revision when it was made). No filters.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, no_filters
-from bot.services.controls import RevisionChanges, RevisionInfo, diff_settings, people_in, revision_info, user_names
+from bot.services.controls import RevisionChanges, RevisionInfo, changes_of, people_in, predecessor, read_history, user_names
 
 if TYPE_CHECKING:
     from bot.api import AgentClient, EnterpriseControlChange
@@ -95,12 +94,8 @@ class ControlsKind:
 
     async def present(self) -> str:
         """The newest revision (``"0"`` when the history is empty). One API call."""
-        newest = 0
-        changes = self.agent.iter_enterprise_controls_history(page_size=1, max_pages=1)
-        async with contextlib.aclosing(changes):
-            async for change in changes:
-                newest = max(newest, change.revision)
-                break
+        seen = await read_history(self.agent, page_size=1, enough=lambda _seen, count: count >= 1)
+        newest = max(seen, default=0)
         return str(newest)
 
     async def sample(self, filters: Filters) -> Payload:
@@ -110,32 +105,22 @@ class ControlsKind:
             now = self.now()
             return self.formatter(ControlsAlert(RevisionChanges(RevisionInfo(0, None, None, now, now.isoformat()), None, ())), test=True)
         newest = max(seen)
-        lower = [r for r in seen if r < newest]
-        change = changes_of(seen[newest], seen[max(lower)] if lower else None)
+        change = changes_of(seen[newest], predecessor(seen, newest))
         people = await user_names(self.agent, people_in(change.changes))
         return self.formatter(ControlsAlert(change, security_topics(change.changes), people), test=True)
 
     async def since(self, last_seen: int | None, *, limit: int | None = None) -> dict[int, EnterpriseControlChange]:
         """Changes by revision, newest first, down to and including the first revision at or below
         ``last_seen`` (the predecessor of the oldest new one), or ``limit`` of them; the whole history
-        when the order is not strictly descending (the spec does not promise an order)."""
-        seen: dict[int, EnterpriseControlChange] = {}
-        order: list[int] = []
-        descending = True
-        changes = self.agent.iter_enterprise_controls_history(page_size=limit or HISTORY_PAGE)
-        async with contextlib.aclosing(changes):
-            async for change in changes:
-                if order and change.revision >= order[-1]:
-                    descending = False
-                order.append(change.revision)
-                seen.setdefault(change.revision, change)
-                if not descending:
-                    continue
-                if limit is not None and len(order) >= limit:
-                    break
-                if last_seen is not None and change.revision <= last_seen:
-                    break
-        return seen
+        when the order is not strictly descending (the spec does not promise an order;
+        :func:`bot.services.controls.read_history`)."""
+
+        def enough(seen: Mapping[int, Any], count: int) -> bool:
+            if limit is not None and count >= limit:
+                return True
+            return last_seen is not None and min(seen) <= last_seen
+
+        return await read_history(self.agent, page_size=limit or HISTORY_PAGE, enough=enough)
 
     async def detect(self, run: Pass) -> Detection:
         """The revisions above the last seen one, one alert each, for the subscriptions that started
@@ -152,8 +137,7 @@ class ControlsKind:
             return found
         alerts: list[tuple[int, ControlsAlert]] = []
         for revision in new:
-            lower = [r for r in seen if r < revision]
-            change = changes_of(seen[revision], seen[max(lower)] if lower else None)
+            change = changes_of(seen[revision], predecessor(seen, revision))
             alerts.append((revision, ControlsAlert(change, security_topics(change.changes))))
         ids = set().union(*(people_in(a.change.changes) for _, a in alerts))
         people = await user_names(self.agent, ids) if ids else {}
@@ -173,10 +157,3 @@ class ControlsKind:
 
 def _start(marker: str) -> int:
     return int(marker) if marker.isdigit() else 0
-
-
-def changes_of(change: EnterpriseControlChange, previous: EnterpriseControlChange | None) -> RevisionChanges:
-    """A revision and its diff against its predecessor (:func:`bot.services.controls.diff_settings`)."""
-    if previous is None:
-        return RevisionChanges(revision_info(change), None, ())
-    return RevisionChanges(revision_info(change), previous.revision, diff_settings(previous.settings, change.settings))
