@@ -325,8 +325,9 @@ ALERTS_LIST = ("bob", "alerts list")
 USAGE_SURGE = {"factor": 20}
 """``POST /_sandbox/usage`` in the alerts step: the second person (bob) uses 20 times their volume on a new model."""
 USAGE_MORNING = dt.time(6, 0)
-"""The alerts step's "next morning" (UTC): yesterday has not landed yet (the batch lands at 08:00)
-until the sandbox's ``POST /_sandbox/usage`` lands it with a spike."""
+USAGE_LANDS_AT = "08:00"
+"""The alerts step's "next morning" and when the sandbox's daily batch lands (UTC): at 06:00 yesterday
+has not landed yet, until ``POST /_sandbox/usage`` lands it with a spike."""
 
 
 def _new_alerts(stack: Stack, channel: str, seen: dict[str, str]) -> list[Any]:
@@ -380,6 +381,7 @@ def _alerts_step(stack: Stack, out: TextIO) -> None:
 
 
 def _alerts_tour(stack: Stack, out: TextIO) -> None:
+    """The body of :func:`_alerts_step`; ``seen`` maps the event key of each alert printed to its message ts."""
     seen: dict[str, str] = {}
     out.write("\n\u2500\u2500 Alerts: #engineering hears when something changes (controls, readiness, computers, usage)\n")
     for who, text in ALERTS_SUBSCRIBE:
@@ -421,14 +423,15 @@ def _alerts_tour(stack: Stack, out: TextIO) -> None:
 
 def _usage_morning(stack: Stack, out: TextIO, seen: dict[str, str]) -> None:
     """The next morning (:data:`USAGE_MORNING`): the daily batch lands today's analytics with bob at
-    :data:`USAGE_SURGE` times his usual volume, on a new model; one usage alert, and a second tick posts nothing. The
-    sandbox's clock and batch are put back afterwards (the tour goes on in the present)."""
+    :data:`USAGE_SURGE` times his usual volume, on a new model; one usage alert, and a second tick
+    posts nothing. The sandbox's clock and batch are put back afterwards (the tour goes on in the
+    present; a clock pinned before stays pinned)."""
     before = httpx.get(f"{stack.sandbox.url}/_sandbox/batch").json()
     pinned = stack.sandbox_state.config.now if stack.sandbox_state is not None else None
     today = dt.datetime.fromisoformat(before["now"]).date()
     morning = dt.datetime.combine(today + dt.timedelta(days=1), USAGE_MORNING, tzinfo=dt.UTC)
     try:
-        _sandbox(stack, "batch", {"lands_at": "08:00"})
+        _sandbox(stack, "batch", {"lands_at": USAGE_LANDS_AT})
         _sandbox(stack, "clock", {"now": morning.isoformat()})
         out.write(f"\n\u2500\u2500 The next morning, {morning:%Y-%m-%d %H:%M} UTC: yesterday's analytics have not landed yet\n")
         _alerts_tick(stack, out, seen, now=lambda: morning)
