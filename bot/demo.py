@@ -304,18 +304,147 @@ def tick_alerts(stack: Stack, now: Any = None) -> Any:
     return asyncio.run(run())
 
 
+ALERTS_SUBSCRIBE: Sequence[tuple[str, str]] = (
+    ("bob", "alerts subscribe controls"),
+    ("carol", "alerts subscribe readiness repo=acme/web drop=5"),
+    ("carol", "alerts subscribe computers"),
+    ("carol", "alerts subscribe usage"),
+    ("bob", "alerts subscribe usage spike=5x min=10M"),
+)
+"""How #engineering subscribes in the alerts step (:func:`_alerts_step`): bob (manager) to controls
+and usage, carol (member) to readiness and computers; her ``usage`` is refused (it needs a manager)."""
+ALERT_COMPUTER = "cmp-ci-sandbox"
+ALERT_COMPUTER_FAILURE = {"status": "error", "step": "install-deps", "error": "npm ERR! 404 '@acme/ui-kit@4.2.0' is not in this registry"}
+ALERT_REPORTS = ({"repo": "acme/web", "pass_rate": 25}, {"repo": "acme/web", "pass_rate": 10})
+"""The readiness reports the alerts step makes (``POST /_sandbox/readiness``): acme/web falling well
+past ``drop=5`` each time, in the normal sandbox (from 56%) and the hostile one (from 33%)."""
+ALERT_THREAD_TITLE = "the computer's alert: the same message, edited in place when it recovered, and the recovery in its thread"
+ALERTS_MUTE = ("carol", "alerts mute readiness for=1h")
+ALERTS_UNMUTE = ("carol", "alerts unmute readiness")
+ALERTS_LIST = ("bob", "alerts list")
+USAGE_SURGE = {"factor": 20}
+"""``POST /_sandbox/usage`` in the alerts step: the second person (bob) uses 20 times their volume on a new model."""
+USAGE_MORNING = dt.time(6, 0)
+USAGE_LANDS_AT = "08:00"
+"""The alerts step's "next morning" and when the sandbox's daily batch lands (UTC): at 06:00 yesterday
+has not landed yet, until ``POST /_sandbox/usage`` lands it with a spike."""
+
+
+def _new_alerts(stack: Stack, channel: str, seen: dict[str, str]) -> list[Any]:
+    """The top-level alerts posted in ``channel`` since ``seen`` (event key -> message ts), in the
+    order of :data:`bot.services.alerts.ALL_KINDS` (one tick delivers kinds in no set order), then
+    oldest first; records them in ``seen``."""
+    from bot.services.alerts import ALL_KINDS, EVENT_TYPE
+
+    found: list[tuple[int, float, Any]] = []
+    for message in stack.slack.recorder.messages(channel):
+        meta = message.metadata or {}
+        key = str((meta.get("event_payload") or {}).get("key", ""))
+        if message.is_reply or meta.get("event_type") != EVENT_TYPE or key in seen:
+            continue
+        seen[key] = message.ts
+        kind = key.partition(":")[0]
+        found.append((ALL_KINDS.index(kind) if kind in ALL_KINDS else len(ALL_KINDS), float(message.ts), message))
+    return [message for *_, message in sorted(found, key=lambda entry: entry[:2])]
+
+
+def _alerts_tick(stack: Stack, out: TextIO, seen: dict[str, str], now: Any = None, note: str = "") -> None:
+    """One alerts tick (:func:`tick_alerts`), what it did, and each new alert as #engineering shows it."""
+    out.write(f"alerts tick: {tick_alerts(stack, now).describe()}{note}\n")
+    for message in _new_alerts(stack, DEMO_CHANNEL, seen):
+        out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
+        out.write(render_text(message.as_payload(), users=None) + "\n")
+    out.flush()
+
+
+def _sandbox(stack: Stack, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``POST /_sandbox/<path>`` (the sandbox's admin endpoints) -> its JSON answer; raises ``httpx.HTTPStatusError``."""
+    answer = httpx.post(f"{stack.sandbox.url}/_sandbox/{path}", json=body)
+    answer.raise_for_status()
+    result: dict[str, Any] = answer.json()
+    return result
+
+
 def _alerts_step(stack: Stack, out: TextIO) -> None:
-    """Alerts in the tour: #engineering subscribes to controls, a revision happens, one alert, once."""
-    out.write("\n\u2500\u2500 Alerts: #engineering hears about enterprise-control changes\n")
-    _print_reply(out, "bob", "alerts subscribe controls", stack.command("alerts subscribe controls", user=PEOPLE["bob"]), stack)
-    made = httpx.post(f"{stack.sandbox.url}/_sandbox/controls").raise_for_status().json()
-    out.write(f"(someone changes the enterprise controls in the platform: revision {made['revision']})\n")
-    out.write(f"alerts tick: {tick_alerts(stack).describe()}\n")
-    for message in stack.slack.recorder.messages(DEMO_CHANNEL):
-        if (message.metadata or {}).get("event_type") == "agent_alert":
-            out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
-            out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
-    out.write(f"alerts tick again: {tick_alerts(stack).describe()} (exactly once)\n")
+    """Alerts in the tour (issue #18, section 6): #engineering subscribes to every kind (as the people
+    the policy allows), the sandbox's admin endpoints make each kind of change happen, one tick posts
+    one alert each; the failed computer recovers (its alert edited in place, the recovery in its
+    thread); a muted subscription records an alert without posting it and lists it on unmute; the
+    next morning a landed day with a spike is a usage alert; a tick after it posts nothing. A sandbox
+    or Agent API failure stops the step with a line saying so (the tour goes on)."""
+    from bot.api import AgentAPIError
+
+    try:
+        _alerts_tour(stack, out)
+    except (httpx.HTTPError, AgentAPIError, WaitTimeout) as exc:
+        out.write(f"\n(the alerts step stopped: {exc})\n")
+
+
+def _alerts_tour(stack: Stack, out: TextIO) -> None:
+    """The body of :func:`_alerts_step`; ``seen`` maps the event key of each alert printed to its message ts."""
+    seen: dict[str, str] = {}
+    out.write("\n\u2500\u2500 Alerts: #engineering hears when something changes (controls, readiness, computers, usage)\n")
+    for who, text in ALERTS_SUBSCRIBE:
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+    out.write("\n")
+    _alerts_tick(stack, out, seen, note=" (a subscription starts from now: nothing before is replayed)")
+
+    revision = _sandbox(stack, "controls")["revision"]
+    report = _sandbox(stack, "readiness", ALERT_REPORTS[0])
+    _sandbox(stack, f"computers/{ALERT_COMPUTER}/status", ALERT_COMPUTER_FAILURE)
+    out.write(
+        f"\n(in the platform: someone changes the enterprise controls (revision {revision}); a new readiness report of "
+        f"acme/web ({report['reportId']}) passes {ALERT_REPORTS[0]['pass_rate']}% of its criteria; {ALERT_COMPUTER} fails its "
+        "dependency install)\n"
+    )
+    _alerts_tick(stack, out, seen)
+
+    _sandbox(stack, f"computers/{ALERT_COMPUTER}/status", {"status": "active"})
+    out.write(f"\n(in the platform: {ALERT_COMPUTER} is active again)\n")
+    _alerts_tick(stack, out, seen)
+    incident = next((ts for key, ts in seen.items() if key.startswith(f"computers:{ALERT_COMPUTER}:incident:")), None)
+    if incident is None:
+        out.write("(the computer's alert was not posted, so there is no recovery to show)\n")
+    else:
+        _print_thread(out, stack, DEMO_CHANNEL, incident, ALERT_THREAD_TITLE)
+
+    who, text = ALERTS_MUTE
+    _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+    muted = _sandbox(stack, "readiness", ALERT_REPORTS[1])
+    out.write(f"\n(in the platform: another readiness report of acme/web, {muted['reportId']}: {ALERT_REPORTS[1]['pass_rate']}% pass)\n")
+    _alerts_tick(stack, out, seen, note=" (muted: recorded, not posted)")
+    who, text = ALERTS_UNMUTE
+    _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+    _usage_morning(stack, out, seen)
+    who, text = ALERTS_LIST
+    _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
+def _usage_morning(stack: Stack, out: TextIO, seen: dict[str, str]) -> None:
+    """The next morning (:data:`USAGE_MORNING`): the daily batch lands today's analytics with bob at
+    :data:`USAGE_SURGE` times his usual volume, on a new model; one usage alert, and a second tick
+    posts nothing. The sandbox's clock and batch are put back afterwards (the tour goes on in the
+    present; a clock pinned before stays pinned)."""
+    before = httpx.get(f"{stack.sandbox.url}/_sandbox/batch").json()
+    pinned = stack.sandbox_state.config.now if stack.sandbox_state is not None else None
+    today = dt.datetime.fromisoformat(before["now"]).date()
+    morning = dt.datetime.combine(today + dt.timedelta(days=1), USAGE_MORNING, tzinfo=dt.UTC)
+    try:
+        _sandbox(stack, "batch", {"lands_at": USAGE_LANDS_AT})
+        _sandbox(stack, "clock", {"now": morning.isoformat()})
+        out.write(f"\n\u2500\u2500 The next morning, {morning:%Y-%m-%d %H:%M} UTC: yesterday's analytics have not landed yet\n")
+        _alerts_tick(stack, out, seen, now=lambda: morning)
+        made = _sandbox(stack, "usage", USAGE_SURGE)
+        out.write(
+            f"(the daily batch lands {made['day']}: {made['user']['email']} used {made['billable_tokens']:,} billable tokens, "
+            f"about {made['usual']:,.0f} a day the week before, on {made['model']}, a model nobody used before)\n"
+        )
+        _alerts_tick(stack, out, seen, now=lambda: morning)
+        _alerts_tick(stack, out, seen, now=lambda: morning, note=" (exactly once: nothing is posted twice)")
+    finally:
+        _sandbox(stack, "clock", {"now": pinned.isoformat() if pinned else None})
+        _sandbox(stack, "batch", {"lands_at": before["lands_at"]})
 
 
 def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -> None:
