@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from formatters.blocks import MAX_BLOCKS, Payload, bullet_list, context, cut, esc, esc_text, header, message, section
+from formatters.blocks import MAX_BLOCKS, SECTION_TEXT_MAX, Payload, bullet_list, context, cut, esc, esc_text, header, message, section
 from formatters.controls import change_line
 
 if TYPE_CHECKING:
@@ -186,8 +186,9 @@ def subscription_list(
             f"*{sub.id}* \u00b7 {kind} \u00b7 {muted} \u00b7 since {sub.created_at:%Y-%m-%d} by <@{esc(sub.created_by)}> \u00b7 "
             f"{_plural(done.get('posted', 0), 'alert')} posted, {done.get('pending', 0)} waiting, {done.get('muted', 0)} muted"
         )
-    title = f"{LIST_TITLE} in {'your DMs' if channel_id.startswith('D') else '#' + channel_id}"
-    return message([header(title), section(bullet_list(lines))], f"{LIST_TITLE}: {len(subs)} in {where}")
+    # a header is plain text: the channel's name is in the section, as a mention Slack shows by name
+    listed = f"In {where}:\n" + bullet_list(lines, limit=SECTION_TEXT_MAX - 64)
+    return message([header(LIST_TITLE), section(listed)], f"{LIST_TITLE}: {len(subs)} in {where}")
 
 
 def muted(sub: AlertSubscription, until: dt.datetime) -> Payload:

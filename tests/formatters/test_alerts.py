@@ -69,10 +69,17 @@ def test_overflow_message_and_list(block_kit_validator):
     }
     sub = AlertSubscription(3, "controls", "C0ENG", "16", "U0MANAGER", AT, AT + dt.timedelta(hours=2))
     payload = block_kit_validator(subscription_list("C0ENG", [sub], {3: {"posted": 2, "muted": 1}}, AT))
-    assert payload["blocks"][1]["text"]["text"] == (
+    line = (
         "\u2022 *3* \u00b7 controls \u00b7 muted until 2026-11-24 10:05 UTC \u00b7 since 2026-11-24 by <@U0MANAGER> \u00b7 "
         "2 alerts posted, 0 waiting, 1 muted"
     )
+    assert payload == {
+        "text": "Alert subscriptions: 1 in <#C0ENG>",
+        "blocks": [
+            {"type": "header", "text": {"type": "plain_text", "text": "Alert subscriptions", "emoji": True}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": "In <#C0ENG>:\n" + line}},
+        ],
+    }
 
 
 def test_filters_are_shown_as_they_are_typed(block_kit_validator):
