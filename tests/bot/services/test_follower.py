@@ -360,7 +360,7 @@ class SlowAPI:
 
 
 async def test_the_next_poll_is_counted_from_when_the_poll_began_so_the_next_tick_finds_it_due(world, tmp_path):
-    slow_agent = serve_in_thread(create_app(SandboxConfig(reply_delay_seconds=0.5)))  # still running when polled
+    slow_agent = serve_in_thread(create_app(SandboxConfig(reply_delay_seconds=2.0)))  # still running when polled, even on a loaded machine
     clock = Clock()
     replica = Replica(f"sqlite:///{tmp_path / 'bot.db'}", (slow_agent, world[1]), clock)
     row_id, session_id, _thread_ts = await start_link(replica, clock, "review the diff while it runs")
