@@ -95,6 +95,16 @@ def _time_of_day(text: str) -> dt.time:
         raise argparse.ArgumentTypeError(f"not a UTC time HH:MM: {text!r}") from exc
 
 
+def _fleet_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < len(FLEET):
+        raise argparse.ArgumentTypeError(f"a whole number of at least {len(FLEET)} (the sandbox's own fleet): {text!r}")
+    return size
+
+
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the sandbox options (everything but ``--host``/``--port``) to ``parser``."""
     defaults = SandboxConfig()
@@ -102,7 +112,10 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--seed", type=int, default=defaults.seed, help="data seed (default %(default)s)")
     group.add_argument("--users", type=int, default=defaults.users, help="organization size (default %(default)s)")
     group.add_argument(
-        "--computers", type=int, default=defaults.computers, help="fleet size: the 4 computers, then active ones (default %(default)s)"
+        "--computers",
+        type=_fleet_size,
+        default=defaults.computers,
+        help="fleet size: the 4 computers, then active ones (default %(default)s)",
     )
     group.add_argument("--api-key", default=defaults.api_key, help="owner API key (default %(default)s)")
     group.add_argument("--member-key", default=defaults.member_key, help="member API key (default %(default)s)")

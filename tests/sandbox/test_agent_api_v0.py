@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import itertools
 import time
@@ -9,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from sandbox.agent_api import SandboxConfig, create_app
+from sandbox.agent_api import SandboxConfig, add_sandbox_arguments, create_app
 from sandbox.server import serve_in_thread
 
 CONFIG = SandboxConfig(today=dt.date(2026, 11, 22), reply_delay_seconds=0.2, provision_delay_seconds=0.1)
@@ -311,6 +312,15 @@ def test_a_fleet_of_300_computers() -> None:
         assert (failed.status_code, failed.json()["status"]) == (200, "error")
     with pytest.raises(ValueError, match="at least 4"):
         SandboxConfig(computers=3)
+
+
+@pytest.mark.parametrize("value", ["3", "many"])
+def test_a_fleet_smaller_than_four_is_a_usage_error(value, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_sandbox_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--computers", value])
+    assert f"argument --computers: a whole number of at least 4 (the sandbox's own fleet): {value!r}" in capsys.readouterr().err
 
 
 def test_install_deps_lifecycle(client) -> None:
