@@ -1,6 +1,6 @@
 """Computers (remote machines sessions run on) and the install-dependencies retry.
 
-The fleet is fixed (same for every seed):
+The fleet (same for every seed) starts with these four:
 
 ================  ================  =============  ============  ==========================================
 id                name              providerType   status        notes
@@ -14,6 +14,10 @@ cmp-legacy-build  Legacy build VM   cloud-sandbox  error         install-deps st
 ``provisioningSteps`` are ``create-machine``, ``connect-relay``, ``install-deps``, ``verify`` with status
 ``completed``, ``running``, ``failed`` or ``pending``; ``error``, ``installSessionId``, ``startedAt`` and
 ``completedAt`` are present only when they have a value (absent, never null).
+
+A larger fleet (``config.computers``, ``agent-bot sandbox --computers N``, for benchmarks) adds
+``active`` computers after them: ``cmp-fleet-0005`` ... (:func:`fleet_extra`), named "Build agent 5" ...,
+alternately ``cloud-sandbox`` and ``byom``.
 
 Transitions (spec: not shown; the sandbox's choice): ``POST .../install-deps`` answers 202 with the
 computer now ``provisioning`` (install-deps ``running`` with a new installSessionId, verify ``pending``);
@@ -108,15 +112,33 @@ def _steps(status: str, start: int) -> list[dict]:
     return steps
 
 
-class Fleet:
-    """The computers, keyed by ID, in :data:`FLEET` order."""
+def fleet_extra(size: int) -> tuple[tuple[str, str, str, str, str | None, str | None, int], ...]:
+    """The computers after :data:`FLEET` in a fleet of ``size``, as its rows: ``active``, ids
+    ``cmp-fleet-0005`` ..., ages 2 to 90 days."""
+    return tuple(
+        (
+            f"cmp-fleet-{n:04d}",
+            f"Build agent {n}",
+            "byom" if n % 2 else "cloud-sandbox",
+            "active",
+            f"agent-{n:04d}.acme.internal" if n % 2 else None,
+            "build",
+            2 + n % 89,
+        )
+        for n in range(len(FLEET) + 1, size + 1)
+    )
 
-    def __init__(self, spawn, provision_delay: float) -> None:
+
+class Fleet:
+    """The computers, keyed by ID: :data:`FLEET`, then :func:`fleet_extra` up to ``size`` computers
+    (``size`` below ``len(FLEET)``: :data:`FLEET` all the same)."""
+
+    def __init__(self, spawn, provision_delay: float, size: int = len(FLEET)) -> None:
         self._spawn = spawn
         self.provision_delay = provision_delay
         now = self.created_ms = now_ms()
         self.computers: dict[str, Computer] = {}
-        for cid, name, provider, status, hostname, user, age in FLEET:
+        for cid, name, provider, status, hostname, user, age in (*FLEET, *fleet_extra(size)):
             created = now - age * DAY_MS
             self.computers[cid] = Computer(cid, name, provider, created, status, _steps(status, created), hostname, user)
 

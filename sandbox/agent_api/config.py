@@ -14,6 +14,8 @@ import argparse
 import datetime as dt
 from dataclasses import dataclass
 
+from .computers import FLEET
+
 
 @dataclass
 class SandboxConfig:
@@ -21,6 +23,8 @@ class SandboxConfig:
 
     seed: makes every generated figure, name and ID-free fact reproducible.
     users: organization size (people in ``/api/v0/organization/users`` and in analytics); 10,000 works.
+    computers: fleet size (``/api/v0/computers``): the four computers of
+        :data:`sandbox.agent_api.computers.FLEET`, then active ones up to this many; 300 works.
     api_key: the owner key (all endpoints). member_key: a member's key (v0 and readiness; 403 on analytics).
     latency_ms / error_rate / rate_limit_every / hang_rate / hang_seconds: initial faults.
     today: the day the sandbox believes it is (analytics covers 2026-01-14 .. today - 1);
@@ -40,6 +44,7 @@ class SandboxConfig:
 
     seed: int = 7
     users: int = 40
+    computers: int = 4
     api_key: str = "sandbox-owner-key"
     member_key: str = "sandbox-member-key"
     latency_ms: int = 0
@@ -57,6 +62,8 @@ class SandboxConfig:
     def __post_init__(self) -> None:
         if self.users < 1:
             raise ValueError("users must be at least 1")
+        if self.computers < len(FLEET):
+            raise ValueError(f"computers must be at least {len(FLEET)} (the sandbox's own fleet)")
         if not self.api_key or not self.member_key or self.api_key == self.member_key:
             raise ValueError("api_key and member_key must be non-empty and different")
 
@@ -88,12 +95,28 @@ def _time_of_day(text: str) -> dt.time:
         raise argparse.ArgumentTypeError(f"not a UTC time HH:MM: {text!r}") from exc
 
 
+def _fleet_size(text: str) -> int:
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < len(FLEET):
+        raise argparse.ArgumentTypeError(f"a whole number of at least {len(FLEET)} (the sandbox's own fleet): {text!r}")
+    return size
+
+
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the sandbox options (everything but ``--host``/``--port``) to ``parser``."""
     defaults = SandboxConfig()
     group = parser.add_argument_group("sandbox Agent API")
     group.add_argument("--seed", type=int, default=defaults.seed, help="data seed (default %(default)s)")
     group.add_argument("--users", type=int, default=defaults.users, help="organization size (default %(default)s)")
+    group.add_argument(
+        "--computers",
+        type=_fleet_size,
+        default=defaults.computers,
+        help="fleet size: the 4 computers, then active ones (default %(default)s)",
+    )
     group.add_argument("--api-key", default=defaults.api_key, help="owner API key (default %(default)s)")
     group.add_argument("--member-key", default=defaults.member_key, help="member API key (default %(default)s)")
     group.add_argument("--latency-ms", type=int, default=defaults.latency_ms, help="added latency per request")
@@ -127,6 +150,7 @@ def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
     return SandboxConfig(
         seed=getattr(ns, "seed", defaults.seed),
         users=getattr(ns, "users", defaults.users),
+        computers=getattr(ns, "computers", defaults.computers),
         api_key=getattr(ns, "api_key", defaults.api_key),
         member_key=getattr(ns, "member_key", defaults.member_key),
         latency_ms=getattr(ns, "latency_ms", defaults.latency_ms),

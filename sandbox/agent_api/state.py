@@ -48,7 +48,7 @@ class SandboxState:
         self.limits: dict[str, int] = {}
         self.limit_updates: list[list] = []
         self.sessions = SessionStore(self.spawn, config.reply_delay_seconds)
-        self.fleet = Fleet(self.spawn, config.provision_delay_seconds)
+        self.fleet = Fleet(self.spawn, config.provision_delay_seconds, config.computers)
         if config.hostile:
             self.fleet.add(hostile.computers(self.fleet.created_ms))
         self._people_by_email = {p.email.lower(): p for p in self.people}

@@ -97,6 +97,8 @@ def test_cli_options_build_a_config() -> None:
             "3",
             "--users",
             "12",
+            "--computers",
+            "300",
             "--api-key",
             "K1",
             "--member-key",
@@ -117,6 +119,7 @@ def test_cli_options_build_a_config() -> None:
     assert config == SandboxConfig(
         seed=3,
         users=12,
+        computers=300,
         api_key="K1",
         member_key="K2",
         latency_ms=5,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import itertools
 import time
@@ -9,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from sandbox.agent_api import SandboxConfig, create_app
+from sandbox.agent_api import SandboxConfig, add_sandbox_arguments, create_app
 from sandbox.server import serve_in_thread
 
 CONFIG = SandboxConfig(today=dt.date(2026, 11, 22), reply_delay_seconds=0.2, provision_delay_seconds=0.1)
@@ -284,6 +285,42 @@ def test_computers_in_every_state(client) -> None:
             assert {"id", "name", "status"} <= set(step) and None not in step.values()
     broken = next(c for c in computers if c["status"] == "error")
     assert any(step.get("error") for step in broken["provisioningSteps"])
+
+
+def test_a_fleet_of_300_computers() -> None:
+    """``SandboxConfig(computers=300)`` (``agent-bot sandbox --computers 300``, for benchmarks): the four
+    computers first, then 296 active ones with every step completed; each one works with the admin endpoint."""
+    with serve_in_thread(create_app(SandboxConfig(computers=300))) as running:
+        listed = httpx.get(f"{running.url}/api/v0/computers", headers={"Authorization": "Bearer sandbox-owner-key"}).json()["computers"]
+        assert len(listed) == len({c["id"] for c in listed}) == 300
+        assert [c["id"] for c in listed[:5]] == ["cmp-dev-laptop", "cmp-ci-sandbox", "cmp-gpu-box", "cmp-legacy-build", "cmp-fleet-0005"]
+        extra = listed[4:]
+        assert {c["status"] for c in extra} == {"active"} and {c["providerType"] for c in extra} == {"byom", "cloud-sandbox"}
+        assert all([s["status"] for s in c["provisioningSteps"]] == ["completed"] * 4 for c in extra)
+        assert extra[-1] | {"createdAt": 0, "provisioningSteps": []} == {
+            "id": "cmp-fleet-0300",
+            "name": "Build agent 300",
+            "providerType": "cloud-sandbox",
+            "createdAt": 0,
+            "status": "active",
+            "provisioningSteps": [],
+            "relayClientUrl": "wss://relay.sandbox.example/cmp-fleet-0300/client",
+            "relayAgentUrl": "wss://relay.sandbox.example/cmp-fleet-0300/agent",
+            "remoteUser": "build",
+        }
+        failed = httpx.post(f"{running.url}/_sandbox/computers/cmp-fleet-0300/status", json={"status": "error"})
+        assert (failed.status_code, failed.json()["status"]) == (200, "error")
+    with pytest.raises(ValueError, match="at least 4"):
+        SandboxConfig(computers=3)
+
+
+@pytest.mark.parametrize("value", ["3", "many"])
+def test_a_fleet_smaller_than_four_is_a_usage_error(value, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_sandbox_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--computers", value])
+    assert f"argument --computers: a whole number of at least 4 (the sandbox's own fleet): {value!r}" in capsys.readouterr().err
 
 
 def test_install_deps_lifecycle(client) -> None:
