@@ -36,12 +36,15 @@ scheduler logs them and ticks again; a command gets the router's error reply).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 import os
 import re
 import socket
+import time
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -70,6 +73,9 @@ FIND_BACK = dt.timedelta(minutes=1)
 DEFAULT_CAP = 10
 """Alerts a channel gets top-level in an hour; the rest go into one overflow message's thread."""
 MAX_MUTE = dt.timedelta(days=30)
+PACE = 1.0
+"""Seconds at least between two alerts posted into one channel (Slack's chat.postMessage allows about
+one message a second per channel: docs.slack.dev/reference/methods/chat.postMessage, rate limits)."""
 NOT_IN_CHANNEL: Final = "not_in_channel"
 
 
@@ -142,7 +148,8 @@ class AlertService:
     ``kinds``: the kinds that work (:class:`bot.services.alerts.kinds.AlertKind`); ``slack``: the
     Slack gateway; ``now``: the injected clock (aware UTC); ``overflow_formatter`` renders the
     overflow message of N alerts; ``cap``: top-level alerts a channel gets per hour; ``owner`` names
-    this process in the claim rows."""
+    this process in the claim rows; ``pace``: seconds at least between two posts into one channel
+    (waited with ``sleep``, measured with ``monotonic``; injected in tests)."""
 
     def __init__(
         self,
@@ -154,8 +161,14 @@ class AlertService:
         overflow_formatter: OverflowFormatter,
         cap: int = DEFAULT_CAP,
         owner: str | None = None,
+        pace: float = PACE,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.repo = AlertsRepository(store)
+        self.pace = pace
+        self.sleep = sleep
+        self.monotonic = monotonic
         self.slack = slack
         self.now = now
         self.kinds: dict[str, AlertKind] = {kind.name: kind for kind in kinds}
@@ -244,35 +257,58 @@ class AlertService:
                 )
 
     async def _deliver_all(self, report: TickReport) -> None:
-        for event in await self.repo.pending():  # one after another: Slack's per-channel rate limit
-            await self._deliver(event, report)
+        """Post what is pending, channel by channel in turn (round-robin), each channel at most one
+        post every :attr:`pace` seconds (Slack: about one message a second per channel); then each
+        overflow message that grew is edited once, to its count (not once per alert)."""
+        queues: dict[str, deque[AlertEvent]] = {}
+        for event in await self.repo.pending():
+            queues.setdefault(event.channel_id, deque()).append(event)
+        last_post: dict[str, float] = {}
+        overflows: dict[tuple[str, str], str] = {}
+        while queues:
+            for channel in list(queues):
+                event = queues[channel].popleft()
+                if not queues[channel]:
+                    del queues[channel]
+                if channel in last_post:
+                    wait = last_post[channel] + self.pace - self.monotonic()
+                    if wait > 0:
+                        await self.sleep(wait)
+                if await self._deliver(event, report, overflows):
+                    last_post[channel] = self.monotonic()
+        for (channel, window), thread_ts in overflows.items():
+            count = await self.repo.overflow_count(channel, window)
+            updated = await self.slack.update(channel, thread_ts, self.overflow_formatter(count))
+            if isinstance(updated, SlackFailure):
+                logger.warning("alerts overflow message in %s: update failed (%s)", channel, updated.error)
 
-    async def _deliver(self, event: AlertEvent, report: TickReport) -> None:
+    async def _deliver(self, event: AlertEvent, report: TickReport, overflows: dict[tuple[str, str], str]) -> bool:
         """Claim, find or post (top-level, in the overflow thread past the cap, or in the thread of
-        the alert it updates, which it then edits), record."""
+        the alert it updates, which it then edits), record; an overflow message that grew goes into
+        ``overflows`` ((channel, window) -> its ts). True when a message was posted to Slack."""
         parent: AlertEvent | None = None
         if event.parent_key is not None:
             parent = await self.repo.event(event.subscription_id, event.parent_key)
             if parent is not None and parent.state == "pending":  # its start is not posted yet: after it
-                return
+                return False
             if parent is None or parent.state != "posted" or parent.message_ts is None:
                 parent = None  # muted (or gone): the update stands alone
         now = self.now()
         attempt = await self.repo.claim(event, self.owner, now)
         if attempt is None:
-            return
+            return False
         name = f"{event.channel_id}:{event.event_key}"
         if attempt > 1:
             found = await self._find_posted(event, parent)
             if isinstance(found, SlackFailure):
                 await self._failed(event, found, report)
-                return
+                return False
             if found is not None:
                 ts, thread = found
                 if await self.repo.posted(event, self.owner, ts, thread, self.now()):
                     report.recovered.append(name)
                     await self._edit_parent(event, parent)
-                return
+                return False
         meta = {"event_type": EVENT_TYPE, "event_payload": {"subscription": event.subscription_id, "key": event.event_key}}
         body = {"text": event.payload["text"], "blocks": event.payload["blocks"]}
         thread_ts: str | None = None
@@ -284,26 +320,25 @@ class AlertService:
             found_parent = await self._overflow_parent(event.channel_id, overflow)
             if isinstance(found_parent, SlackFailure):
                 await self._failed(event, found_parent, report)
-                return
+                return False
             if found_parent is None:  # another process is posting the overflow message: next tick
                 await self.repo.release(event, self.owner, self.now())
-                return
+                return False
             thread_ts = found_parent
         posted = await self.slack.post(event.channel_id, body, thread_ts=thread_ts, metadata=meta)
         if isinstance(posted, SlackFailure):
             await self._failed(event, posted, report)
-            return
+            return True
         if not await self.repo.posted(event, self.owner, posted.ts, thread_ts, self.now()):
             logger.warning("alert %s: claim lost before recording ts %s", name, posted.ts)
-            return
+            return True
         report.posted.append(name)
         await self._edit_parent(event, parent)
         if overflow is not None and thread_ts is not None:
             report.overflowed.append(name)
-            count = await self.repo.count_overflow(event.channel_id, overflow)
-            updated = await self.slack.update(event.channel_id, thread_ts, self.overflow_formatter(count))
-            if isinstance(updated, SlackFailure):
-                logger.warning("alerts overflow message in %s: update failed (%s)", event.channel_id, updated.error)
+            await self.repo.count_overflow(event.channel_id, overflow)
+            overflows[(event.channel_id, overflow)] = thread_ts
+        return True
 
     async def _edit_parent(self, event: AlertEvent, parent: AlertEvent | None) -> None:
         """Edit the alert ``event`` updates to ``event.edit`` (``chat.update``, idempotent); a failure

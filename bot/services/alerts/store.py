@@ -573,6 +573,16 @@ class AlertsRepository:
 
         return await self.store.run(work)
 
+    async def overflow_count(self, channel_id: str, window: str) -> int:
+        """The number of alerts in the overflow thread of (channel, window)."""
+
+        def work() -> int:
+            key = and_(alert_overflows.c.channel_id == channel_id, alert_overflows.c.window == window)
+            with self.store.engine.connect() as conn:
+                return int(conn.execute(select(alert_overflows.c.count).where(key)).scalar_one_or_none() or 0)
+
+        return await self.store.run(work)
+
     async def overflow_threads(self, channel_id: str, since: dt.datetime) -> list[str]:
         """The ts of the channel's overflow messages made since ``since``."""
 

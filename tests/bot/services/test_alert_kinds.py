@@ -67,6 +67,21 @@ class OtherKind(ScriptedKind):
     policy_key = "alerts.readiness"
 
 
+class Pacing:
+    """An injected monotonic clock that only a ``sleep`` moves; records the waits."""
+
+    def __init__(self) -> None:
+        self.at = 0.0
+        self.waits: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.at
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.at += seconds
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request, tmp_path):
     if request.param == "sqlite":
@@ -80,13 +95,17 @@ def world(database_url):
     kind, other = ScriptedKind(), OtherKind()
     slack = FakeSlack()
     clock = {"now": T0}
+    pacing = Pacing()
     service = AlertService(
         store=store,
         slack=slack,  # type: ignore[arg-type]  # records posts and edits
         now=lambda: clock["now"],
         kinds=[kind, other],
         overflow_formatter=overflow_message,
+        sleep=pacing.sleep,
+        monotonic=pacing.monotonic,
     )
+    service.pacing = pacing  # type: ignore[attr-defined]  # the test's handle on the injected waits
     yield service, kind, other, slack
     store.close()
 
@@ -140,6 +159,36 @@ def test_an_incident_is_one_message_edited_in_place_with_its_news_in_the_thread(
     assert run(service.repo.states("computers")) == {"c-1": "ready"}
     # the news does not count toward the channel's cap: it is in a thread
     assert run(service.repo.top_level_since(CHANNEL, T0 - dt.timedelta(hours=1))) == 1
+
+
+def test_channels_take_turns_and_each_gets_at_most_one_alert_a_second(world):
+    service, kind, _other, slack = world
+    run(service.subscribe("computers", "C0OPS", "U0MEMBER", {}))
+    run(service.subscribe("computers", "C0API", "U0MEMBER", {}))
+    kind.next = [Detected(f"computers:c-{n}:incident:1", note(f"c-{n} is in error"), ordinal=n) for n in (1, 2, 3)]
+    times: list[tuple[str, float]] = []
+    post = slack.post
+
+    async def timed(channel, payload, **options):
+        times.append((channel, service.pacing.at))
+        return await post(channel, payload, **options)
+
+    slack.post = timed
+    report = run(service.tick())
+    assert len(report.posted) == 6
+    assert times == [("C0API", 0.0), ("C0OPS", 0.0), ("C0API", 1.0), ("C0OPS", 1.0), ("C0API", 2.0), ("C0OPS", 2.0)]
+    assert service.pacing.waits == [1.0, 1.0]
+
+
+def test_an_overflow_message_is_edited_once_a_tick_to_its_count(world):
+    service, kind, _other, slack = world
+    service.cap = 1
+    run(service.subscribe("computers", CHANNEL, "U0MEMBER", {}))
+    kind.next = [Detected(f"computers:c-{n}:incident:1", note(f"c-{n} is in error"), ordinal=n) for n in (1, 2, 3, 4)]
+    report = run(service.tick())
+    assert (len(report.posted), len(report.overflowed)) == (4, 3)
+    overflow_ts = slack.posts[1]["ts"]  # the first alert, then the overflow message, then 3 in its thread
+    assert [(c, ts, p["text"]) for c, ts, p in slack.updates] == [(CHANNEL, overflow_ts, ":bell: 3 more alerts, see the thread")]
 
 
 def test_news_of_an_incident_a_subscription_never_saw_is_not_posted(world):
