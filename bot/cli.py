@@ -320,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     socket.set_defaults(run=_socket)
 
     from sandbox.agent_api import add_sandbox_arguments  # argparse options only; nothing runs
+    from sandbox.agent_api.config import organization_size
 
     sandbox = commands.add_parser("sandbox", help="the sandbox Agent API, standalone")
     sandbox.add_argument("--host", default="127.0.0.1")
@@ -335,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--no-tour", action="store_true", help="with --interactive: skip the tour and start typing at once")
     demo.add_argument("--chart-dir", default=".", help="where the digest's chart PNG is saved (default: the current directory)")
-    demo.add_argument("--users", type=int, default=40, help="organization size of the sandbox (default 40)")
+    demo.add_argument("--users", type=organization_size, default=40, help="organization size of the sandbox (default 40)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the sandbox data (default 7)")
     demo.add_argument("--hostile", action="store_true", help="the tour against hostile but spec-legal sandbox data")
     demo.add_argument(

@@ -105,12 +105,23 @@ def _fleet_size(text: str) -> int:
     return size
 
 
+def organization_size(text: str) -> int:
+    """``--users``: a whole number of at least 1 (else an argparse usage error, not a traceback)."""
+    try:
+        size = int(text)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1: {text!r}")
+    return size
+
+
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the sandbox options (everything but ``--host``/``--port``) to ``parser``."""
     defaults = SandboxConfig()
     group = parser.add_argument_group("sandbox Agent API")
     group.add_argument("--seed", type=int, default=defaults.seed, help="data seed (default %(default)s)")
-    group.add_argument("--users", type=int, default=defaults.users, help="organization size (default %(default)s)")
+    group.add_argument("--users", type=organization_size, default=defaults.users, help="organization size (default %(default)s)")
     group.add_argument(
         "--computers",
         type=_fleet_size,

@@ -421,3 +421,12 @@ def test_credit_limits(client, server) -> None:
 @pytest.mark.parametrize("body", [{}, {"users": []}, {"users": "x"}, {"users": [{"email": "dave@example.com", "limit": 1}] * 101}])
 def test_credit_limit_batches_need_1_to_100_entries(client, body) -> None:
     error(client.put("/organization/usage/limits/users", json=body), 400)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "many"])
+def test_an_organization_of_no_users_is_a_usage_error_not_a_traceback(value, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_sandbox_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--users", value])
+    assert f"argument --users: a whole number of at least 1: {value!r}" in capsys.readouterr().err
