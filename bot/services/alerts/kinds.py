@@ -183,6 +183,14 @@ def no_filters(kind: str, options: Mapping[str, str]) -> dict[str, Any]:
     return {}
 
 
+def named_filters(kind: str, options: Mapping[str, str], parsers: Mapping[str, Callable[[str, str], Any]]) -> dict[str, Any]:
+    """The filters ``options`` name, each parsed by its parser (``parser(name, text)``, e.g.
+    :func:`repositories`); raises :class:`FilterError` for a filter not in ``parsers`` or one that
+    does not parse."""
+    unknown_filters(kind, options, tuple(parsers))
+    return {name: parse(name, options[name]) for name, parse in parsers.items() if name in options}
+
+
 def unknown_filters(kind: str, options: Mapping[str, str], known: Sequence[str]) -> None:
     """Raises :class:`FilterError` for the first option not in ``known``, naming those that are."""
     for name in sorted(options):

@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, points, repositories, unknown_filters
+from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, named_filters, points, repositories
 from bot.services.readiness import CriterionChange, Listing, Report
 
 if TYPE_CHECKING:
@@ -191,13 +191,7 @@ class ReadinessKind:
     def parse_filters(self, options: Mapping[str, str]) -> dict[str, Any]:
         """``repo=owner/name[,…]`` -> ``{"repo": [...]}``, ``drop=N`` -> ``{"drop": N}`` (points, 1-100);
         raises :class:`bot.services.alerts.FilterError`."""
-        unknown_filters(READINESS, options, FILTER_NAMES)
-        found: dict[str, Any] = {}
-        if "repo" in options:
-            found["repo"] = repositories("repo", options["repo"])
-        if "drop" in options:
-            found["drop"] = points("drop", options["drop"])
-        return found
+        return named_filters(READINESS, options, {"repo": repositories, "drop": points})
 
     async def present(self) -> str:
         """The :class:`Marker` text of the newest report (``"0:"`` for an empty listing). One API call

@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, amount, multiplier, unknown_filters
+from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, amount, multiplier, named_filters
 from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, history_start
 from bot.services.digest import CountingClient, NotLandedYet, People, day_landed, latest_day
 from bot.services.periods import EARLIEST
@@ -251,13 +251,7 @@ class UsageKind:
 
     def parse_filters(self, options: Mapping[str, str]) -> dict[str, Any]:
         """``spike=4x`` and ``min=2M`` (either, both or none); raises :class:`FilterError`."""
-        unknown_filters(USAGE, options, FILTERS)
-        found: dict[str, Any] = {}
-        if "spike" in options:
-            found["spike"] = multiplier("spike", options["spike"])
-        if "min" in options:
-            found["min"] = amount("min", options["min"])
-        return found
+        return named_filters(USAGE, options, {"spike": multiplier, "min": amount})
 
     async def present(self) -> str:
         """The last landed day (``YYYY-MM-DD``): yesterday once it landed, else the day before. One
