@@ -232,30 +232,35 @@ TOUR: Sequence[tuple[str, str]] = (
 request with a click and prints the request message, the thread and bob's DM."""
 
 
-def tick_digests(stack: Stack, now: Any = None) -> Any:
-    """One digest tick as a separate ``agent-bot digest tick`` process would run it (its own Agent
-    API client, Slack client and Store, on this thread's own event loop); returns its TickReport."""
-    import asyncio
-
+def _separate_tick(stack: Stack, job: str, now: Any = None) -> Any:
+    """One ``digest`` or ``alerts`` tick as a separate ``agent-bot <job> tick`` process would run it
+    (its own Agent API client, Slack client and Store, on this thread's own event loop); returns its
+    TickReport."""
     from bot.slack import SlackGateway, web_client
     from bot.store import Store
+    from handlers.alerts import alert_service
     from handlers.digest import digest_service
 
     clock = now or stack.bot.services.now
     settings = stack.bot.services.settings
+    build = digest_service if job == "digest" else alert_service
 
     async def run() -> Any:
         agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.required("agent_api_key"), today=lambda: clock().date())
         store = Store(settings.database_url)
         slack = SlackGateway(web_client(stack.slack.bot_token, stack.slack.api_url))
-        service = digest_service(agent=agent, store=store, slack=slack, now=clock)
         try:
-            return await service.tick()
+            return await build(agent=agent, store=store, slack=slack, now=clock).tick()
         finally:
             await agent.aclose()
             store.close()
 
     return asyncio.run(run())
+
+
+def tick_digests(stack: Stack, now: Any = None) -> Any:
+    """One digest tick as ``agent-bot digest tick`` would run it (:func:`_separate_tick`)."""
+    return _separate_tick(stack, "digest", now)
 
 
 def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
@@ -282,26 +287,8 @@ def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
 
 
 def tick_alerts(stack: Stack, now: Any = None) -> Any:
-    """One alerts tick as a separate ``agent-bot alerts tick`` process would run it (its own Agent
-    API client, Slack client and Store, on this thread's own event loop); returns its TickReport."""
-    from bot.slack import SlackGateway, web_client
-    from bot.store import Store
-    from handlers.alerts import alert_service
-
-    clock = now or stack.bot.services.now
-    settings = stack.bot.services.settings
-
-    async def run() -> Any:
-        agent = AgentClient(base_url=stack.sandbox.url, api_key=settings.required("agent_api_key"), today=lambda: clock().date())
-        store = Store(settings.database_url)
-        slack = SlackGateway(web_client(stack.slack.bot_token, stack.slack.api_url))
-        try:
-            return await alert_service(agent=agent, store=store, slack=slack, now=clock).tick()
-        finally:
-            await agent.aclose()
-            store.close()
-
-    return asyncio.run(run())
+    """One alerts tick as ``agent-bot alerts tick`` would run it (:func:`_separate_tick`)."""
+    return _separate_tick(stack, "alerts", now)
 
 
 ALERTS_SUBSCRIBE: Sequence[tuple[str, str]] = (
