@@ -220,19 +220,7 @@ class _ClientSide(Generic[R]):
         response_url_id, response_url = self.emulator.issue_response_url(
             ResponseUrlOrigin("block_actions", channel_id, user_id, message_ts, thread_ts)
         )
-        action = {
-            "action_id": action_id,
-            "block_id": block_id or found_block_id or "actions",
-            "type": element.get("type", "button"),
-            "action_ts": f"{time.time():.6f}",
-        }
-        value = value if value is not None else element.get("value")
-        if action["type"] == "button":
-            action["text"] = element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True}
-            if value is not None:
-                action["value"] = value
-        else:
-            action["selected_option"] = selected_option or {"value": value}
+        action = _action(action_id, element, block_id or found_block_id, value, selected_option)
         container = {
             "type": "message",
             "message_ts": message_ts,
@@ -283,19 +271,7 @@ class _ClientSide(Generic[R]):
             home = self.emulator.recorder.home(user_id)
             view = {**home.view, "id": home.view_id, "hash": home.hash} if home else {"type": "home", "blocks": []}
         found_block_id, element = _find_element(view.get("blocks") or [], action_id)
-        value = value if value is not None else element.get("value")
-        action: dict[str, Any] = {
-            "action_id": action_id,
-            "block_id": block_id or found_block_id or "actions",
-            "type": element.get("type", "button"),
-            "action_ts": f"{time.time():.6f}",
-        }
-        if action["type"] == "button":
-            action["text"] = element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True}
-            if value is not None:
-                action["value"] = value
-        else:
-            action["selected_option"] = selected_option or {"value": value}
+        action = _action(action_id, element, block_id or found_block_id, value, selected_option)
         team = self.emulator.directory.team
         user_name = self._user_name(user_id)
         payload = {
@@ -657,6 +633,28 @@ class AsyncSlackClientSide(_ClientSide[Awaitable[SentRequest]]):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _action(
+    action_id: str, element: dict[str, Any], block_id: str | None, value: str | None, selected_option: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The ``actions[0]`` of a ``block_actions`` payload for a click on ``element`` (Slack doc
+    "block_actions payload"): a button with its ``text`` and ``value`` (``value`` wins over the
+    element's), any other element with ``selected_option`` (``{"value": value}`` when none is given)."""
+    action: dict[str, Any] = {
+        "action_id": action_id,
+        "block_id": block_id or "actions",
+        "type": element.get("type", "button"),
+        "action_ts": f"{time.time():.6f}",
+    }
+    value = value if value is not None else element.get("value")
+    if action["type"] == "button":
+        action["text"] = element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True}
+        if value is not None:
+            action["value"] = value
+    else:
+        action["selected_option"] = selected_option or {"value": value}
+    return action
 
 
 def _find_element(blocks: list[dict[str, Any]], action_id: str) -> tuple[str | None, dict[str, Any]]:
