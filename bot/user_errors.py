@@ -9,14 +9,19 @@
 from __future__ import annotations
 
 from bot.api import errors as api_errors
+from bot.outcomes import Declined, Invalid
 
 
-class UserInputError(Exception):
-    """A handler cannot do what was asked because of the input: ``message`` says what, ``hint`` what to do."""
+class UserInputError(Declined):
+    """A handler cannot do what was asked because of the input: ``message`` says what, ``hint`` what
+    to do; a :class:`bot.outcomes.Declined` whose outcome is :class:`bot.outcomes.Invalid`."""
 
     def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
+        super().__init__(Invalid(message, hint))
         self.message, self.hint = message, hint
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def describe_api_error(exc: api_errors.AgentAPIError) -> tuple[str, str]:
