@@ -8,7 +8,8 @@
 Modules: ``config`` (options), ``catalog`` (models, tools, clients ... vocabulary), ``seeding``,
 ``people`` (the organization), ``usage`` (analytics data), ``reports`` (readiness), ``controls``
 (enterprise-control history), ``sessions``/``computers`` (v0 state and lifecycles), ``faults``,
-``middleware`` (faults + keys + roles), ``errors`` (error bodies), ``params`` (request parsing),
+``keys`` (the config keys and every person's own key), ``access`` (what a person's key may do),
+``request_log`` (who made each call), ``middleware`` (log + faults + keys + roles), ``errors`` (error bodies), ``params`` (request parsing),
 ``*_api`` (HTTP handlers), ``state`` and ``app`` (the factory). Each module docstring states its data
 shape and the choices made where the spec says "not shown".
 """

@@ -39,6 +39,28 @@
   longer than 200 characters or not a string, or an MCP server name with ``__``
 * ``POST /_sandbox/clock`` with ``{"now": "<ISO 8601 datetime>"}`` (naive means UTC; ``null`` goes back
   to the wall clock) -> 200 the batch state; 400 for an unreadable time
+
+API keys and who calls (:mod:`sandbox.agent_api.keys`, :mod:`sandbox.agent_api.access`):
+
+* ``GET /_sandbox/keys`` (optional query ``email``) -> 200 ``{"keys": [{key, email, userId, role,
+  revoked, minted}], "config": [{key, who, role}]}``: every person's keys (each person's first key
+  ``sandbox-key-<local part>`` first, in organization order; or one person's), and the owner and
+  member keys of the config
+* ``POST /_sandbox/keys`` with ``{"email": "<e-mail>", "key": "<key>"}`` (``key`` optional; default
+  ``<their first key>-2``, ``-3`` ...) -> 200 ``{key, email, userId, role, revoked: false, minted: true}``,
+  a new key of that person (with their role) that works at once; 400 for a missing or unknown e-mail,
+  or a key that is malformed or already used
+* ``DELETE /_sandbox/keys/{key}`` -> 200 ``{key, email, userId, role, revoked: true, minted}``: from now on
+  the key answers 401 ``"API key revoked"`` (revoking again changes nothing); 404 for an unknown key;
+  400 for the owner or member key of the config
+* ``GET /_sandbox/requests`` -> 200 ``{"requests": [entry, ...], "size": <kept at most>}``: the recent API
+  calls, oldest first, each ``{seq, at, method, path, query, status, who, email, role}``
+  (:mod:`sandbox.agent_api.request_log`; ``who`` is the person's e-mail, ``"owner key"``, ``"member
+  key"``, ``"revoked key"``, ``"unknown key"`` or ``"no key"``; never the key)
+* ``DELETE /_sandbox/requests`` -> 200 ``{"cleared": <entries removed>}``
+* ``GET /_sandbox/sessions`` -> 200 ``{"sessions": [{sessionId, computerId, status, title, createdAt,
+  createdBy: {who, email, role}}]}``, oldest first: who created each session (``createdBy`` is null
+  for a session made without the gate)
 """
 
 from __future__ import annotations
@@ -226,6 +248,68 @@ async def surge(request: Request) -> JSONResponse:
     return JSONResponse({**made, "model": model, "mcp_server": server, "client": client, **_batch(sandbox)})
 
 
+async def list_keys(request: Request) -> JSONResponse:
+    keys = request.app.state.sandbox.keys
+    return JSONResponse({"keys": keys.listing(request.query_params.get("email")), "config": keys.config_keys()})
+
+
+async def mint_key(request: Request) -> JSONResponse:
+    sandbox = request.app.state.sandbox
+    body = await json_object(request)
+    email, key = body.get("email"), body.get("key")
+    if not isinstance(email, str) or not email:
+        raise bad_request("email (the organization user's e-mail) is required")
+    person = sandbox.person_by_email(email)
+    if person is None:
+        raise bad_request(f"no organization user has the e-mail {email!r}")
+    if key is not None and not isinstance(key, str):
+        raise bad_request("key must be a string")
+    try:
+        made = sandbox.keys.mint(person, key)
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    return JSONResponse(made.to_json())
+
+
+async def revoke_key(request: Request) -> JSONResponse:
+    key = request.path_params["key"]
+    try:
+        revoked = request.app.state.sandbox.keys.revoke(key)
+    except KeyError:
+        raise not_found("no per-user key like that") from None
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
+    return JSONResponse(revoked.to_json())
+
+
+async def list_requests(request: Request) -> JSONResponse:
+    log = request.app.state.sandbox.request_log
+    return JSONResponse({"requests": log.listing(), "size": log.entries.maxlen})
+
+
+async def clear_requests(request: Request) -> JSONResponse:
+    return JSONResponse({"cleared": request.app.state.sandbox.request_log.clear()})
+
+
+async def list_sessions(request: Request) -> JSONResponse:
+    sessions = request.app.state.sandbox.sessions.sessions.values()
+    return JSONResponse(
+        {
+            "sessions": [
+                {
+                    "sessionId": s.id,
+                    "computerId": s.computer_id,
+                    "status": s.status,
+                    "title": s.title,
+                    "createdAt": s.created_at,
+                    "createdBy": s.created_by,
+                }
+                for s in sessions
+            ]
+        }
+    )
+
+
 routes = [
     Route(f"{PREFIX}/health", health, methods=["GET"]),
     Route(f"{PREFIX}/faults", get_faults, methods=["GET"]),
@@ -240,4 +324,10 @@ routes = [
     Route(f"{PREFIX}/computers/{{computerId}}/status", set_computer_status, methods=["POST"]),
     Route(f"{PREFIX}/computers/{{computerId}}", remove_computer, methods=["DELETE"]),
     Route(f"{PREFIX}/usage", surge, methods=["POST"]),
+    Route(f"{PREFIX}/keys", list_keys, methods=["GET"]),
+    Route(f"{PREFIX}/keys", mint_key, methods=["POST"]),
+    Route(f"{PREFIX}/keys/{{key:path}}", revoke_key, methods=["DELETE"]),
+    Route(f"{PREFIX}/requests", list_requests, methods=["GET"]),
+    Route(f"{PREFIX}/requests", clear_requests, methods=["DELETE"]),
+    Route(f"{PREFIX}/sessions", list_sessions, methods=["GET"]),
 ]

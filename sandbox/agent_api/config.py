@@ -40,6 +40,11 @@ class SandboxConfig:
     provision_delay_seconds: how long ``install-deps`` keeps a computer in ``provisioning``.
     hostile: fill free-text fields and lists with spec-legal data nobody planned for
         (:mod:`sandbox.agent_api.hostile`).
+    request_log_size: how many recent API calls ``GET /_sandbox/requests`` keeps
+        (:mod:`sandbox.agent_api.request_log`).
+
+    Besides ``api_key`` and ``member_key``, every organization user has a key of their own
+    (``sandbox-key-<local part>``, :mod:`sandbox.agent_api.keys`); they need no option.
     """
 
     seed: int = 7
@@ -58,6 +63,7 @@ class SandboxConfig:
     reply_delay_seconds: float = 0.3
     provision_delay_seconds: float = 0.5
     hostile: bool = False
+    request_log_size: int = 1000
 
     def __post_init__(self) -> None:
         if self.users < 1:
@@ -66,6 +72,8 @@ class SandboxConfig:
             raise ValueError(f"computers must be at least {len(FLEET)} (the sandbox's own fleet)")
         if not self.api_key or not self.member_key or self.api_key == self.member_key:
             raise ValueError("api_key and member_key must be non-empty and different")
+        if self.request_log_size < 1:
+            raise ValueError("request_log_size must be at least 1")
 
     def current_date(self) -> dt.date:
         """The sandbox's "today" (UTC unless pinned by ``now`` or ``today``)."""
@@ -128,8 +136,19 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         default=defaults.computers,
         help="fleet size: the 4 computers, then active ones (default %(default)s)",
     )
-    group.add_argument("--api-key", default=defaults.api_key, help="owner API key (default %(default)s)")
+    group.add_argument(
+        "--api-key",
+        default=defaults.api_key,
+        help="owner API key (default %(default)s); each organization user also has a key of their own, "
+        "sandbox-key-<e-mail local part> (sandbox-key-alice, -bob, -carol ...; GET /_sandbox/keys lists them)",
+    )
     group.add_argument("--member-key", default=defaults.member_key, help="member API key (default %(default)s)")
+    group.add_argument(
+        "--request-log-size",
+        type=organization_size,
+        default=defaults.request_log_size,
+        help="how many recent API calls GET /_sandbox/requests keeps (default %(default)s)",
+    )
     group.add_argument("--latency-ms", type=int, default=defaults.latency_ms, help="added latency per request")
     group.add_argument("--error-rate", type=float, default=defaults.error_rate, help="fraction of requests answered 500")
     group.add_argument(
@@ -172,4 +191,5 @@ def config_from_args(ns: argparse.Namespace) -> SandboxConfig:
         today=getattr(ns, "today", defaults.today),
         lands_at=getattr(ns, "lands_at", defaults.lands_at),
         hostile=getattr(ns, "hostile", defaults.hostile),
+        request_log_size=getattr(ns, "request_log_size", defaults.request_log_size),
     )

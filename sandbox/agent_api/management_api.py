@@ -18,6 +18,11 @@ Choices where the spec says "not shown" (errors use ``{"error": {code, message, 
   organization user (case-insensitive) goes to ``errors`` with a message; the others are stored
   (``state.limits``, lower-cased e-mail -> limit) and echoed in ``updated``. Every accepted body's
   ``users`` array is kept in ``state.limit_updates`` (tests count the PUTs).
+* With a person's own key (:mod:`sandbox.agent_api.keys`), the rules of :mod:`sandbox.agent_api.access`
+  apply after those checks: a member uses only their own sessions and sets no credit limits; starting
+  a session follows the enterprise controls' computer settings and the computer owners rule; model and
+  autonomy level follow ``modelPolicy`` and ``maxAutonomyLevel`` (403, or 400 for an unknown autonomy
+  level). The owner key and the member key of the config are not limited by them.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import hostile
+from . import access, hostile
 from .errors import bad_request, not_found
+from .middleware import caller_of
 from .params import json_object, page_limit, paginate
 from .sessions import ROLES, Session, validate_attachments, validate_settings
 
@@ -60,6 +66,7 @@ async def organization_users(request: Request) -> JSONResponse:
 
 async def set_user_limits(request: Request) -> JSONResponse:
     sandbox = request.app.state.sandbox
+    access.check_manager(caller_of(request), "setting credit limits")
     entries = (await json_object(request)).get("users")
     if not isinstance(entries, list) or not 1 <= len(entries) <= LIMIT_ENTRIES_MAX:
         raise bad_request(f"users must be an array of 1 to {LIMIT_ENTRIES_MAX} entries {{email, limit}}")
@@ -98,6 +105,7 @@ def _session(request: Request, computer_id: object = None) -> Session:
     computer_id = computer_id if computer_id is not None else request.query_params.get("computerId")
     if session is None or (computer_id is not None and computer_id != session.computer_id):
         raise not_found(f"session {session_id} not found" + (f" on computer {computer_id}" if computer_id else ""))
+    access.check_session(caller_of(request), session)
     return session
 
 
@@ -111,9 +119,13 @@ async def create_session(request: Request) -> JSONResponse:
     if not isinstance(cwd, str) or not 1 <= len(cwd) <= CWD_MAX:
         raise bad_request(f"cwd must be a string of 1 to {CWD_MAX} characters")
     settings = validate_settings(body.get("sessionSettings", {}))
-    if sandbox.fleet.get(computer_id) is None:
+    computer = sandbox.fleet.get(computer_id)
+    if computer is None:
         raise not_found(f"computer {computer_id} not found")
-    session = sandbox.sessions.create(computer_id, cwd, settings)
+    caller, controls = caller_of(request), sandbox.controls()
+    access.check_computer(caller, computer, controls, sandbox.people)
+    access.check_settings(caller, settings, controls)
+    session = sandbox.sessions.create(computer_id, cwd, settings, caller.who() if caller is not None else None)
     return JSONResponse(session.to_json(), status_code=201)
 
 
@@ -126,7 +138,9 @@ async def update_session(request: Request) -> JSONResponse:
     body = await json_object(request)
     if "sessionSettings" not in body:
         raise bad_request("sessionSettings is required")
-    session.merge_settings(validate_settings(body["sessionSettings"]))
+    changes = validate_settings(body["sessionSettings"])
+    access.check_settings(caller_of(request), changes, request.app.state.sandbox.controls())
+    session.merge_settings(changes)
     return JSONResponse(session.to_json())
 
 

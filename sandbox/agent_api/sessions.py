@@ -17,6 +17,9 @@ Lifecycle (spec: "transitions not shown"; the sandbox's choice):
   "error" or "fail" adds an assistant message with ``isError: true``.
 * ``messageCount`` counts every message (user, tool and assistant). ``sessionSettings.tokenUsage``
   grows with each reply. Messages are listed oldest first; the message-list cursor is a message ID.
+* The session remembers who created it (``created_by``, the creating key's
+  :meth:`~sandbox.agent_api.keys.Caller.who`), inside the sandbox only: not in the session object,
+  shown by ``GET /_sandbox/sessions``; :mod:`sandbox.agent_api.access` uses it.
 * ``PATCH`` merges ``sessionSettings`` member by member (a member set to ``null`` is removed); a
   request carrying ``tokenUsage`` (response-only) or an unknown member is a 400.
 
@@ -177,6 +180,7 @@ class Session:
     messages: list[dict] = field(default_factory=list)
     token_usage: dict = field(default_factory=lambda: dict.fromkeys(TOKEN_USAGE_MEMBERS, 0))
     queued: int = 0
+    created_by: dict | None = None  # Caller.who() of the key that created it; never in to_json
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -227,12 +231,14 @@ class SessionStore:
     def get(self, session_id: str) -> Session | None:
         return self.sessions.get(session_id)
 
-    def create(self, computer_id: str, cwd: str, settings: dict) -> Session:
+    def create(self, computer_id: str, cwd: str, settings: dict, created_by: dict | None = None) -> Session:
+        """A new session; ``created_by`` (``{"who", "email", "role"}``) is kept inside the sandbox."""
         session = Session(
             id=str(uuid.uuid4()),
             computer_id=computer_id,
             cwd=cwd,
             settings={k: v for k, v in settings.items() if v is not None},
+            created_by=created_by,
         )
         self.sessions[session.id] = session
         self._spawn(self._attach(session))

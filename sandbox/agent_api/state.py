@@ -6,8 +6,10 @@ order), ``dataset`` (:class:`~sandbox.agent_api.usage.Dataset`), ``faults``
 ``PUT /api/v0/organization/usage/limits/users``, kept for the server's life; ``limit_updates`` the
 ``users`` array of every such PUT that passed the 1-100 check, oldest first), ``sessions``
 (:class:`~sandbox.agent_api.sessions.SessionStore`), ``fleet`` (:class:`~sandbox.agent_api.computers.Fleet`),
-``roles`` (API key -> role). Readiness reports and the enterprise-control history depend on ``today``
-and are rebuilt when the date changes.
+``roles`` (config API key -> role), ``keys`` (:class:`~sandbox.agent_api.keys.KeyStore`: the config keys
+and every person's own key), ``request_log`` (:class:`~sandbox.agent_api.request_log.RequestLog`).
+Readiness reports and the enterprise-control history depend on ``today`` and are rebuilt when the
+date changes; :meth:`SandboxState.controls` is the newest revision's settings.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from .computers import Fleet
 from .config import SandboxConfig
 from .controls import generate_history, next_revision
 from .faults import Faults
+from .keys import KeyStore
 from .people import Person, generate_people
 from .reports import generate_reports, new_report
+from .request_log import RequestLog
 from .seeding import rng_for
 from .sessions import SessionStore
 from .usage import Dataset, Surge
@@ -45,6 +49,8 @@ class SandboxState:
             seed=config.seed,
         )
         self.roles = {config.api_key: "owner", config.member_key: "member"}
+        self.keys = KeyStore(self.roles, config.api_key, config.member_key, self.people)
+        self.request_log = RequestLog(config.request_log_size)
         self.limits: dict[str, int] = {}
         self.limit_updates: list[list] = []
         self.sessions = SessionStore(self.spawn, config.reply_delay_seconds)
@@ -120,6 +126,12 @@ class SandboxState:
 
     def person_by_email(self, email: str) -> Person | None:
         return self._people_by_email.get(email.lower())
+
+    def controls(self) -> dict:
+        """The enterprise-control settings in force: the newest revision's (empty when there is none)."""
+        history = self.history()
+        settings = history[0].get("settings") if history else None
+        return settings if isinstance(settings, dict) else {}
 
     def reports(self) -> list[dict]:
         """Readiness reports, newest first (ties by reportId): the generated ones and those
