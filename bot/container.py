@@ -1,5 +1,5 @@
-"""The typed container of what handlers use besides the Slack request: built once by the app
-factory (:func:`bot.app.create_bot`), never changed by a handler's ``register()``.
+"""The typed container of what handlers use besides the Slack request: built once by the
+composition root (:func:`bot.wiring.create_bot`), never changed by a handler's ``register()``.
 
 Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database); ``slack`` (the one
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
