@@ -45,6 +45,7 @@ from bot.scheduler import PeriodicJob, Scheduler
 from bot.services.alerts import AlertKind, AlertService, ComputersKind, ControlsKind
 from bot.services.alerts.readiness import ReadinessKind
 from bot.services.alerts.usage import UsageKind
+from bot.services.computers import ComputersService
 from bot.services.digest import DigestService, People
 from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, Home, HomeMarks, HomeRefresher, HomeTab, HomeTabs
 from bot.services.hook_tokens import HookTokens
@@ -178,7 +179,7 @@ def build_services(
     now: Callable[[], dt.datetime],
 ) -> Services:
     """The role check's data (resolver, policy from the roles file) and the feature services: sessions,
-    credit limits, digest, alerts, agent hooks, the App Home tabs; ``jobs`` is empty (:func:`build_jobs`)."""
+    credit limits, digest, alerts, agent hooks, the App Home tabs, the computers; ``jobs`` is empty (:func:`build_jobs`)."""
     agent, slack, identity = clients.agent, clients.slack, clients.identity
 
     async def organization_emails() -> set[str]:
@@ -228,6 +229,7 @@ def build_services(
         alerts=alert_service(agent=agent, store=store, slack=slack, now=now, identity=identity),
         hooks=hook_receiver,
         home=home_tabs,
+        computers=ComputersService(agent=agent, store=store),
         today=today,
         now=now,
         jobs=[],
