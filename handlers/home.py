@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from bot.errors import reported
 from bot.roles import ResolvedUser
@@ -86,7 +86,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Listen to ``app_home_opened`` (nothing of ``services`` is read before an event comes)."""
 
     @reported
-    async def on_home_opened(ack: Any, event: dict[str, Any], context: dict[str, Any]) -> None:
+    async def on_home_opened(ack: AsyncAck, event: dict[str, Any], context: AsyncBoltContext) -> None:
         await ack()
         user: ResolvedUser | None = context.get("agent_user")
         if user is None:

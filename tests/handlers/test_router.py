@@ -15,6 +15,7 @@ from bot.roles import ResolvedUser, Role
 from bot.user_errors import UserInputError, describe_api_error
 from formatters.help import did_you_mean, help_message, sub_command_help
 from formatters.notices import error_message
+from handlers import help
 from handlers.router import CommandRequest, Router, Suggestion
 
 USAGE = SubCommand("usage", "Usage analytics.", "/agent usage [period]", ("/agent usage 7d",))
@@ -36,6 +37,7 @@ class Replies:
 
 def router_with(*specs: SubCommand, handler: Any = None) -> tuple[Router, list[CommandRequest]]:
     router, seen = Router(), []
+    help.register(None, router, None)  # type: ignore[arg-type]  # /agent help, and the answer to an unknown line
 
     async def record(request: CommandRequest) -> None:
         seen.append(request)
