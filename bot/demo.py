@@ -34,9 +34,10 @@ from typing import Any, TextIO
 import httpx
 
 from bot.api import AgentClient, RetryPolicy
-from bot.app import Bot, create_bot, utc_today
+from bot.app import Bot, utc_today
 from bot.config import Settings
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from bot.wiring import create_bot
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import RunningServer, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
