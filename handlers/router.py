@@ -51,7 +51,7 @@ class CommandRequest:
     command: ParsedCommand
     user: ResolvedUser
     channel_id: str
-    respond: Callable[..., Awaitable[Any]]
+    respond: AsyncRespond
     client: AsyncWebClient
     services: Services
     body: dict[str, Any]
@@ -81,12 +81,12 @@ class ActionRequest:
     channel_id: str
     message_ts: str
     trigger_id: str
-    respond: Callable[..., Awaitable[Any]]
+    respond: AsyncRespond
     services: Services
     body: dict[str, Any]
 
     @classmethod
-    def of(cls, body: dict[str, Any], respond: Callable[..., Awaitable[Any]], context: dict[str, Any], services: Services) -> ActionRequest:
+    def of(cls, body: dict[str, Any], respond: AsyncRespond, context: dict[str, Any], services: Services) -> ActionRequest:
         """Read a ``block_actions`` body; ``context["agent_user"]`` is the role check's answer."""
         action = (body.get("actions") or [{}])[0]
         value = action.get("value")
