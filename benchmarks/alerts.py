@@ -59,7 +59,7 @@ from bot.app import settle_heap
 from bot.services.alerts import ALL_KINDS, DEFAULT_CAP, AlertService, TickReport
 from bot.slack import SlackGateway, web_client
 from bot.store import Store
-from handlers.alerts import alert_service
+from bot.wiring import alert_service
 from sandbox.server import free_port, serve_in_thread
 from sandbox.slack_emulator import DEFAULT_BOT_TOKEN, SlackEmulator
 from sandbox.slack_emulator.directory import DEFAULT_CHANNELS, EmulatedChannel, default_directory
@@ -250,7 +250,7 @@ class Bot:
 
 
 async def bot(name: str, subs: list[tuple[str, str, dict[str, str]]], *, url: str, slack: Emulator, folder: str, clock: Clock) -> Bot:
-    """A subscribed alert service (``handlers.alerts.alert_service``, as the app builds it)."""
+    """A subscribed alert service (``bot.wiring.alert_service``, as the app builds it)."""
     recording = Recording()
     agent = AgentClient(
         base_url=url, api_key=KEY, today=lambda: clock().date(), timeout=300, transport=recording, analytics_cache_ttl=CACHE_TTL

@@ -32,7 +32,7 @@ from bot.app import settle_heap
 from bot.services.digest import DigestRepository, Subscription
 from bot.slack import SlackGateway, web_client
 from bot.store import Store
-from handlers.digest import digest_service
+from bot.wiring import digest_service
 from sandbox.slack_emulator import SlackEmulator
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)

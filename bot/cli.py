@@ -51,7 +51,8 @@ def _secrets(settings: Settings) -> list[str]:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from bot.app import create_bot, settle_heap
+    from bot.app import settle_heap
+    from bot.wiring import create_bot
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings), settings.log_format)
@@ -75,7 +76,8 @@ def _stopped(signum: int, _frame: object) -> None:
 def _socket(_args: argparse.Namespace) -> int:
     from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
-    from bot.app import ConfigurationError, create_bot, settle_heap
+    from bot.app import ConfigurationError, settle_heap
+    from bot.wiring import create_bot
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings), settings.log_format)
@@ -190,8 +192,9 @@ def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
     import datetime as dt
 
     from bot.api import AgentAPIError, AgentClient
-    from bot.app import ConfigurationError, create_bot, utc_now
+    from bot.app import ConfigurationError, utc_now
     from bot.services.lifecycle import SlackLifecycle
+    from bot.wiring import create_bot
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings), settings.log_format)

@@ -1,11 +1,12 @@
-"""The typed container of what handlers use besides the Slack request: built once by the app
-factory (:func:`bot.app.create_bot`), never changed by a handler's ``register()``.
+"""The typed container of what handlers use besides the Slack request: built once by the
+composition root (:func:`bot.wiring.create_bot`), never changed by a handler's ``register()``.
 
 Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database); ``slack`` (the one
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
 and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
 ``limits``, ``digest`` and ``alerts``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
 ``home``, the App Home tabs' table (opens, marks, publishes, the first-DM hint: :class:`bot.services.home.HomeTabs`);
+``computers``, the fleet and its once-only install retries (:class:`bot.services.computers.ComputersService`);
 the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime), injectable for tests and the
 demo; and ``jobs``, the periodic jobs the scheduler ticks
 (:mod:`bot.scheduler`). Code that depends on time reads these clocks, never the wall clock.
@@ -29,6 +30,7 @@ from bot.store import Store
 
 if TYPE_CHECKING:
     from bot.services.alerts import AlertService
+    from bot.services.computers import ComputersService
     from bot.services.digest import DigestService
     from bot.services.home import HomeTabs
     from bot.services.hooks import HookReceiver
@@ -64,6 +66,7 @@ class Services:
     alerts: AlertService
     hooks: HookReceiver
     home: HomeTabs
+    computers: ComputersService
     today: Callable[[], dt.date] = utc_today
     now: Callable[[], dt.datetime] = utc_now
     jobs: list[PeriodicJob] = field(default_factory=list)

@@ -34,9 +34,10 @@ from typing import Any, TextIO
 import httpx
 
 from bot.api import AgentClient, RetryPolicy
-from bot.app import Bot, create_bot, utc_today
+from bot.app import Bot, utc_today
 from bot.config import Settings
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from bot.wiring import create_bot
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import RunningServer, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
@@ -238,8 +239,7 @@ def _separate_tick(stack: Stack, job: str, now: Any = None) -> Any:
     TickReport."""
     from bot.slack import SlackGateway, web_client
     from bot.store import Store
-    from handlers.alerts import alert_service
-    from handlers.digest import digest_service
+    from bot.wiring import alert_service, digest_service
 
     clock = now or stack.bot.services.now
     settings = stack.bot.services.settings
@@ -594,7 +594,7 @@ def tick_home(stack: Stack, later: dt.timedelta) -> Any:
     """One tick of the Home refresh job as the scheduler would run it ``later`` from now (the refresh
     waits ``AGENT_BOT_HOME_REFRESH_SECONDS`` after a Home's last publish), on this thread's own event
     loop with its own Agent API client; returns its :class:`bot.services.home.RefreshReport`."""
-    from handlers.home import home_refresher
+    from bot.wiring import home_refresher
 
     services = stack.bot.services
 

@@ -1,7 +1,8 @@
 """Periodic work of the bot: one APScheduler 3.x ``AsyncIOScheduler`` per process that only ticks.
 
-Feature modules add a :class:`PeriodicJob` to ``services.jobs`` in their ``register()``; the
-scheduler runs each one every ``seconds`` on the bot's event loop, inside ``agent-bot serve`` (the
+The composition root builds every :class:`PeriodicJob` (:func:`bot.wiring.build_jobs`, into
+``services.jobs``; no handler's ``register()`` adds one); the scheduler runs each one every
+``seconds`` on the bot's event loop, inside ``agent-bot serve`` (the
 ASGI lifespan) and ``agent-bot socket``. ``agent-bot digest tick`` and the tests call a job's
 ``run()`` directly instead (:meth:`Scheduler.tick_once`).
 

@@ -1,16 +1,19 @@
 """Handlers: the ``/agent`` listener, and one module per sub-command and interactive action.
 
-:func:`register` is called once by the app factory; it registers the ``/agent`` slash command
-(ack first, then :meth:`handlers.router.Router.dispatch`) and calls ``register(app, router,
-services)`` of every handler module. Handlers never check roles (the middleware did).
+:func:`register` is called once by the composition root (:func:`bot.wiring.create_bot`); it registers
+the ``/agent`` slash command (ack first, then :meth:`handlers.router.Router.dispatch`) and calls
+``register(app, router, services)`` of every handler module, :mod:`handlers.help` first (the answer to
+``/agent help`` and to a line that names no sub-command). Handlers never check roles (the middleware did).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.commands import ParsedCommand
 from bot.errors import reported
 from handlers.router import CommandRequest, Router
 
@@ -23,16 +26,18 @@ SLASH_COMMAND = "/agent"
 def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
     # modules register themselves when called, nothing happens at import time
-    from handlers import alerts, computers, controls, digest, home, hooks, lifecycle, limits, reports, sessions, usage, users
+    from handlers import alerts, computers, controls, digest, help, home, hooks, lifecycle, limits, reports, sessions, usage, users
 
-    for module in (usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home):
+    for module in (help, usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home):
         module.register(app, router, services)
 
     @reported
-    async def on_agent(ack: Any, body: dict[str, Any], respond: Any, client: Any, context: dict[str, Any]) -> None:
+    async def on_agent(
+        ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, client: AsyncWebClient, context: AsyncBoltContext
+    ) -> None:
         await ack()  # within Slack's 3 s, before any Agent API call
 
-        def request(parsed: Any) -> CommandRequest:
+        def request(parsed: ParsedCommand) -> CommandRequest:
             return CommandRequest(
                 command=parsed,
                 user=context["agent_user"],

@@ -17,42 +17,27 @@ archived one is refused. Policy: the sub-commands need the ``alerts`` key (membe
 policy once the kind is known (an id names it only after a database look-up), as ``usage user`` does.
 Bad input ends in an error naming the argument and the accepted forms; nothing is saved.
 
-:func:`alert_service` builds the service the app's periodic job ticks (``AGENT_BOT_ALERT_CONTROLS_SECONDS``),
-``agent-bot alerts tick`` runs once, and the demo uses.
+:func:`bot.wiring.alert_service` builds the service these sub-commands use, the app's periodic jobs
+tick (``AGENT_BOT_ALERT_*_SECONDS``), ``agent-bot alerts tick`` runs once, and the demo uses.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.api import AgentClient
 from bot.commands import SubCommand, in_code
-from bot.identity import Identity
 from bot.services.alerts import (
-    ALL_KINDS,
     AlertKind,
-    AlertService,
     AlertSubscription,
-    ComputersKind,
-    ControlsKind,
     FilterError,
     NotYetError,
     UnknownKindError,
     parse_duration,
 )
-from bot.services.alerts.readiness import ReadinessKind
-from bot.services.alerts.usage import UsageKind
-from bot.services.digest import People
-from bot.slack import SlackFailure, SlackGateway
-from bot.store import Store
-from formatters.alerts import controls_alert, muted, overflow_message, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
-from formatters.alerts_computers import computer_alert, computer_news
-from formatters.alerts_readiness import readiness_alert
-from formatters.alerts_usage import usage_alert
+from bot.slack import SlackFailure
+from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -312,33 +297,6 @@ async def handle_test(request: CommandRequest) -> None:
     await request.reply(sample_posted(kind.name, channel))
 
 
-def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime], people: People | None = None) -> list[AlertKind]:
-    """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order);
-    ``people`` names the users of usage alerts (:meth:`bot.identity.Identity.people_of`; None: e-mails)."""
-    return [
-        ControlsKind(agent, controls_alert, now),
-        ReadinessKind(agent, readiness_alert),
-        ComputersKind(agent, computer_alert, computer_news, now),
-        UsageKind(agent, usage_alert, now, people),
-    ]
-
-
-def alert_service(
-    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime], identity: Identity | None = None
-) -> AlertService:
-    """A :class:`bot.services.alerts.AlertService` with this project's kinds and formatters, posting
-    through ``slack`` (the app's jobs, ``agent-bot alerts tick``, the demo and tests); users are
-    named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
-    people = (identity or Identity(slack)).people_of
-    kinds = alert_kinds(agent=agent, store=store, now=now, people=people)
-    return AlertService(store=store, slack=slack, now=now, kinds=kinds, overflow_formatter=overflow_message)
-
-
-def job_name(kind: str) -> str:
-    """The periodic job of a kind: ``alerts.<kind>``."""
-    return f"alerts.{kind}"
-
-
 def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Add the ``/agent alerts`` sub-commands."""
     for spec, handler in (
@@ -350,6 +308,3 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         (TEST, handle_test),
     ):
         router.add(spec, handler)
-
-
-__all__ = ["ALL_KINDS", "alert_kinds", "alert_service", "job_name", "register"]

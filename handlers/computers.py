@@ -2,19 +2,19 @@
 
     /agent computers
 
-Lists every computer (GET /api/v0/computers, management-api-v0.md "Computer"), problems first. A
+Lists every computer (:meth:`bot.services.computers.ComputersService.fleet`), problems first. A
 computer in ``error`` carries a button (action id ``computers.retry_install``, value the computer id;
-policy: manager, enforced by the role-check middleware) that calls
-``POST /api/v0/computers/{id}/install-deps`` (202 with the computer record) and then replaces the
-clicked message with the re-read fleet (``respond(replace_original=True)`` on the click's
-response_url, which edits an ephemeral reply and a channel message alike), re-polling the fleet at
-most ``len(POLL_DELAYS)`` times while the computer stays ``provisioning``.
+policy: manager, enforced by the role-check middleware) that restarts its dependency install
+(:meth:`bot.services.computers.ComputersService.start_install`) and then replaces the clicked message
+with the re-read fleet (``respond(replace_original=True)`` on the click's response_url, which edits an
+ephemeral reply and a channel message alike), re-polled while the computer stays ``provisioning``
+(:meth:`bot.services.computers.ComputersService.watch`).
 
 Once only: the click is acked first; then the store key ``install-deps:{computer id}:{message ts}``
-(the response_url when Slack sends no message ts) is claimed before install-deps is called, so a
-second click on the same message, by anyone, on any replica, starts nothing and the clicker is told
-so (Slack's own re-deliveries of one click are dropped earlier by the de-duplication middleware). A
-failed call marks the key ``...:failed``, so a later click says the button is spent rather than busy.
+(:func:`claim_key`; the response_url when Slack sends no message ts) is claimed before install-deps is
+called, so a second click on the same message, by anyone, on any replica, starts nothing and the
+clicker is told so (Slack's own re-deliveries of one click are dropped earlier by the de-duplication
+middleware); after a failed call, a later click says the button is spent rather than busy.
 A click on the same button in a ``computers`` alert (its section's block id
 :data:`formatters.alerts_computers.ALERT_RETRY_BLOCK`; the alert is a channel message everyone sees,
 and the role check above refuses whoever may not retry) claims and retries the same way, but leaves
@@ -24,18 +24,19 @@ computer recovers. The retry is noted in the alert's thread instead (who retried
 
 Errors end in an ephemeral message and leave the clicked message as it was: 404 (the computer is
 gone), and any other Agent API failure (:func:`handlers.router.action_listener` replies with
-:func:`handlers.router.describe_api_error`).
-"""
+:func:`handlers.router.describe_api_error`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncApp
 
 from bot.api import AgentAPIError, Computer, NotFoundError
 from bot.commands import SubCommand
+from bot.services.computers import RetrySpent, Sleep
 from bot.slack import SlackFailure
 from formatters.alerts_computers import ALERT_RETRY_BLOCK, retry_note
 from formatters.computers import (
@@ -65,11 +66,7 @@ SPEC = SubCommand(
     ),
 )
 
-POLL_DELAYS = (1.0, 2.0)
-"""Seconds to wait before each re-read of the fleet after a retry, while the computer is provisioning."""
 NO_COMPUTER_ID = "This button does not name a computer."
-
-Sleep = Callable[[float], Awaitable[Any]]
 
 
 async def handle_computers(request: CommandRequest) -> None:
@@ -78,12 +75,12 @@ async def handle_computers(request: CommandRequest) -> None:
     if request.command.args or request.command.options:
         raise UserInputError("`/agent computers` takes no arguments.", f"Usage: `{SPEC.usage}`")
     policy = request.services.policy
-    fleet = await request.services.agent.list_computers()
+    fleet = await request.services.computers.fleet()
     may_retry = policy.allows(request.user, RETRY_ACTION)
     await request.reply(computer_list(fleet, may_retry=may_retry, retry_role=policy.minimum(RETRY_ACTION).name))
 
 
-def claim_key(computer_id: str, body: dict) -> str:
+def claim_key(computer_id: str, body: dict[str, Any]) -> str:
     """The once-only key of a Retry click: the computer and the clicked message."""
     container = body.get("container") or {}
     where = container.get("message_ts") or (body.get("message") or {}).get("ts") or body.get("response_url") or ""
@@ -92,56 +89,35 @@ def claim_key(computer_id: str, body: dict) -> str:
 
 async def retry_install(request: ActionRequest, *, sleep: Sleep = asyncio.sleep) -> None:
     """Run one Retry click (acked and role-checked by :func:`handlers.router.action_listener`):
-    claim, install-deps, show, re-poll (module docstring). ``sleep`` waits the :data:`POLL_DELAYS`
-    (seconds; injectable for tests). Raises :class:`UserInputError` for a button without a
-    computer id, and the Agent API's errors other than 404 (after marking the key failed); the
-    listener turns both into an ephemeral reply."""
+    claim and install-deps, show, re-poll (module docstring). ``sleep`` waits the re-polls' delays
+    (seconds, :data:`bot.services.computers.POLL_DELAYS`; injectable for tests). Raises
+    :class:`UserInputError` for a button without a computer id, and the Agent API's errors other
+    than 404; the listener turns both into an ephemeral reply."""
     computer_id = request.value
     user_id = request.user.user_id
-    services = request.services
     if not computer_id:
         raise UserInputError(NO_COMPUTER_ID, "Run `/agent computers` for a fresh list.")
-    key = claim_key(computer_id, request.body)
-    if not await services.store.claim(key):
-        failed = await services.store.was_claimed(f"{key}:failed")
-        logger.info("retry of %s from the same message ignored (%s)", computer_id, "failed before" if failed else "in progress")
-        await request.reply(retry_failed_before(computer_id) if failed else already_retrying(computer_id))
-        return
-    agent = services.agent
+    service = request.services.computers
     try:
-        computer = await agent.install_deps(computer_id=computer_id)
-    except AgentAPIError as exc:
-        await services.store.claim(f"{key}:failed")
-        logger.warning("install-deps of %s failed: %s", computer_id, type(exc).__name__)
-        if isinstance(exc, NotFoundError):
-            await request.reply(computer_gone(computer_id))
-            return
-        raise
+        started = await service.start_install(computer_id, claim_key(computer_id, request.body))
+    except NotFoundError:
+        await request.reply(computer_gone(computer_id))
+        return
+    if isinstance(started, RetrySpent):
+        await request.reply(retry_failed_before(computer_id) if started.failed_before else already_retrying(computer_id))
+        return
     logger.info("install-deps of %s started by %s", computer_id, user_id)
     if request.block_id == ALERT_RETRY_BLOCK:
-        await _note_in_alert_thread(request, computer)
+        await _note_in_alert_thread(request, started)
         return
     try:
-        fleet = await agent.list_computers()
+        fleet = await service.fleet()
     except AgentAPIError as exc:
-        await request.replace(retry_started(computer, user_id, None, problem=describe_api_error(exc)[0]))
+        await request.replace(retry_started(started, user_id, None, problem=describe_api_error(exc)[0]))
         return
-    await request.replace(retry_started(computer, user_id, fleet))
-    for delay in POLL_DELAYS:
-        if computer.status != "provisioning":
-            return
-        await sleep(delay)
-        try:
-            fleet = await agent.list_computers()
-        except AgentAPIError as exc:  # the message already shows the retry; a failed poll just stops
-            logger.info("re-poll of %s stopped: %s", computer_id, type(exc).__name__)
-            return
-        current = next((c for c in fleet if c.id == computer_id), None)
-        if current is None:
-            return
-        if current.status != computer.status:
-            await request.replace(retry_started(current, user_id, fleet))
-        computer = current
+    await request.replace(retry_started(started, user_id, fleet))
+    async for current, fleet_now in service.watch(started, sleep=sleep):
+        await request.replace(retry_started(current, user_id, fleet_now))
 
 
 async def _note_in_alert_thread(request: ActionRequest, computer: Computer) -> None:
@@ -156,7 +132,7 @@ async def _note_in_alert_thread(request: ActionRequest, computer: Computer) -> N
         await request.reply(note)
 
 
-def register(app: Any, router: Router, services: Services) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Add ``/agent computers`` and the ``computers.retry_install`` button listener."""
     router.add(SPEC, handle_computers)
     app.action(RETRY_ACTION)(action_listener(services, retry_install))

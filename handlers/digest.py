@@ -10,21 +10,18 @@ The channel defaults to the one the command was typed in. Before subscribing, th
 ``chat:write.public``; a private one needs the bot invited; an archived one cannot get digests.
 Policy key ``digest`` (manager): the digest shows organization analytics.
 
-:func:`register` also adds the scheduler's job: every ``AGENT_BOT_DIGEST_CHECK_SECONDS`` a
-:meth:`bot.services.digest.DigestService.tick` (see :mod:`bot.services.digest` for landing and exactly-once).
+The daily posting itself is a periodic job built by the composition root (:func:`bot.wiring.build_jobs`):
+every ``AGENT_BOT_DIGEST_CHECK_SECONDS`` a :meth:`bot.services.digest.DigestService.tick` (see
+:mod:`bot.services.digest` for landing and exactly-once).
 """
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.api import AgentClient
 from bot.commands import SubCommand
-from bot.identity import Identity
 from bot.services.digest import (
     DAYS_CHOICES,
     DEFAULT_POST_AT,
@@ -36,16 +33,12 @@ from bot.services.digest import (
     parse_post_at,
     parse_tz,
 )
-from bot.slack import SlackGateway
-from bot.store import Store
-from formatters.digest import chart_alt_text, digest_message, subscribed, subscription_list, unsubscribed
+from formatters.digest import digest_message, subscribed, subscription_list, unsubscribed
 from handlers.channels import ChannelCopy, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
 if TYPE_CHECKING:
     from bot.container import Services
-
-JOB_NAME = "digest"
 
 _COMMON = (
     "The digest goes out once a day, after `at` local time, as soon as the day's analytics have landed "
@@ -168,16 +161,6 @@ async def handle_preview(request: CommandRequest) -> None:
     except NotLandedYet:
         raise UserInputError(NOT_LANDED.format(day=day.isoformat()), NOT_LANDED_HINT) from None
     await request.reply(digest_message(digest, preview=True))
-
-
-def digest_service(
-    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime], identity: Identity | None = None
-) -> DigestService:
-    """A :class:`bot.services.digest.DigestService` with this project's formatters, posting through
-    ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks); top users are
-    named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
-    people = (identity or Identity(slack)).people_of
-    return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, people=people)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

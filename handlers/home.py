@@ -10,7 +10,7 @@ event carries, so that Slack drops this publish when a newer one happened meanwh
 With ``tab: messages`` the person gets the first-DM hint of what to type, once
 (:func:`handlers.sessions.hint_once`); nothing is published.
 
-Between opens, :func:`home_refresher` builds the periodic job that republishes the Homes a change
+Between opens, :func:`bot.wiring.home_refresher` builds the periodic job that republishes the Homes a change
 marked dirty (:class:`bot.services.home.HomeRefresher`; the marks come from the sessions follower and
 the credit-limit workflow through :class:`bot.services.home.HomeMarks`).
 
@@ -25,11 +25,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from bot.errors import reported
 from bot.roles import ResolvedUser
-from bot.services.home import Home, HomeCharts, HomeRefresher, HomeService, HomeTab, publish_home
+from bot.services.home import HomeCharts, HomeService, publish_home
 from bot.slack import SlackFailure
 from formatters.home import home_view
 from handlers.router import Router
@@ -82,32 +82,11 @@ async def publish(
     return True
 
 
-def home_refresher(services: Services) -> HomeRefresher:
-    """The refresh job's worker (:meth:`bot.services.home.HomeRefresher.tick`): each dirty Home is
-    gathered for its person's role now (:meth:`bot.roles.RoleResolver.resolve`, cached) and
-    published at most every ``AGENT_BOT_HOME_REFRESH_SECONDS``."""
-    charts = home_charts(services)
-
-    async def gather(tab: HomeTab) -> Home:
-        user = await services.resolver.resolve(tab.user_id)
-        return await home_service(services, charts=charts).gather(user, dm_channel=tab.dm_channel)
-
-    return HomeRefresher(
-        tabs=services.home,
-        slack=services.slack,
-        gather=gather,
-        render=home_view,
-        now=services.now,
-        interval=services.settings.home_refresh_seconds,
-        charts=charts,
-    )
-
-
 def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Listen to ``app_home_opened`` (nothing of ``services`` is read before an event comes)."""
 
     @reported
-    async def on_home_opened(ack: Any, event: dict[str, Any], context: dict[str, Any]) -> None:
+    async def on_home_opened(ack: AsyncAck, event: dict[str, Any], context: AsyncBoltContext) -> None:
         await ack()
         user: ResolvedUser | None = context.get("agent_user")
         if user is None:

@@ -2,9 +2,10 @@
 
 Each handler module adds its sub-commands with :meth:`Router.add` (a :class:`bot.commands.SubCommand`
 spec and an async handler taking a :class:`CommandRequest`). The ``/agent`` listener acks first, then
-:meth:`Router.dispatch` parses the text (longest sub-command first), answers help for ``/agent`` and
-``/agent help [sub-command]``, the nearest sub-command for a near miss (``usge 7d``: "Did you mean
-``/agent usage 7d``?"), and runs the handler.
+:meth:`Router.dispatch` parses the text (longest sub-command first) and runs the handler; a line that
+names no sub-command goes to the handler given to :meth:`Router.on_unknown` (:mod:`handlers.help`:
+the nearest sub-command for a near miss, ``usge 7d``: "Did you mean ``/agent usage 7d``?", else the
+help), which :meth:`Router.suggest` serves.
 
 Failures end in a clear reply, never a stack trace:
 :class:`UserInputError` from a handler, the Agent API's errors (:func:`describe_api_error`) and
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from slack_bolt.async_app import AsyncAck, AsyncBoltContext, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.api import errors as api_errors
@@ -30,7 +32,6 @@ from bot.roles import ResolvedUser, Role
 from bot.slack import SlackFailure
 from bot.user_errors import UserInputError, describe_api_error
 from formatters.blocks import Payload
-from formatters.help import did_you_mean, help_message, sub_command_help
 from formatters.notices import error_message
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["ActionRequest", "CommandRequest", "Router", "UserInputError", "action_listener", "describe_api_error"]
 
 logger = logging.getLogger(__name__)
-
-HELP = SubCommand("help", "Show what I can do, or the details of one sub-command.", "/agent help [sub-command]", ("/agent help usage",))
 
 
 @dataclass
@@ -52,7 +51,7 @@ class CommandRequest:
     command: ParsedCommand
     user: ResolvedUser
     channel_id: str
-    respond: Callable[..., Awaitable[Any]]
+    respond: AsyncRespond
     client: AsyncWebClient
     services: Services
     body: dict[str, Any]
@@ -82,12 +81,12 @@ class ActionRequest:
     channel_id: str
     message_ts: str
     trigger_id: str
-    respond: Callable[..., Awaitable[Any]]
+    respond: AsyncRespond
     services: Services
     body: dict[str, Any]
 
     @classmethod
-    def of(cls, body: dict[str, Any], respond: Callable[..., Awaitable[Any]], context: dict[str, Any], services: Services) -> ActionRequest:
+    def of(cls, body: dict[str, Any], respond: AsyncRespond, context: dict[str, Any], services: Services) -> ActionRequest:
         """Read a ``block_actions`` body; ``context["agent_user"]`` is the role check's answer."""
         action = (body.get("actions") or [{}])[0]
         value = action.get("value")
@@ -149,7 +148,7 @@ def action_listener(services: Services, handler: ActionHandler) -> Callable[...,
     Anything else goes to the global error handler (an apology; the trace in the log)."""
 
     @reported
-    async def listener(ack: Any, body: dict[str, Any], respond: Any, context: dict[str, Any]) -> None:
+    async def listener(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond, context: AsyncBoltContext) -> None:
         await ack()
         request = ActionRequest.of(body, respond, context, services)
         try:
@@ -169,7 +168,7 @@ class Router:
     def __init__(self) -> None:
         self._routes: dict[str, tuple[SubCommand, Handler]] = {}
         self._parsed: OrderedDict[str, ParsedCommand] = OrderedDict()
-        self.add(HELP, self._help)
+        self._unknown: Handler | None = None
 
     def add(self, spec: SubCommand, handler: Handler) -> None:
         """Register ``handler`` for ``spec.name``; raises ``ValueError`` when the name is taken."""
@@ -177,6 +176,11 @@ class Router:
             raise ValueError(f"sub-command {spec.name!r} registered twice")
         self._routes[spec.name] = (spec, handler)
         self._parsed.clear()
+
+    def on_unknown(self, handler: Handler) -> None:
+        """Run ``handler`` for a line that names no sub-command (its ``command.sub_command`` is None,
+        its ``command.text`` the line): :func:`handlers.help.handle_unknown`."""
+        self._unknown = handler
 
     @property
     def specs(self) -> list[SubCommand]:
@@ -238,7 +242,7 @@ class Router:
 
     async def dispatch(self, request_factory: Callable[[ParsedCommand], CommandRequest], text: str) -> None:
         """Parse ``text`` and run its handler with the request ``request_factory`` builds; an unknown
-        line gets the nearest sub-command (:meth:`suggest`), else the whole help."""
+        line goes to the :meth:`on_unknown` handler; raises ``LookupError`` when there is none."""
         try:
             parsed = self.parse(text)
         except CommandSyntaxError as exc:
@@ -247,9 +251,11 @@ class Router:
             return
         request = request_factory(parsed)
         if parsed.sub_command is None:
-            await request.reply(self._unknown(request, text.strip()))
-            return
-        _spec, handler = self._routes[parsed.sub_command]
+            if self._unknown is None:
+                raise LookupError("no handler for a line that names no sub-command (handlers.help registers one)")
+            handler = self._unknown
+        else:
+            _spec, handler = self._routes[parsed.sub_command]
         try:
             await handler(request)
         except UserInputError as exc:
@@ -257,41 +263,6 @@ class Router:
         except api_errors.AgentAPIError as exc:
             logger.warning("sub-command %s: Agent API error %s", parsed.sub_command, type(exc).__name__)
             await request.reply(error_message(*describe_api_error(exc)))
-
-    def _unknown(self, request: CommandRequest, text: str) -> Payload:
-        if not text:
-            return self._help_of(request)
-        suggestion = self.suggest(text)
-        if suggestion is None:
-            return self._help_of(request, unknown=text)
-        return did_you_mean(text, suggestion.line, suggestion.specs)
-
-    def _help_of(self, request: CommandRequest, *, unknown: str | None = None) -> Payload:
-        """The help the asker needs: what their role may use, the rest named in one line."""
-        return help_message(self.specs, unknown=unknown, hidden=self.hidden_from(request))
-
-    def hidden_from(self, request: CommandRequest) -> dict[str, str]:
-        """Sub-command name -> the role it needs, for those the asker's role may not use."""
-        policy = request.services.policy
-        return {spec.name: policy.minimum(spec.policy_key).name for spec in self.specs if not policy.allows(request.user, spec.policy_key)}
-
-    async def _help(self, request: CommandRequest) -> None:
-        if request.command.args:
-            wanted = " ".join(request.command.args).lower()
-            matches = [s for s in self.specs if s.name == wanted or s.name.startswith(wanted + " ")]
-            if not matches:  # a near miss: "help usag", "help limit"
-                suggestion = self.suggest(wanted)
-                if suggestion is not None and suggestion.line is not None:
-                    matches = [s for s in self.specs if s.name == suggestion.specs[0].name]
-                elif suggestion is not None:
-                    matches = list(suggestion.specs)
-            if matches:
-                related = [s for s in self.specs if s.words[0] == matches[0].words[0]]
-                await request.reply(sub_command_help(matches[0], related))
-                return
-            await request.reply(self._help_of(request, unknown=wanted))
-            return
-        await request.reply(self._help_of(request))
 
 
 @dataclass(frozen=True)

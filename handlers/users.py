@@ -18,7 +18,9 @@ through :func:`handlers.router.action_listener`: an ephemeral error, the clicked
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand
 from bot.services.org_users import MAX_QUERY_LENGTH, Position, decode_more, fetch_screen
@@ -72,7 +74,7 @@ async def more_users(request: ActionRequest) -> None:
     await request.replace(users_screen(screen, request.services.today()))
 
 
-def register(app: Any, router: Router, services: Services) -> None:
+def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Add ``/agent users`` and the ``users.more`` button listener."""
     router.add(SPEC, handle_users)
     app.action(MORE_ACTION)(action_listener(services, more_users))

@@ -12,6 +12,7 @@ import pytest
 
 from bot.api import AgentAPIError
 from bot.roles import ResolvedUser, Role
+from bot.services.computers import ComputersService
 from bot.user_errors import describe_api_error
 from formatters.computers import RETRY_ACTION
 from formatters.notices import error_message
@@ -54,7 +55,9 @@ class Bolt:
 
 def services(*answers: Any) -> tuple[Any, RecordingTransport]:
     transport = RecordingTransport(responses=answers)
-    return types.SimpleNamespace(agent=fake_client(transport), store=FakeStore(), today=lambda: TODAY), transport
+    agent, store = fake_client(transport), FakeStore()
+    computers = ComputersService(agent=agent, store=store)  # type: ignore[arg-type]
+    return types.SimpleNamespace(agent=agent, store=store, computers=computers, today=lambda: TODAY), transport
 
 
 def body(action_id: str, value: str | None) -> dict[str, Any]:

@@ -179,10 +179,12 @@ class Responder:
 def _services(answers):
     import types
 
+    from bot.services.computers import ComputersService
     from tests.api_fakes import RecordingTransport, fake_client
 
     transport = RecordingTransport(responses=answers)
-    return types.SimpleNamespace(agent=fake_client(transport), store=FakeStore()), transport
+    agent, store = fake_client(transport), FakeStore()
+    return types.SimpleNamespace(agent=agent, store=store, computers=ComputersService(agent=agent, store=store)), transport
 
 
 def _body(value=LEGACY, ts="1.000001"):
@@ -201,7 +203,8 @@ def _computer(status):
 
 
 async def test_the_re_poll_is_bounded_and_only_updates_on_a_change():
-    from handlers.computers import POLL_DELAYS, retry_install
+    from bot.services.computers import POLL_DELAYS
+    from handlers.computers import retry_install
     from tests.api_fakes import SleepRecorder, json_response
 
     listing = lambda status: json_response({"computers": [_computer(status)]})  # noqa: E731

@@ -15,8 +15,9 @@ from bot.api import AgentClient, RetryPolicy
 from bot.services.digest import EVENT_TYPE, DigestRepository
 from bot.slack import SlackGateway, web_client
 from bot.store import Store
+from bot.wiring import digest_service
 from formatters.digest import NOT_SUBSCRIBED, PREVIEW_NOTE, SUBSCRIBED, UNSUBSCRIBED
-from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED, digest_service
+from handlers.digest import NOT_IN_CHANNEL, NOT_LANDED
 from tests.conftest import block_texts
 from tests.inprocess import start_inprocess
 from tests.refusals import demo_refusal

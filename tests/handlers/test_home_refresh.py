@@ -20,11 +20,12 @@ from bot.roles import ResolvedUser
 from bot.services.home import CHART_REFUSED, CHART_TITLE, REFRESH_RETRY, HomeCharts, RefreshReport
 from bot.services.limits import APPLIED, PENDING
 from bot.services.periods import parse_period
+from bot.wiring import home_refresher
 from formatters import home as fmt
 from formatters import limits as limits_fmt
 from formatters.alerts import DM_TARGET
 from formatters.blocks import esc, header, number
-from handlers.home import home_charts, home_refresher, home_service
+from handlers.home import home_charts, home_service
 from sandbox.slack_emulator import dm_channel_id
 from tests.inprocess import InProcessReply, inprocess_fixture
 

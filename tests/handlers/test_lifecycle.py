@@ -11,7 +11,7 @@ import pytest
 from bot.services.digest import TickReport
 from bot.services.lifecycle import AUTH_CHECK_JOB, RATE_LIMITED, REVOKED
 from bot.store import SlackPause
-from handlers.digest import JOB_NAME as DIGEST_JOB
+from bot.wiring import DIGEST_JOB
 from tests.inprocess import inprocess_fixture
 
 stack = inprocess_fixture()

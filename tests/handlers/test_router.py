@@ -3,67 +3,14 @@ mapping of :class:`handlers.router.Router` (no Slack, no HTTP: replies are captu
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 import pytest
 
 from bot.api import errors as api_errors
-from bot.commands import ParsedCommand, SubCommand
-from bot.policy import Policy
-from bot.roles import ResolvedUser, Role
 from bot.user_errors import UserInputError, describe_api_error
-from formatters.help import did_you_mean, help_message, sub_command_help
+from formatters.help import did_you_mean
 from formatters.notices import error_message
-from handlers.router import CommandRequest, Router, Suggestion
-
-USAGE = SubCommand("usage", "Usage analytics.", "/agent usage [period]", ("/agent usage 7d",))
-USAGE_USER = SubCommand("usage user", "One person's usage.", "/agent usage user <email> [period]")
-REPORTS = SubCommand("reports", "Readiness reports.", "/agent reports [repo]")
-START = SubCommand("session start", "Start a session.", "/agent session start <prompt>")
-STATUS = SubCommand("session status", "One session.", "/agent session status <id>")
-ARCHIVE = SubCommand("session archive", "Archive a session.", "/agent session archive <id>")
-LIMITS = SubCommand("limits", "Credit limits.", "/agent limits [user]")
-
-
-class Replies:
-    def __init__(self) -> None:
-        self.payloads: list[dict[str, Any]] = []
-
-    async def respond(self, **payload: Any) -> None:
-        self.payloads.append(payload)
-
-
-def router_with(*specs: SubCommand, handler: Any = None) -> tuple[Router, list[CommandRequest]]:
-    router, seen = Router(), []
-
-    async def record(request: CommandRequest) -> None:
-        seen.append(request)
-        if handler is not None:
-            await handler(request)
-
-    for spec in specs:
-        router.add(spec, record)
-    return router, seen
-
-
-async def dispatch(router: Router, text: str) -> list[dict[str, Any]]:
-    replies = Replies()
-
-    def request(parsed: ParsedCommand) -> CommandRequest:
-        user = ResolvedUser("U1", "a@example.com", Role.manager, "test")
-        services = SimpleNamespace(policy=Policy())  # a manager may use every sub-command here
-        return CommandRequest(parsed, user, "C1", replies.respond, None, services, {})  # type: ignore[arg-type]
-
-    await router.dispatch(request, text)
-    return replies.payloads
-
-
-def ephemeral(payload: dict[str, Any]) -> dict[str, Any]:
-    return {"text": payload["text"], "blocks": payload["blocks"], "response_type": "ephemeral"}
-
-
-ALL = (USAGE, USAGE_USER, REPORTS, START, STATUS, ARCHIVE, LIMITS)
+from handlers.router import CommandRequest, Suggestion
+from tests.routing import ALL, ARCHIVE, REPORTS, START, STATUS, USAGE, dispatch, ephemeral, router_with
 
 
 async def test_a_known_command_runs_its_handler_with_args_and_options():
@@ -95,26 +42,6 @@ async def test_a_known_family_with_an_unknown_rest_lists_that_family():
     [reply] = await dispatch(router, "session stop 3f2a")
     assert reply == ephemeral(did_you_mean("session stop 3f2a", None, family))
     assert reply["blocks"][0]["text"]["text"] == "I don't know `session stop 3f2a`. The `session` commands are:"
-
-
-async def test_nothing_close_gets_the_whole_help_and_an_empty_line_the_plain_help():
-    router, _ = router_with(*ALL)
-    assert router.suggest("deploy prod") is None
-    assert await dispatch(router, "deploy prod") == [ephemeral(help_message(router.specs, unknown="deploy prod"))]
-    assert await dispatch(router, "") == [ephemeral(help_message(router.specs))]
-
-
-@pytest.mark.parametrize(("typed", "spec"), [("help usag", USAGE), ("help limit", LIMITS), ("help usage", USAGE)])
-async def test_help_of_a_near_miss_shows_the_nearest_sub_command(typed, spec):
-    router, _ = router_with(*ALL)
-    related = [s for s in router.specs if s.words[0] == spec.words[0]]
-    assert await dispatch(router, typed) == [ephemeral(sub_command_help(spec, related))]
-
-
-async def test_help_of_a_family_word_shows_its_first_sub_command_with_the_others_related():
-    router, _ = router_with(*ALL)
-    family = [ARCHIVE, START, STATUS]
-    assert await dispatch(router, "help sesion") == [ephemeral(sub_command_help(ARCHIVE, family))]
 
 
 async def test_hostile_text_in_a_near_miss_is_escaped():
@@ -156,28 +83,4 @@ def test_policy_key_of_unknown_or_unreadable_text_is_help():
         "help",
         "help",
         "help",
-    ]
-
-
-async def test_help_shows_what_the_asker_may_use_grouped_by_job_and_names_the_rest():
-    router, _ = router_with(*ALL)
-    policy = Policy({"usage": Role.manager, "limits": Role.member})
-    replies = Replies()
-
-    def request(parsed: ParsedCommand) -> CommandRequest:
-        member = ResolvedUser("U2", "c@example.com", Role.member, "test")
-        return CommandRequest(parsed, member, "C1", replies.respond, None, SimpleNamespace(policy=policy), {})  # type: ignore[arg-type]
-
-    await router.dispatch(request, "help")
-    [reply] = replies.payloads
-    hidden = {"usage": "manager", "usage user": "manager"}
-    assert reply == ephemeral(help_message(router.specs, hidden=hidden))
-    texts = [b["text"]["text"] if b["type"] == "section" else b["elements"][0]["text"] for b in reply["blocks"][1:]]
-    assert [t.split("\n")[0] for t in texts] == [
-        "*Agent sessions*",
-        "*Readiness reports*",
-        "*Credit limits*",
-        "*Help*",
-        "Also there, for other roles: `usage`, `usage user` (manager).",
-        "Type `/agent help <sub-command>` for details, e.g. `/agent help usage`.",
     ]

@@ -1,0 +1,387 @@
+"""The composition root: every client, service, periodic job and listener of the bot, built here once.
+
+:func:`create_bot` is the one place where :mod:`bot` meets :mod:`handlers` and :mod:`formatters`
+(``tests/test_layers.py`` holds every other module under ``bot/`` to that). It runs small named steps,
+each typed and each readable on its own::
+
+    check_settings   the settings needed are there (ConfigurationError naming the variables otherwise)
+    build_clients    the Agent API client, the Slack Web API client and gateway, the identity cache
+    open_store       the database (SQLAlchemy URL of AGENT_BOT_DATABASE_URL, migrated as settings say)
+    build_services   the role check's data and the feature services, in one :class:`bot.container.Services`
+    build_jobs       the periodic jobs the scheduler ticks, gated by the Slack lifecycle
+    build_app        the Bolt app (counting every request), its global middleware and error handler
+    handlers.register  the ``/agent`` router and every listener
+
+Nothing happens at import time. The factories of services that need this project's formatters
+(:func:`digest_service`, :func:`alert_service`, :func:`home_refresher`) live here too, for the
+separate-process ticks (``agent-bot digest tick``, the demo), the tests and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+
+from pydantic import SecretStr
+from slack_bolt.context.respond.async_respond import AsyncRespond
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_sdk.web.async_client import AsyncWebClient
+
+import handlers
+from bot.api import AgentClient
+from bot.app import Bot
+from bot.config import ConfigurationError, Settings
+from bot.container import Services, utc_now, utc_today
+from bot.errors import apologize
+from bot.identity import Identity
+from bot.metrics import MeteredApp
+from bot.middleware import FinishDelivery, Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
+from bot.policy import Policy
+from bot.roles import RoleResolver, RolesFile
+from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.alerts import AlertKind, AlertService, ComputersKind, ControlsKind
+from bot.services.alerts.readiness import ReadinessKind
+from bot.services.alerts.usage import UsageKind
+from bot.services.computers import ComputersService
+from bot.services.digest import DigestService, People
+from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, Home, HomeMarks, HomeRefresher, HomeTab, HomeTabs
+from bot.services.hook_tokens import HookTokens
+from bot.services.hooks import HookReceiver
+from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, SlackLifecycle
+from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
+from bot.services.sessions import Sessions
+from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
+from bot.slack import SlackGateway, web_client
+from bot.store import Store
+from formatters.alerts import controls_alert, overflow_message
+from formatters.alerts_computers import computer_alert, computer_news
+from formatters.alerts_readiness import readiness_alert
+from formatters.alerts_usage import usage_alert
+from formatters.digest import chart_alt_text, digest_message
+from formatters.home import home_view
+from handlers.home import home_charts, home_service
+from handlers.router import Router
+
+__all__ = [
+    "DELIVERY_KEEP",
+    "DIGEST_JOB",
+    "FOLLOW_SECONDS",
+    "Clients",
+    "alert_intervals",
+    "alert_job",
+    "alert_kinds",
+    "alert_service",
+    "build_app",
+    "build_clients",
+    "build_jobs",
+    "build_services",
+    "check_settings",
+    "create_bot",
+    "digest_service",
+    "home_refresher",
+    "open_store",
+]
+
+logger = logging.getLogger(__name__)
+
+FOLLOW_SECONDS = 1.0
+"""How often the session follower looks for sessions due to be polled."""
+DELIVERY_KEEP = dt.timedelta(days=1)
+"""How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
+DIGEST_JOB = "digest"
+"""The periodic job of the daily digest (:meth:`bot.services.digest.DigestService.tick`)."""
+
+
+@dataclass(frozen=True)
+class Clients:
+    """What talks to the outside world: ``agent`` (the Agent API), ``web`` (Slack's Web API client, which
+    Bolt uses too), ``slack`` (the one gateway over it), ``identity`` (Slack user <-> e-mail, cached) and
+    the ``bot_token`` (``SLACK_BOT_TOKEN``, kept secret)."""
+
+    agent: AgentClient
+    web: AsyncWebClient
+    slack: SlackGateway
+    identity: Identity
+    bot_token: SecretStr
+
+
+def create_bot(
+    settings: Settings,
+    *,
+    agent: AgentClient | None = None,
+    store: Store | None = None,
+    today: Callable[[], dt.date] = utc_today,
+    now: Callable[[], dt.datetime] = utc_now,
+    socket_mode: bool = False,
+) -> Bot:
+    """Build the bot from ``settings``; ``agent``/``store`` may be given (tests, demo); ``today`` and
+    ``now`` are the clocks every feature reads; ``socket_mode`` needs no signing secret and verifies no
+    request signature. Raises :class:`ConfigurationError` naming the environment variables that are
+    missing, :class:`bot.roles.RolesConfigError` for a bad roles file, and
+    :class:`bot.store.DatabaseUnusable` for a database it cannot use (among them
+    :class:`bot.migrations.SchemaBehind`: behind the code and ``settings.auto_upgrade`` off)."""
+    check_settings(settings, agent_given=agent is not None, socket_mode=socket_mode)
+    roles_file = RolesFile.load(settings.config_file)
+    clients = build_clients(settings, agent=agent)
+    store = store or open_store(settings, now)
+    services = build_services(settings, clients, store, roles_file, today=today, now=now)
+    services.jobs.extend(build_jobs(settings, services))
+    router = Router()
+    app, installation = build_app(settings, clients.web, services, router, socket_mode=socket_mode)
+    handlers.register(app, router, services)
+    return Bot(app, services, router, Scheduler(services.jobs), installation=installation)
+
+
+def check_settings(settings: Settings, *, agent_given: bool, socket_mode: bool) -> None:
+    """Raise :class:`ConfigurationError` naming every environment variable that is missing: the bot
+    token always, the signing secret in HTTP mode, the Agent API's URL and key unless ``agent_given``."""
+    needed = ["slack_bot_token"] + ([] if socket_mode else ["slack_signing_secret"])
+    missing = settings.missing(*needed)
+    if not agent_given:
+        missing += settings.missing("agent_api_url", "agent_api_key")
+    if missing:
+        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
+
+
+def build_clients(settings: Settings, *, agent: AgentClient | None = None) -> Clients:
+    """The Agent API client (``agent`` when given), Slack's Web API client on ``SLACK_API_URL`` and the
+    gateway over it, and the identity cache (``AGENT_BOT_USER_CACHE_TTL`` seconds). Call after
+    :func:`check_settings` (a missing setting raises :class:`ConfigurationError` here)."""
+    bot_token = SecretStr(settings.required("slack_bot_token"))
+    if agent is None:
+        agent = AgentClient(
+            base_url=settings.required("agent_api_url"),
+            app_url=settings.agent_app_url,
+            api_key=settings.required("agent_api_key"),
+            analytics_cache_ttl=settings.analytics_cache_ttl,
+        )
+    web = web_client(bot_token.get_secret_value(), settings.slack_api_url)
+    slack = SlackGateway(web)
+    return Clients(agent=agent, web=web, slack=slack, identity=Identity(slack, ttl=settings.user_cache_ttl), bot_token=bot_token)
+
+
+def open_store(settings: Settings, now: Callable[[], dt.datetime]) -> Store:
+    """The database of ``AGENT_BOT_DATABASE_URL``, upgraded at start when ``AGENT_BOT_DB_AUTO_UPGRADE``;
+    raises :class:`bot.store.DatabaseUnusable` for one it cannot use."""
+    return Store(settings.database_url, now=now, auto_upgrade=settings.auto_upgrade)
+
+
+def build_services(
+    settings: Settings,
+    clients: Clients,
+    store: Store,
+    roles_file: RolesFile,
+    *,
+    today: Callable[[], dt.date],
+    now: Callable[[], dt.datetime],
+) -> Services:
+    """The role check's data (resolver, policy from the roles file) and the feature services: sessions,
+    credit limits, digest, alerts, agent hooks, the App Home tabs, the computers; ``jobs`` is empty (:func:`build_jobs`)."""
+    agent, slack, identity = clients.agent, clients.slack, clients.identity
+
+    async def organization_emails() -> set[str]:
+        return {user.email.lower() async for user in agent.iter_organization_users() if user.email}
+
+    resolver = RoleResolver(
+        roles_file, identity=identity, slack=slack, organization_emails=organization_emails, ttl=settings.user_cache_ttl
+    )
+    approvals = ApprovalsConfig.from_extra(roles_file.model_extra)
+    policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
+    home_tabs = HomeTabs(store)
+    marks = HomeMarks(home_tabs, policy, now)  # what changes a Home marks it for the refresh job
+    sessions = Sessions(
+        agent=agent,
+        store=store,
+        slack=slack,
+        now=now,
+        follow_hours=settings.session_follow_hours,
+        bot_token=clients.bot_token,
+        policy=policy,
+        on_change=marks.session_changed,
+    )
+    limits = LimitsWorkflow(
+        agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy, on_change=marks.request_changed
+    )
+    hook_receiver = HookReceiver(
+        store=store,
+        sessions=sessions,
+        slack=slack,
+        identity=identity,
+        secret=settings.hook_secret.get_secret_value() if settings.hook_secret else None,
+        now=now,
+        tokens=HookTokens(store, now=now),
+    )
+    return Services(
+        settings=settings,
+        agent=agent,
+        store=store,
+        slack=slack,
+        identity=identity,
+        resolver=resolver,
+        roles_file=roles_file,
+        policy=policy,
+        sessions=sessions,
+        limits=limits,
+        digest=digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity),
+        alerts=alert_service(agent=agent, store=store, slack=slack, now=now, identity=identity),
+        hooks=hook_receiver,
+        home=home_tabs,
+        computers=ComputersService(agent=agent, store=store),
+        today=today,
+        now=now,
+        jobs=[],
+    )
+
+
+def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
+    """The periodic jobs, in the order the scheduler starts them: the sessions follower and the
+    interrupted starts, credit-limit expiry, the digest, one per alert kind (:func:`alert_intervals`),
+    the pruning of de-duplication records, the Slack token check, the Home refresh. Every job that
+    posts skips its ticks while Slack said stop (:class:`bot.services.lifecycle.SlackLifecycle`)."""
+    store, now = services.store, services.now
+    lifecycle = SlackLifecycle(store=store, slack=services.slack, now=now)
+
+    def gated(name: str, seconds: float, run: Callable[[], Awaitable[object]]) -> PeriodicJob:
+        return PeriodicJob(name, seconds, lifecycle.gate(name, run))
+
+    async def prune_deliveries() -> None:
+        removed = await store.prune(now() - DELIVERY_KEEP)
+        logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
+
+    sessions, alerts = services.sessions, services.alerts
+    return [
+        gated("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
+        gated("sessions.interrupted_starts", INTERRUPTED_CHECK_SECONDS, sessions.starter.close_interrupted),
+        gated(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, services.limits.tick),
+        gated(DIGEST_JOB, settings.digest_check_seconds, services.digest.tick),
+        *(
+            gated(alert_job(kind), seconds, alerts.tick_of(kind))
+            for kind, seconds in alert_intervals(settings).items()
+            if kind in alerts.kinds
+        ),
+        PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
+        PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
+        gated(REFRESH_JOB, REFRESH_TICK_SECONDS, home_refresher(services).tick),
+    ]
+
+
+def build_app(
+    settings: Settings, web: AsyncWebClient, services: Services, router: Router, *, socket_mode: bool
+) -> tuple[MeteredApp, Installation]:
+    """The Bolt app on Slack's ``web`` client (verifying request signatures unless ``socket_mode``) with
+    its global middleware in order: the request's log tag, the installation's workspace, de-duplication
+    of Slack's retries, the role check (policy keys from ``router`` and the sessions' events); the
+    completion handler that finishes a de-duplicated delivery; the global error handler. Returns the
+    app and the :class:`bot.middleware.Installation` it checks (learnt at start-up)."""
+    with _bolt_token_warning_silenced():
+        app = MeteredApp(  # an AsyncApp that counts and times every request (bot.metrics)
+            client=web,
+            signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
+            request_verification_enabled=not socket_mode,
+            name="agent-chatops",
+        )
+    installation = Installation(services.slack)
+    app.middleware(tag_request)
+    app.middleware(build_workspace_check(installation))
+    app.middleware(build_dedupe(services.store))
+    # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
+    # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced
+    app.listener_runner.listener_completion_handler = FinishDelivery(services.store)
+    app.middleware(build_role_check(services.resolver, services.policy, services.slack, router.policy_key, services.sessions.event_policy))
+    app.error(_on_unhandled)
+    return app, installation
+
+
+@contextlib.contextmanager
+def _bolt_token_warning_silenced() -> Iterator[None]:
+    """Bolt reads ``SLACK_BOT_TOKEN`` from the environment on its own and, given our client (which
+    already holds that token), warns at every start that the token "will be unused": true and
+    harmless, and read by operators as a fault. That one message is dropped while the app is built."""
+    expected = warning_client_prioritized_and_token_skipped()
+    bolt = logging.getLogger("slack_bolt.AsyncApp")
+
+    def not_that_one(record: logging.LogRecord) -> bool:
+        return record.getMessage() != expected
+
+    bolt.addFilter(not_that_one)
+    try:
+        yield
+    finally:
+        bolt.removeFilter(not_that_one)
+
+
+async def _on_unhandled(error: BaseException, respond: AsyncRespond | None = None) -> None:
+    """The app's global error handler (Bolt passes ``error`` and, when the request has one, ``respond``)."""
+    await apologize(error, respond)
+
+
+def alert_intervals(settings: Settings) -> dict[str, float]:
+    """Seconds between detection passes of each alert kind (``AGENT_BOT_ALERT_*_SECONDS``; ``usage``
+    checks with the digest's cadence, since it alerts once a day has landed)."""
+    return {
+        "controls": settings.alert_controls_seconds,
+        "readiness": settings.alert_readiness_seconds,
+        "computers": settings.alert_computers_seconds,
+        "usage": settings.digest_check_seconds,
+    }
+
+
+def alert_job(kind: str) -> str:
+    """The periodic job of an alert kind: ``alerts.<kind>``."""
+    return f"alerts.{kind}"
+
+
+def digest_service(
+    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime], identity: Identity | None = None
+) -> DigestService:
+    """A :class:`bot.services.digest.DigestService` with this project's formatters, posting through
+    ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks); top users are
+    named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
+    people = (identity or Identity(slack)).people_of
+    return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, people=people)
+
+
+def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime], people: People | None = None) -> list[AlertKind]:
+    """The kinds that work, with this project's formatters (:data:`bot.services.alerts.ALL_KINDS` order);
+    ``people`` names the users of usage alerts (:meth:`bot.identity.Identity.people_of`; None: e-mails)."""
+    return [
+        ControlsKind(agent, controls_alert, now),
+        ReadinessKind(agent, readiness_alert),
+        ComputersKind(agent, computer_alert, computer_news, now),
+        UsageKind(agent, usage_alert, now, people),
+    ]
+
+
+def alert_service(
+    *, agent: AgentClient, store: Store, slack: SlackGateway, now: Callable[[], dt.datetime], identity: Identity | None = None
+) -> AlertService:
+    """A :class:`bot.services.alerts.AlertService` with this project's kinds and formatters, posting
+    through ``slack`` (the app's jobs, ``agent-bot alerts tick``, the demo and tests); users are
+    named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
+    people = (identity or Identity(slack)).people_of
+    kinds = alert_kinds(agent=agent, store=store, now=now, people=people)
+    return AlertService(store=store, slack=slack, now=now, kinds=kinds, overflow_formatter=overflow_message)
+
+
+def home_refresher(services: Services) -> HomeRefresher:
+    """The Home refresh job's worker (:meth:`bot.services.home.HomeRefresher.tick`): each dirty Home is
+    gathered for its person's role now (:meth:`bot.roles.RoleResolver.resolve`, cached), formatted with
+    :func:`formatters.home.home_view` and published at most every ``AGENT_BOT_HOME_REFRESH_SECONDS``."""
+    charts = home_charts(services)
+
+    async def gather(tab: HomeTab) -> Home:
+        user = await services.resolver.resolve(tab.user_id)
+        return await home_service(services, charts=charts).gather(user, dm_channel=tab.dm_channel)
+
+    return HomeRefresher(
+        tabs=services.home,
+        slack=services.slack,
+        gather=gather,
+        render=home_view,
+        now=services.now,
+        interval=services.settings.home_refresh_seconds,
+        charts=charts,
+    )
