@@ -52,6 +52,7 @@ from bot.services.sessions import Sessions
 from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
+from formatters import limits as limits_messages
 from handlers import alerts as alert_handlers
 from handlers import digest as digest_handlers
 from handlers import home as home_handlers
@@ -302,7 +303,14 @@ def create_bot(
         on_change=marks.session_changed,
     )
     limits = LimitsWorkflow(
-        agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy, on_change=marks.request_changed
+        agent=agent,
+        store=LimitsStore(store),
+        slack=slack,
+        now=now,
+        config=approvals,
+        policy=policy,
+        messages=limits_messages,
+        on_change=marks.request_changed,
     )
     digest = digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
     alerts = alert_handlers.alert_service(agent=agent, store=store, slack=slack, now=now, identity=identity)
