@@ -35,7 +35,7 @@ import handlers
 from bot.api import AgentAPIError, AgentClient
 from bot.config import ConfigurationError, Settings
 from bot.container import Services, utc_now, utc_today
-from bot.errors import apologize, drain_listeners
+from bot.errors import apologize, drain_listeners, use_apology
 from bot.identity import Identity
 from bot.inbound import TOO_LARGE, Refusal, check_delivery, declared_too_large
 from bot.metrics import MeteredApp, metrics_app, metrics_route, slack_request
@@ -53,6 +53,7 @@ from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
 from formatters import limits as limits_messages
+from formatters import notices
 from handlers import alerts as alert_handlers
 from handlers import digest as digest_handlers
 from handlers import home as home_handlers
@@ -377,12 +378,13 @@ def create_bot(
     router = Router()
     installation = Installation(slack)
     app.middleware(tag_request)
-    app.middleware(build_workspace_check(installation))
-    app.middleware(build_dedupe(store))
+    app.middleware(build_workspace_check(installation, messages=notices))
+    app.middleware(build_dedupe(store, messages=notices))
     # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
     # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced
     app._async_listener_runner.listener_completion_handler = FinishDelivery(store)
-    app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy))
+    app.middleware(build_role_check(resolver, policy, slack, router.policy_key, sessions.event_policy, messages=notices))
+    use_apology(notices.internal_error_message)  # how reported listeners and _on_unhandled word an apology
     app.error(_on_unhandled)
     handlers.register(app, router, services)
     return Bot(app, services, router, Scheduler(services.jobs), installation=installation)
