@@ -6,6 +6,10 @@ listener so that its failures go through :func:`apologize` *inside* the listener
 asynchronous runner can lose the ack of a listener that acks and then fails within a few
 milliseconds (it resets ``ack.response`` while handling the error, and the request ends 404), so
 every listener of ours is wrapped.
+
+The apology's words are handed in at wiring (:func:`use_apology`, with
+:func:`formatters.notices.internal_error_message`): nothing here builds Block Kit. Until then an
+apology is logged but not sent.
 """
 
 from __future__ import annotations
@@ -16,12 +20,29 @@ import logging
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from bot.logs import request_id
-from formatters.notices import internal_error_message
+from bot.slack import Payload
 
 logger = logging.getLogger(__name__)
+
+
+class Apology(Protocol):
+    """Words an unexpected failure: ``ref`` (the reference id of the logged trace) -> a Block Kit
+    payload (``{"text", "blocks"}``) that never shows the trace."""
+
+    def __call__(self, ref: str, /) -> Payload: ...
+
+
+_apology: Apology | None = None
+
+
+def use_apology(apology: Apology) -> None:
+    """Set, once at wiring (:func:`bot.app.create_bot`), how :func:`apologize` words its apology;
+    every listener :func:`reported` wraps and the app's global error handler use it."""
+    global _apology
+    _apology = apology
 
 
 _in_flight: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
@@ -39,15 +60,19 @@ async def drain_listeners(timeout: float) -> int:
     return len(unfinished)
 
 
-async def apologize(error: BaseException, respond: Any = None, logger: logging.Logger = logger) -> str:
+async def apologize(error: BaseException, respond: Any = None, logger: logging.Logger = logger, *, apology: Apology | None = None) -> str:
     """Log ``error`` with its trace under the request's id (a new one outside a request) and, when
     ``respond`` is given, send the apology ephemerally (never replacing the original message) with
-    that id as its reference. Returns the reference id."""
+    that id as its reference, worded by ``apology`` (default: the one set with :func:`use_apology`;
+    none set: nothing is sent, and that is logged). Returns the reference id."""
     ref = request_id.get() or uuid.uuid4().hex[:10]
     logger.error("unhandled error, reference %s", ref, exc_info=error)
-    if respond is not None:
+    apology = apology or _apology
+    if respond is not None and apology is None:
+        logger.error("no apology sent for reference %s: none was set at wiring (bot.errors.use_apology)", ref)
+    elif respond is not None and apology is not None:
         try:
-            await respond(**internal_error_message(ref), response_type="ephemeral", replace_original=False)
+            await respond(**apology(ref), response_type="ephemeral", replace_original=False)
         except Exception:
             logger.error("could not send the apology for reference %s", ref, exc_info=True)
     return ref

@@ -12,7 +12,7 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    ``api_app_id`` (Slack doc "Events API", "event_callback"). ``url_verification`` and Bolt's
    ``ssl_check`` carry none and are answered by Bolt before this runs. Any other request is refused:
    an event with ``200`` and nothing done, a slash command in its ack, a button with an ephemeral
-   reply, a modal with an error on its first input (:func:`formatters.notices.other_workspace_message`);
+   reply, a modal with an error on its first input (:meth:`MiddlewareMessages.other_workspace_message`);
    logged at WARNING. When ``auth.test`` fails nothing is accepted (the refusal says so). Enterprise
    Grid org-wide installs are not supported (``org_deploy_enabled: false`` in manifest.yaml).
 1. :func:`build_dedupe`: Slack re-sends a delivery it thinks failed, with ``X-Slack-Retry-Num``
@@ -24,12 +24,12 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    lease (:data:`DELIVERY_LEASE_SECONDS`), so a side effect happens once; a claim that is not done
    after its lease belongs to a process that died first, and the retry takes it over and does the
    work. When the database cannot be reached, nothing is processed: a command, click or form is
-   answered ``200`` with a message that says so (:data:`formatters.notices.DATABASE_DOWN`), an event
+   answered ``200`` with a message that says so (:meth:`MiddlewareMessages.database_down_message`), an event
    ``503`` so that Slack delivers it again later.
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
    a modal's ``callback_id``, or for an event what ``event_policy`` says: ``thread_reply`` in a
    session's thread, ``session start`` for a mention), resolves the user's role and asks the
-   :class:`bot.policy.Policy`. A refusal (:func:`formatters.notices.refusal_message`) says the action
+   :class:`bot.policy.Policy`. A refusal (:meth:`MiddlewareMessages.refusal_message`) says the action
    in words, who may do it (for an action above member: the people the roles file gives that role,
    as mentions, :meth:`bot.roles.RoleResolver.who_can`), why the person's role is what it is
    (``ResolvedUser.source``: the roles file, the Agent platform's organization, no e-mail from
@@ -44,15 +44,21 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    is answered ``200`` with nothing done and logged, without telling anybody (there is no person to
    tell). An event with a policy key but no user is refused the same way. So every event that can
    cause a side effect has been through this check, and ``context["agent_user"]`` says who it acts as.
+
+What the middleware says is worded by the :class:`MiddlewareMessages` each builder is handed at wiring
+(:mod:`formatters.notices`); nothing here builds Block Kit.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.context.async_context import AsyncBoltContext
+from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
@@ -62,14 +68,39 @@ from bot import metrics
 from bot.logs import request_id
 from bot.policy import Policy
 from bot.roles import Role, RoleResolver
-from bot.slack import AuthTest, SlackFailure, SlackGateway
+from bot.slack import AuthTest, Payload, SlackFailure, SlackGateway
 from bot.store import Claim, DatabaseUnusable, Store
-from formatters.blocks import Payload
-from formatters.notices import database_down_message, other_workspace_message, refusal_message
 
 logger = logging.getLogger(__name__)
 
 THREAD_REPLY = "thread_reply"
+
+Next = Callable[[], Awaitable[BoltResponse | None]]
+"""Bolt's ``next`` of a global middleware: run the rest of the chain (Bolt declares it to return a
+response; its own returns nothing, and the chain's response is Bolt's business)."""
+Middleware = Callable[..., Awaitable[BoltResponse | None]]
+"""A global middleware as Bolt calls it: the arguments it names (``body``, ``context``, ``ack``,
+``respond``, ``request``, ``next``) by keyword; a response ends the request, ``None`` lets it go on."""
+
+
+class MiddlewareMessages(Protocol):
+    """What the middleware says when it stops a request (:mod:`formatters.notices` is one, handed in
+    at wiring); each returns a Block Kit payload (``{"text", "blocks"}``)."""
+
+    def refusal_message(
+        self, key: str, needed: str, role: str, *, source: str = "", email: str | None = None, helpers: Sequence[str] = ()
+    ) -> Payload:
+        """The role check said no: policy ``key``, the role names ``needed`` and ``role``, the
+        person's role ``source`` and e-mail, and ``helpers`` (Slack user IDs or ``@group`` handles)."""
+        ...
+
+    def other_workspace_message(self, *, unchecked: bool = False) -> Payload:
+        """A request from another workspace or app (``unchecked``: ``auth.test`` failed)."""
+        ...
+
+    def database_down_message(self) -> Payload:
+        """The database did not answer, so nothing was done."""
+        ...
 
 
 def delivery_key(body: Mapping[str, Any]) -> str | None:
@@ -87,12 +118,14 @@ def delivery_key(body: Mapping[str, Any]) -> str | None:
 
 def request_user(body: Mapping[str, Any]) -> str | None:
     """The Slack user ID of who sent the command, clicked, or wrote the message."""
+    user: str | None
     if body.get("command"):
-        return body.get("user_id")
-    if isinstance(body.get("user"), Mapping):
-        return body["user"].get("id")
-    event = body.get("event") or {}
-    return event.get("user")
+        user = body.get("user_id")
+    elif isinstance(body.get("user"), Mapping):
+        user = body["user"].get("id")
+    else:
+        user = (body.get("event") or {}).get("user")
+    return user
 
 
 PERSON_SUBTYPES = (None, "file_share", "thread_broadcast")
@@ -145,7 +178,7 @@ async def default_event_policy(body: Mapping[str, Any]) -> str | None:
     return THREAD_REPLY if is_thread_reply(body) else None
 
 
-async def tag_request(body: dict, context: dict, next: Callable[[], Awaitable[None]]) -> Any:
+async def tag_request(body: dict[str, Any], context: AsyncBoltContext, next: Next) -> BoltResponse | None:
     """First middleware: give the request an id (:data:`bot.logs.request_id`) that every log line
     of its life carries and that an apology shows; log what arrived (kind and user, never content)."""
     rid = uuid.uuid4().hex[:10]
@@ -166,13 +199,19 @@ DELIVERY_CLAIM = "delivery_claim"
 """The request context key of the claim (``(key, owner)``) that :class:`FinishDelivery` marks done."""
 
 
-def build_dedupe(store: Store, *, lease: float = DELIVERY_LEASE_SECONDS) -> Callable[..., Awaitable[Any]]:
+def build_dedupe(store: Store, *, messages: MiddlewareMessages, lease: float = DELIVERY_LEASE_SECONDS) -> Middleware:
     """The de-duplication middleware over ``store``, claims held ``lease`` seconds (see the module
-    docstring). Puts the claim in ``context[DELIVERY_CLAIM]``; :class:`FinishDelivery` marks it done."""
+    docstring). Puts the claim in ``context[DELIVERY_CLAIM]``; :class:`FinishDelivery` marks it done.
+    ``messages`` words the answer when the database is down."""
 
     async def dedupe_deliveries(
-        body: dict, request: Any, context: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]
-    ) -> Any:
+        body: dict[str, Any],
+        request: AsyncBoltRequest,
+        context: AsyncBoltContext,
+        ack: AsyncAck,
+        respond: AsyncRespond | None,
+        next: Next,
+    ) -> BoltResponse | None:
         key = delivery_key(body)
         if key is None:
             return await next()
@@ -181,8 +220,9 @@ def build_dedupe(store: Store, *, lease: float = DELIVERY_LEASE_SECONDS) -> Call
             claim = await store.claim_delivery(key, owner=owner, lease=lease)
         except (SQLAlchemyError, DatabaseUnusable) as exc:
             logger.error("cannot claim delivery %s: the database failed (%s); nothing processed", key, type(exc).__name__)
-            return await database_down(body, ack, respond)
-        retry = (request.headers.get("x-slack-retry-num") or [None])[0]
+            return await database_down(body, ack, respond, messages.database_down_message())
+        retries = request.headers.get("x-slack-retry-num")
+        retry = retries[0] if retries else None
         if not claim.mine:
             metrics.claim_conflict("delivery")
             logger.info("duplicate delivery %s (retry %s) answered without processing (the first one: %s)", key, retry, claim.value)
@@ -238,7 +278,7 @@ class Installation:
         return self.known
 
 
-async def answer_refusal(body: Mapping[str, Any], ack: Any, respond: Any, payload: Payload) -> Any:
+async def answer_refusal(body: Mapping[str, Any], ack: AsyncAck, respond: AsyncRespond | None, payload: Payload) -> BoltResponse:
     """Tell whoever sent a slash command, a button click or a modal that it was refused, as each
     allows: the command's ack; an ephemeral reply to a click (``respond``); an error on the modal's
     first input. Any other request (an event) is answered ``200`` with nothing said."""
@@ -256,10 +296,11 @@ async def answer_refusal(body: Mapping[str, Any], ack: Any, respond: Any, payloa
     return BoltResponse(status=200, body="")
 
 
-def build_workspace_check(installation: Installation) -> Callable[..., Awaitable[Any]]:
-    """The workspace middleware over ``installation`` (see the module docstring)."""
+def build_workspace_check(installation: Installation, *, messages: MiddlewareMessages) -> Middleware:
+    """The workspace middleware over ``installation`` (see the module docstring); ``messages`` words
+    the refusal."""
 
-    async def workspace_check(body: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]) -> Any:
+    async def workspace_check(body: dict[str, Any], ack: AsyncAck, respond: AsyncRespond | None, next: Next) -> BoltResponse | None:
         ids = workspace_of(body)
         if ids is None:
             return await next()
@@ -273,18 +314,18 @@ def build_workspace_check(installation: Installation) -> Callable[..., Awaitable
             ids[1],
             f"auth.test failed ({known.error})" if isinstance(known, SlackFailure) else "not this installation",
         )
-        return await answer_refusal(body, ack, respond, other_workspace_message(unchecked=unchecked))
+        return await answer_refusal(body, ack, respond, messages.other_workspace_message(unchecked=unchecked))
 
     return workspace_check
 
 
-async def database_down(body: Mapping[str, Any], ack: Any, respond: Any) -> BoltResponse:
-    """Answer a delivery that could not be claimed because the database failed; nothing was done.
+async def database_down(body: Mapping[str, Any], ack: AsyncAck, respond: AsyncRespond | None, payload: Payload) -> BoltResponse:
+    """Answer a delivery that could not be claimed because the database failed; nothing was done;
+    ``payload`` says so (:meth:`MiddlewareMessages.database_down_message`).
 
     A slash command: the ack's body (ephemeral). A click: ack, then an ephemeral ``respond``. A form:
     the message on its first input. An event: ``503``, so Slack delivers it again later (Slack doc
     "Events API", retries) and nothing is lost."""
-    payload = database_down_message()
     if body.get("command"):
         return await ack(text=payload["text"], blocks=payload["blocks"])
     if body.get("type") == "block_actions":
@@ -330,25 +371,30 @@ def build_role_check(
     slack: SlackGateway,
     policy_key_of_command: Callable[[str], str],
     event_policy: EventPolicy = default_event_policy,
-) -> Callable[..., Awaitable[Any]]:
+    *,
+    messages: MiddlewareMessages,
+) -> Middleware:
     """The role-check middleware (see the module docstring). ``resolver`` gives the user's role,
     ``policy`` the minimum role per key; ``slack`` (the gateway) sends an event's refusal;
     ``policy_key_of_command`` maps slash-command text to its policy key; ``event_policy`` gives an
-    event's (``None``: not the bot's business, no check). On success ``context["agent_user"]`` is
+    event's (``None``: not the bot's business, no check); ``messages`` words the refusal. On success ``context["agent_user"]`` is
     the :class:`bot.roles.ResolvedUser`."""
 
     async def policy_key(body: Mapping[str, Any]) -> str | None:
         if body.get("command"):
             return policy_key_of_command(body.get("text") or "")
         if body.get("type") == "block_actions" and body.get("actions"):
-            return body["actions"][0].get("action_id")
+            action_id: str | None = body["actions"][0].get("action_id")
+            return action_id
         if body.get("type") == "view_submission":
             return (body.get("view") or {}).get("callback_id") or None
         if body.get("type") == "event_callback":
             return await event_policy(body)
         return None
 
-    async def role_check(body: dict, context: dict, ack: Any, respond: Any, next: Callable[[], Awaitable[None]]) -> Any:
+    async def role_check(
+        body: dict[str, Any], context: AsyncBoltContext, ack: AsyncAck, respond: AsyncRespond | None, next: Next
+    ) -> BoltResponse | None:
         key = await policy_key(body)
         if key is None:
             return await next()
@@ -375,7 +421,7 @@ def build_role_check(
         needed = policy.minimum(key)
         logger.warning("refused %s to %s (role %s from %s, needs %s)", key, user_id, user.role.name, user.source, needed.name)
         helpers = await resolver.who_can(needed) if needed > Role.member else ()
-        payload = refusal_message(key, needed.name, user.role.name, source=user.source, email=user.email, helpers=helpers)
+        payload = messages.refusal_message(key, needed.name, user.role.name, source=user.source, email=user.email, helpers=helpers)
         if body.get("type") != "event_callback":
             return await answer_refusal(body, ack, respond, payload)
         event = body.get("event") or {}

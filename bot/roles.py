@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
@@ -294,20 +294,23 @@ class ResolvedUser:
     source: str
 
 
-class _TTLCache:
-    """A tiny per-key cache with a time-to-live, on a monotonic clock."""
+_V = TypeVar("_V")
+
+
+class _TTLCache(Generic[_V]):
+    """A tiny per-key cache of ``_V`` values with a time-to-live, on a monotonic clock."""
 
     def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
         self.ttl, self._clock = ttl, clock
-        self._data: dict[str, tuple[float, Any]] = {}
+        self._data: dict[str, tuple[float, _V]] = {}
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> _V | None:
         hit = self._data.get(key)
         if hit is not None and self._clock() - hit[0] < self.ttl:
             return hit[1]
         return None
 
-    def put(self, key: str, value: Any) -> Any:
+    def put(self, key: str, value: _V) -> _V:
         self._data[key] = (self._clock(), value)
         return value
 
@@ -344,7 +347,8 @@ class RoleResolver:
         self._slack = slack
         self._organization_emails = organization_emails
         self._timeout = lookup_timeout
-        self._cache = _TTLCache(ttl, clock)
+        self._cache: _TTLCache[ResolvedUser] = _TTLCache(ttl, clock)
+        self._sets: _TTLCache[set[str]] = _TTLCache(ttl, clock)  # user groups' members, the organization's e-mails
         self._listed: dict[Role, set[str]] = {role: {_normalize(entry) for entry in entries} for role, entries in roles.roles.items()}
         self._entries: dict[Role, list[str]] = {
             role: [str(e).strip() for e in entries if str(e).strip()] for role, entries in roles.roles.items()
@@ -415,7 +419,7 @@ class RoleResolver:
         return ResolvedUser(user_id, email, Role.guest, SOURCE_NOT_ORG_USER)
 
     async def _group_members(self, handle: str) -> set[str]:
-        cached = self._cache.get(f"group:{handle}")
+        cached = self._sets.get(f"group:{handle}")
         if cached is not None:
             return cached
         try:
@@ -425,7 +429,7 @@ class RoleResolver:
             return set()
         if isinstance(members, SlackFailure):
             return set()  # logged by the gateway; not cached: the next request asks again
-        return self._cache.put(f"group:{handle}", members)
+        return self._sets.put(f"group:{handle}", members)
 
     async def is_organization_email(self, email: str) -> bool:
         """Whether ``email`` belongs to an organization user of the Agent platform (the cached
@@ -435,7 +439,7 @@ class RoleResolver:
     async def _org_emails(self) -> set[str] | None:
         """The lower-cased e-mails of the organization users; None when the walk failed."""
         async with self._lock:  # one walk of the organization users at a time
-            cached = self._cache.get("org-emails")
+            cached = self._sets.get("org-emails")
             if cached is not None:
                 return cached
             try:
@@ -443,7 +447,7 @@ class RoleResolver:
             except Exception as exc:
                 logger.warning("organization users look-up failed: %s", type(exc).__name__)
                 return None  # not cached: the next request tries again
-            return self._cache.put("org-emails", {e.lower() for e in emails})
+            return self._sets.put("org-emails", {e.lower() for e in emails})
 
 
 def _normalize(entry: str) -> str:

@@ -35,7 +35,7 @@ from bot.api import AgentClient
 from bot.app import Bot
 from bot.config import ConfigurationError, Settings
 from bot.container import Services, utc_now, utc_today
-from bot.errors import apologize
+from bot.errors import apologize, use_apology
 from bot.identity import Identity
 from bot.metrics import MeteredApp
 from bot.middleware import FinishDelivery, Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
@@ -56,6 +56,8 @@ from bot.services.sessions import Sessions
 from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackGateway, web_client
 from bot.store import Store
+from formatters import limits as limits_messages
+from formatters import notices
 from formatters.alerts import controls_alert, overflow_message
 from formatters.alerts_computers import computer_alert, computer_news
 from formatters.alerts_readiness import readiness_alert
@@ -203,7 +205,14 @@ def build_services(
         on_change=marks.session_changed,
     )
     limits = LimitsWorkflow(
-        agent=agent, store=LimitsStore(store), slack=slack, now=now, config=approvals, policy=policy, on_change=marks.request_changed
+        agent=agent,
+        store=LimitsStore(store),
+        slack=slack,
+        now=now,
+        config=approvals,
+        policy=policy,
+        messages=limits_messages,
+        on_change=marks.request_changed,
     )
     hook_receiver = HookReceiver(
         store=store,
@@ -285,12 +294,17 @@ def build_app(
         )
     installation = Installation(services.slack)
     app.middleware(tag_request)
-    app.middleware(build_workspace_check(installation))
-    app.middleware(build_dedupe(services.store))
+    app.middleware(build_workspace_check(installation, messages=notices))
+    app.middleware(build_dedupe(services.store, messages=notices))
     # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
     # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced
     app.listener_runner.listener_completion_handler = FinishDelivery(services.store)
-    app.middleware(build_role_check(services.resolver, services.policy, services.slack, router.policy_key, services.sessions.event_policy))
+    app.middleware(
+        build_role_check(
+            services.resolver, services.policy, services.slack, router.policy_key, services.sessions.event_policy, messages=notices
+        )
+    )
+    use_apology(notices.internal_error_message)  # how reported listeners and _on_unhandled word an apology
     app.error(_on_unhandled)
     return app, installation
 

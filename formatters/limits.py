@@ -10,7 +10,12 @@ reason, a table of user / last known limit / new limit / change, the total, the 
 state: buttons Approve / Reject / Cancel (``pending``); who approved and the per-user outcome
 (``applied``); the problem and a Retry button (``approved_not_applied``); who rejected and why;
 who cancelled; that it expired. Buttons carry only the request id; a context line above them says
-who may press them (:class:`ButtonRoles`), since everyone in the channel sees them.
+who may press them (:class:`ButtonRoles`), since everyone in the channel sees them. The buttons'
+action ids and the modals' callback ids are policy keys, owned by :mod:`bot.services.limits.actions`.
+
+Why an action did nothing (:class:`bot.services.limits.Refusal`) becomes the clicker's ephemeral
+(:func:`refusal_notice`) or the reject modal's error (:func:`reject_errors`). This module is the
+:class:`bot.services.limits.LimitsMessages` the workflow is handed at wiring.
 """
 
 from __future__ import annotations
@@ -18,8 +23,17 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from bot.services.limits.actions import (
+    APPROVE_ACTION,
+    CANCEL_ACTION,
+    CONFIRM_ACTION,
+    FILE_CALLBACK,
+    REJECT_ACTION,
+    REJECT_CALLBACK,
+    RETRY_ACTION,
+    ButtonRoles,
+)
 from bot.services.limits.store import (
     APPLIED,
     APPROVED,
@@ -31,14 +45,11 @@ from bot.services.limits.store import (
     KnownLimit,
     LimitRequest,
 )
+from bot.services.limits.workflow import POST_FAILED, POST_FAILED_HINT, TAMPERED, VIEW_FAILED, VIEW_FAILED_HINT, Refusal, Refused
 from formatters.blocks import Payload, actions, bullet_list, button, context, divider, esc, esc_text, header, message, section
-from formatters.notices import ROLE_HOLDERS, error_message
+from formatters.notices import ROLE_HOLDERS, error_message, refusal_message
 
-APPROVE_ACTION, REJECT_ACTION, CANCEL_ACTION = "limits.approve", "limits.reject", "limits.cancel"
-RETRY_ACTION, CONFIRM_ACTION = "limits.retry", "limits.confirm"
-REJECT_CALLBACK = "limits.reject"
 REJECT_BLOCK, REJECT_INPUT = "reason", "text"
-FILE_CALLBACK = "limits.file"
 FILE_BLOCK, FILE_INPUT, FILE_REASON_BLOCK = "csv", "text", "reason"
 
 TITLE = "Credit-limit request #{id}"
@@ -82,7 +93,7 @@ BEFORE_CHANGED = (
     "The message now shows the new values:"
 )
 BEFORE_CHANGED_CONFIRM = "Press *Confirm* to approve the request with these values."
-TAMPERED = "The stored entries of request #{id} no longer match what was filed; nothing was sent."
+ALREADY_DECIDED = "Request #{id} is already {state}."
 KNOWN_TITLE = "Known credit limits"
 KNOWN_NOTE = "Only limits set through this bot's approvals are known; limits set elsewhere are not."
 KNOWN_NONE = "The bot has not applied any credit limit yet."
@@ -169,18 +180,6 @@ def decision_text(request: LimitRequest) -> str:
     if request.state == EXPIRED:
         return EXPIRED_AT.format(when=when(request.expires_at))
     return ""
-
-
-@dataclass(frozen=True)
-class ButtonRoles:
-    """Who may press the request message's buttons, as the policy says: the minimum role name of
-    ``approve`` (Approve and Confirm), ``reject`` and ``retry``, and ``owner_required_above``
-    (credits; an approval of a larger change needs an owner; None: no threshold)."""
-
-    approve: str
-    reject: str
-    retry: str
-    owner_required_above: int | None = None
 
 
 def who_may_line(request: LimitRequest, roles: ButtonRoles) -> str | None:
@@ -423,3 +422,64 @@ def file_modal(channel: str) -> dict:
             },
         ],
     }
+
+
+def refusal_notice(refusal: Refusal) -> Payload:
+    """Why a click (or a filing) changed nothing, as the ephemeral answer to whoever asked: one
+    message per :class:`bot.services.limits.Refused` reason, escaped. Raises ``ValueError`` for a
+    reason about a request that the refusal does not carry."""
+    reason = refusal.reason
+    if reason is Refused.MISSING:
+        return missing(refusal.key or "?")
+    if reason is Refused.POST_FAILED:
+        return error_message(POST_FAILED.format(channel=refusal.channel, error=refusal.error), POST_FAILED_HINT)
+    if reason is Refused.VIEW_FAILED:
+        return error_message(VIEW_FAILED.format(error=refusal.error), VIEW_FAILED_HINT)
+    if reason is Refused.NO_REASON:
+        return error_message(REJECT_REQUIRED)
+    if reason is Refused.ROLE and refusal.user is not None:
+        user = refusal.user
+        return refusal_message(refusal.key, refusal.needs or "manager", user.role.name, source=user.source, email=user.email)
+    request = _about(refusal)
+    if reason is Refused.OWNER_NEEDED:
+        return owner_needed(request, refusal.threshold or 0)
+    notices = {
+        Refused.DECIDED: decided_before,
+        Refused.EXPIRED: expired_notice,
+        Refused.SELF_APPROVAL: self_approval,
+        Refused.SELF_REJECTION: self_rejection,
+        Refused.BEFORE_CHANGED: before_changed,
+        Refused.ONLY_REQUESTER: only_requester,
+        Refused.NOT_RETRYABLE: not_retryable,
+    }
+    if reason not in notices:
+        raise ValueError(f"a {reason} refusal needs its user")
+    return notices[reason](request)
+
+
+MODAL_ERROR_CHARS = 150
+"""Slack shows at most this much of an input's error (``response_action: errors``)."""
+
+
+def reject_errors(refusal: Refusal) -> dict[str, str]:
+    """Why the reject modal's submission changed nothing, as its ``errors`` (input ``block_id`` ->
+    the text Slack shows under it; Slack doc "Handling view_submission")."""
+    reason = refusal.reason
+    if reason is Refused.NO_REASON:
+        text = REJECT_REQUIRED
+    elif reason is Refused.MISSING:
+        text = MISSING.format(id=refusal.key)
+    elif reason is Refused.SELF_REJECTION:
+        text = SELF_REJECTION.format(id=_about(refusal).id)
+    elif reason is Refused.DECIDED:
+        request = _about(refusal)
+        text = ALREADY_DECIDED.format(id=request.id, state=request.state.replace("_", " "))
+    else:
+        text = refusal_notice(refusal)["text"]
+    return {REJECT_BLOCK: text[:MODAL_ERROR_CHARS]}
+
+
+def _about(refusal: Refusal) -> LimitRequest:
+    if refusal.request is None:
+        raise ValueError(f"a {refusal.reason} refusal names no request")
+    return refusal.request

@@ -1,7 +1,8 @@
 """Short replies that are not data: errors, refusals, "working on it" notices.
 
 Each returns a Block Kit payload (``{"text", "blocks"}``). The copy is in module constants so
-tests import it instead of repeating the string.
+tests import it instead of repeating the string. :func:`outcome_message` is the one way any
+:data:`bot.outcomes.Outcome` (why a request did nothing) becomes an ephemeral message.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 
 from slack_sdk.models.blocks import Block
 
+from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
 from bot.roles import (
     SOURCE_NO_EMAIL,
     SOURCE_NOT_ORG_USER,
@@ -66,6 +68,11 @@ INTERNAL_ERROR = (
     ":warning: Something went wrong on my side. Please try again; "
     "if it keeps happening, give this reference to whoever runs the bot: `{ref}`."
 )
+
+OUTCOME_REFUSED = ":no_entry: You cannot {action}."
+OUTCOME_REFUSED_BECAUSE = ":no_entry: You cannot {action}: {reason}."
+WHO_CAN_HELP = "Who can help: {people}."
+NOT_FOUND = "I have no {what} `{key}`."
 
 DATABASE_DOWN = ":warning: I cannot reach my database right now, so I did nothing with this request."
 DATABASE_DOWN_HINT = "Please try again in a minute; if it keeps happening, tell whoever runs the bot."
@@ -151,3 +158,48 @@ def database_down_message() -> Payload:
     """The bot's database did not answer, so the request was not processed (nothing applied, nothing
     recorded): what happened and to try again shortly."""
     return message([section(DATABASE_DOWN), context(DATABASE_DOWN_HINT)], f"{DATABASE_DOWN} {DATABASE_DOWN_HINT}")
+
+
+def outcome_message(outcome: Outcome) -> Payload:
+    """Why a request did nothing (:data:`bot.outcomes.Outcome`), as the ephemeral answer to whoever
+    asked; every value is escaped.
+
+    :class:`bot.outcomes.Refused`: what was tried and why not (":no_entry: You cannot {action}:
+    {reason}."), or, with only ``needs``, who may (":no_entry: Only {holders} can {action}."); its
+    ``who_can_help`` named under it as mentions (Slack user IDs) or ``@group`` handles, at most
+    :data:`PEOPLE_MAX`. :class:`bot.outcomes.NotFound`: "I have no {what} `{key}`." and its hint.
+    :class:`bot.outcomes.NothingChanged`: its message (:information_source:) and hint.
+    :class:`bot.outcomes.Invalid`: :func:`error_message` of its message and hint."""
+    if isinstance(outcome, Invalid):
+        return error_message(outcome.message, outcome.hint)
+    if isinstance(outcome, NothingChanged):
+        return error_message(outcome.message, outcome.hint, icon=":information_source:")
+    if isinstance(outcome, NotFound):
+        return _not_found(outcome)
+    return _refused(outcome)
+
+
+def _not_found(outcome: NotFound) -> Payload:
+    """As :func:`error_message` does, but the key in a code span (escaped once, backticks replaced)."""
+    what = NOT_FOUND.format(what=esc_text(outcome.what), key=esc(outcome.key))
+    blocks: list[Block] = [section(f":warning: {what}")]
+    if outcome.hint:
+        blocks.append(context(esc_text(outcome.hint)))
+    return message(blocks, f"{what} {esc_text(outcome.hint)}".strip())
+
+
+def _refused(outcome: Refused) -> Payload:
+    action = esc_text(outcome.action)
+    if outcome.reason:
+        head = OUTCOME_REFUSED_BECAUSE.format(action=action, reason=esc_text(outcome.reason))
+    elif outcome.needs:
+        head = REFUSED.format(holders=esc_text(ROLE_HOLDERS.get(outcome.needs, outcome.needs)), action=action)
+    else:
+        head = OUTCOME_REFUSED.format(action=action)
+    blocks: list[Block] = [section(head)]
+    text = head
+    if outcome.who_can_help:
+        helping = WHO_CAN_HELP.format(people=", ".join(_person(h) for h in outcome.who_can_help[:PEOPLE_MAX]))
+        blocks.append(context(helping))
+        text = f"{head} {helping}"
+    return message(blocks, text)

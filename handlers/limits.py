@@ -24,12 +24,18 @@ from bot.commands import SubCommand, in_code
 from bot.errors import reported
 from bot.roles import ResolvedUser, Role
 from bot.services.limits import (
+    APPROVE_ACTION,
+    CANCEL_ACTION,
+    CONFIRM_ACTION,
+    FILE_CALLBACK,
     NO_CREDITS,
     NO_ENTRIES,
+    REJECT_ACTION,
+    REJECT_CALLBACK,
+    RETRY_ACTION,
     VIEW_FAILED,
     VIEW_FAILED_HINT,
     ActionOutcome,
-    InvalidSubmission,
     LimitRequest,
     LimitsWorkflow,
     Refusal,
@@ -163,7 +169,7 @@ async def _filing(
     filed = await services.limits.file(
         requester_id=user.user_id, requester_email=user.email, reason=reason, entries=entries, channel=channel
     )
-    return filed.payload if isinstance(filed, Refusal) else filed
+    return fmt.refusal_notice(filed) if isinstance(filed, Refusal) else filed
 
 
 async def handle_show(request: CommandRequest) -> None:
@@ -204,24 +210,25 @@ async def handle_history(request: CommandRequest) -> None:
 Act = Callable[[LimitsWorkflow, LimitRequest, ActionRequest], Awaitable[ActionOutcome]]
 
 ACTS: Final[dict[str, Act]] = {
-    fmt.APPROVE_ACTION: lambda workflow, limits, click: workflow.approve(limits, click.user),
-    fmt.CONFIRM_ACTION: lambda workflow, limits, click: workflow.approve(limits, click.user, confirmed=True),
-    fmt.RETRY_ACTION: lambda workflow, limits, click: workflow.retry(limits, click.user),
-    fmt.CANCEL_ACTION: lambda workflow, limits, click: workflow.cancel(limits, click.user),
-    fmt.REJECT_ACTION: lambda workflow, limits, click: workflow.open_reject(limits, click.user, click.trigger_id),
+    APPROVE_ACTION: lambda workflow, limits, click: workflow.approve(limits, click.user),
+    CONFIRM_ACTION: lambda workflow, limits, click: workflow.approve(limits, click.user, confirmed=True),
+    RETRY_ACTION: lambda workflow, limits, click: workflow.retry(limits, click.user),
+    CANCEL_ACTION: lambda workflow, limits, click: workflow.cancel(limits, click.user),
+    REJECT_ACTION: lambda workflow, limits, click: workflow.open_reject(limits, click.user, click.trigger_id),
 }
 """What each button of a request message does, once its request is loaded."""
 
 
 async def on_click(click: ActionRequest) -> None:
     """Any button of a request message (acked and role-checked already): load the request its value
-    names, act (:data:`ACTS`), and tell the clicker when nothing changed; a change shows in the
-    request message itself."""
+    names, act (:data:`ACTS`), and tell the clicker when nothing changed (the workflow's typed
+    :class:`bot.services.limits.Refusal`, in words by :func:`formatters.limits.refusal_notice`); a
+    change shows in the request message itself."""
     workflow = click.services.limits
     loaded = await workflow.load(click.value)
     outcome = loaded if isinstance(loaded, Refusal) else await ACTS[click.action_id](workflow, loaded, click)
     if isinstance(outcome, Refusal):
-        await click.reply(outcome.payload)
+        await click.reply(fmt.refusal_notice(outcome))
 
 
 # ---------------------------------------------------------------------- modals
@@ -251,8 +258,8 @@ async def submit_reject(submission: ModalSubmission) -> None:
     rejected = await workflow.reject(
         submission.private_metadata, submission.user.user_id, submission.value(fmt.REJECT_BLOCK, fmt.REJECT_INPUT)
     )
-    if isinstance(rejected, InvalidSubmission):
-        await submission.ack(response_action="errors", errors=rejected.errors)
+    if isinstance(rejected, Refusal):
+        await submission.ack(response_action="errors", errors=fmt.reject_errors(rejected))
         return
     await submission.ack()  # the decision is recorded; now show it
     await workflow.publish(rejected)
@@ -296,5 +303,5 @@ def register(app: Any, router: Router, services: Services) -> None:
         router.add(spec, handler)
     for action_id in ACTS:
         app.action(action_id)(action_listener(services, on_click))
-    app.view(fmt.REJECT_CALLBACK)(view_listener(services, submit_reject))
-    app.view(fmt.FILE_CALLBACK)(view_listener(services, submit_file))
+    app.view(REJECT_CALLBACK)(view_listener(services, submit_reject))
+    app.view(FILE_CALLBACK)(view_listener(services, submit_file))

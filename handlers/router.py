@@ -8,7 +8,8 @@ the nearest sub-command for a near miss, ``usge 7d``: "Did you mean ``/agent usa
 help), which :meth:`Router.suggest` serves.
 
 Failures end in a clear reply, never a stack trace:
-:class:`UserInputError` from a handler, the Agent API's errors (:func:`describe_api_error`) and
+:class:`bot.outcomes.Declined` from a handler (:class:`UserInputError` is one; its outcome said by
+:func:`formatters.notices.outcome_message`), the Agent API's errors (:func:`describe_api_error`) and
 a command that cannot be read each become an ephemeral error message. Anything else propagates to
 the app's global error handler (an apology with a reference id; the trace goes to the log).
 """
@@ -28,11 +29,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.api import errors as api_errors
 from bot.commands import CommandSyntaxError, ParsedCommand, SubCommand, parse, split_words, unescape_slack
 from bot.errors import reported
+from bot.outcomes import Declined
 from bot.roles import ResolvedUser, Role
 from bot.slack import SlackFailure
 from bot.user_errors import UserInputError, describe_api_error
 from formatters.blocks import Payload
-from formatters.notices import error_message
+from formatters.notices import error_message, outcome_message
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -143,8 +145,9 @@ ActionHandler = Callable[[ActionRequest], Awaitable[None]]
 
 def action_listener(services: Services, handler: ActionHandler) -> Callable[..., Awaitable[None]]:
     """The Bolt listener of a button or menu: ack first (Slack's 3 s), build the
-    :class:`ActionRequest`, run ``handler``; a :class:`UserInputError` or an Agent API error becomes
-    an ephemeral error message to whoever clicked, as :meth:`Router.dispatch` does for commands.
+    :class:`ActionRequest`, run ``handler``; a :class:`bot.outcomes.Declined` (a
+    :class:`UserInputError` among them; :func:`formatters.notices.outcome_message`) or an Agent API
+    error becomes an ephemeral message to whoever clicked, as :meth:`Router.dispatch` does for commands.
     Anything else goes to the global error handler (an apology; the trace in the log)."""
 
     @reported
@@ -153,8 +156,8 @@ def action_listener(services: Services, handler: ActionHandler) -> Callable[...,
         request = ActionRequest.of(body, respond, context, services)
         try:
             await handler(request)
-        except UserInputError as exc:
-            await request.reply(error_message(exc.message, exc.hint))
+        except Declined as exc:
+            await request.reply(outcome_message(exc.outcome))
         except api_errors.AgentAPIError as exc:
             logger.warning("action %s: Agent API error %s", request.action_id, type(exc).__name__)
             await request.reply(error_message(*describe_api_error(exc)))
@@ -258,8 +261,8 @@ class Router:
             _spec, handler = self._routes[parsed.sub_command]
         try:
             await handler(request)
-        except UserInputError as exc:
-            await request.reply(error_message(exc.message, exc.hint))
+        except Declined as exc:
+            await request.reply(outcome_message(exc.outcome))
         except api_errors.AgentAPIError as exc:
             logger.warning("sub-command %s: Agent API error %s", parsed.sub_command, type(exc).__name__)
             await request.reply(error_message(*describe_api_error(exc)))

@@ -34,14 +34,7 @@ TRANSPORT = ("bot.api", "httpx")
 
 KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("bot.demo", "formatters.home"),
-    ("bot.errors", "formatters.notices"),
-    ("bot.middleware", "formatters.blocks"),
-    ("bot.middleware", "formatters.notices"),
-    ("bot.services.home", "formatters.limits"),
     ("bot.services.hooks", "formatters.sessions"),
-    ("bot.services.limits.workflow", "formatters.blocks"),
-    ("bot.services.limits.workflow", "formatters.limits"),
-    ("bot.services.limits.workflow", "formatters.notices"),
     ("bot.services.sessions", "formatters.sessions"),
     ("bot.services.sessions.follower", "formatters.blocks"),
     ("bot.services.sessions.follower", "formatters.sessions"),

@@ -79,6 +79,7 @@ from bot.services.alerts import AlertsRepository, AlertSubscription
 from bot.services.chart import BAR_COLOR, LAST_BAR_COLOR, day_totals
 from bot.services.controls import ControlsHistory, fetch_history
 from bot.services.limits import PENDING, LimitRequest, LimitsStore
+from bot.services.limits.actions import APPROVE_ACTION
 from bot.services.limits.store import limit_requests
 from bot.services.periods import Period, parse_period
 from bot.services.readiness import RepositorySummary, overview
@@ -86,7 +87,6 @@ from bot.services.sessions import STARTED, SessionLink, agent_sessions
 from bot.services.usage import UsageSummary, fetch_usage
 from bot.store import DatabaseUnusable, Store, metadata
 from bot.user_errors import describe_api_error
-from formatters.limits import APPROVE_ACTION
 
 if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
     from bot.api import AgentClient

@@ -104,6 +104,7 @@ def test_an_unexpected_failure_becomes_an_apology_with_a_reference_and_a_logged_
 async def test_an_apology_inside_a_request_uses_the_request_id_as_its_reference():
     from bot.errors import apologize
     from bot.logs import request_id
+    from formatters.notices import internal_error_message
 
     sent: list[dict] = []
 
@@ -112,10 +113,11 @@ async def test_an_apology_inside_a_request_uses_the_request_id_as_its_reference(
 
     token = request_id.set("abc123def4")
     try:
-        ref = await apologize(RuntimeError("boom"), respond)
+        ref = await apologize(RuntimeError("boom"), respond, apology=internal_error_message)
     finally:
         request_id.reset(token)
     assert ref == "abc123def4" and "`abc123def4`" in sent[0]["text"]
+    assert sent == [{**internal_error_message(ref), "response_type": "ephemeral", "replace_original": False}]
     assert len(await apologize(RuntimeError("outside a request"))) == 10
 
 

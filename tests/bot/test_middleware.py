@@ -8,6 +8,7 @@ from bot.middleware import THREAD_REPLY, build_role_check, delivery_key, request
 from bot.policy import Policy
 from bot.roles import DEFAULT_POLICY, ResolvedUser, Role, RolesFile
 from bot.slack import DONE, SlackFailure
+from formatters import notices
 from formatters.notices import refusal_message
 
 
@@ -75,7 +76,12 @@ async def event_policy(body):
 def role_check(gateway=None, policy=None):
     resolver, gateway = FakeResolver(), gateway or FakeGateway()
     check = build_role_check(
-        resolver, policy or Policy(DEFAULT_POLICY), gateway, lambda text: text.split()[0] if text else "help", event_policy
+        resolver,
+        policy or Policy(DEFAULT_POLICY),
+        gateway,
+        lambda text: text.split()[0] if text else "help",
+        event_policy,
+        messages=notices,
     )
     return check, resolver, gateway
 
@@ -196,7 +202,7 @@ def bot_check(allow_bots=()):
 
     resolver, gateway = FakeResolver(), FakeGateway()
     policy = Policy(DEFAULT_POLICY, sessions=SessionsConfig(allow_bots=allow_bots))
-    return build_role_check(resolver, policy, gateway, lambda text: "help", start_policy), resolver, gateway
+    return build_role_check(resolver, policy, gateway, lambda text: "help", start_policy, messages=notices), resolver, gateway
 
 
 @pytest.mark.parametrize(

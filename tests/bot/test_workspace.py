@@ -17,6 +17,7 @@ from slack_bolt.response import BoltResponse
 
 from bot.middleware import Installation, build_workspace_check, workspace_of
 from bot.slack import AuthTest, SlackFailure, SlackGateway, web_client
+from formatters import notices
 from formatters.notices import other_workspace_message
 from sandbox.slack_emulator import SlackEmulator
 from tests.inprocess import inprocess_fixture
@@ -91,7 +92,7 @@ class Calls:
 
 async def check(body: dict, answer: AuthTest | SlackFailure = INSTALLED) -> tuple[Any, Calls, FakeGateway]:
     gateway = FakeGateway(answer)
-    middleware = build_workspace_check(Installation(gateway))  # type: ignore[arg-type]  # only auth_test is called
+    middleware = build_workspace_check(Installation(gateway), messages=notices)  # type: ignore[arg-type]  # only auth_test is called
     calls = Calls()
     result = await middleware(body=body, ack=calls.ack, respond=calls.respond, next=calls.next)
     return result, calls, gateway

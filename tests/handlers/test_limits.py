@@ -39,7 +39,6 @@ from bot.services.limits import (
     TWICE,
     LimitEntry,
 )
-from bot.services.limits.workflow import ALREADY_DECIDED
 from formatters import limits as fmt
 from formatters.blocks import message_link
 from handlers.limits import HISTORY, HISTORY_USAGE, NO_OWN_EMAIL_READ, OWN_ONLY, OWN_ONLY_HINT, handle_show
@@ -290,7 +289,7 @@ def test_reject_needs_a_reason_in_a_modal(stack, people, block_kit_validator):
     again = submit(stack, view, {fmt.REJECT_BLOCK: {fmt.REJECT_INPUT: "again"}}, "U0OWNER")
     assert again.json() == {
         "response_action": "errors",
-        "errors": {fmt.REJECT_BLOCK: ALREADY_DECIDED.format(id=request_id, state="rejected")},
+        "errors": {fmt.REJECT_BLOCK: fmt.ALREADY_DECIDED.format(id=request_id, state="rejected")},
     }
     assert stored(stack, request_id) == rejected
 

@@ -3,13 +3,17 @@ mapping of :class:`handlers.router.Router` (no Slack, no HTTP: replies are captu
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
 from bot.api import errors as api_errors
+from bot.outcomes import Declined, Invalid, NotFound, NothingChanged, Refused
 from bot.user_errors import UserInputError, describe_api_error
 from formatters.help import did_you_mean
-from formatters.notices import error_message
-from handlers.router import CommandRequest, Suggestion
+from formatters.notices import error_message, outcome_message
+from handlers.router import ActionRequest, CommandRequest, Suggestion, action_listener
 from tests.routing import ALL, ARCHIVE, REPORTS, START, STATUS, USAGE, dispatch, ephemeral, router_with
 
 
@@ -66,6 +70,43 @@ async def test_handler_errors_become_one_clear_reply():
 
     router, _ = router_with(USAGE, handler=api_down)
     assert await dispatch(router, "usage") == [ephemeral(error_message(*describe_api_error(failure)))]
+
+
+OUTCOMES = (
+    Refused("archive session 1a2b3c4d", "only its starter or a manager may", "manager", ("U0MANAGER", "@leads")),
+    NotFound("session", "1a2b3c4d", "`/agent sessions` lists them."),
+    NothingChanged("Request #12 is already applied."),
+    Invalid("`n` must be a whole number.", "Usage: `/agent limits history [n]`"),
+)
+
+
+@pytest.mark.parametrize("outcome", OUTCOMES, ids=lambda o: type(o).__name__)
+async def test_a_declined_command_is_answered_with_its_outcome(outcome):
+    async def declined(_request: CommandRequest) -> None:
+        raise Declined(outcome)
+
+    router, _ = router_with(USAGE, handler=declined)
+    assert await dispatch(router, "usage") == [ephemeral(outcome_message(outcome))]
+
+
+@pytest.mark.parametrize("outcome", OUTCOMES, ids=lambda o: type(o).__name__)
+async def test_a_declined_click_is_acked_then_answered_with_its_outcome(outcome):
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def ack(**kwargs: Any) -> None:
+        calls.append(("ack", kwargs))
+
+    async def respond(**kwargs: Any) -> None:
+        calls.append(("respond", kwargs))
+
+    async def declined(_click: ActionRequest) -> None:
+        raise Declined(outcome)
+
+    body = {"type": "block_actions", "user": {"id": "U1"}, "container": {"message_ts": "1.000001"}, "actions": [{"action_id": "x.y"}]}
+    listener = action_listener(SimpleNamespace(), declined)  # type: ignore[arg-type]
+    await listener(ack=ack, body=body, respond=respond, context={})
+    expected = {**outcome_message(outcome), "response_type": "ephemeral", "replace_original": False}
+    assert calls == [("ack", {}), ("respond", expected)]
 
 
 async def test_an_unbalanced_quote_says_so():

@@ -3,11 +3,24 @@
     store.py      the requests and known limits (SQL tables), the state machine, ApprovalsConfig
     entries.py    reading users and credits from a command or CSV (check_entries, parse_csv)
     workflow.py   LimitsWorkflow: filing, four eyes, owner threshold, expiry, the stall sweep, the PUT
+    actions.py    the buttons' action ids and the modals' callback ids, which are policy keys too
 
-No Slack request objects and no Bolt here; Slack I/O goes through :class:`bot.slack.SlackGateway`,
-payloads come from :mod:`formatters.limits`.
+No Slack request objects, no Bolt and no Block Kit here: Slack I/O goes through
+:class:`bot.slack.SlackGateway`; what the workflow posts is built by the :class:`LimitsMessages`
+handed in at wiring (:mod:`formatters.limits`); why an action did nothing is a typed
+:class:`Refusal` that handlers put into words.
 """
 
+from bot.services.limits.actions import (
+    APPROVE_ACTION,
+    CANCEL_ACTION,
+    CONFIRM_ACTION,
+    FILE_CALLBACK,
+    REJECT_ACTION,
+    REJECT_CALLBACK,
+    RETRY_ACTION,
+    ButtonRoles,
+)
 from bot.services.limits.entries import (
     BAD_CREDITS,
     BAD_USER,
@@ -49,10 +62,11 @@ from bot.services.limits.workflow import (
     POST_FAILED_HINT,
     STALL_MINUTES,
     STALLED,
+    TAMPERED,
     VIEW_FAILED,
     VIEW_FAILED_HINT,
     ActionOutcome,
-    InvalidSubmission,
+    LimitsMessages,
     LimitsWorkflow,
     Refusal,
     Refused,
@@ -61,14 +75,18 @@ from bot.services.limits.workflow import (
 __all__ = [
     "APPLIED",
     "APPROVED",
+    "APPROVE_ACTION",
     "BAD_CREDITS",
     "BAD_USER",
     "CANCELLED",
+    "CANCEL_ACTION",
+    "CONFIRM_ACTION",
     "CREDITS_MAX",
     "CSV_LINE",
     "EXPIRED",
     "EXPIRY_CHECK_SECONDS",
     "EXPIRY_JOB",
+    "FILE_CALLBACK",
     "FINAL_STATES",
     "NOT_APPLIED",
     "NOT_ORG_USER",
@@ -78,19 +96,24 @@ __all__ = [
     "POST_FAILED",
     "POST_FAILED_HINT",
     "REJECTED",
+    "REJECT_ACTION",
+    "REJECT_CALLBACK",
+    "RETRY_ACTION",
     "STALLED",
     "STALL_MINUTES",
     "STATES",
+    "TAMPERED",
     "TWICE",
     "UNKNOWN_MENTION",
     "VIEW_FAILED",
     "VIEW_FAILED_HINT",
     "ActionOutcome",
     "ApprovalsConfig",
-    "InvalidSubmission",
+    "ButtonRoles",
     "KnownLimit",
     "LimitEntry",
     "LimitRequest",
+    "LimitsMessages",
     "LimitsStore",
     "LimitsWorkflow",
     "Outcome",

@@ -22,9 +22,13 @@ approvals that never reached the PUT within :data:`STALL_MINUTES` (the bot stopp
 ``approved_not_applied``. Reject opens a modal for the (required) reason; Cancel is the
 requester's only.
 
-Results are typed: an action returns the request as it is now, or a :class:`Refusal` (why nothing
-changed, and the ephemeral payload for whoever asked); a modal submission returns the request or
-an :class:`InvalidSubmission`. All Slack I/O goes through :class:`bot.slack.SlackGateway`; a Slack
+Results are typed: an action (and the reject modal's submission) returns the request as it is now,
+or a :class:`Refusal`: why nothing changed (:class:`Refused`, each reason one of the kinds of
+:mod:`bot.outcomes`, :attr:`Refused.kind`), with what the words need; no Block Kit. The handler turns
+it into the ephemeral answer (:func:`formatters.limits.refusal_notice`, or for the modal
+:func:`formatters.limits.reject_errors`). The messages the workflow posts itself (the request
+message, its outcome, the reject modal) come from the :class:`LimitsMessages` handed in at wiring
+(:mod:`formatters.limits`). All Slack I/O goes through :class:`bot.slack.SlackGateway`; a Slack
 failure after a decision is logged and never undoes it (the database is the record).
 """
 
@@ -36,14 +40,15 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, Protocol
 
-from bot import metrics
+from bot import metrics, outcomes
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import PartialLimitsUpdateError
 from bot.api.models import CreditLimitUpdateResult
 from bot.policy import Policy
 from bot.roles import ResolvedUser
+from bot.services.limits.actions import APPROVE_ACTION, CONFIRM_ACTION, REJECT_ACTION, RETRY_ACTION, ButtonRoles
 from bot.services.limits.store import (
     APPROVED,
     PENDING,
@@ -54,11 +59,8 @@ from bot.services.limits.store import (
     Outcome,
     TransitionRefused,
 )
-from bot.slack import SlackFailure, SlackGateway
+from bot.slack import Payload, SlackFailure, SlackGateway
 from bot.user_errors import describe_api_error
-from formatters import limits as fmt
-from formatters.blocks import Payload
-from formatters.notices import error_message, refusal_message
 
 logger = logging.getLogger(__name__)
 
@@ -72,14 +74,16 @@ POST_FAILED: Final = "I could not post the request in <#{channel}> ({error}); no
 POST_FAILED_HINT: Final = "Invite the bot to that channel, or ask whoever runs it to check `approvals.channel`."
 VIEW_FAILED: Final = "I could not open the form ({error})."
 VIEW_FAILED_HINT: Final = "Click again; a form can only be opened within a few seconds of the click."
-ALREADY_DECIDED: Final = "Request #{id} is already {state}."
+TAMPERED: Final = "The stored entries of request #{id} no longer match what was filed; nothing was sent."
+"""The problem recorded (and shown) when a request's stored entries no longer match their hash."""
 ID_DIGITS: Final = 18
 REQUEST_ID: Final = re.compile(rf"[0-9]{{1,{ID_DIGITS}}}")
 """A request id as a button value or a modal's ``private_metadata`` carries it (fits a BIGINT)."""
 
 
 class Refused(enum.StrEnum):
-    """Why an action changed nothing (or, for :attr:`BEFORE_CHANGED`, only refreshed the message)."""
+    """Why an action changed nothing (or, for :attr:`BEFORE_CHANGED`, only refreshed the message);
+    :attr:`kind` is the :mod:`bot.outcomes` kind each reason is."""
 
     MISSING = "missing"  # no request with that id
     DECIDED = "decided"  # not pending any more, or another click won the race
@@ -93,27 +97,67 @@ class Refused(enum.StrEnum):
     NOT_RETRYABLE = "not_retryable"
     POST_FAILED = "post_failed"  # the request message could not be posted; the request is cancelled
     VIEW_FAILED = "view_failed"  # ``views.open`` failed
+    NO_REASON = "no_reason"  # the reject modal was submitted without a reason
+
+    @property
+    def kind(self) -> type[outcomes.Outcome]:
+        """The :mod:`bot.outcomes` kind of this reason: :class:`bot.outcomes.NotFound`,
+        :class:`bot.outcomes.Refused`, :class:`bot.outcomes.NothingChanged` or :class:`bot.outcomes.Invalid`."""
+        return _KINDS[self]
+
+
+_KINDS: Final[dict[Refused, type[outcomes.Outcome]]] = {
+    Refused.MISSING: outcomes.NotFound,
+    Refused.DECIDED: outcomes.NothingChanged,
+    Refused.EXPIRED: outcomes.NothingChanged,
+    Refused.SELF_APPROVAL: outcomes.Refused,
+    Refused.SELF_REJECTION: outcomes.Refused,
+    Refused.ROLE: outcomes.Refused,
+    Refused.OWNER_NEEDED: outcomes.Refused,
+    Refused.BEFORE_CHANGED: outcomes.NothingChanged,
+    Refused.ONLY_REQUESTER: outcomes.Refused,
+    Refused.NOT_RETRYABLE: outcomes.NothingChanged,
+    Refused.POST_FAILED: outcomes.Invalid,
+    Refused.VIEW_FAILED: outcomes.Invalid,
+    Refused.NO_REASON: outcomes.Invalid,
+}
 
 
 @dataclass(frozen=True)
 class Refusal:
-    """An action that did not do what was asked: ``reason``, ``payload`` (``{"text", "blocks"}``,
-    the ephemeral answer for whoever asked) and ``request`` as it is now (``None`` if there is none)."""
+    """An action that did not do what was asked: ``reason``, ``request`` as it is now (``None`` if
+    there is none), and what the words need, by reason: ``key`` (:attr:`Refused.MISSING`: the id as
+    given, at most 40 characters; :attr:`Refused.ROLE`, :attr:`Refused.OWNER_NEEDED`: the policy
+    key), ``needs`` (:attr:`Refused.ROLE`: the key's minimum role name; :attr:`Refused.OWNER_NEEDED`:
+    ``"owner"``), ``user`` (:attr:`Refused.ROLE`: who was refused, with the source of their role),
+    ``threshold`` (:attr:`Refused.OWNER_NEEDED`: credits), ``channel`` (:attr:`Refused.POST_FAILED`:
+    where the post was refused) and ``error`` (:attr:`Refused.POST_FAILED`,
+    :attr:`Refused.VIEW_FAILED`: Slack's error code)."""
 
     reason: Refused
-    payload: Payload
     request: LimitRequest | None = None
-
-
-@dataclass(frozen=True)
-class InvalidSubmission:
-    """A modal submission refused: ``errors`` maps an input's ``block_id`` to the text Slack shows
-    under it (``response_action: errors``, Slack doc "Handling view_submission")."""
-
-    errors: dict[str, str]
+    key: str = ""
+    needs: str | None = None
+    user: ResolvedUser | None = None
+    threshold: int | None = None
+    channel: str = ""
+    error: str = ""
 
 
 ActionOutcome = LimitRequest | Refusal
+
+
+class LimitsMessages(Protocol):
+    """The messages the workflow posts itself (:mod:`formatters.limits` is one, handed in at wiring):
+    the request message for the request's current state (with who may press its buttons), the
+    outcome for its thread and the requester's DM, and the reject modal. Each returns a Block Kit
+    payload (``{"text", "blocks"}``) or a view; none may do I/O."""
+
+    def request_message(self, request: LimitRequest, *, button_roles: ButtonRoles | None = None) -> Payload: ...
+
+    def outcome_notice(self, request: LimitRequest) -> Payload: ...
+
+    def reject_modal(self, request: LimitRequest) -> dict[str, Any]: ...
 
 
 class LimitsWorkflow:
@@ -121,8 +165,9 @@ class LimitsWorkflow:
 
     ``agent`` is the Agent API client; ``store`` the requests' table; ``slack`` the gateway; ``now``
     the clock (aware UTC); ``config`` the ``approvals:`` section (expiry, channel); ``policy`` the
-    role policy (owner threshold); ``on_change`` is told of every request filed or changed (the App
-    Home tabs it shows up on, :meth:`bot.services.home.HomeMarks.request_changed`; it must not raise)."""
+    role policy (owner threshold); ``messages`` builds what it posts (:class:`LimitsMessages`,
+    :mod:`formatters.limits` at wiring); ``on_change`` is told of every request filed or changed (the
+    App Home tabs it shows up on, :meth:`bot.services.home.HomeMarks.request_changed`; it must not raise)."""
 
     def __init__(
         self,
@@ -133,6 +178,7 @@ class LimitsWorkflow:
         now: Callable[[], dt.datetime],
         config: ApprovalsConfig,
         policy: Policy,
+        messages: LimitsMessages,
         on_change: Callable[[LimitRequest], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
@@ -141,15 +187,16 @@ class LimitsWorkflow:
         self.now = now
         self.config = config
         self.policy = policy
+        self.messages = messages
         self.on_change = on_change
 
-    def button_roles(self) -> fmt.ButtonRoles:
+    def button_roles(self) -> ButtonRoles:
         """Who may press the request message's buttons, from the policy (shown on the message)."""
         minimum = self.policy.minimum
-        return fmt.ButtonRoles(
-            approve=minimum(fmt.APPROVE_ACTION).name,
-            reject=minimum(fmt.REJECT_ACTION).name,
-            retry=minimum(fmt.RETRY_ACTION).name,
+        return ButtonRoles(
+            approve=minimum(APPROVE_ACTION).name,
+            reject=minimum(REJECT_ACTION).name,
+            retry=minimum(RETRY_ACTION).name,
             owner_required_above=self.policy.owner_required_above,
         )
 
@@ -175,11 +222,10 @@ class LimitsWorkflow:
             expires_at=now + dt.timedelta(hours=self.config.expires_after_hours),
             channel=where,
         )
-        posted = await self.slack.post(where, fmt.request_message(request, button_roles=self.button_roles()))
+        posted = await self.slack.post(where, self.messages.request_message(request, button_roles=self.button_roles()))
         if isinstance(posted, SlackFailure):
             cancelled = await self.store.cancel(request.id, requester_id, now)
-            payload = error_message(POST_FAILED.format(channel=where, error=posted.error), POST_FAILED_HINT)
-            return Refusal(Refused.POST_FAILED, payload, cancelled)
+            return Refusal(Refused.POST_FAILED, cancelled, channel=where, error=posted.error)
         filed = await self.store.set_message(request.id, posted.channel, posted.ts)
         logger.info("credit-limit request %s filed by %s: %d entries", request.id, requester_id, len(entries))
         await self._changed(filed)
@@ -194,34 +240,33 @@ class LimitsWorkflow:
         """The request a button's ``value`` (its id, as text) names, or a :attr:`Refused.MISSING` refusal."""
         request = await self._get(value)
         if request is None:
-            return Refusal(Refused.MISSING, fmt.missing(value or "?"))
+            return Refusal(Refused.MISSING, key=(value or "?")[:40])
         return request
 
     def _lost(self, refused: TransitionRefused, request: LimitRequest) -> Refusal:
         """A conditional UPDATE that did not happen: who decided first (or that the request is gone)."""
         if refused.request is None:
-            return Refusal(Refused.MISSING, fmt.missing(request.id))
-        return Refusal(Refused.DECIDED, fmt.decided_before(refused.request), refused.request)
+            return Refusal(Refused.MISSING, key=str(request.id))
+        return Refusal(Refused.DECIDED, refused.request)
 
     async def approve(self, request: LimitRequest, user: ResolvedUser, *, confirmed: bool = False) -> ActionOutcome:
         """An Approve (or, ``confirmed``, a Confirm) click by ``user`` on ``request``: the checks of
         the module docstring, then ``pending -> approved`` (one winner) and the PUT. Returns the
         request as it ended (``applied`` or ``approved_not_applied``), or a :class:`Refusal`."""
-        key = fmt.CONFIRM_ACTION if confirmed else fmt.APPROVE_ACTION
+        key = CONFIRM_ACTION if confirmed else APPROVE_ACTION
         now = self.now()
         if request.state != PENDING:
-            return Refusal(Refused.DECIDED, fmt.decided_before(request), request)
+            return Refusal(Refused.DECIDED, request)
         if request.expires_at <= now:
             await self._expire(request)
-            return Refusal(Refused.EXPIRED, fmt.expired_notice(request), request)
+            return Refusal(Refused.EXPIRED, request)
         if user.user_id == request.requester_id or (user.email or "").lower() == request.requester_email:
-            return Refusal(Refused.SELF_APPROVAL, fmt.self_approval(request), request)
+            return Refusal(Refused.SELF_APPROVAL, request)
         if not self.policy.allows(user, key):
-            needed = self.policy.minimum(key).name
-            return Refusal(Refused.ROLE, refusal_message(key, needed, user.role.name, source=user.source, email=user.email), request)
+            return Refusal(Refused.ROLE, request, key=key, needs=self.policy.minimum(key).name, user=user)
         if not self.policy.allows(user, key, amount=request.size):
             threshold = self.policy.owner_required_above or 0
-            return Refusal(Refused.OWNER_NEEDED, fmt.owner_needed(request, threshold), request)
+            return Refusal(Refused.OWNER_NEEDED, request, key=key, needs="owner", threshold=threshold)
         current = await self.store.known_before(e.email for e in request.entries)
         if current != request.before:
             try:
@@ -229,7 +274,7 @@ class LimitsWorkflow:
             except TransitionRefused as refused:
                 return self._lost(refused, request)
             await self._show(request)
-            return Refusal(Refused.BEFORE_CHANGED, fmt.before_changed(request), request)
+            return Refusal(Refused.BEFORE_CHANGED, request)
         try:
             request = await self.store.approve(request.id, user.user_id, now)
         except TransitionRefused as refused:
@@ -245,8 +290,8 @@ class LimitsWorkflow:
             request = await self.store.retry(request.id)
         except TransitionRefused as refused:
             if refused.request is None:
-                return Refusal(Refused.MISSING, fmt.missing(request.id))
-            return Refusal(Refused.NOT_RETRYABLE, fmt.not_retryable(refused.request), refused.request)
+                return Refusal(Refused.MISSING, key=str(request.id))
+            return Refusal(Refused.NOT_RETRYABLE, refused.request)
         logger.info("credit-limit request %s retried by %s", request.id, user.user_id)
         await self._show(request)
         return await self.apply(request)
@@ -254,9 +299,9 @@ class LimitsWorkflow:
     async def cancel(self, request: LimitRequest, user: ResolvedUser) -> ActionOutcome:
         """A Cancel click: ``pending -> cancelled``, by the requester only; then the outcome shown."""
         if request.state != PENDING:
-            return Refusal(Refused.DECIDED, fmt.decided_before(request), request)
+            return Refusal(Refused.DECIDED, request)
         if user.user_id != request.requester_id:
-            return Refusal(Refused.ONLY_REQUESTER, fmt.only_requester(request), request)
+            return Refusal(Refused.ONLY_REQUESTER, request)
         try:
             request = await self.store.cancel(request.id, user.user_id, self.now())
         except TransitionRefused as refused:
@@ -268,31 +313,31 @@ class LimitsWorkflow:
         """A Reject click: checks, then the reason modal (``views.open`` with ``trigger_id``). The
         request is unchanged; the decision comes with the modal's submission (:meth:`reject`)."""
         if request.state != PENDING:
-            return Refusal(Refused.DECIDED, fmt.decided_before(request), request)
+            return Refusal(Refused.DECIDED, request)
         if user.user_id == request.requester_id:
-            return Refusal(Refused.SELF_REJECTION, fmt.self_rejection(request), request)
-        opened = await self.slack.open_view(trigger_id, fmt.reject_modal(request))
+            return Refusal(Refused.SELF_REJECTION, request)
+        opened = await self.slack.open_view(trigger_id, self.messages.reject_modal(request))
         if isinstance(opened, SlackFailure):
-            return Refusal(Refused.VIEW_FAILED, error_message(VIEW_FAILED.format(error=opened.error), VIEW_FAILED_HINT), request)
+            return Refusal(Refused.VIEW_FAILED, request, error=opened.error)
         return request
 
-    async def reject(self, value: str, user_id: str, reason: str) -> LimitRequest | InvalidSubmission:
+    async def reject(self, value: str, user_id: str, reason: str) -> ActionOutcome:
         """The reason modal's submission (``value``: its ``private_metadata``, the request id):
-        ``pending -> rejected`` with ``reason``; or the errors to show on the modal (blank reason,
-        no such request, the requester's own, already decided). The caller acks the modal, then
+        ``pending -> rejected`` with ``reason``; or why not, to show on the modal
+        (:attr:`Refused.NO_REASON`, :attr:`Refused.MISSING`, :attr:`Refused.SELF_REJECTION`,
+        :attr:`Refused.DECIDED` with the request as it is now). The caller acks the modal, then
         calls :meth:`publish` with the rejected request."""
         if not reason.strip():
-            return InvalidSubmission({fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED})
+            return Refusal(Refused.NO_REASON)
         request = await self._get(value)
         if request is None:
-            return InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])})
+            return Refusal(Refused.MISSING, key=value[:40])
         if request.requester_id == user_id:
-            return InvalidSubmission({fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)})
+            return Refusal(Refused.SELF_REJECTION, request)
         try:
             return await self.store.reject(request.id, user_id, reason, self.now())
         except TransitionRefused as refused:
-            current = refused.request or request
-            return InvalidSubmission({fmt.REJECT_BLOCK: ALREADY_DECIDED.format(id=current.id, state=current.state.replace("_", " "))})
+            return Refusal(Refused.DECIDED, refused.request or request)
 
     # ------------------------------------------------------------------ applying
     async def apply(self, request: LimitRequest) -> LimitRequest:
@@ -303,7 +348,7 @@ class LimitsWorkflow:
         their hash). When the stall sweep took the request over meanwhile, the request as given."""
         now = self.now
         if not request.intact:
-            tampered = await self.store.mark_not_applied(request.id, Outcome(problem=fmt.TAMPERED.format(id=request.id)), now())
+            tampered = await self.store.mark_not_applied(request.id, Outcome(problem=TAMPERED.format(id=request.id)), now())
             await self.publish(tampered)
             return tampered
         done: LimitRequest | None
@@ -345,7 +390,7 @@ class LimitsWorkflow:
         if not (request.channel and request.message_ts):
             return
         updated = await self.slack.update(
-            request.channel, request.message_ts, fmt.request_message(request, button_roles=self.button_roles())
+            request.channel, request.message_ts, self.messages.request_message(request, button_roles=self.button_roles())
         )
         if isinstance(updated, SlackFailure):
             logger.warning("message of credit-limit request %s not updated: %s", request.id, updated.error)
@@ -355,7 +400,7 @@ class LimitsWorkflow:
         requester. Each Slack failure is logged and the others still happen (see :meth:`_show`)."""
         metrics.credit_limit_decision(request.state)
         await self._show(request)
-        notice = fmt.outcome_notice(request)
+        notice = self.messages.outcome_notice(request)
         if request.channel and request.message_ts:
             posted = await self.slack.post(request.channel, notice, thread_ts=request.message_ts)
             if isinstance(posted, SlackFailure):

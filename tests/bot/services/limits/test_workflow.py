@@ -14,6 +14,7 @@ import datetime as dt
 
 import pytest
 
+from bot import outcomes
 from bot.api.errors import PartialLimitsUpdateError, ServerError
 from bot.api.models import CreditLimitEntry, CreditLimitError, CreditLimitUpdateResult
 from bot.policy import Policy
@@ -33,7 +34,6 @@ from bot.services.limits import (
     VIEW_FAILED,
     VIEW_FAILED_HINT,
     ApprovalsConfig,
-    InvalidSubmission,
     LimitEntry,
     LimitsStore,
     LimitsWorkflow,
@@ -41,7 +41,6 @@ from bot.services.limits import (
     Refusal,
     Refused,
 )
-from bot.services.limits.workflow import ALREADY_DECIDED
 from bot.slack import DONE, Posted, SlackFailure
 from bot.store import Store
 from formatters import limits as fmt
@@ -128,7 +127,9 @@ def parts(database):
     store = Store(database)
     clock, slack, agent = Clock(), FakeGateway(), FakeAgent()
     policy = Policy(DEFAULT_POLICY, owner_required_above=THRESHOLD)
-    workflow = LimitsWorkflow(agent=agent, store=LimitsStore(store), slack=slack, now=clock, config=ApprovalsConfig(), policy=policy)
+    workflow = LimitsWorkflow(
+        agent=agent, store=LimitsStore(store), slack=slack, now=clock, config=ApprovalsConfig(), policy=policy, messages=fmt
+    )
     yield workflow, slack, agent, clock
     store.close()
 
@@ -142,6 +143,13 @@ async def file(workflow, entries=DAVE_500, requester=BOB):
     )
     assert not isinstance(filed, Refusal)
     return filed
+
+
+def said(outcome):
+    """A refusal as the workflow typed it (reason, the request as it is now) and as its handler
+    words it (:func:`formatters.limits.refusal_notice`)."""
+    assert isinstance(outcome, Refusal), outcome
+    return outcome.reason, outcome.request, fmt.refusal_notice(outcome)
 
 
 def shown_message(request):
@@ -176,7 +184,7 @@ async def test_a_refused_post_cancels_the_request_and_names_channel_and_error(pa
         requester_id=BOB.user_id, requester_email=BOB.email, reason="", entries=[LimitEntry("dave@example.com", 1)], channel=CHANNEL
     )
     assert isinstance(refusal, Refusal) and refusal.reason is Refused.POST_FAILED
-    assert refusal.payload == error_message(POST_FAILED.format(channel=CHANNEL, error="not_in_channel"), POST_FAILED_HINT)
+    assert fmt.refusal_notice(refusal) == error_message(POST_FAILED.format(channel=CHANNEL, error="not_in_channel"), POST_FAILED_HINT)
     assert refusal.request.state == CANCELLED
     assert (await workflow.store.get(refusal.request.id)).state == CANCELLED
 
@@ -196,7 +204,7 @@ async def test_approved_then_applied_once_shown_in_place_in_the_thread_and_by_dm
     assert published(slack, done)
     assert (await workflow.store.known(["dave@example.com"]))["dave@example.com"].limit == 500
     again = await workflow.approve(await workflow.store.get(request.id), ALICE)
-    assert again == Refusal(Refused.DECIDED, fmt.decided_before(done), done)
+    assert said(again) == (Refused.DECIDED, done, fmt.decided_before(done))
     assert len(agent.puts) == 1
 
 
@@ -205,7 +213,7 @@ async def test_the_requester_never_approves_by_id_or_by_e_mail(parts):
     request = await file(workflow)
     same_person = ResolvedUser("U0OTHERID", "BOB@example.com", Role.owner, "roles file")
     for user in (BOB, same_person):
-        assert await workflow.approve(request, user) == Refusal(Refused.SELF_APPROVAL, fmt.self_approval(request), request)
+        assert said(await workflow.approve(request, user)) == (Refused.SELF_APPROVAL, request, fmt.self_approval(request))
     assert (await workflow.store.get(request.id)).state == PENDING and agent.puts == []
 
 
@@ -213,7 +221,7 @@ async def test_above_the_owner_threshold_only_an_owner_approves(parts):
     workflow, _, agent, _ = parts
     big = await file(workflow, [LimitEntry("dave@example.com", THRESHOLD), LimitEntry("erin@example.com", 1)])
     assert big.size == THRESHOLD + 1
-    assert await workflow.approve(big, DAN) == Refusal(Refused.OWNER_NEEDED, fmt.owner_needed(big, THRESHOLD), big)
+    assert said(await workflow.approve(big, DAN)) == (Refused.OWNER_NEEDED, big, fmt.owner_needed(big, THRESHOLD))
     assert agent.puts == []
     assert (await workflow.approve(big, ALICE)).state == APPLIED
     at_threshold = await file(workflow, [LimitEntry("frank@example.com", THRESHOLD)])
@@ -224,8 +232,10 @@ async def test_below_the_approver_role_is_refused_with_the_role_checks_message(p
     workflow, _, _, _ = parts
     request = await file(workflow)
     refusal = await workflow.approve(request, CAROL)
-    assert refusal == Refusal(
-        Refused.ROLE, refusal_message(fmt.APPROVE_ACTION, "manager", "member", source=CAROL.source, email=CAROL.email), request
+    assert said(refusal) == (
+        Refused.ROLE,
+        request,
+        refusal_message(fmt.APPROVE_ACTION, "manager", "member", source=CAROL.source, email=CAROL.email),
     )
 
 
@@ -241,7 +251,7 @@ async def test_a_failed_put_leaves_it_not_applied_and_retry_applies_it_once(part
     assert (done.state, done.decided_by) == (APPLIED, ALICE.user_id)
     assert agent.puts == [[("dave@example.com", 500)]] * 2
     late = await workflow.retry(failed, DAN)
-    assert late == Refusal(Refused.NOT_RETRYABLE, fmt.not_retryable(done), done)
+    assert said(late) == (Refused.NOT_RETRYABLE, done, fmt.not_retryable(done))
 
 
 async def test_a_later_batch_failing_records_what_was_applied(parts):
@@ -283,7 +293,7 @@ async def test_changed_last_known_limits_refresh_the_message_and_ask_to_confirm(
     prompt = await workflow.approve(second, ALICE)
     refreshed = await workflow.store.get(second.id)
     assert refreshed.state == PENDING and refreshed.before == {"dave@example.com": 100}
-    assert prompt == Refusal(Refused.BEFORE_CHANGED, fmt.before_changed(refreshed), refreshed)
+    assert said(prompt) == (Refused.BEFORE_CHANGED, refreshed, fmt.before_changed(refreshed))
     assert shown(slack, refreshed)
     done = await workflow.approve(refreshed, ALICE, confirmed=True)
     assert done.state == APPLIED and agent.puts[-1] == [("dave@example.com", 300)]
@@ -294,7 +304,13 @@ async def test_two_approvers_at_once_on_two_replicas_one_put(parts, database):
     other = Store(database)
     try:
         replica = LimitsWorkflow(
-            agent=agent, store=LimitsStore(other), slack=FakeGateway(), now=clock, config=ApprovalsConfig(), policy=workflow.policy
+            agent=agent,
+            store=LimitsStore(other),
+            slack=FakeGateway(),
+            now=clock,
+            config=ApprovalsConfig(),
+            policy=workflow.policy,
+            messages=fmt,
         )
         request = await file(workflow)
         results = await asyncio.gather(*(w.approve(request, u) for w, u in [(workflow, ALICE), (replica, DAN)] * 3))
@@ -310,30 +326,30 @@ async def test_two_approvers_at_once_on_two_replicas_one_put(parts, database):
 async def test_cancel_is_the_requesters_only(parts):
     workflow, slack, _, _ = parts
     request = await file(workflow, requester=CAROL)
-    assert await workflow.cancel(request, ALICE) == Refusal(Refused.ONLY_REQUESTER, fmt.only_requester(request), request)
+    assert said(await workflow.cancel(request, ALICE)) == (Refused.ONLY_REQUESTER, request, fmt.only_requester(request))
     cancelled = await workflow.cancel(request, CAROL)
     assert (cancelled.state, cancelled.decided_by) == (CANCELLED, CAROL.user_id)
     assert shown(slack, cancelled) and published(slack, cancelled)
-    assert await workflow.cancel(request, CAROL) == Refusal(Refused.DECIDED, fmt.decided_before(cancelled), cancelled)
+    assert said(await workflow.cancel(request, CAROL)) == (Refused.DECIDED, cancelled, fmt.decided_before(cancelled))
 
 
 async def test_reject_opens_the_modal_and_its_submission_decides(parts):
     workflow, slack, _, _ = parts
     request = await file(workflow)
-    assert await workflow.open_reject(request, BOB, "T1") == Refusal(Refused.SELF_REJECTION, fmt.self_rejection(request), request)
+    assert said(await workflow.open_reject(request, BOB, "T1")) == (Refused.SELF_REJECTION, request, fmt.self_rejection(request))
     assert await workflow.open_reject(request, ALICE, "T2") == request
     assert slack.views == [("T2", fmt.reject_modal(request))]
     value = str(request.id)
-    assert await workflow.reject(value, ALICE.user_id, "  ") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED})
-    assert await workflow.reject("999", ALICE.user_id, "no") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id="999")})
-    assert await workflow.reject(value, BOB.user_id, "no") == InvalidSubmission(
-        {fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)}
-    )
+    assert fmt.reject_errors(await workflow.reject(value, ALICE.user_id, "  ")) == {fmt.REJECT_BLOCK: fmt.REJECT_REQUIRED}
+    assert fmt.reject_errors(await workflow.reject("999", ALICE.user_id, "no")) == {fmt.REJECT_BLOCK: fmt.MISSING.format(id="999")}
+    assert fmt.reject_errors(await workflow.reject(value, BOB.user_id, "no")) == {
+        fmt.REJECT_BLOCK: fmt.SELF_REJECTION.format(id=request.id)
+    }
     rejected = await workflow.reject(value, ALICE.user_id, " too much ")
     assert (rejected.state, rejected.decided_by, rejected.reject_reason) == (REJECTED, ALICE.user_id, "too much")
     again = await workflow.reject(value, DAN.user_id, "me too")
-    assert again == InvalidSubmission({fmt.REJECT_BLOCK: ALREADY_DECIDED.format(id=request.id, state="rejected")})
-    assert await workflow.open_reject(rejected, DAN, "T3") == Refusal(Refused.DECIDED, fmt.decided_before(rejected), rejected)
+    assert fmt.reject_errors(again) == {fmt.REJECT_BLOCK: fmt.ALREADY_DECIDED.format(id=request.id, state="rejected")}
+    assert said(await workflow.open_reject(rejected, DAN, "T3")) == (Refused.DECIDED, rejected, fmt.decided_before(rejected))
 
 
 async def test_a_modal_that_cannot_open_is_told(parts):
@@ -341,16 +357,16 @@ async def test_a_modal_that_cannot_open_is_told(parts):
     request = await file(workflow)
     slack.fail["views.open"] = "expired_trigger_id"
     refusal = await workflow.open_reject(request, ALICE, "T1")
-    assert refusal == Refusal(Refused.VIEW_FAILED, error_message(VIEW_FAILED.format(error="expired_trigger_id"), VIEW_FAILED_HINT), request)
+    assert said(refusal) == (Refused.VIEW_FAILED, request, error_message(VIEW_FAILED.format(error="expired_trigger_id"), VIEW_FAILED_HINT))
 
 
 async def test_a_missing_request_is_told(parts):
     workflow, _, _, _ = parts
-    assert await workflow.load("42") == Refusal(Refused.MISSING, fmt.missing("42"))
-    assert await workflow.load("") == Refusal(Refused.MISSING, fmt.missing("?"))
+    assert said(await workflow.load("42")) == (Refused.MISSING, None, fmt.missing("42"))
+    assert said(await workflow.load("")) == (Refused.MISSING, None, fmt.missing("?"))
     for value in ("1; DROP", "\u00b2", "9" * 30):  # not ASCII digits, or beyond any id: no look-up, no crash
-        assert await workflow.load(value) == Refusal(Refused.MISSING, fmt.missing(value))
-        assert await workflow.reject(value, ALICE.user_id, "no") == InvalidSubmission({fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])})
+        assert said(await workflow.load(value)) == (Refused.MISSING, None, fmt.missing(value))
+        assert fmt.reject_errors(await workflow.reject(value, ALICE.user_id, "no")) == {fmt.REJECT_BLOCK: fmt.MISSING.format(id=value[:40])}
 
 
 async def test_expiry_by_the_job_and_at_click_time(parts):
@@ -362,7 +378,7 @@ async def test_expiry_by_the_job_and_at_click_time(parts):
     assert (await workflow.store.get(swept.id)).state == PENDING
     clock.now = START + dt.timedelta(hours=24)
     refusal = await workflow.approve(clicked, ALICE)
-    assert refusal == Refusal(Refused.EXPIRED, fmt.expired_notice(clicked), clicked)
+    assert said(refusal) == (Refused.EXPIRED, clicked, fmt.expired_notice(clicked))
     expired = await workflow.store.get(clicked.id)
     assert expired.state == EXPIRED and shown(slack, expired) and published(slack, expired)
     await workflow.tick()
@@ -405,3 +421,59 @@ async def test_tampered_entries_are_never_sent(parts):
     done = await workflow.apply(forged)
     assert (done.state, done.outcome.problem) == (NOT_APPLIED, fmt.TAMPERED.format(id=request.id))
     assert agent.puts == [] and published(slack, done)
+
+
+def test_every_reason_is_one_kind_of_the_shared_outcomes():
+    assert {reason: reason.kind for reason in Refused} == {
+        Refused.MISSING: outcomes.NotFound,
+        Refused.DECIDED: outcomes.NothingChanged,
+        Refused.EXPIRED: outcomes.NothingChanged,
+        Refused.SELF_APPROVAL: outcomes.Refused,
+        Refused.SELF_REJECTION: outcomes.Refused,
+        Refused.ROLE: outcomes.Refused,
+        Refused.OWNER_NEEDED: outcomes.Refused,
+        Refused.BEFORE_CHANGED: outcomes.NothingChanged,
+        Refused.ONLY_REQUESTER: outcomes.Refused,
+        Refused.NOT_RETRYABLE: outcomes.NothingChanged,
+        Refused.POST_FAILED: outcomes.Invalid,
+        Refused.VIEW_FAILED: outcomes.Invalid,
+        Refused.NO_REASON: outcomes.Invalid,
+    }
+
+
+class Recording:
+    """A :class:`bot.services.limits.LimitsMessages` that records what the workflow asks it for."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, int]] = []
+
+    def request_message(self, request, *, button_roles=None):
+        self.asked.append(("request_message", request.id))
+        return {"text": f"request {request.id}", "blocks": []}
+
+    def outcome_notice(self, request):
+        self.asked.append(("outcome_notice", request.id))
+        return {"text": f"outcome {request.id}", "blocks": []}
+
+    def reject_modal(self, request):
+        self.asked.append(("reject_modal", request.id))
+        return {"type": "modal"}
+
+
+async def test_what_the_workflow_posts_comes_from_the_messages_it_was_handed(parts):
+    workflow, slack, _, _ = parts
+    recording = Recording()
+    workflow.messages = recording
+    request = await file(workflow)
+    await workflow.open_reject(request, ALICE, "T1")
+    cancelled = await workflow.cancel(request, BOB)
+    assert recording.asked == [
+        ("request_message", request.id),
+        ("reject_modal", request.id),
+        ("request_message", request.id),
+        ("outcome_notice", request.id),
+    ]
+    assert slack.posts[0] == (CHANNEL, {"text": f"request {request.id}", "blocks": []}, None)
+    assert slack.views == [("T1", {"type": "modal"})]
+    notice = {"text": f"outcome {request.id}", "blocks": []}
+    assert slack.posts[-2:] == [(CHANNEL, notice, cancelled.message_ts), (BOB.user_id, notice, None)]
