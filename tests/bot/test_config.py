@@ -52,6 +52,7 @@ def test_the_file_settings_are_the_secrets_and_the_database_url():
         "database_url": "AGENT_BOT_DATABASE_URL",
         "hook_secret": "AGENT_BOT_HOOK_SECRET",
         "hook_token": "AGENT_BOT_HOOK_TOKEN",
+        "encryption_key": "AGENT_BOT_ENCRYPTION_KEY",
     }
 
 
