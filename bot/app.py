@@ -43,6 +43,7 @@ from bot.middleware import FinishDelivery, Installation, build_dedupe, build_rol
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.accounts import Accounts, PlatformEndpoint, key_ring
 from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, HomeMarks, HomeTabs
 from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import HookReceiver
@@ -149,6 +150,7 @@ class Bot:
                 await drain_listeners(DRAIN_SECONDS)
                 await self.services.sessions.follower.release()  # the next process follows at once
                 await self.services.agent.aclose()
+                await self.services.accounts.aclose()
 
         return Starlette(
             routes=[
@@ -338,6 +340,12 @@ def create_bot(
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
         PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
     ]
+    accounts = Accounts(  # people's own platform keys (issue #25); a malformed AGENT_BOT_ENCRYPTION_KEY stops the start
+        store,
+        ring=key_ring(settings.encryption_key),
+        endpoint=PlatformEndpoint(settings.agent_api_url, settings.agent_app_url) if settings.agent_api_url else None,
+        now=now,
+    )
     services = Services(
         settings=settings,
         agent=agent,
@@ -353,6 +361,7 @@ def create_bot(
         alerts=alerts,
         hooks=hook_receiver,
         home=home_tabs,
+        accounts=accounts,
         today=today,
         now=now,
         jobs=jobs,

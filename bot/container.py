@@ -5,6 +5,7 @@ Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database)
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
 and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
 ``limits``, ``digest`` and ``alerts``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
+``accounts``, people's linked platform keys (:class:`bot.services.accounts.Accounts`);
 ``home``, the App Home tabs' table (opens, marks, publishes, the first-DM hint: :class:`bot.services.home.HomeTabs`);
 the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime), injectable for tests and the
 demo; and ``jobs``, the periodic jobs the scheduler ticks
@@ -28,6 +29,7 @@ from bot.slack import SlackGateway
 from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.services.accounts import Accounts
     from bot.services.alerts import AlertService
     from bot.services.digest import DigestService
     from bot.services.home import HomeTabs
@@ -64,6 +66,7 @@ class Services:
     alerts: AlertService
     hooks: HookReceiver
     home: HomeTabs
+    accounts: Accounts
     today: Callable[[], dt.date] = utc_today
     now: Callable[[], dt.datetime] = utc_now
     jobs: list[PeriodicJob] = field(default_factory=list)
