@@ -141,6 +141,7 @@ class Bot:
                 await drain_listeners(DRAIN_SECONDS)
                 await self.services.sessions.follower.release()  # the next process follows at once
                 await self.services.agent.aclose()
+                await self.services.accounts.aclose()
 
         return Starlette(
             routes=[

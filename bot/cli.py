@@ -45,7 +45,10 @@ def _secrets(settings: Settings) -> list[str]:
         settings.hook_secret,
         settings.hook_token,
     ]
-    return [v.get_secret_value() for v in values if v is not None]
+    found = [v.get_secret_value() for v in values if v is not None]
+    if settings.encryption_key is not None:  # one or several Fernet keys, comma-separated: each redacted
+        found += [key.strip() for key in settings.encryption_key.get_secret_value().split(",") if key.strip()]
+    return found
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -108,6 +111,7 @@ def _socket(_args: argparse.Namespace) -> int:
             for listener in listeners:
                 listener.cancel()
             await bot.services.sessions.follower.release()
+            await bot.services.accounts.aclose()  # people's cached platform clients
 
     with contextlib.suppress(asyncio.CancelledError):
         asyncio.run(run())

@@ -50,6 +50,14 @@ AGENT_BOT_HOOK_TIMEOUT     seconds ``agent-bot hook`` may take in all (above 0, 
 AGENT_BOT_HOOK_PORT        Socket Mode: port of the small hook listener           none
 AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: seconds between pings; a connection   ``10``
                            that misses a pong is replaced (about 2-3 of them)
+AGENT_BOT_ENCRYPTION_KEY   Fernet key(s) that encrypt people's linked platform    none (``/agent link``
+                           API keys at rest; several comma-separated for          is refused)
+                           rotation: the first encrypts, all decrypt
+                           (:mod:`bot.services.accounts.crypto`)
+AGENT_BOT_SESSIONS_AS      who acts on the platform for a person who has not      ``person``
+                           linked their key: ``person`` (nobody: they are asked
+                           to ``/agent link``) or ``bot`` (the bot's key, and
+                           the messages say so)
 =========================  =====================================================  ==========================
 
 Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``; read them with
@@ -89,6 +97,7 @@ FILE_SETTINGS: Final = (
     "database_url",
     "hook_secret",
     "hook_token",
+    "encryption_key",
 )
 """The settings (field names) whose variable may be given as ``<VARIABLE>_FILE`` (module docstring)."""
 FILE_SUFFIX: Final = "_FILE"
@@ -153,6 +162,8 @@ class Settings(BaseSettings):
     socket_ping_seconds: float = Field(
         default=10.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")
     )
+    encryption_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_ENCRYPTION_KEY", "encryption_key"))
+    sessions_as: Literal["person", "bot"] = Field(default="person", validation_alias=AliasChoices("AGENT_BOT_SESSIONS_AS", "sessions_as"))
 
     @classmethod
     def settings_customise_sources(

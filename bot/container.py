@@ -5,6 +5,7 @@ Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database)
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
 and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
 ``limits``, ``digest`` and ``alerts``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
+``accounts``, people's linked platform keys (:class:`bot.services.accounts.Accounts`);
 ``home``, the App Home tabs' table (opens, marks, publishes, the first-DM hint: :class:`bot.services.home.HomeTabs`);
 ``computers``, the fleet and its once-only install retries (:class:`bot.services.computers.ComputersService`);
 the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime), injectable for tests and the
@@ -29,6 +30,7 @@ from bot.slack import SlackGateway
 from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.services.accounts import Accounts
     from bot.services.alerts import AlertService
     from bot.services.computers import ComputersService
     from bot.services.digest import DigestService
@@ -67,6 +69,7 @@ class Services:
     hooks: HookReceiver
     home: HomeTabs
     computers: ComputersService
+    accounts: Accounts
     today: Callable[[], dt.date] = utc_today
     now: Callable[[], dt.datetime] = utc_now
     jobs: list[PeriodicJob] = field(default_factory=list)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
+from cryptography.fernet import Fernet
 
 from bot.api import AgentClient, RetryPolicy
 from bot.app import Bot, utc_today
@@ -169,6 +170,7 @@ def start_stack(
         database_url=database_url or f"sqlite:///{workdir / 'agent-bot.db'}",
         config_file=str(roles),
         hook_secret=HOOK_SECRET,
+        encryption_key=Fernet.generate_key().decode(),  # people's linked keys (/agent link), this run only
     )
     clock = (lambda: today) if today else (lambda: now().date()) if now else utc_today
     agent = AgentClient(

@@ -25,6 +25,9 @@ hide the others):
 6. **hook secret** (``AGENT_BOT_HOOK_SECRET``): set or not, and what that means (:mod:`bot.services.hooks`).
 7. **roles file** (``AGENT_BOT_CONFIG``): parsed, and every owner it lists found in Slack (an e-mail
    with ``users.lookupByEmail``, a user ID with ``users.info``, a ``@handle`` with ``usergroups.list``).
+8. **encryption key** (``AGENT_BOT_ENCRYPTION_KEY``): set or not (unset: ``/agent link`` is refused),
+   how many Fernet keys, and whether they decrypt every linked key stored (and how many still wait
+   for re-encryption with the first key, :mod:`bot.services.accounts.crypto`).
 
 No secret is printed: tokens and keys only by the name of their variable. Exit status (the CLI): 1
 when a check fails, else 0. The Web API calls other than ``auth.test`` go through
@@ -43,6 +46,7 @@ from typing import Any, Final, Literal
 
 import yaml
 from slack_sdk.web.async_client import AsyncWebClient
+from sqlalchemy import select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -51,6 +55,8 @@ from bot.api.errors import AgentAPITransportError, ForbiddenError, NotFoundError
 from bot.config import Settings
 from bot.migrations import SchemaBehind
 from bot.roles import Role, RolesConfigError, RolesFile
+from bot.services.accounts import EncryptionKeyError, key_ring, linked_accounts
+from bot.services.accounts.crypto import InvalidToken
 from bot.slack import SlackFailure, SlackGateway, failure_of, web_client
 from bot.store import DatabaseUnusable, Store
 
@@ -86,6 +92,17 @@ HOOK_SECRET_SET: Final = (
     "unset it and give each a token with /agent hook token)"
 )
 HOOK_SECRET_UNSET: Final = "not set: only per-developer hook tokens (/agent hook token) sign hook events"
+FIX_ENCRYPTION_KEY_MISSING: Final = (
+    "make a key with `python3 -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'` "
+    "and set AGENT_BOT_ENCRYPTION_KEY (docs/configuration.md)"
+)
+FIX_ENCRYPTION_KEY: Final = "give AGENT_BOT_ENCRYPTION_KEY Fernet keys only, comma-separated (Fernet.generate_key())"
+FIX_ENCRYPTION_KEY_LOST: Final = (
+    "put the key they were encrypted with back after the first one (NEW,OLD), or have those people run /agent link again"
+)
+ENCRYPTION_KEY_UNSET: Final = "AGENT_BOT_ENCRYPTION_KEY is not set: /agent link is refused, nobody can link their own platform key"
+MAX_ROWS_CHECKED: Final = 10_000
+"""How many stored linked keys the encryption-key check tries to decrypt at most."""
 ROLES_UNSET: Final = "AGENT_BOT_CONFIG is not set: nobody is a manager or owner, so usage, controls and approvals are refused to all"
 
 
@@ -298,6 +315,46 @@ async def check_roles(settings: Settings, slack: SlackGateway | None) -> Check:
     return Check(name, "ok", f"{settings.config_file} parsed; all {len(owners)} owner(s) found in Slack")
 
 
+def check_encryption_key(settings: Settings) -> Check:
+    """8. ``AGENT_BOT_ENCRYPTION_KEY``: set, made of Fernet keys, and decrypting the linked keys
+    stored (each tried; never printed). A database that cannot be read leaves the rows unchecked
+    (the database check says why)."""
+    name = "encryption key"
+    try:
+        ring = key_ring(settings.encryption_key)
+    except EncryptionKeyError as exc:
+        return Check(name, "fail", str(exc).removeprefix("AGENT_BOT_ENCRYPTION_KEY: "), FIX_ENCRYPTION_KEY)
+    if ring is None:
+        return Check(name, "warn", ENCRYPTION_KEY_UNSET, FIX_ENCRYPTION_KEY_MISSING)
+    keys = f"{ring.count} Fernet key{'s' if ring.count != 1 else ''}" + (" (the first encrypts)" if ring.count > 1 else "")
+    store: Store | None = None
+    try:
+        store = Store(settings.database_url, auto_upgrade=False)
+        with store.engine.connect() as conn:
+            tokens = [row.key_token for row in conn.execute(select(linked_accounts.c.key_token).limit(MAX_ROWS_CHECKED))]
+    except SchemaBehind:
+        return Check(name, "ok", f"{keys}; no linked key stored yet (the database schema is behind this version)")
+    except (DatabaseUnusable, SQLAlchemyError, ArgumentError):
+        return Check(name, "ok", f"{keys}; stored linked keys not checked (the database cannot be read)")
+    finally:
+        if store is not None:
+            store.close()
+    if not tokens:
+        return Check(name, "ok", f"{keys}; no linked key stored yet")
+    lost = older = 0
+    for token in tokens:
+        try:
+            ring.decrypt(token)
+        except InvalidToken:
+            lost += 1
+            continue
+        older += not ring.is_current(token)
+    if lost:
+        return Check(name, "fail", f"{keys}; {lost} of {len(tokens)} stored linked keys cannot be decrypted", FIX_ENCRYPTION_KEY_LOST)
+    waiting = f"; {older} still encrypted with an older key (re-encrypted when next used)" if older else ""
+    return Check(name, "ok", f"{keys}; decrypts all {len(tokens)} stored linked keys{waiting}")
+
+
 async def _bounded(name: str, check: Awaitable[Check]) -> Check:
     try:
         return await asyncio.wait_for(check, CHECK_TIMEOUT)
@@ -336,6 +393,7 @@ async def run_checks(
             await asyncio.to_thread(check_database, settings),
             check_hook_secret(settings),
             await _bounded("roles file", check_roles(settings, slack)),
+            await asyncio.to_thread(check_encryption_key, settings),
         ]
     finally:
         if agent is not None:

@@ -105,6 +105,10 @@ DEFAULT_POLICY: dict[str, Role] = {
     "limits.reject": Role.manager,
     "limits.retry": Role.manager,
     "limits.cancel": Role.member,  # the requester only: checked by the workflow
+    # one's own platform account (handlers/accounts.py); the link modal's link.submit falls back to link
+    "link": Role.member,
+    "unlink": Role.member,
+    "whoami": Role.member,
 }
 
 
@@ -156,6 +160,10 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "limits.reject": "reject credit-limit requests",
     "limits.retry": "retry applying approved credit limits",
     "limits.cancel": "cancel a credit-limit request",
+    "link": "link your own platform API key (`/agent link`)",
+    "link.submit": "link your own platform API key",
+    "unlink": "unlink your platform API key (`/agent unlink`)",
+    "whoami": "see your role and linked platform account (`/agent whoami`)",
 }
 """What each policy key lets a person do, in words a refusal can use after "Only managers can ..."
 (user-facing copy; mrkdwn, no values from outside). A key the table does not name is said as its

@@ -42,6 +42,7 @@ from bot.middleware import FinishDelivery, Installation, build_dedupe, build_rol
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
+from bot.services.accounts import Accounts, PlatformEndpoint, key_ring
 from bot.services.alerts import AlertKind, AlertService, ComputersKind, ControlsKind
 from bot.services.alerts.readiness import ReadinessKind
 from bot.services.alerts.usage import UsageKind
@@ -239,9 +240,22 @@ def build_services(
         hooks=hook_receiver,
         home=home_tabs,
         computers=ComputersService(agent=agent, store=store),
+        accounts=build_accounts(settings, store, now),
         today=today,
         now=now,
         jobs=[],
+    )
+
+
+def build_accounts(settings: Settings, store: Store, now: Callable[[], dt.datetime]) -> Accounts:
+    """People's own platform keys (issue #25): encrypted with ``AGENT_BOT_ENCRYPTION_KEY``, checked
+    against ``AGENT_API_URL``. Raises :class:`bot.services.accounts.EncryptionKeyError` (a
+    :class:`ConfigurationError`) for a malformed encryption key, naming it by position only."""
+    return Accounts(
+        store,
+        ring=key_ring(settings.encryption_key),
+        endpoint=PlatformEndpoint(settings.agent_api_url, settings.agent_app_url) if settings.agent_api_url else None,
+        now=now,
     )
 
 

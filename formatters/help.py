@@ -30,6 +30,7 @@ HELP_GROUPS: Final = (
     ("Credit limits", ("limits",)),
     ("Daily digests", ("digest",)),
     ("Enterprise controls", ("controls",)),
+    ("Your platform account", ("link", "unlink", "whoami")),
     ("Help", ("help",)),
 )
 """The jobs help groups sub-commands by (their first word), developers' jobs first."""

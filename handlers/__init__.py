@@ -26,9 +26,24 @@ SLASH_COMMAND = "/agent"
 def register(app: AsyncApp, router: Router, services: Services) -> None:
     """Register the ``/agent`` listener and every handler module on the Bolt ``app``."""
     # modules register themselves when called, nothing happens at import time
-    from handlers import alerts, computers, controls, digest, help, home, hooks, lifecycle, limits, reports, sessions, usage, users
+    from handlers import (
+        accounts,
+        alerts,
+        computers,
+        controls,
+        digest,
+        help,
+        home,
+        hooks,
+        lifecycle,
+        limits,
+        reports,
+        sessions,
+        usage,
+        users,
+    )
 
-    for module in (help, usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home):
+    for module in (help, usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home, accounts):
         module.register(app, router, services)
 
     @reported

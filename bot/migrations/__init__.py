@@ -10,7 +10,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.store.metadata` (
   work was done);
 - ``0004`` ``slack_pauses`` (Slack said stop: token revoked, app rate-limited).
 - ``0005`` the alerts' tables; ``0006`` ``home_tabs`` and ``home_charts`` (the App Home's refresh,
-  first-DM hint and chart).
+  first-DM hint and chart); ``0007`` alert filters and incidents; ``0008`` ``linked_accounts`` (people's
+  own platform API keys, encrypted).
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any
@@ -55,6 +56,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 
 TABLE_MODULES = (
     "bot.store",
+    "bot.services.accounts.store",
     "bot.services.alerts",
     "bot.services.digest",
     "bot.services.home",

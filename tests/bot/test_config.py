@@ -18,6 +18,7 @@ from bot.doctor import FIX_API_KEY_ROLE, FIX_ROLES_MISSING, HOOK_SECRET_SET, ROL
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yaml"
 SECRET = "s3cret-value-from-a-file"
+ENCRYPTION_KEY = "a0Y5a2p4cG9tQ1pDZ0x3cmJtTnVsYnJhcW1kRWVaQ2s="  # a Fernet key: 32 bytes, URL-safe base64
 VARIABLES = {name: env_name(name) for name in FILE_SETTINGS}
 
 
@@ -52,6 +53,7 @@ def test_the_file_settings_are_the_secrets_and_the_database_url():
         "database_url": "AGENT_BOT_DATABASE_URL",
         "hook_secret": "AGENT_BOT_HOOK_SECRET",
         "hook_token": "AGENT_BOT_HOOK_TOKEN",
+        "encryption_key": "AGENT_BOT_ENCRYPTION_KEY",
     }
 
 
@@ -208,6 +210,7 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
         "AGENT_API_KEY": "sandbox-member-key",
         "AGENT_BOT_DATABASE_URL": database,
         "AGENT_BOT_HOOK_SECRET": SECRET,
+        "AGENT_BOT_ENCRYPTION_KEY": ENCRYPTION_KEY,
     }.items():
         clean_env.setenv(f"{variable}_FILE", str(secret_file(secrets, value + "\n", variable.lower())))
     clean_env.setenv("SLACK_API_URL", stack.slack.api_url)
@@ -222,6 +225,7 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
         f"ok   database: {database}: {SCHEMA_UPGRADED_AT_START}",
         f"ok   hook secret: {HOOK_SECRET_SET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
+        "ok   encryption key: 1 Fernet key; no linked key stored yet (the database schema is behind this version)",
     ]
-    for value in (stack.slack.bot_token, stack.slack.app_token, "sandbox-member-key", SECRET):
+    for value in (stack.slack.bot_token, stack.slack.app_token, "sandbox-member-key", SECRET, ENCRYPTION_KEY):
         assert value not in out

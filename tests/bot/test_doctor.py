@@ -13,6 +13,7 @@ from bot.api import AgentClient
 from bot.cli import main
 from bot.config import Settings
 from bot.doctor import (
+    ENCRYPTION_KEY_UNSET,
     FIX_API_KEY_INVALID,
     FIX_API_KEY_ROLE,
     FIX_APP_TOKEN,
@@ -20,6 +21,9 @@ from bot.doctor import (
     FIX_APP_URL,
     FIX_BOT_TOKEN,
     FIX_DATABASE,
+    FIX_ENCRYPTION_KEY,
+    FIX_ENCRYPTION_KEY_LOST,
+    FIX_ENCRYPTION_KEY_MISSING,
     FIX_OWNERS,
     FIX_ROLES,
     FIX_ROLES_MISSING,
@@ -34,6 +38,7 @@ from bot.doctor import (
     check_api_key,
     check_bot_token,
     check_database,
+    check_encryption_key,
     check_hook_secret,
     check_mode_credentials,
     check_readiness,
@@ -225,7 +230,7 @@ def test_roles_file_unparsable_or_unset(stack, tmp_path):
 def test_all_checks_pass_on_a_good_deployment_and_exit_0(stack, tmp_path):
     checks = run(run_checks(settings_of(stack, tmp_path), mode="http", manifest=MANIFEST, today=lambda: TODAY))
     text, status = report(checks)
-    assert [c.status for c in checks] == ["ok"] * 7, text
+    assert [c.status for c in checks] == ["ok"] * 8, text
     assert status == 0
 
 
@@ -247,7 +252,14 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         "AGENT_API_KEY": MEMBER_KEY,  # a member's key: analytics answer 403
         "AGENT_BOT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
     }
-    for name in ("SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "AGENT_APP_URL", "AGENT_BOT_CONFIG", "AGENT_BOT_HOOK_SECRET"):
+    for name in (
+        "SLACK_SIGNING_SECRET",
+        "SLACK_APP_TOKEN",
+        "AGENT_APP_URL",
+        "AGENT_BOT_CONFIG",
+        "AGENT_BOT_HOOK_SECRET",
+        "AGENT_BOT_ENCRYPTION_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -262,5 +274,52 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"ok   database: sqlite:///{tmp_path / 'cli.db'}: {SCHEMA_UPGRADED_AT_START}",
         f"ok   hook secret: {HOOK_SECRET_UNSET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
+        f"warn encryption key: {ENCRYPTION_KEY_UNSET} -> {FIX_ENCRYPTION_KEY_MISSING}",
     ]
     assert MEMBER_KEY not in "\n".join(lines) and stack.slack.bot_token not in "\n".join(lines)
+
+
+def test_encryption_key_unset_malformed_or_not_decrypting_the_stored_keys(tmp_path):
+    """Each line, and never a key: the check decrypts every stored linked key, and counts those that
+    still wait for re-encryption with the first key of a rotation."""
+    import datetime as dt
+
+    from cryptography.fernet import Fernet
+
+    from bot.services.accounts import LinkedAccounts, key_ring
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    url = f"sqlite:///{tmp_path / 'keys.db'}"
+    assert (
+        check_encryption_key(Settings(database_url=url)).line()
+        == f"warn encryption key: {ENCRYPTION_KEY_UNSET} -> {FIX_ENCRYPTION_KEY_MISSING}"
+    )
+    malformed = check_encryption_key(Settings(database_url=url, encryption_key=secret(f"{new},not-a-key"))).line()
+    assert malformed == (
+        "FAIL encryption key: key 2 of 2 is not a Fernet key (32 bytes, URL-safe base64: 44 characters); "
+        f"make one with Fernet.generate_key() -> {FIX_ENCRYPTION_KEY}"
+    )
+    assert check_encryption_key(Settings(database_url=url, encryption_key=secret(old))).line() == (
+        "ok   encryption key: 1 Fernet key; no linked key stored yet (the database schema is behind this version)"
+    )
+    store = Store(url)  # start-up: the schema at head
+    ring = key_ring(secret(old))
+    for user in ("U1", "U2"):
+        asyncio.run(
+            LinkedAccounts(store).put(
+                "T1",
+                user,
+                key_token=ring.encrypt(secret(f"key-of-{user}-0123456789")),
+                fingerprint="6789",
+                linked_at=dt.datetime.now(dt.UTC),
+            )
+        )
+    store.close()
+    lines = [check_encryption_key(Settings(database_url=url, encryption_key=secret(keys))).line() for keys in (old, f"{new},{old}", new)]
+    assert lines == [
+        "ok   encryption key: 1 Fernet key; decrypts all 2 stored linked keys",
+        "ok   encryption key: 2 Fernet keys (the first encrypts); decrypts all 2 stored linked keys; 2 still encrypted with an older key "
+        "(re-encrypted when next used)",
+        f"FAIL encryption key: 1 Fernet key; 2 of 2 stored linked keys cannot be decrypted -> {FIX_ENCRYPTION_KEY_LOST}",
+    ]
+    assert not any(key in "\n".join([*lines, malformed]) for key in (old, new))

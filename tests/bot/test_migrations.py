@@ -384,10 +384,10 @@ def test_db_upgrade_brings_it_to_head_and_current_and_history_say_so(bot_env, da
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == (
         "no revision (an empty database, or one made before migrations), "
-        f"behind head {head} by 7 migration(s): run `agent-bot db upgrade`\n"
+        f"behind head {head} by 8 migration(s): run `agent-bot db upgrade`\n"
     )
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 7 migration(s) run\n"
+    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 8 migration(s) run\n"
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out == f"database already at head {head}\n"
     assert main(["db", "current"]) == 0
@@ -405,7 +405,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0004  slack_pauses: Slack said stop (token revoked, app rate-limited)\n"
         "0005  alerts: subscriptions, detection state, one claim row per alert, overflow messages\n"
         "0006  home_tabs, home_charts: the App Home's refresh after changes, the first-DM hint, the managers' chart\n"
-        "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)  (head)\n"
+        "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)\n"
+        "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)  (head)\n"
     )
 
 
