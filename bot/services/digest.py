@@ -59,18 +59,21 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Column, Date, DateTime, Integer, String, Table, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
 from bot import metrics
+from bot.claims import Lease
+from bot.db import aware, metadata
 from bot.services.chart import CHART_DAYS, TokenSeries, day_totals, history_start, render_tokens_chart, tokens_series
 from bot.services.periods import EARLIEST, Period
 from bot.services.usage import Coverage, UsageSummary, fetch_usage, reported_mean
 from bot.slack import Payload, SlackFailure, SlackGateway
-from bot.store import Store, metadata
+from bot.store import Store
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -122,6 +125,15 @@ digest_posts = Table(
     Column("posted_at", DateTime(timezone=True), nullable=True),
     Column("skipped_days", String(512), nullable=False, default=""),  # comma-separated YYYY-MM-DD
 )
+
+POST_CLAIMS = Lease(
+    digest_posts,
+    owner=digest_posts.c.claimed_by,
+    until=digest_posts.c.lease_until,
+    done=digest_posts.c.message_ts.is_not(None),
+    attempts=digest_posts.c.attempts,
+)
+"""The claims of ``digest_posts`` (:mod:`bot.claims`): posted once ``message_ts`` is recorded."""
 
 
 class NotLandedYet(Exception):
@@ -236,7 +248,7 @@ class DigestRepository:
         def work() -> list[Subscription]:
             with self.store.engine.connect() as conn:
                 rows = conn.execute(select(digest_subscriptions).order_by(digest_subscriptions.c.channel_id)).all()
-            return [Subscription(r.channel_id, parse_post_at(r.post_at), r.tz, r.days, r.created_by, _aware(r.created_at)) for r in rows]
+            return [Subscription(r.channel_id, parse_post_at(r.post_at), r.tz, r.days, r.created_by, aware(r.created_at)) for r in rows]
 
         return await self.store.run(work)
 
@@ -273,34 +285,20 @@ class DigestRepository:
         skipped_text = ",".join(d.isoformat() for d in skipped)
 
         def work() -> Claim | None:
-            key = and_(digest_posts.c.channel_id == channel_id, digest_posts.c.day == day)
-            try:
-                with self.store.engine.begin() as conn:
-                    conn.execute(
-                        insert(digest_posts).values(
-                            channel_id=channel_id,
-                            day=day,
-                            claimed_by=owner,
-                            claimed_at=now,
-                            lease_until=now + LEASE,
-                            attempts=1,
-                            skipped_days=skipped_text,
-                        )
-                    )
-                return Claim(channel_id, day, owner, 1, now, tuple(skipped))
-            except IntegrityError:
-                pass
-            with self.store.engine.begin() as conn:
-                taken = conn.execute(
-                    update(digest_posts)
-                    .where(key, digest_posts.c.message_ts.is_(None), digest_posts.c.lease_until <= now)
-                    .values(claimed_by=owner, lease_until=now + LEASE, attempts=digest_posts.c.attempts + 1)
-                ).rowcount
-                if not taken:
-                    return None
-                row = conn.execute(select(digest_posts).where(key)).one()
+            claimed = POST_CLAIMS.claim(
+                self.store.engine,
+                _post_key(channel_id, day),
+                now=now,
+                owner=owner,
+                lease=LEASE,
+                insert_values={"channel_id": channel_id, "day": day, "claimed_at": now, "skipped_days": skipped_text},
+                read=True,
+            )
+            if not claimed.mine or claimed.row is None:
+                return None
+            row = claimed.row
             days = tuple(dt.date.fromisoformat(d) for d in row.skipped_days.split(",") if d)
-            return Claim(channel_id, day, owner, row.attempts, _aware(row.claimed_at), days)
+            return Claim(channel_id, day, owner, row.attempts, aware(row.claimed_at), days)
 
         return await self.store.run(work)
 
@@ -308,20 +306,8 @@ class DigestRepository:
         """Record the posted message's ts (only while ``claim`` still holds the row)."""
 
         def work() -> bool:
-            with self.store.engine.begin() as conn:
-                return (
-                    conn.execute(
-                        update(digest_posts)
-                        .where(
-                            digest_posts.c.channel_id == claim.channel_id,
-                            digest_posts.c.day == claim.day,
-                            digest_posts.c.claimed_by == claim.owner,
-                            digest_posts.c.message_ts.is_(None),
-                        )
-                        .values(message_ts=message_ts, posted_at=now)
-                    ).rowcount
-                    == 1
-                )
+            values = {"message_ts": message_ts, "posted_at": now}
+            return POST_CLAIMS.finish(self.store.engine, _post_key(claim.channel_id, claim.day), owner=claim.owner, values=values)
 
         return await self.store.run(work)
 
@@ -329,17 +315,7 @@ class DigestRepository:
         """Give the claim up after a failed post, so that the next tick retries at once."""
 
         def work() -> None:
-            with self.store.engine.begin() as conn:
-                conn.execute(
-                    update(digest_posts)
-                    .where(
-                        digest_posts.c.channel_id == claim.channel_id,
-                        digest_posts.c.day == claim.day,
-                        digest_posts.c.claimed_by == claim.owner,
-                        digest_posts.c.message_ts.is_(None),
-                    )
-                    .values(lease_until=now)
-                )
+            POST_CLAIMS.release(self.store.engine, _post_key(claim.channel_id, claim.day), owner=claim.owner, now=now)
 
         await self.store.run(work)
 
@@ -356,15 +332,8 @@ class DigestRepository:
         return await self.store.run(work)
 
 
-@overload
-def _aware(value: dt.datetime) -> dt.datetime: ...
-@overload
-def _aware(value: dt.datetime | None) -> dt.datetime | None: ...
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    """``value`` with the UTC zone when the database gave it none (SQLite drops the zone)."""
-    if value is not None and value.tzinfo is None:  # SQLite drops the zone
-        return value.replace(tzinfo=dt.UTC)
-    return value
+def _post_key(channel_id: str, day: dt.date) -> ColumnElement[bool]:
+    return and_(digest_posts.c.channel_id == channel_id, digest_posts.c.day == day)
 
 
 # --------------------------------------------------------------------------- the digest's data
