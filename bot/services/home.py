@@ -68,11 +68,13 @@ from sqlalchemy import Column, Date, DateTime, Integer, String, Table, Text, cas
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql.elements import ColumnElement
 
 from bot.api import AgentAPIError
 from bot.api.models import Computer
+from bot.claims import Lease
+from bot.db import DatabaseUnusable, aware, metadata
 from bot.policy import Policy
 from bot.roles import ResolvedUser, Role
 from bot.services.alerts import AlertsRepository, AlertSubscription
@@ -84,7 +86,7 @@ from bot.services.periods import Period, parse_period
 from bot.services.readiness import RepositorySummary, overview
 from bot.services.sessions import STARTED, SessionLink, agent_sessions
 from bot.services.usage import UsageSummary, fetch_usage
-from bot.store import DatabaseUnusable, Store, metadata
+from bot.store import Store
 from bot.user_errors import describe_api_error
 from formatters.limits import APPROVE_ACTION
 
@@ -421,11 +423,11 @@ home_charts = Table(
 )
 
 
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    """A datetime read back from the database as aware UTC (SQLite gives naive ones)."""
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+REFRESH_CLAIMS = Lease(home_tabs, owner=home_tabs.c.claimed_by, until=home_tabs.c.claim_until)
+"""The refresh claims of ``home_tabs`` (:mod:`bot.claims`): a row is never done for good (the next mark
+makes it due again); ``claim_until`` is the lease, or when a failed refresh may be tried again."""
+CHART_CLAIMS = Lease(home_charts, owner=home_charts.c.claimed_by, since=home_charts.c.claimed_at, done=home_charts.c.file_id.is_not(None))
+"""The claims of ``home_charts`` (:mod:`bot.claims`): done once the file is uploaded."""
 
 
 def _insert_missing(conn: Connection, table: Table, values: dict[str, Any], key: str) -> None:
@@ -477,16 +479,16 @@ class HomeTab:
 def _tab(row: Any) -> HomeTab:
     return HomeTab(
         user_id=row.user_id,
-        opened_at=_aware(row.opened_at),
+        opened_at=aware(row.opened_at),
         role=Role(row.role) if row.role is not None else None,
         dm_channel=row.dm_channel,
         view_hash=row.view_hash,
-        published_at=_aware(row.published_at),
-        dirty_since=_aware(row.dirty_since),
+        published_at=aware(row.published_at),
+        dirty_since=aware(row.dirty_since),
         dirty_version=int(row.dirty_version),
         claimed_by=row.claimed_by,
-        claim_until=_aware(row.claim_until),
-        hinted_at=_aware(row.hinted_at),
+        claim_until=aware(row.claim_until),
+        hinted_at=aware(row.hinted_at),
     )
 
 
@@ -578,11 +580,15 @@ class HomeTabs:
 
     @staticmethod
     def _refreshable(now: dt.datetime, interval: float) -> ColumnElement[bool]:
+        """Dirty, not claimed (or its claim lapsed), not published within ``interval`` seconds."""
+        return REFRESH_CLAIMS.lapsed(now) & HomeTabs._due(now, interval)
+
+    @staticmethod
+    def _due(now: dt.datetime, interval: float) -> ColumnElement[bool]:
         tab = home_tabs.c
         return (
             tab.opened_at.is_not(None)
             & tab.dirty_since.is_not(None)
-            & (tab.claim_until.is_(None) | (tab.claim_until <= now))
             & (tab.published_at.is_(None) | (tab.published_at <= now - dt.timedelta(seconds=interval)))
         )
 
@@ -609,13 +615,16 @@ class HomeTabs:
         replicas one wins); the row as claimed, or None when it is not due any more."""
 
         def work() -> HomeTab | None:
-            with self.store.engine.begin() as conn:
-                taken = conn.execute(
-                    update(home_tabs)
-                    .where(home_tabs.c.user_id == user_id, self._refreshable(now, interval))
-                    .values(claimed_by=owner, claim_until=now + lease)
-                ).rowcount
-                return self._read(conn, user_id) if taken == 1 else None
+            claimed = REFRESH_CLAIMS.claim(
+                self.store.engine,
+                home_tabs.c.user_id == user_id,
+                now=now,
+                owner=owner,
+                lease=lease,
+                lapsed=self._refreshable(now, interval),
+                read=True,
+            )
+            return _tab(claimed.row) if claimed.mine and claimed.row is not None else None
 
         return await self.store.run(work)
 
@@ -634,8 +643,7 @@ class HomeTabs:
             values["view_hash"] = case((tab.view_hash == stale_hash, null()), else_=tab.view_hash)
 
         def work() -> None:
-            with self.store.engine.begin() as conn:
-                conn.execute(update(home_tabs).where(tab.user_id == user_id, tab.claimed_by == owner).values(**values))
+            REFRESH_CLAIMS.release(self.store.engine, tab.user_id == user_id, owner=owner, values=values)
 
         await self.store.run(work)
 
@@ -918,32 +926,25 @@ class HomeCharts:
         chart = home_charts.c
 
         def work() -> bool:
-            try:
-                with self.store.engine.begin() as conn:
-                    conn.execute(home_charts.insert().values(day=day, claimed_by=self.owner, claimed_at=now))
-                return True
-            except IntegrityError:
-                pass
             failed_long_ago = chart.error.is_not(None) & (chart.error != CHART_REFUSED) & (chart.claimed_at <= now - CHART_RETRY)
-            died = chart.error.is_(None) & (chart.claimed_at <= now - CHART_LEASE)
-            with self.store.engine.begin() as conn:
-                taken = conn.execute(
-                    update(home_charts)
-                    .where(chart.day == day, chart.file_id.is_(None), failed_long_ago | died)
-                    .values(claimed_by=self.owner, claimed_at=now, error=None)
-                ).rowcount
-            return bool(taken == 1)
+            died = chart.error.is_(None) & CHART_CLAIMS.lapsed(now, CHART_LEASE)
+            claimed = CHART_CLAIMS.claim(
+                self.store.engine,
+                chart.day == day,
+                now=now,
+                owner=self.owner,
+                insert_values={"day": day},
+                lapsed=failed_long_ago | died,
+                values={"error": None},
+            )
+            return claimed.mine
 
         return await self.store.run(work)
 
     async def _record(self, day: dt.date, *, file_id: str | None = None, alt_text: str | None = None, error: str | None = None) -> None:
         def work() -> None:
-            with self.store.engine.begin() as conn:
-                conn.execute(
-                    update(home_charts)
-                    .where(home_charts.c.day == day, home_charts.c.claimed_by == self.owner)
-                    .values(file_id=file_id, alt_text=alt_text, error=error)
-                )
+            values = {"file_id": file_id, "alt_text": alt_text, "error": error}
+            CHART_CLAIMS.finish(self.store.engine, home_charts.c.day == day, owner=self.owner, values=values)
 
         await self.store.run(work)
 
