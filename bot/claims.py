@@ -51,12 +51,17 @@ from sqlalchemy.sql.elements import ColumnElement
 class Outcome(enum.Enum):
     """What :meth:`Lease.claim` found: the work is the caller's (``WON``: it inserted the row;
     ``TAKEN_OVER``: it took over a lapsed claim), or not (``HELD``: not done and not claimable now,
-    another owner is within its lease; ``DONE``: the work was done, or there is no such row)."""
+    another owner is within its lease; ``DONE``: the work was done, or there is no such row).
 
-    WON = "won"
+    ``NEW`` and ``WORKING`` are other names of ``WON`` and ``HELD``, and the values are the words a
+    delivery's claim always had (:class:`bot.store.Claim` is this enum; the middleware logs them)."""
+
+    WON = "new"
     TAKEN_OVER = "taken over"
-    HELD = "held"
+    HELD = "working"
     DONE = "done"
+    NEW = "new"
+    WORKING = "working"
 
     @property
     def mine(self) -> bool:
@@ -90,6 +95,16 @@ class Lease:
     since: Column[Any] | None = None
     done: ColumnElement[bool] | None = None
     attempts: Column[Any] | None = None
+
+    @classmethod
+    def of_posts(cls, table: Table, *, done: ColumnElement[bool] | None = None) -> Lease:
+        """The claims of a table of Slack posts made once, whose columns say so in the same words:
+        ``claimed_by`` (the owner), ``lease_until``, ``attempts``; done once ``message_ts`` is
+        recorded, or when ``done`` holds (``digest_posts``, ``alert_events``, ``alert_overflows``)."""
+        c = table.c
+        return cls(
+            table, owner=c.claimed_by, until=c.lease_until, done=c.message_ts.is_not(None) if done is None else done, attempts=c.attempts
+        )
 
     # ------------------------------------------------------------------ conditions
 

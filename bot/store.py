@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import enum
 import functools
 import logging
 import uuid
@@ -63,20 +62,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Claim(enum.Enum):
-    """What :meth:`Store.claim_delivery` found: the caller does the work (``NEW``, ``TAKEN_OVER``: the
-    claim of a process that did not finish within its lease) or not (``WORKING``: another is still
-    within its lease; ``DONE``: the work was done)."""
-
-    NEW = "new"
-    TAKEN_OVER = "taken over"
-    WORKING = "working"
-    DONE = "done"
-
-    @property
-    def mine(self) -> bool:
-        return self in (Claim.NEW, Claim.TAKEN_OVER)
-
+Claim = Outcome
+"""What :meth:`Store.claim_delivery` found (:class:`bot.claims.Outcome`): the caller does the work
+(``NEW``, ``TAKEN_OVER``: the claim of a process that did not finish within its lease) or not
+(``WORKING``: another is still within its lease; ``DONE``: the work was done)."""
 
 DELIVERY_CLAIMS = Lease(
     deliveries,
@@ -86,7 +75,6 @@ DELIVERY_CLAIMS = Lease(
     done=or_(deliveries.c.done_at.is_not(None), deliveries.c.claimed_at.is_(None)),
 )
 """The claims of ``deliveries`` (:mod:`bot.claims`): the lease runs from ``claimed_at``."""
-_CLAIM_OF = {Outcome.WON: Claim.NEW, Outcome.TAKEN_OVER: Claim.TAKEN_OVER, Outcome.HELD: Claim.WORKING, Outcome.DONE: Claim.DONE}
 
 
 @dataclass(frozen=True)
@@ -171,7 +159,7 @@ class Store:
                 lease=dt.timedelta(seconds=lease),
                 insert_values={"key": key_, "received_at": now},
             )
-            return _CLAIM_OF[claimed.outcome]
+            return claimed.outcome
 
         return await self.run(work)
 

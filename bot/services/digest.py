@@ -126,13 +126,7 @@ digest_posts = Table(
     Column("skipped_days", String(512), nullable=False, default=""),  # comma-separated YYYY-MM-DD
 )
 
-POST_CLAIMS = Lease(
-    digest_posts,
-    owner=digest_posts.c.claimed_by,
-    until=digest_posts.c.lease_until,
-    done=digest_posts.c.message_ts.is_not(None),
-    attempts=digest_posts.c.attempts,
-)
+POST_CLAIMS = Lease.of_posts(digest_posts)
 """The claims of ``digest_posts`` (:mod:`bot.claims`): posted once ``message_ts`` is recorded."""
 
 
@@ -282,18 +276,11 @@ class DigestRepository:
     async def claim(self, channel_id: str, day: dt.date, owner: str, now: dt.datetime, skipped: Iterable[dt.date] = ()) -> Claim | None:
         """Claim the (channel, day) digest for ``owner``: a new row, or the takeover of an unposted row
         whose lease ran out. None when it is posted, or held by someone else."""
-        skipped_text = ",".join(d.isoformat() for d in skipped)
+        key = _post_key(channel_id, day)
+        values = {"channel_id": channel_id, "day": day, "claimed_at": now, "skipped_days": ",".join(d.isoformat() for d in skipped)}
 
         def work() -> Claim | None:
-            claimed = POST_CLAIMS.claim(
-                self.store.engine,
-                _post_key(channel_id, day),
-                now=now,
-                owner=owner,
-                lease=LEASE,
-                insert_values={"channel_id": channel_id, "day": day, "claimed_at": now, "skipped_days": skipped_text},
-                read=True,
-            )
+            claimed = POST_CLAIMS.claim(self.store.engine, key, now=now, owner=owner, lease=LEASE, insert_values=values, read=True)
             if not claimed.mine or claimed.row is None:
                 return None
             row = claimed.row

@@ -114,22 +114,10 @@ alert_overflows = Table(
     Column("count", Integer, nullable=False),
 )
 
-EVENT_CLAIMS = Lease(
-    alert_events,
-    owner=alert_events.c.claimed_by,
-    until=alert_events.c.lease_until,
-    done=alert_events.c.state != "pending",
-    attempts=alert_events.c.attempts,
-)
+EVENT_CLAIMS = Lease.of_posts(alert_events, done=alert_events.c.state != "pending")
 """The claims of ``alert_events`` (:mod:`bot.claims`): rows are inserted ``pending`` by :meth:`AlertsRepository.record`
 and claimed by a takeover of their free lease; posted (or muted, listed) rows are done."""
-OVERFLOW_CLAIMS = Lease(
-    alert_overflows,
-    owner=alert_overflows.c.claimed_by,
-    until=alert_overflows.c.lease_until,
-    done=alert_overflows.c.message_ts.is_not(None),
-    attempts=alert_overflows.c.attempts,
-)
+OVERFLOW_CLAIMS = Lease.of_posts(alert_overflows)
 """The claims of ``alert_overflows`` (:mod:`bot.claims`): posted once ``message_ts`` is recorded."""
 
 
@@ -514,15 +502,8 @@ class AlertsRepository:
         another process holds it."""
 
         def work() -> tuple[str | None, int] | None:
-            claimed = OVERFLOW_CLAIMS.claim(
-                self.store.engine,
-                _overflow_key(channel_id, window),
-                now=now,
-                owner=owner,
-                lease=LEASE,
-                insert_values={"channel_id": channel_id, "window": window, "created_at": now, "count": 0},
-                read=True,
-            )
+            key, values = _overflow_key(channel_id, window), {"channel_id": channel_id, "window": window, "created_at": now, "count": 0}
+            claimed = OVERFLOW_CLAIMS.claim(self.store.engine, key, now=now, owner=owner, lease=LEASE, insert_values=values, read=True)
             if claimed.outcome is Outcome.WON:
                 return None, 1
             if claimed.row is None or claimed.outcome is Outcome.HELD:
