@@ -21,9 +21,10 @@ from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, selec
 from bot.claims import Claimed, Lease, Outcome
 from bot.db import aware
 from bot.store import Claim, Store, deliveries
-from tests.conftest import ROOT, postgres_url
+from tests.bot.test_store_deliveries import T0, Clock
+from tests.bot.test_store_deliveries import database_url as database_url  # the fixture: SQLite and PostgreSQL
+from tests.conftest import ROOT
 
-T0 = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 LEASE = dt.timedelta(seconds=30)
 
 jobs = Table(
@@ -37,24 +38,6 @@ jobs = Table(
 )
 JOBS = Lease(jobs, owner=jobs.c.claimed_by, until=jobs.c.lease_until, done=jobs.c.result.is_not(None), attempts=jobs.c.attempts)
 KEY = jobs.c.key == "job-1"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> dt.datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += dt.timedelta(seconds=seconds)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'bot.db'}"
-    return postgres_url("claim_test_jobs")
 
 
 @pytest.fixture
