@@ -1,7 +1,7 @@
 """The link between Slack threads and agent sessions, kept in the bot's database.
 
 The v0 API (management-api-v0.md, "Session", "Message") has no push delivery and no "list sessions"
-endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.store.metadata`):
+endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.db.metadata`):
 
 - ``agent_sessions``: one row per start request. ``start_key`` is unique (the slash command's
   ``trigger_id``, the modal's view id, the mention's ``channel:ts``, the select menu's row), so a
@@ -19,7 +19,8 @@ endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.st
 
 Leases: each followed session is polled by one replica at a time. A replica takes a session with
 one conditional UPDATE (``lease_owner``/``lease_until``, granted when free, lapsed, or already its
-own); another replica takes it over only when the lease has lapsed (:data:`LEASE_SECONDS`).
+own); another replica takes it over only when the lease has lapsed (:data:`LEASE_SECONDS`). Both the
+starts and the follow leases are :class:`bot.claims.Lease` s (:data:`START_CLAIMS`, :data:`FOLLOW_LEASES`).
 
 All times are aware UTC datetimes handed in by the caller (the injected clock); nothing here reads
 the wall clock. The async methods run the synchronous engine in a worker thread.
