@@ -20,6 +20,10 @@ Tables:
   jobs that post (session follower, digests, limits) skip their tick while a row is in force
   (:mod:`bot.services.lifecycle`); every replica reads the same rows.
 
+The two tables, the shared ``MetaData`` and :class:`DatabaseUnusable` are defined in :mod:`bot.db`
+(imported by :mod:`bot.migrations` too, which this module imports: no import circle), and re-exported
+here. A delivery's claim is a :class:`bot.claims.Lease` on ``deliveries`` (:data:`DELIVERY_CLAIMS`).
+
 Schema: Alembic owns it (:mod:`bot.migrations`, one migration per change of a table). :class:`Store`
 brings the database to the code's revision on start, or only checks it and refuses a database
 that is behind (``auto_upgrade``; ``AGENT_BOT_DB_AUTO_UPGRADE``, ``agent-bot db upgrade``). Nothing
@@ -33,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import enum
 import functools
 import logging
 import uuid
@@ -41,65 +44,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import (
-    Column,
-    DateTime,
-    MetaData,
-    String,
-    Table,
-    and_,
-    create_engine,
-    delete,
-    event,
-    insert,
-    or_,
-    select,
-    update,
-)
+from sqlalchemy import create_engine, delete, event, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError
+
+from bot.claims import Lease, Outcome
+from bot.db import DatabaseUnusable as DatabaseUnusable
+from bot.db import aware
+from bot.db import deliveries as deliveries
+from bot.db import describe_database_error as describe_database_error
+from bot.db import metadata as metadata
+from bot.db import slack_pauses as slack_pauses
+from bot.migrations import ensure_schema
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-metadata = MetaData()
 
-deliveries = Table(
-    "deliveries",
-    metadata,
-    Column("key", String(255), primary_key=True),
-    Column("received_at", DateTime(timezone=True), nullable=False),
-    # added after the first release (migration 0003); NULL in rows an older version wrote
-    Column("claimed_at", DateTime(timezone=True)),
-    Column("claimed_by", String(64)),
-    Column("done_at", DateTime(timezone=True)),
+Claim = Outcome
+"""What :meth:`Store.claim_delivery` found (:class:`bot.claims.Outcome`): the caller does the work
+(``NEW``, ``TAKEN_OVER``: the claim of a process that did not finish within its lease) or not
+(``WORKING``: another is still within its lease; ``DONE``: the work was done)."""
+
+DELIVERY_CLAIMS = Lease(
+    deliveries,
+    owner=deliveries.c.claimed_by,
+    since=deliveries.c.claimed_at,
+    # a row an older version wrote (no claimed_at) kept no state: treated as done
+    done=or_(deliveries.c.done_at.is_not(None), deliveries.c.claimed_at.is_(None)),
 )
-
-
-class Claim(enum.Enum):
-    """What :meth:`Store.claim_delivery` found: the caller does the work (``NEW``, ``TAKEN_OVER``: the
-    claim of a process that did not finish within its lease) or not (``WORKING``: another is still
-    within its lease; ``DONE``: the work was done)."""
-
-    NEW = "new"
-    TAKEN_OVER = "taken over"
-    WORKING = "working"
-    DONE = "done"
-
-    @property
-    def mine(self) -> bool:
-        return self in (Claim.NEW, Claim.TAKEN_OVER)
-
-
-slack_pauses = Table(
-    "slack_pauses",
-    metadata,
-    Column("kind", String(32), primary_key=True),  # revoked | rate_limited
-    Column("reason", String(64), nullable=False),  # the Slack event that said so
-    Column("since", DateTime(timezone=True), nullable=False),
-    Column("until", DateTime(timezone=True), nullable=True),  # None: until cleared
-)
+"""The claims of ``deliveries`` (:mod:`bot.claims`): the lease runs from ``claimed_at``."""
 
 
 @dataclass(frozen=True)
@@ -111,11 +86,6 @@ class SlackPause:
     reason: str
     since: dt.datetime
     until: dt.datetime | None
-
-
-class DatabaseUnusable(RuntimeError):
-    """The database cannot be used; the message says what is wrong and how to fix it, in one line
-    (never the URL, which may hold a password)."""
 
 
 BUSY_TIMEOUT_MS = 5000
@@ -140,8 +110,6 @@ class Store:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         auto_upgrade: bool = True,
     ) -> None:
-        from bot.migrations import ensure_schema  # imports this module: it defines the tables' MetaData
-
         self._now: Callable[[], dt.datetime] = now if now is not None else _utc_now
         self.engine: Engine = create_engine(url, pool_pre_ping=True)
         if self.engine.dialect.name == "sqlite":
@@ -164,12 +132,8 @@ class Store:
 
         def work() -> bool:
             now = self._now()
-            try:
-                with self.engine.begin() as conn:
-                    conn.execute(insert(deliveries).values(key=key[:255], received_at=now, claimed_at=now, done_at=now))
-                return True
-            except IntegrityError:
-                return False
+            values = {"key": key[:255], "received_at": now, "done_at": now}
+            return DELIVERY_CLAIMS.claim(self.engine, deliveries.c.key == key[:255], now=now, insert_values=values, take_over=False).mine
 
         return await self.run(work)
 
@@ -187,25 +151,15 @@ class Store:
         def work() -> Claim:
             now = self._now()
             key_ = key[:255]
-            try:
-                with self.engine.begin() as conn:
-                    conn.execute(insert(deliveries).values(key=key_, received_at=now, claimed_at=now, claimed_by=owner[:64]))
-                return Claim.NEW
-            except IntegrityError:
-                pass
-            lapsed = and_(
+            claimed = DELIVERY_CLAIMS.claim(
+                self.engine,
                 deliveries.c.key == key_,
-                deliveries.c.done_at.is_(None),
-                deliveries.c.claimed_at.is_not(None),
-                deliveries.c.claimed_at < now - dt.timedelta(seconds=lease),
+                now=now,
+                owner=owner[:64],
+                lease=dt.timedelta(seconds=lease),
+                insert_values={"key": key_, "received_at": now},
             )
-            with self.engine.begin() as conn:
-                if conn.execute(update(deliveries).where(lapsed).values(claimed_at=now, claimed_by=owner[:64])).rowcount == 1:
-                    return Claim.TAKEN_OVER
-                row = conn.execute(select(deliveries.c.claimed_at, deliveries.c.done_at).where(deliveries.c.key == key_)).first()
-            if row is not None and row.done_at is None and row.claimed_at is not None:
-                return Claim.WORKING
-            return Claim.DONE
+            return claimed.outcome
 
         return await self.run(work)
 
@@ -214,9 +168,7 @@ class Store:
         over is the new owner's to finish); True when it did."""
 
         def work() -> bool:
-            held = and_(deliveries.c.key == key[:255], deliveries.c.claimed_by == owner[:64], deliveries.c.done_at.is_(None))
-            with self.engine.begin() as conn:
-                return conn.execute(update(deliveries).where(held).values(done_at=self._now())).rowcount == 1
+            return DELIVERY_CLAIMS.finish(self.engine, deliveries.c.key == key[:255], owner=owner[:64], values={"done_at": self._now()})
 
         return await self.run(work)
 
@@ -278,7 +230,7 @@ class Store:
             if not rows:
                 return None
             row = rows[0]
-            return SlackPause(row.kind, row.reason, _utc(row.since), _utc(row.until) if row.until is not None else None)
+            return SlackPause(row.kind, row.reason, aware(row.since), aware(row.until))
 
         return await self.run(work)
 
@@ -303,27 +255,6 @@ class Store:
         self.engine.dispose()
 
 
-def describe_database_error(exc: OperationalError) -> str:
-    """One line for an operator: what a database failure means and what to do."""
-    detail = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
-    lowered = detail.lower()
-    if "readonly database" in lowered or "read-only" in lowered:
-        return (
-            "the database is read-only: give the bot's user write access to the SQLite file and its folder "
-            "(SQLite writes a -wal file beside it), or point AGENT_BOT_DATABASE_URL at a writable database"
-        )
-    if "database is locked" in lowered:
-        return (
-            "the SQLite database is locked by another process: stop that process, or use PostgreSQL "
-            "(AGENT_BOT_DATABASE_URL=postgresql+psycopg://...) to run several bots on one database"
-        )
-    if "unable to open database file" in lowered:
-        return "cannot open the SQLite database file: check the path in AGENT_BOT_DATABASE_URL and that its folder exists"
-    if "connection" in lowered or "could not connect" in lowered or "timeout" in lowered:
-        return f"cannot reach the database server ({detail}): check AGENT_BOT_DATABASE_URL and that the server runs"
-    return f"the database refused the bot ({detail})"
-
-
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
     """WAL journal and ``synchronous=NORMAL``: a commit no longer waits for an fsync (the de-dup
     insert sits on the ack path), readers do not block the writer, and a crash loses at most the
@@ -333,11 +264,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     cursor.close()
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    """``value`` with the UTC zone when the database gave it none (SQLite drops the zone)."""
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
 
 
 def _utc_now() -> dt.datetime:

@@ -1,6 +1,6 @@
 """Schema migrations with Alembic: the one owner of the bot's tables.
 
-Every table is defined once, in SQLAlchemy Core, on :data:`bot.store.metadata` (by the modules of
+Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by the modules of
 :data:`TABLE_MODULES`); ``versions/`` holds one migration per change of that schema, oldest first:
 
 - ``0001`` baseline: the tables of the first release (``deliveries``, ``digest_subscriptions``,
@@ -49,13 +49,13 @@ from sqlalchemy import MetaData, create_engine, event, pool, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from bot.store import DatabaseUnusable, describe_database_error
+from bot.db import DatabaseUnusable, describe_database_error, metadata
 
 SCRIPT_LOCATION = Path(__file__).resolve().parent
 """The Alembic script directory: ``env.py``, ``script.py.mako``, ``versions/`` (package data)."""
 
 TABLE_MODULES = (
-    "bot.store",
+    "bot.db",
     "bot.services.accounts.store",
     "bot.services.alerts",
     "bot.services.digest",
@@ -64,7 +64,9 @@ TABLE_MODULES = (
     "bot.services.limits.store",
     "bot.services.sessions.store",
 )
-"""The modules that define tables on :data:`bot.store.metadata`; a module with a new table goes here."""
+"""The modules that define tables on :data:`bot.db.metadata`; a module with a new table goes here. This
+package imports them by name, when Alembic compares the tables with the migrations, and never
+:mod:`bot.store` (which imports this package to bring the schema up to date on start)."""
 
 UPGRADE_COMMAND = "agent-bot db upgrade"
 AUTO_UPGRADE_VARIABLE = "AGENT_BOT_DB_AUTO_UPGRADE"
@@ -127,11 +129,9 @@ class SchemaState:
 
 
 def target_metadata() -> MetaData:
-    """:data:`bot.store.metadata` with every table of :data:`TABLE_MODULES` defined on it."""
+    """:data:`bot.db.metadata` with every table of :data:`TABLE_MODULES` defined on it."""
     for name in TABLE_MODULES:
         importlib.import_module(name)
-    from bot.store import metadata
-
     return metadata
 
 

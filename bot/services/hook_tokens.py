@@ -35,6 +35,7 @@ from sqlalchemy import Column, DateTime, Index, String, Table, and_, insert, sel
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from bot.db import aware
 from bot.hooks import new_token, token_key
 from bot.store import Store, metadata
 
@@ -154,11 +155,6 @@ class HookTokens:
         if token_id is not None:
             where = and_(where, hook_tokens.c.token_id == token_id)
         return conn.execute(update(hook_tokens).where(where).values(revoked_at=now)).rowcount
-
-
-def aware(value: dt.datetime) -> dt.datetime:
-    """A datetime read back from the database as aware UTC (SQLite gives naive ones)."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
 def _one_issue_at_a_time(conn: Connection, slack_user: str) -> None:

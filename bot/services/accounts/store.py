@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Column, DateTime, PrimaryKeyConstraint, String, Table, Text, and_, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.db import aware
 from bot.store import Store, metadata
 
 linked_accounts = Table(
@@ -50,11 +51,6 @@ class LinkedRow:
     refused_at: dt.datetime | None
     refusal_notified_at: dt.datetime | None
     key_token: str = field(repr=False)
-
-
-def aware(value: dt.datetime | None) -> dt.datetime | None:
-    """A datetime read back as aware UTC (SQLite gives naive ones)."""
-    return value if value is None or value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
 class LinkedAccounts:

@@ -40,14 +40,16 @@ from sqlalchemy import (
     delete,
     func,
     insert,
-    or_,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.elements import ColumnElement
 
+from bot.claims import Lease, Outcome
+from bot.db import aware, metadata
 from bot.slack import Payload
-from bot.store import Store, metadata
+from bot.store import Store
 
 LEASE = dt.timedelta(minutes=10)
 """How long a claim is held before another tick may take it over (a crashed poster's claim)."""
@@ -112,6 +114,12 @@ alert_overflows = Table(
     Column("count", Integer, nullable=False),
 )
 
+EVENT_CLAIMS = Lease.of_posts(alert_events, done=alert_events.c.state != "pending")
+"""The claims of ``alert_events`` (:mod:`bot.claims`): rows are inserted ``pending`` by :meth:`AlertsRepository.record`
+and claimed by a takeover of their free lease; posted (or muted, listed) rows are done."""
+OVERFLOW_CLAIMS = Lease.of_posts(alert_overflows)
+"""The claims of ``alert_overflows`` (:mod:`bot.claims`): posted once ``message_ts`` is recorded."""
+
 
 @dataclass(frozen=True)
 class AlertSubscription:
@@ -164,14 +172,18 @@ class NewEvent:
     edit: Payload | None = None
 
 
-def _aware(value: dt.datetime) -> dt.datetime:
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value
+def _event_key(event: AlertEvent) -> ColumnElement[bool]:
+    return and_(alert_events.c.subscription_id == event.subscription_id, alert_events.c.event_key == event.event_key)
+
+
+def _overflow_key(channel_id: str, window: str) -> ColumnElement[bool]:
+    return and_(alert_overflows.c.channel_id == channel_id, alert_overflows.c.window == window)
 
 
 def _sub(row: Any) -> AlertSubscription:
-    muted = _aware(row.muted_until) if row.muted_until is not None else None
+    muted = aware(row.muted_until)
     filters = json.loads(row.filters) if row.filters else {}
-    return AlertSubscription(row.id, row.kind, row.channel_id, row.start, row.created_by, _aware(row.created_at), muted, filters)
+    return AlertSubscription(row.id, row.kind, row.channel_id, row.start, row.created_by, aware(row.created_at), muted, filters)
 
 
 def _event(row: Any) -> AlertEvent:
@@ -183,7 +195,7 @@ def _event(row: Any) -> AlertEvent:
         row.state,
         row.summary,
         json.loads(row.payload),
-        _aware(row.created_at),
+        aware(row.created_at),
         row.attempts,
         row.message_ts,
         row.thread_ts,
@@ -442,17 +454,8 @@ class AlertsRepository:
         None when it is posted or held by another process."""
 
         def work() -> int | None:
-            key = and_(alert_events.c.subscription_id == event.subscription_id, alert_events.c.event_key == event.event_key)
-            free = or_(alert_events.c.lease_until.is_(None), alert_events.c.lease_until <= now)
-            with self.store.engine.begin() as conn:
-                taken = conn.execute(
-                    update(alert_events)
-                    .where(key, alert_events.c.state == "pending", free)
-                    .values(claimed_by=owner, lease_until=now + LEASE, attempts=alert_events.c.attempts + 1)
-                ).rowcount
-                if not taken:
-                    return None
-                return int(conn.execute(select(alert_events.c.attempts).where(key)).scalar_one())
+            claimed = EVENT_CLAIMS.claim(self.store.engine, _event_key(event), now=now, owner=owner, lease=LEASE, read=True)
+            return int(claimed.row.attempts) if claimed.mine and claimed.row is not None else None
 
         return await self.store.run(work)
 
@@ -460,19 +463,8 @@ class AlertsRepository:
         """Record the posted alert (only while ``owner`` holds its claim)."""
 
         def work() -> bool:
-            key = and_(
-                alert_events.c.subscription_id == event.subscription_id,
-                alert_events.c.event_key == event.event_key,
-                alert_events.c.state == "pending",
-                alert_events.c.claimed_by == owner,
-            )
-            with self.store.engine.begin() as conn:
-                return (
-                    conn.execute(
-                        update(alert_events).where(key).values(state="posted", message_ts=ts, thread_ts=thread_ts, posted_at=now)
-                    ).rowcount
-                    == 1
-                )
+            values = {"state": "posted", "message_ts": ts, "thread_ts": thread_ts, "posted_at": now}
+            return EVENT_CLAIMS.finish(self.store.engine, _event_key(event), owner=owner, values=values)
 
         return await self.store.run(work)
 
@@ -480,13 +472,7 @@ class AlertsRepository:
         """Give a claim back (a failed post): the next tick retries it."""
 
         def work() -> None:
-            key = and_(
-                alert_events.c.subscription_id == event.subscription_id,
-                alert_events.c.event_key == event.event_key,
-                alert_events.c.claimed_by == owner,
-            )
-            with self.store.engine.begin() as conn:
-                conn.execute(update(alert_events).where(key).values(lease_until=now))
+            EVENT_CLAIMS.release(self.store.engine, _event_key(event), owner=owner, now=now)
 
         await self.store.run(work)
 
@@ -516,33 +502,13 @@ class AlertsRepository:
         another process holds it."""
 
         def work() -> tuple[str | None, int] | None:
-            key = and_(alert_overflows.c.channel_id == channel_id, alert_overflows.c.window == window)
-            try:
-                with self.store.engine.begin() as conn:
-                    conn.execute(
-                        insert(alert_overflows).values(
-                            channel_id=channel_id,
-                            window=window,
-                            claimed_by=owner,
-                            lease_until=now + LEASE,
-                            attempts=1,
-                            created_at=now,
-                            count=0,
-                        )
-                    )
+            key, values = _overflow_key(channel_id, window), {"channel_id": channel_id, "window": window, "created_at": now, "count": 0}
+            claimed = OVERFLOW_CLAIMS.claim(self.store.engine, key, now=now, owner=owner, lease=LEASE, insert_values=values, read=True)
+            if claimed.outcome is Outcome.WON:
                 return None, 1
-            except IntegrityError:
-                pass
-            with self.store.engine.begin() as conn:
-                row = conn.execute(select(alert_overflows).where(key)).one()
-                if row.message_ts:
-                    return row.message_ts, row.attempts
-                taken = conn.execute(
-                    update(alert_overflows)
-                    .where(key, alert_overflows.c.message_ts.is_(None), alert_overflows.c.lease_until <= now)
-                    .values(claimed_by=owner, lease_until=now + LEASE, attempts=alert_overflows.c.attempts + 1)
-                ).rowcount
-                return (None, row.attempts + 1) if taken else None
+            if claimed.row is None or claimed.outcome is Outcome.HELD:
+                return None
+            return (claimed.row.message_ts or None), int(claimed.row.attempts)
 
         return await self.store.run(work)
 
@@ -550,15 +516,11 @@ class AlertsRepository:
         """Record the overflow message's ts (None: the post failed; the lease is released)."""
 
         def work() -> None:
-            key = and_(
-                alert_overflows.c.channel_id == channel_id,
-                alert_overflows.c.window == window,
-                alert_overflows.c.claimed_by == owner,
-                alert_overflows.c.message_ts.is_(None),
-            )
-            values: dict[str, Any] = {"message_ts": ts} if ts else {"lease_until": now}
-            with self.store.engine.begin() as conn:
-                conn.execute(update(alert_overflows).where(key).values(values))
+            key = _overflow_key(channel_id, window)
+            if ts:
+                OVERFLOW_CLAIMS.finish(self.store.engine, key, owner=owner, values={"message_ts": ts})
+            else:
+                OVERFLOW_CLAIMS.release(self.store.engine, key, owner=owner, now=now)
 
         await self.store.run(work)
 

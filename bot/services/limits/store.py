@@ -37,7 +37,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import (
@@ -58,6 +58,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnElement
 
+from bot.db import aware
 from bot.roles import Role, RolesConfigError
 from bot.store import Store, metadata
 
@@ -224,22 +225,11 @@ def entries_hash(entries: Iterable[LimitEntry]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-@overload
-def _aware(value: dt.datetime) -> dt.datetime: ...
-@overload
-def _aware(value: dt.datetime | None) -> dt.datetime | None: ...
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    """SQLite returns naive datetimes; every stored time is UTC."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value
-
-
 def _required(value: dt.datetime | None, column: str) -> dt.datetime:
     """A NOT NULL time column's value (aware UTC); a None means a corrupt row."""
     if value is None:
         raise ValueError(f"limit request row without {column}")
-    return _aware(value)
+    return aware(value)
 
 
 def _row_request(row: Row[Any]) -> LimitRequest:
@@ -256,9 +246,9 @@ def _row_request(row: Row[Any]) -> LimitRequest:
         created_at=_required(data["created_at"], "created_at"),
         expires_at=_required(data["expires_at"], "expires_at"),
         decided_by=data["decided_by"],
-        decided_at=_aware(data["decided_at"]),
+        decided_at=aware(data["decided_at"]),
         reject_reason=data["reject_reason"],
-        applied_at=_aware(data["applied_at"]),
+        applied_at=aware(data["applied_at"]),
         outcome=Outcome.from_json(data["outcome"]),
         channel=data["channel"],
         message_ts=data["message_ts"],

@@ -1,7 +1,7 @@
 """The link between Slack threads and agent sessions, kept in the bot's database.
 
 The v0 API (management-api-v0.md, "Session", "Message") has no push delivery and no "list sessions"
-endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.store.metadata`):
+endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.db.metadata`):
 
 - ``agent_sessions``: one row per start request. ``start_key`` is unique (the slash command's
   ``trigger_id``, the modal's view id, the mention's ``channel:ts``, the select menu's row), so a
@@ -19,7 +19,8 @@ endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.st
 
 Leases: each followed session is polled by one replica at a time. A replica takes a session with
 one conditional UPDATE (``lease_owner``/``lease_until``, granted when free, lapsed, or already its
-own); another replica takes it over only when the lease has lapsed (:data:`LEASE_SECONDS`).
+own); another replica takes it over only when the lease has lapsed (:data:`LEASE_SECONDS`). Both the
+starts and the follow leases are :class:`bot.claims.Lease` s (:data:`START_CLAIMS`, :data:`FOLLOW_LEASES`).
 
 All times are aware UTC datetimes handed in by the caller (the injected clock); nothing here reads
 the wall clock. The async methods run the synchronous engine in a worker thread.
@@ -45,13 +46,14 @@ from sqlalchemy import (
     case,
     insert,
     literal,
-    or_,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 
-from bot.store import Store, metadata
+from bot.claims import Lease, Outcome
+from bot.db import aware, metadata
+from bot.store import Store
 
 LEASE_SECONDS = 30.0
 """How long a replica's claim on following a session lasts without being renewed."""
@@ -111,6 +113,13 @@ session_posts = Table(
 
 STARTING, STARTED, FAILED, CHOOSING = "starting", "started", "failed", "choosing"
 
+START_CLAIMS = Lease(agent_sessions, since=agent_sessions.c.last_activity_at, done=agent_sessions.c.state != STARTING)
+"""Session starts as claims (:mod:`bot.claims`): the row inserted on ``start_key`` is the claim, done
+once it leaves ``starting``; one still ``starting`` after its bound is taken over and closed
+``failed`` (:meth:`SessionStore.close_start`), never started twice."""
+FOLLOW_LEASES = Lease(agent_sessions, owner=agent_sessions.c.lease_owner, until=agent_sessions.c.lease_until)
+"""The follow leases of ``agent_sessions`` (:mod:`bot.claims`): taken or renewed by each poll, released on a graceful stop."""
+
 
 @dataclass
 class SessionLink:
@@ -161,7 +170,7 @@ class SessionLink:
         data["token_usage"] = json.loads(data["token_usage"]) if data.get("token_usage") else {}
         data["steps"] = json.loads(data["steps"]) if data.get("steps") else []
         for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at"):
-            data[name] = _aware(data.get(name))
+            data[name] = aware(data.get(name))
         return cls(**data)
 
 
@@ -218,15 +227,10 @@ class SessionStore:
                 "hooks": False,
                 "working_dirty": False,
             }
-            created = True
-            try:
-                with self.store.engine.begin() as conn:
-                    conn.execute(insert(agent_sessions).values(**values))
-            except IntegrityError:
-                created = False
-            with self.store.engine.connect() as conn:
-                row = conn.execute(select(agent_sessions).where(agent_sessions.c.start_key == values["start_key"])).one()
-            return SessionLink.from_row(row), created
+            key = agent_sessions.c.start_key == values["start_key"]
+            claimed = START_CLAIMS.claim(self.store.engine, key, now=now, insert_values=values, take_over=False, read=True)
+            assert claimed.row is not None  # inserted, or found: a start row is never deleted
+            return SessionLink.from_row(claimed.row), claimed.outcome is Outcome.WON
 
         return await self.store.run(work)
 
@@ -249,15 +253,15 @@ class SessionStore:
     async def record_session(self, row_id: int, *, session_id: str, status: str, now: dt.datetime) -> bool:
         """The API created the session: remember its id and start following it. False when the row
         is no longer ``starting`` (:meth:`close_start` closed it as interrupted meanwhile)."""
-        return await self._update_where(
-            and_(agent_sessions.c.id == row_id, agent_sessions.c.state == STARTING),
-            state=STARTED,
-            session_id=session_id,
-            status=status,
-            following=True,
-            next_poll_at=now,
-            last_activity_at=now,
-        )
+        values = {
+            "state": STARTED,
+            "session_id": session_id,
+            "status": status,
+            "following": True,
+            "next_poll_at": now,
+            "last_activity_at": now,
+        }
+        return await self.store.run(lambda: START_CLAIMS.finish(self.store.engine, agent_sessions.c.id == row_id, values=values))
 
     async def stale_starts(self, before: dt.datetime, *, limit: int) -> list[SessionLink]:
         """Rows still ``starting`` that began to start before ``before`` (their ``last_activity_at``),
@@ -278,11 +282,10 @@ class SessionStore:
     async def close_start(self, row_id: int, *, before: dt.datetime, error: str) -> bool:
         """Mark a start that is still ``starting`` and began before ``before`` ``failed`` with
         ``error``, with one conditional UPDATE: True for the one caller (of every replica) that did."""
-        return await self._update_where(
-            and_(agent_sessions.c.id == row_id, agent_sessions.c.state == STARTING, agent_sessions.c.last_activity_at < before),
-            state=FAILED,
-            error=error[:2000],
-            following=False,
+        values = {"state": FAILED, "error": error[:2000], "following": False}
+        lapsed = agent_sessions.c.last_activity_at < before
+        return await self.store.run(
+            lambda: START_CLAIMS.take_over(self.store.engine, agent_sessions.c.id == row_id, lapsed=lapsed, values=values)
         )
 
     async def mark_failed(self, row_id: int, error: str) -> None:
@@ -371,7 +374,7 @@ class SessionStore:
                         agent_sessions.c.following.is_(True),
                         agent_sessions.c.session_id.is_not(None),
                         agent_sessions.c.next_poll_at <= now,
-                        _lease_free(now, owner),
+                        FOLLOW_LEASES.free(now, owner=owner),
                     )
                 )
                 .order_by(agent_sessions.c.next_poll_at)
@@ -384,10 +387,9 @@ class SessionStore:
 
     async def take_lease(self, row_id: int, *, owner: str, now: dt.datetime, seconds: float = LEASE_SECONDS) -> bool:
         """Hold (or renew) the follow lease of a row; True when this ``owner`` now holds it."""
-        return await self._update_where(
-            and_(agent_sessions.c.id == row_id, _lease_free(now, owner)),
-            lease_owner=owner,
-            lease_until=now + dt.timedelta(seconds=seconds),
+        lease = dt.timedelta(seconds=seconds)
+        return await self.store.run(
+            lambda: FOLLOW_LEASES.renew(self.store.engine, agent_sessions.c.id == row_id, owner=owner, now=now, lease=lease, take=True)
         )
 
     async def release_leases(self, owner: str) -> int:
@@ -395,13 +397,9 @@ class SessionStore:
         on the owner, so another replica or the restarted process takes the sessions at once instead
         of after :data:`LEASE_SECONDS`; returns how many were released."""
 
-        def work() -> int:
-            with self.store.engine.begin() as conn:
-                return conn.execute(
-                    update(agent_sessions).where(agent_sessions.c.lease_owner == owner).values(lease_owner=None, lease_until=None)
-                ).rowcount
-
-        return await self.store.run(work)
+        return await self.store.run(
+            lambda: FOLLOW_LEASES.release(self.store.engine, owner=owner, values={"lease_owner": None, "lease_until": None})
+        )
 
     async def save_progress(self, row_id: int, *, owner: str, polled_due_at: dt.datetime | None = None, **values: Any) -> bool:
         """Write what a poll learned, only while ``owner`` holds the lease; False when it lost it.
@@ -420,7 +418,7 @@ class SessionStore:
             for name in ("next_poll_at", "last_activity_at", "following"):
                 if name in values:
                     values[name] = case((woken, agent_sessions.c[name]), else_=literal(values[name], agent_sessions.c[name].type))
-        return await self._update_where(and_(agent_sessions.c.id == row_id, agent_sessions.c.lease_owner == owner), **values)
+        return await self._update_where(and_(agent_sessions.c.id == row_id, FOLLOW_LEASES.held_by(owner)), **values)
 
     async def wake(self, row_id: int, now: dt.datetime, *, hooks: bool | None = None) -> None:
         """Follow the session again and poll it now (a thread reply, a hook, a Refresh click)."""
@@ -487,22 +485,6 @@ class SessionStore:
                 return conn.execute(update(agent_sessions).where(condition).values(**values)).rowcount == 1
 
         return await self.store.run(work)
-
-
-def _lease_free(now: dt.datetime, owner: str) -> Any:
-    return or_(
-        agent_sessions.c.lease_owner.is_(None),
-        agent_sessions.c.lease_until.is_(None),
-        agent_sessions.c.lease_until < now,
-        agent_sessions.c.lease_owner == owner,
-    )
-
-
-def _aware(value: dt.datetime | None) -> dt.datetime | None:
-    """SQLite returns naive datetimes for ``DateTime(timezone=True)``; they were written in UTC."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value
 
 
 def total_tokens(usage: dict[str, Any] | None) -> int:

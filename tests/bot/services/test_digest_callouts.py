@@ -8,7 +8,8 @@ import datetime as dt
 import httpx
 
 from bot.services.chart import AVERAGE_DAYS, CHART_DAYS
-from bot.services.digest import Callout, _user_callout, fetch_digest
+from bot.services.digest import Callout, fetch_digest
+from bot.services.digest.build import _user_callout
 from bot.services.periods import EARLIEST
 from tests.api_fakes import (
     RecordingTransport,

@@ -1,4 +1,4 @@
-"""Exactly once across replicas for the App Home (bot/services/home.py): two "replicas" (each its own
+"""Exactly once across replicas for the App Home (bot/services/home/): two "replicas" (each its own
 :class:`bot.store.Store`, gateway and Agent API client) on one database (SQLite, and PostgreSQL when
 ``AGENT_BOT_TEST_POSTGRES_URL`` reaches one), the Slack emulator and the sandbox on loopback, the
 clock injected.
