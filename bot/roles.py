@@ -268,9 +268,12 @@ class ComputerRule(BaseModel):
     who: tuple[str, ...] = ()
 
     def matches(self, computer_id: str, computer_name: str | None) -> bool:
-        """Whether the pattern matches the computer's id or its name (case-insensitive globs)."""
+        """Whether the pattern matches the computer's id or its name (case-insensitive globs; a
+        pattern equal to the name or id matches too, so a name with ``[`` or ``?`` in it can be written as it is)."""
         wanted = self.pattern.lower()
-        return any(fnmatch.fnmatchcase(value.lower(), wanted) for value in (computer_id, computer_name or "") if value)
+        return any(
+            value.lower() == wanted or fnmatch.fnmatchcase(value.lower(), wanted) for value in (computer_id, computer_name or "") if value
+        )
 
     def entries(self, kind: WhoKind) -> tuple[str, ...]:
         """The entries of ``who`` of one kind (:func:`who_kind`), in file order."""

@@ -123,6 +123,8 @@ def test_globs_and_names_match_case_insensitively_on_the_name_or_the_id(tmp_path
     assert rules.rule_for(Box("x", "CI-nightly")) == rules.rules[1]  # the glob on the name
     assert rules.rule_for(CI) is None  # "CI sandbox" has no dash: no rule
     assert rules.rule_for(GPU) == rules.rules[2]
+    literal = ComputerRules(RolesFile.model_validate({"computers": {"Box [1]?": ["owners"]}}).computers)
+    assert literal.rule_for(Box("b1", "box [1]?")) is not None and literal.rule_for(Box("b1", "box 1")) is None
 
 
 async def test_emails_ids_roles_groups_and_channels_decide(tmp_path):
