@@ -11,6 +11,8 @@ mentions, thread replies, clicks on buttons and menus, and forms (modals) filled
 The emulated people (``U0OWNER`` alice, ``U0MANAGER`` bob, ``U0MEMBER`` carol, ``U0GUEST`` dave) get
 their roles from a generated roles file (alice owner, bob manager) and from the sandbox's
 organization users (carol is one: member). dave's Slack e-mail is outside the organization: guest.
+The roles file's computer rules keep Alice's dev box alice's (:data:`ROLES_YAML`), so the tour
+starts everyone else's sessions on the CI sandbox.
 """
 
 from __future__ import annotations
@@ -49,7 +51,14 @@ from sandbox.slack_emulator.render import SINGLE_SELECTS, choices, form_fields, 
 
 GUEST_EMAIL = "dave@contractor.example"
 PEOPLE = {"alice": "U0OWNER", "bob": "U0MANAGER", "carol": "U0MEMBER", "dave": "U0GUEST"}
-ROLES_YAML = "roles:\n  owners: [alice@example.com]\n  managers: [bob@example.com]\n"
+ROLES_YAML = (
+    "roles:\n  owners: [alice@example.com]\n  managers: [bob@example.com]\n"
+    "computers:  # who may start sessions on which computer: the first pattern that matches decides\n"
+    '  "Alice\'s dev box": [alice@example.com]\n'
+    '  "*": [members]\n'
+)
+"""The demo's roles file: alice owner, bob manager; Alice's dev box is alice's only, every other
+computer is for members (and above)."""
 DEMO_CHANNEL = "C0ENG"
 HOOK_SECRET = "demo-hook-secret"
 
@@ -511,7 +520,7 @@ def session_tour(stack: Stack, out: TextIO) -> None:
     _print_thread(out, stack, DEMO_CHANNEL, root.ts, "the session's thread in #engineering (carol replied in it)")
     hook_step(stack, out, root.ts)
 
-    sent = stack.client.send_mention(f"<@{bot}> computer=alice {MENTION_PROMPT}", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL)
+    sent = stack.client.send_mention(f"<@{bot}> computer=ci {MENTION_PROMPT}", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL)
     mention_ts = sent.request.payload["event"]["ts"]
     recorder.wait_for(lambda: _thread_has(stack, DEMO_CHANNEL, mention_ts, "You asked"), timeout=30, what="the answer to the mention")
     recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, mention_ts), timeout=10, what="the done reaction")

@@ -28,6 +28,9 @@ hide the others):
 8. **encryption key** (``AGENT_BOT_ENCRYPTION_KEY``): set or not (unset: ``/agent link`` is refused),
    how many Fernet keys, and whether they decrypt every linked key stored (and how many still wait
    for re-encryption with the first key, :mod:`bot.services.accounts.crypto`).
+9. **computer rules** (the roles file's ``computers:`` section, :mod:`bot.services.computer_rules`):
+   a warning when there are none (every member can use every computer), else how many and what
+   decides for a computer no pattern matches.
 
 No secret is printed: tokens and keys only by the name of their variable. Exit status (the CLI): 1
 when a check fails, else 0. The Web API calls other than ``auth.test`` go through
@@ -54,7 +57,7 @@ from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import AgentAPITransportError, ForbiddenError, NotFoundError, UnauthorizedError
 from bot.config import Settings
 from bot.migrations import SchemaBehind
-from bot.roles import Role, RolesConfigError, RolesFile
+from bot.roles import CATCH_ALL, Role, RolesConfigError, RolesFile
 from bot.services.accounts import EncryptionKeyError, key_ring, linked_accounts
 from bot.services.accounts.crypto import InvalidToken
 from bot.slack import SlackFailure, SlackGateway, failure_of, web_client
@@ -104,6 +107,12 @@ ENCRYPTION_KEY_UNSET: Final = "AGENT_BOT_ENCRYPTION_KEY is not set: /agent link 
 MAX_ROWS_CHECKED: Final = 10_000
 """How many stored linked keys the encryption-key check tries to decrypt at most."""
 ROLES_UNSET: Final = "AGENT_BOT_CONFIG is not set: nobody is a manager or owner, so usage, controls and approvals are refused to all"
+COMPUTER_RULES_NONE: Final = "no computers: section in the roles file: every member can use every computer"
+COMPUTER_RULES_UNREAD: Final = "not read: the roles file cannot be used"
+COMPUTER_RULES_OK: Final = "{count} rule(s) ({patterns}); {rest}"
+COMPUTER_RULES_REST_OPEN: Final = 'a computer no pattern matches is open to every member (end with "*" to decide for them)'
+COMPUTER_RULES_REST_CAUGHT: Final = '"*" decides for the other computers'
+FIX_COMPUTER_RULES: Final = "add a computers: section to the roles file (docs/configuration.md, Roles file), e.g. ci-*: [members]"
 
 
 @dataclass(frozen=True)
@@ -355,6 +364,23 @@ def check_encryption_key(settings: Settings) -> Check:
     return Check(name, "ok", f"{keys}; decrypts all {len(tokens)} stored linked keys{waiting}")
 
 
+def check_computer_rules(settings: Settings) -> Check:
+    """9. Whether the roles file has computer rules (a warning when not: every member can use every
+    computer); an unreadable roles file is the roles file check's failure, only noted here."""
+    name = "computer rules"
+    if settings.config_file is None:
+        return Check(name, "warn", COMPUTER_RULES_NONE, FIX_COMPUTER_RULES)
+    try:
+        roles = RolesFile.load(settings.config_file)
+    except RolesConfigError:
+        return Check(name, "warn", COMPUTER_RULES_UNREAD, FIX_ROLES)
+    if not roles.computers:
+        return Check(name, "warn", COMPUTER_RULES_NONE, FIX_COMPUTER_RULES)
+    patterns = [rule.pattern for rule in roles.computers]
+    rest = COMPUTER_RULES_REST_CAUGHT if CATCH_ALL in patterns else COMPUTER_RULES_REST_OPEN
+    return Check(name, "ok", COMPUTER_RULES_OK.format(count=len(patterns), patterns=", ".join(patterns), rest=rest))
+
+
 async def _bounded(name: str, check: Awaitable[Check]) -> Check:
     try:
         return await asyncio.wait_for(check, CHECK_TIMEOUT)
@@ -394,6 +420,7 @@ async def run_checks(
             check_hook_secret(settings),
             await _bounded("roles file", check_roles(settings, slack)),
             await asyncio.to_thread(check_encryption_key, settings),
+            check_computer_rules(settings),
         ]
     finally:
         if agent is not None:

@@ -25,6 +25,23 @@ and which apps may task the agent::
 Messages posted by apps (an event with ``bot_id``, or subtype ``bot_message``: RSS, GitHub,
 workflows) never start or steer a session unless ``allow_bots`` names the bot or its app.
 
+The optional ``computers:`` section (:class:`ComputerRule`, applied by
+:class:`bot.services.computer_rules.ComputerRules`) says who may start sessions on which computers::
+
+    computers:                        # pattern -> who; the first pattern that matches decides
+      "Alice's dev box": [alice@example.com]   # a computer's name or id, case-insensitively
+      ci-*: [members]                 # a glob (* ? [...]) on the name or the id
+      gpu-*: ["@ml-team", U0BOB, "#C0ML"]      # a user group, a person, sessions started in a channel
+      "*": [managers]                 # a catch-all: every other computer
+
+Who, per entry: an e-mail, a Slack user ID (``U...``/``W...``), a ``@user-group`` handle, a role
+word (``members``, ``managers``, ``owners``: that role and above; ``guests``: everyone), or a
+channel ID (``C...``/``G...``, ``#`` optional: sessions started in that channel). An empty list:
+nobody. A computer no pattern matches may be used by everyone who may start sessions (with no
+``computers:`` section at all, every computer is like that); end with ``"*"`` to decide for the
+others. A malformed entry, an empty or repeated pattern, or a pattern after ``"*"`` (never reached)
+is a :class:`RolesConfigError` that names it.
+
 Look-ups are cached for ``ttl`` seconds (``AGENT_BOT_USER_CACHE_TTL``). Errors: a malformed roles
 file raises :class:`RolesConfigError` at start-up.
 """
@@ -32,7 +49,9 @@ file raises :class:`RolesConfigError` at start-up.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -212,15 +231,117 @@ class SessionsConfig(BaseModel):
         return value
 
 
+WhoKind = Literal["email", "user", "group", "role", "channel"]
+"""What an entry of a computer rule names (:func:`who_kind`)."""
+_EMAIL: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_USER_ID: Final = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_CHANNEL_ID: Final = re.compile(r"^[CG][A-Z0-9]{2,}$")
+_GROUP: Final = re.compile(r"^@[A-Za-z0-9][A-Za-z0-9._-]*$")
+WHO_WORDS: Final = (
+    "an e-mail, a Slack user ID (U...), a @user-group handle, a role word (members, managers, owners) or a channel ID (C... or #C...)"
+)
+CATCH_ALL: Final = "*"
+
+
+def who_kind(entry: str) -> WhoKind:
+    """What ``entry`` (stripped) of a computer rule names: a role word (``members``, ``manager``, any
+    case), a ``@group`` handle, an e-mail, a channel ID (``#C...``, ``#c...`` or ``C...``/``G...``
+    in capitals) or a Slack user ID (``U...``/``W...`` in capitals). Raises ``ValueError`` naming it
+    otherwise."""
+    with_hash = entry.startswith("#")
+    try:
+        Role.parse(entry)
+        return "role"
+    except ValueError:
+        pass
+    if _GROUP.match(entry):
+        return "group"
+    if _EMAIL.match(entry):
+        return "email"
+    if _CHANNEL_ID.match(entry.removeprefix("#").upper() if with_hash else entry):
+        return "channel"
+    if _USER_ID.match(entry):
+        return "user"
+    raise ValueError(f"{entry!r} is not {WHO_WORDS}")
+
+
+class ComputerRule(BaseModel):
+    """One entry of the roles file's ``computers:`` section (module docstring): ``pattern`` (a glob
+    on a computer's name or id, case-insensitive) and ``who`` (entries as written, stripped; a
+    channel without its ``#``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pattern: str
+    who: tuple[str, ...] = ()
+
+    def matches(self, computer_id: str, computer_name: str | None) -> bool:
+        """Whether the pattern matches the computer's id or its name (case-insensitive globs; a
+        pattern equal to the name or id matches too, so a name with ``[`` or ``?`` in it can be written as it is)."""
+        wanted = self.pattern.lower()
+        return any(
+            value.lower() == wanted or fnmatch.fnmatchcase(value.lower(), wanted) for value in (computer_id, computer_name or "") if value
+        )
+
+    def entries(self, kind: WhoKind) -> tuple[str, ...]:
+        """The entries of ``who`` of one kind (:func:`who_kind`), in file order."""
+        return tuple(entry for entry in self.who if who_kind(entry) == kind)
+
+
+def _computer_rules(value: Any) -> list[ComputerRule]:
+    """The ``computers:`` mapping (pattern -> entry or list of entries) as rules, in file order.
+    Raises ``ValueError`` naming the bad pattern or entry."""
+    if not isinstance(value, Mapping):
+        raise ValueError("computers must map a computer's name, id or glob pattern to a list of who may use it")
+    rules: list[ComputerRule] = []
+    seen: dict[str, str] = {}
+    for key, listed in value.items():
+        pattern = str(key).strip()
+        if not pattern:
+            raise ValueError("computers: a pattern is empty")
+        if pattern.lower() in seen:
+            raise ValueError(f"computers: {pattern!r} repeats {seen[pattern.lower()]!r} (the first one decides; merge them)")
+        if CATCH_ALL in seen:
+            raise ValueError(f"computers: {pattern!r} comes after {CATCH_ALL!r}, which matches every computer first")
+        seen[pattern.lower()] = pattern
+        if listed is None:
+            listed = []
+        if isinstance(listed, str):
+            listed = [listed]
+        if not isinstance(listed, list | tuple):
+            raise ValueError(f"computers: {pattern!r} must list who may use it ({WHO_WORDS})")
+        who: list[str] = []
+        for raw in listed:
+            entry = str(raw).strip()
+            try:
+                kind = who_kind(entry)
+            except ValueError as exc:
+                raise ValueError(f"computers: {pattern!r}: {exc}") from None
+            who.append(entry.removeprefix("#").upper() if kind == "channel" else entry)
+        rules.append(ComputerRule(pattern=pattern, who=tuple(who)))
+    return rules
+
+
 class RolesFile(BaseModel):
     """The YAML file named by ``AGENT_BOT_CONFIG``: ``roles``, optional ``policy``, ``sessions``
-    (:class:`SessionsConfig`) and other sections."""
+    (:class:`SessionsConfig`), ``computers`` (:class:`ComputerRule` s, in file order; empty: no
+    computer rules) and other sections."""
 
     model_config = ConfigDict(extra="allow")
 
     roles: dict[Role, list[str]] = Field(default_factory=dict)
     policy: dict[str, Role] = Field(default_factory=dict)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    computers: tuple[ComputerRule, ...] = ()
+
+    @field_validator("computers", mode="before")
+    @classmethod
+    def _computers_section(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, tuple) and all(isinstance(rule, ComputerRule) for rule in value):
+            return value
+        return tuple(_computer_rules(value))
 
     @field_validator("sessions", mode="before")
     @classmethod
@@ -425,6 +546,11 @@ class RoleResolver:
         if email.lower() in org:
             return ResolvedUser(user_id, email, Role.member, SOURCE_ORG_USER)
         return ResolvedUser(user_id, email, Role.guest, SOURCE_NOT_ORG_USER)
+
+    async def in_group(self, user_id: str, handle: str) -> bool:
+        """Whether ``user_id`` is a member of the user group ``@handle`` (``usergroups.users.list``,
+        cached as the roles' look-ups are; a failed look-up answers False and is not cached)."""
+        return user_id in await self._group_members(handle)
 
     async def _group_members(self, handle: str) -> set[str]:
         cached = self._sets.get(f"group:{handle}")

@@ -38,7 +38,6 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("bot.services.sessions", "formatters.sessions"),
     ("bot.services.sessions.follower", "formatters.blocks"),
     ("bot.services.sessions.follower", "formatters.sessions"),
-    ("bot.services.sessions.models", "formatters.sessions"),
     ("bot.services.sessions.relay", "formatters.sessions"),
     ("bot.services.sessions.starter", "formatters.blocks"),
     ("bot.services.sessions.starter", "formatters.sessions"),

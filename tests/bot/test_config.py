@@ -14,7 +14,15 @@ from pydantic import SecretStr
 
 from bot.cli import main
 from bot.config import FILE_SETTINGS, MAX_SECRET_FILE_BYTES, ConfigurationError, Settings, env_name, env_names
-from bot.doctor import FIX_API_KEY_ROLE, FIX_ROLES_MISSING, HOOK_SECRET_SET, ROLES_UNSET, SCHEMA_UPGRADED_AT_START
+from bot.doctor import (
+    COMPUTER_RULES_NONE,
+    FIX_API_KEY_ROLE,
+    FIX_COMPUTER_RULES,
+    FIX_ROLES_MISSING,
+    HOOK_SECRET_SET,
+    ROLES_UNSET,
+    SCHEMA_UPGRADED_AT_START,
+)
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yaml"
 SECRET = "s3cret-value-from-a-file"
@@ -226,6 +234,7 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
         f"ok   hook secret: {HOOK_SECRET_SET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
         "ok   encryption key: 1 Fernet key; no linked key stored yet (the database schema is behind this version)",
+        f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
     ]
     for value in (stack.slack.bot_token, stack.slack.app_token, "sandbox-member-key", SECRET, ENCRYPTION_KEY):
         assert value not in out

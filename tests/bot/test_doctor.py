@@ -13,6 +13,11 @@ from bot.api import AgentClient
 from bot.cli import main
 from bot.config import Settings
 from bot.doctor import (
+    COMPUTER_RULES_NONE,
+    COMPUTER_RULES_OK,
+    COMPUTER_RULES_REST_CAUGHT,
+    COMPUTER_RULES_REST_OPEN,
+    COMPUTER_RULES_UNREAD,
     ENCRYPTION_KEY_UNSET,
     FIX_API_KEY_INVALID,
     FIX_API_KEY_ROLE,
@@ -20,6 +25,7 @@ from bot.doctor import (
     FIX_APP_TOKEN_MISSING,
     FIX_APP_URL,
     FIX_BOT_TOKEN,
+    FIX_COMPUTER_RULES,
     FIX_DATABASE,
     FIX_ENCRYPTION_KEY,
     FIX_ENCRYPTION_KEY_LOST,
@@ -37,6 +43,7 @@ from bot.doctor import (
     Check,
     check_api_key,
     check_bot_token,
+    check_computer_rules,
     check_database,
     check_encryption_key,
     check_hook_secret,
@@ -227,10 +234,26 @@ def test_roles_file_unparsable_or_unset(stack, tmp_path):
     )
 
 
+def test_computer_rules_warn_when_there_are_none(stack, tmp_path):
+    def line(text: str | None) -> str:
+        return check_computer_rules(settings_of(stack, tmp_path, config_file=text and _roles(tmp_path, text))).line()
+
+    warning = f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}"
+    assert line(None) == warning
+    assert line('roles:\n  owners: ["alice@example.com"]\n') == warning
+    assert line("computers:\n  box: [nobody-knows]\n") == f"warn computer rules: {COMPUTER_RULES_UNREAD} -> {FIX_ROLES}"
+    assert line("computers:\n  alice-devbox: [alice@example.com]\n  ci-*: [members]\n") == (
+        "ok   computer rules: " + COMPUTER_RULES_OK.format(count=2, patterns="alice-devbox, ci-*", rest=COMPUTER_RULES_REST_OPEN)
+    )
+    assert line('computers:\n  ci-*: [members]\n  "*": [owners]\n') == (
+        "ok   computer rules: " + COMPUTER_RULES_OK.format(count=2, patterns="ci-*, *", rest=COMPUTER_RULES_REST_CAUGHT)
+    )
+
+
 def test_all_checks_pass_on_a_good_deployment_and_exit_0(stack, tmp_path):
     checks = run(run_checks(settings_of(stack, tmp_path), mode="http", manifest=MANIFEST, today=lambda: TODAY))
     text, status = report(checks)
-    assert [c.status for c in checks] == ["ok"] * 8, text
+    assert [c.status for c in checks] == ["ok"] * 9, text  # the demo's roles file has computer rules
     assert status == 0
 
 
@@ -275,6 +298,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"ok   hook secret: {HOOK_SECRET_UNSET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
         f"warn encryption key: {ENCRYPTION_KEY_UNSET} -> {FIX_ENCRYPTION_KEY_MISSING}",
+        f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
     ]
     assert MEMBER_KEY not in "\n".join(lines) and stack.slack.bot_token not in "\n".join(lines)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from bot.api import errors
 from bot.demo import DEMO_CHANNEL
+from bot.services.session_settings import ABOVE_MAXIMUM, ABOVE_MAXIMUM_HINT, VALUE_HINT, VALUE_NOT_NAMED
 from bot.services.sessions.models import (
     CONTROLS_UNREADABLE,
     CONTROLS_UNREADABLE_HINT,
@@ -55,6 +56,32 @@ def test_session_set_refuses_a_model_the_controls_do_not_allow_and_sends_nothing
     assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"] == before
     stack.command(f"session set {link.session_id[:8]} model=acme-coder-70b", user="U0MEMBER")  # a custom model, allowed
     assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]["model"] == "acme-coder-70b"
+
+
+def test_session_set_refuses_values_the_platform_does_not_name_or_above_the_maximum_and_sends_nothing(stack):
+    stack.command("session start computer=ci tidy the readme", user="U0MEMBER")
+    [link] = stack.run(stack.bot.services.sessions.store.recent(1))
+    session = stack.sandbox_state.sessions.get(link.session_id)
+    stack.slack.recorder.wait_for(lambda: session.queued == 0 and session.status == "idle", timeout=5, what="the simulated agent")
+    before = (dict(session.settings), session.updated_at)  # a PATCH would change both
+    revision = latest_revision(stack)  # the sandbox's latest maxAutonomyLevel is medium
+    above = stack.command(f"session set {link.session_id[:8]} autonomyLevel=high", user="U0MEMBER")
+    assert above.payloads == [
+        error_reply(
+            ABOVE_MAXIMUM.format(name="autonomyLevel", value="high", maximum="medium", revision=revision),
+            ABOVE_MAXIMUM_HINT.format(values="`manual`, `low`, `medium`, `auto-low`, `auto-medium`"),
+        )
+    ]
+    extreme = stack.command(f"session set {link.session_id[:8]} reasoningEffort=extreme", user="U0MEMBER")
+    assert extreme.payloads == [
+        error_reply(
+            VALUE_NOT_NAMED.format(value="extreme", name="reasoningEffort"), VALUE_HINT.format(values="`off`, `low`, `medium`, `high`")
+        )
+    ]
+    assert (dict(session.settings), session.updated_at) == before
+    stack.command(f"session set {link.session_id[:8]} autonomyLevel=medium reasoningEffort=low", user="U0MEMBER")
+    settings = sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]
+    assert (settings["autonomyLevel"], settings["reasoningEffort"]) == ("medium", "low")
 
 
 def test_when_the_controls_cannot_be_read_nothing_is_guessed_or_changed(stack, faults):

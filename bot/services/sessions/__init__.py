@@ -32,8 +32,8 @@ from bot.api.models import Session
 from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
+from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import Follower
-from bot.services.sessions.models import check_models
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import DM_HELP, DM_START, START_POLICY_KEY, ChooseComputer, Starter, StartOutcome, dm_request
 from bot.services.sessions.store import (
@@ -277,13 +277,13 @@ class Sessions:
         """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
         typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
         Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
-        for no or unknown settings, a model the enterprise controls do not allow or that cannot be
-        checked (:mod:`.models`; nothing is sent), or an unknown session, and the other
+        for no or unknown settings, a value the enterprise controls do not allow or that cannot be
+        checked (:mod:`bot.services.session_settings`; nothing is sent), or an unknown session, and the other
         :class:`bot.api.AgentAPIError`."""
         changes = settings_changes(options)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
-        await check_models(self.agent, [changes[name] for name in MODEL_SETTINGS if name in changes], done="changed")
+        await check_session_settings(self.agent, changes, done="changed")  # values the platform names, within its limits
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:

@@ -38,8 +38,8 @@ from typing import Any, Final, Literal
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
+from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
-from bot.services.sessions.models import check_models
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
 from bot.slack import SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
@@ -237,7 +237,7 @@ class Starter:
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
         start = replace(start, cwd=check_cwd(start.cwd))
-        await check_models(self.agent, [start.model] if start.model else [], done="started")
+        await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
         chosen = resolve_computer(computers, computer, last_used)
@@ -271,7 +271,7 @@ class Starter:
             errors["cwd"] = CWD_TOO_LONG
         if model:
             try:
-                await check_models(self.agent, [model], done="started")
+                await check_session_settings(self.agent, {"model": model}, done="started")
             except UserInputError as exc:
                 errors["model"] = cut(f"{exc.message} {exc.hint}".replace("`", ""), FORM_ERROR_MAX)
         try:
