@@ -52,6 +52,7 @@ from bot.services.sessions import Sessions
 from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
 from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.store import DatabaseUnusable, Store
+from formatters import sessions as session_messages
 from handlers import alerts as alert_handlers
 from handlers import digest as digest_handlers
 from handlers import home as home_handlers
@@ -298,6 +299,7 @@ def create_bot(
         now=now,
         follow_hours=settings.session_follow_hours,
         bot_token=bot_token,
+        messages=session_messages,
         policy=policy,
         on_change=marks.session_changed,
     )
@@ -310,6 +312,7 @@ def create_bot(
         store=store,
         sessions=sessions,
         slack=slack,
+        messages=session_messages,
         identity=identity,
         secret=settings.hook_secret.get_secret_value() if settings.hook_secret else None,
         now=now,

@@ -40,28 +40,30 @@ from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
 from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, SessionArchived, StartOutcome, ThreadReply
+from bot.services.sessions.messages import (
+    ARCHIVE_ACTION,
+    ARCHIVE_CANCEL_ACTION,
+    ARCHIVE_CONFIRM_ACTION,
+    MENU_ACTION,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    START_VIEW,
+)
 from bot.services.sessions.starter import CANNOT_POST_HINT, DM_HELP, START_POLICY_KEY, START_USAGE, dm_request, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from bot.store import DatabaseUnusable
-from formatters.blocks import Payload, message_link
+from formatters.blocks import Payload, cut, message_link
 from formatters.help import help_message
 from formatters.home import dm_hint
 from formatters.notices import error_message
 from formatters.sessions import (
-    ARCHIVE_ACTION,
-    ARCHIVE_CANCEL_ACTION,
-    ARCHIVE_CONFIRM_ACTION,
     FORM_NOT_YOURS,
     FORM_STALE,
-    MENU_ACTION,
     MENU_ARCHIVE,
     MENU_STATUS,
     NOT_ARCHIVED,
-    PICK_ACTION,
-    REFRESH_ACTION,
     START_BLOCKS,
-    START_VIEW,
     SessionRow,
     archive_question,
     computer_choice,
@@ -348,6 +350,7 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
     channel = origin[0]
     prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
     found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"))
+    found = {field: cut(error, FIELD_ERROR_MAX) if field == "model" else error for field, error in found.items()}  # a refusal and its hint
     errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
     if errors:
         await ack(response_action="errors", errors=errors)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from bot.api.models import Computer, Session
-from formatters.sessions import (
+from bot.roles import REPLY_CHANNEL
+from bot.services.sessions import NOT_ALLOWED_HINT
+from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
     ARCHIVE_CONFIRM_ACTION,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    SessionView,
+)
+from formatters.sessions import (
     ARCHIVE_QUESTION,
     CHUNK_MAX,
     FULL_ANSWER_ATTACHED,
     LONG_TEXT,
-    NOT_ALLOWED_HINT,
-    PICK_ACTION,
-    REFRESH_ACTION,
-    REPLY_CHANNEL,
-    SessionView,
     agent_message,
     archive_question,
     computer_choice,

@@ -33,7 +33,8 @@ from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
 from bot.services.sessions.follower import Follower
-from bot.services.sessions.models import check_models
+from bot.services.sessions.messages import SessionMessages
+from bot.services.sessions.models import Quote, check_models
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import DM_HELP, DM_START, START_POLICY_KEY, ChooseComputer, Starter, StartOutcome, dm_request
 from bot.services.sessions.store import (
@@ -51,15 +52,6 @@ from bot.services.sessions.store import (
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
-from formatters.sessions import (
-    ACTION_WORDS,
-    ARCHIVED_BY,
-    ARCHIVED_REPLY_HINT,
-    ARCHIVED_REPLY_NOT_SENT,
-    NOT_ALLOWED_HINT,
-    id_candidates,
-    one_line,
-)
 
 __all__ = [
     "CHOICE_TTL",
@@ -121,6 +113,16 @@ ID_AMBIGUOUS_HINT = "Give more characters of the id; `/agent sessions` shows eac
 ID_UNKNOWN = "No session started here has an id beginning with `{id}`."
 ID_UNKNOWN_HINT = "The newest: {candidates}. `/agent sessions` lists them."
 ID_UNKNOWN_NONE_HINT = "No session was started here yet; `/agent session start <prompt>` starts one."
+ACTION_WORDS: Final[Mapping[SessionAction, str]] = {
+    "reply": "reply to the agent in this thread",
+    "set": "change the settings of this session",
+    "archive": "archive this session",
+}
+"""What a person does to one session (:data:`bot.policy.SessionAction`), in words."""
+NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
+ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
+ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
+ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 
 
 class NotAllowed(UserInputError):
@@ -141,9 +143,10 @@ class SessionArchived(UserInputError):
         super().__init__(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
 
 
-def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
+def settings_changes(options: Mapping[str, str], *, one_line: Quote) -> dict[str, str]:
     """The ``sessionSettings`` to PATCH for ``key=value`` options (keys as :data:`SETTABLE` knows
-    them). Raises :class:`UserInputError` when there are none, or for an unknown key."""
+    them). Raises :class:`UserInputError` when there are none, or for an unknown key (named with
+    ``one_line``: :meth:`bot.services.sessions.messages.SessionMessages.one_line`)."""
     keys = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
     if not options:
         raise UserInputError(SET_NOTHING.format(keys=keys), f"Usage: `{SET_USAGE}`")
@@ -159,7 +162,9 @@ class Sessions:
     Built with its dependencies: ``agent`` (the Agent API client), ``store`` (the bot's database:
     claims and the session rows), ``slack`` (the one Slack gateway), ``now`` (the aware UTC
     clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
-    downloads), ``policy`` (who may act on a session; the roles file's ``sessions:`` section),
+    downloads), ``messages`` (what its parts post, and the words of its reasons:
+    :class:`bot.services.sessions.messages.SessionMessages`, handed in at wiring), ``policy`` (who
+    may act on a session; the roles file's ``sessions:`` section),
     ``on_change`` (told the starter of a session whose status, title or archiving changed: their
     Home tab, :meth:`bot.services.home.HomeMarks.session_changed`). Its parts are public: ``store``
     (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
@@ -173,11 +178,13 @@ class Sessions:
         now: Callable[[], dt.datetime],
         follow_hours: float,
         bot_token: SecretStr,
+        messages: SessionMessages,
         policy: Policy | None = None,
         on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
         self.now = now
+        self.messages = messages
         self.policy = policy or Policy()
         self.claims = store
         self.store = SessionStore(store)
@@ -185,14 +192,22 @@ class Sessions:
             sessions=self.store,
             agent=agent,
             slack=slack,
+            messages=messages,
             now=now,
             follow_hours=follow_hours,
             reply_mode=self.policy.sessions.reply,
             on_change=on_change,
         )
-        self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, now=now)
+        self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, messages=messages, now=now)
         self.relay = Relay(
-            agent=agent, claims=store, sessions=self.store, follower=self.follower, slack=slack, now=now, bot_token=bot_token
+            agent=agent,
+            claims=store,
+            sessions=self.store,
+            follower=self.follower,
+            slack=slack,
+            messages=messages,
+            now=now,
+            bot_token=bot_token,
         )
 
     # ------------------------------------------------------------------ starting (see .starter)
@@ -240,6 +255,7 @@ class Sessions:
         :data:`FULL_ID_MIN` characters or more that matches none is returned as typed (the platform
         may know it). Raises :class:`UserInputError` for a prefix that is too short, matches no
         session (naming the newest) or several (naming them, at most :data:`CANDIDATES_SHOWN`)."""
+        one_line, id_candidates = self.messages.one_line, self.messages.id_candidates
         wanted = given.strip()
         shown = one_line(wanted, 80)
         if len(wanted) < ID_PREFIX_MIN:
@@ -270,7 +286,7 @@ class Sessions:
         try:
             session = await self.agent.get_session(session_id=session_id)
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
+            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
         return session, await self.store.by_session_id(session.session_id)
 
     async def update_settings(self, session_id: str, options: Mapping[str, str], by: ResolvedUser) -> tuple[Session, SessionLink | None]:
@@ -280,14 +296,16 @@ class Sessions:
         for no or unknown settings, a model the enterprise controls do not allow or that cannot be
         checked (:mod:`.models`; nothing is sent), or an unknown session, and the other
         :class:`bot.api.AgentAPIError`."""
-        changes = settings_changes(options)
+        changes = settings_changes(options, one_line=self.messages.one_line)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
-        await check_models(self.agent, [changes[name] for name in MODEL_SETTINGS if name in changes], done="changed")
+        await check_models(
+            self.agent, [changes[name] for name in MODEL_SETTINGS if name in changes], done="changed", one_line=self.messages.one_line
+        )
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
+            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80))) from None
         return session, await self.store.by_session_id(session.session_id)
 
     async def refresh(self, session_id: str) -> SessionLink:
@@ -295,7 +313,7 @@ class Sessions:
         parent message edited. Raises :class:`UserInputError` for a session not started here."""
         row = await self.store.by_session_id(session_id) if session_id else None
         if row is None:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)))
+            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80)))
         await self.store.wake(row.id, self.now())
         await self.follower.poll_now(row.id)
         fresh = await self.store.get(row.id) or row
@@ -321,7 +339,7 @@ class Sessions:
         try:
             await self.agent.update_session(session_id=session_id, session_settings={"archivedAt": stamp})
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
+            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80))) from None
         row = await self.store.by_session_id(session_id)
         if row is None:
             return None

@@ -17,12 +17,16 @@ When the history cannot be read, the request is refused with what failed: the bo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from bot.api import AgentAPIError, AgentClient
 from bot.services.controls import ModelRules, fetch_model_rules
 from bot.user_errors import UserInputError, describe_api_error
-from formatters.sessions import one_line
+
+Quote = Callable[[object, int], str]
+"""Puts an API or user value into the words of a reason: escaped for mrkdwn, on one line, cut to
+the limit (:meth:`bot.services.sessions.messages.SessionMessages.one_line`, handed in at wiring)."""
 
 MODELS_SHOWN: Final = 6
 """Allowed models at most named in a refusal."""
@@ -34,20 +38,26 @@ CONTROLS_UNREADABLE = "I could not read the enterprise controls, so I cannot tel
 CONTROLS_UNREADABLE_HINT = "Nothing was {done}. Try again in a minute, or leave out the model to use the default."
 
 
-def allowed_list(rules: ModelRules) -> str:
-    """The allowed models (the allowed ids, then the custom models), at most :data:`MODELS_SHOWN`."""
+def allowed_list(rules: ModelRules, *, one_line: Quote) -> str:
+    """The allowed models (the allowed ids, then the custom models), at most :data:`MODELS_SHOWN`,
+    each put in words by ``one_line``."""
     names = [*(rules.policy.allowed_model_ids or ()), *rules.custom_models]
     shown = ", ".join(f"`{one_line(name, 60)}`" for name in names[:MODELS_SHOWN])
     return shown + (f" and {len(names) - MODELS_SHOWN} more" if len(names) > MODELS_SHOWN else "")
 
 
-def model_refusal(rules: ModelRules | None, model: str) -> UserInputError | None:
-    """Why ``model`` may not be used under ``rules`` (the module docstring's rules), or None."""
+def model_refusal(rules: ModelRules | None, model: str, *, one_line: Quote) -> UserInputError | None:
+    """Why ``model`` may not be used under ``rules`` (the module docstring's rules), or None;
+    ``one_line`` puts the model ids into its words."""
     if rules is None:
         return None
     allowed, blocked = rules.policy.allowed_model_ids or (), rules.policy.blocked_model_ids or ()
     shown = one_line(model, 80)
-    hint = MODEL_ALLOWED_HINT.format(models=allowed_list(rules)) if allowed or rules.custom_models else MODEL_NONE_ALLOWED_HINT
+    hint = (
+        MODEL_ALLOWED_HINT.format(models=allowed_list(rules, one_line=one_line))
+        if allowed or rules.custom_models
+        else MODEL_NONE_ALLOWED_HINT
+    )
     if model in blocked:
         return UserInputError(MODEL_BLOCKED.format(model=shown, revision=rules.revision), hint)
     if model in rules.custom_models or not allowed or model in allowed:
@@ -55,10 +65,11 @@ def model_refusal(rules: ModelRules | None, model: str) -> UserInputError | None
     return UserInputError(MODEL_NOT_ALLOWED.format(model=shown, revision=rules.revision), hint)
 
 
-async def check_models(agent: AgentClient, models: list[str], *, done: str) -> None:
+async def check_models(agent: AgentClient, models: list[str], *, done: str, one_line: Quote) -> None:
     """Raise :class:`UserInputError` unless every one of ``models`` is allowed (none: no call);
     ``done`` says in the refusal what did not happen (``started``, ``changed``) when the
-    enterprise-control history cannot be read (:class:`bot.api.AgentAPIError`)."""
+    enterprise-control history cannot be read (:class:`bot.api.AgentAPIError`); ``one_line`` puts
+    the model ids into its words."""
     if not models:
         return
     try:
@@ -69,6 +80,6 @@ async def check_models(agent: AgentClient, models: list[str], *, done: str) -> N
             CONTROLS_UNREADABLE.format(model=one_line(models[0], 80), what=what), CONTROLS_UNREADABLE_HINT.format(done=done)
         ) from None
     for model in models:
-        refusal = model_refusal(rules, model)
+        refusal = model_refusal(rules, model, one_line=one_line)
         if refusal is not None:
             raise refusal

@@ -11,6 +11,7 @@ from bot.services.sessions.models import (
     allowed_list,
     model_refusal,
 )
+from formatters.sessions import one_line
 
 RULES = ModelRules(
     16,
@@ -21,7 +22,7 @@ ALLOWED = "`sonnet`, `opus`, `custom:acme-0`, `acme-coder`"
 
 
 def refusal(rules, model):
-    found = model_refusal(rules, model)
+    found = model_refusal(rules, model, one_line=one_line)
     return None if found is None else (found.message, found.hint)
 
 
@@ -48,4 +49,4 @@ def test_without_an_allowed_list_only_a_blocked_model_is_refused_and_without_con
 
 def test_a_long_allowed_list_is_shortened():
     many = ModelRules(1, ModelPolicySummary(allowed_model_ids=tuple(f"m{n}" for n in range(9))))
-    assert allowed_list(many) == "`m0`, `m1`, `m2`, `m3`, `m4`, `m5` and 3 more"
+    assert allowed_list(many, one_line=one_line) == "`m0`, `m1`, `m2`, `m3`, `m4`, `m5` and 3 more"
