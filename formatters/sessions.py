@@ -23,9 +23,10 @@ from typing import Any
 from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, Option, OverflowMenuElement, PlainTextObject
 
 from bot.api.models import Computer, Session
+from bot.outcomes import NotFound
 from bot.policy import SessionAction
 from bot.roles import REPLY_CHANNEL, REPLY_STARTER
-from bot.services.sessions import ACTION_WORDS, NOT_ALLOWED_HINT
+from bot.services.sessions import ACTION_WORDS
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
@@ -52,6 +53,7 @@ from formatters.blocks import (
     number,
     section,
 )
+from formatters.notices import error_message
 
 MENU_STATUS, MENU_ARCHIVE, MENU_THREAD = "status", "archive", "thread"
 MENU_LABELS = {MENU_STATUS: "Status", MENU_ARCHIVE: "Archive", MENU_THREAD: "Open thread"}
@@ -105,6 +107,10 @@ MAY_REPLY = {
     REPLY_CHANNEL: "anyone in this channel can reply to the agent in this thread",
 }
 NOT_ALLOWED = ":no_entry: Only {who} can {what}."
+NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
+ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
+ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
+NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 ARCHIVE_QUESTION = "Archive the session *{title}*? I stop following it and the platform marks it archived."
 ARCHIVE_CONFIRM_TITLE = "Archive this session?"
 ARCHIVE_CONFIRM_TEXT = "The platform marks it archived and I stop following its thread."
@@ -148,6 +154,18 @@ def not_allowed(action: SessionAction, starter: str | None) -> Payload:
     """The refusal of ``action`` (``reply``, ``set``, ``archive``) on someone else's session: who may."""
     text = NOT_ALLOWED.format(who=who_may(starter), what=ACTION_WORDS[action])
     return message([section(text), context(NOT_ALLOWED_HINT)], text)
+
+
+def reply_not_sent_archived() -> Payload:
+    """Told to whoever replied in the thread of an archived session
+    (:class:`bot.services.sessions.SessionArchived`): nothing was sent, and how to start anew."""
+    return error_message(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
+
+
+def no_such_session(found: NotFound) -> Payload:
+    """No session ``found.key`` (the id as given; escaped here), here or on the platform
+    (:class:`bot.services.sessions.NoSuchSession`), with ``found.hint`` when there is one."""
+    return error_message(NO_SUCH_SESSION.format(id=one_line(found.key, 80)), found.hint)
 
 
 def archive_button(session_id: str, *, action_id: str = ARCHIVE_ACTION) -> ButtonElement:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from bot.api.models import Computer, Session
 from bot.roles import REPLY_CHANNEL
-from bot.services.sessions import NOT_ALLOWED_HINT
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
@@ -18,6 +17,7 @@ from formatters.sessions import (
     CHUNK_MAX,
     FULL_ANSWER_ATTACHED,
     LONG_TEXT,
+    NOT_ALLOWED_HINT,
     agent_message,
     archive_question,
     computer_choice,

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from bot.demo import DEMO_CHANNEL
 from bot.middleware import THREAD_REPLY
-from bot.services.sessions import NO_SUCH_SESSION, NO_SUCH_SESSION_HINT, SET_UNKNOWN, SET_USAGE, SETTABLE_MEMBERS
+from bot.services.sessions import NO_SUCH_SESSION_HINT, SET_UNKNOWN, SET_USAGE, SETTABLE_MEMBERS
 from bot.services.sessions.follower import REACTIONS, view_of
 from bot.services.sessions.messages import ARCHIVE_ACTION, PICK_ACTION, START_VIEW
 from bot.services.sessions.relay import FILE_SKIPPED, SIGN_IN_PAGE
@@ -29,6 +29,7 @@ from bot.services.sessions.starter import (
 )
 from formatters.blocks import message_link
 from formatters.sessions import (
+    NO_SUCH_SESSION,
     SessionRow,
     agent_message,
     parent_message,

@@ -17,7 +17,7 @@ from bot.services.sessions.models import (
 )
 from bot.user_errors import describe_api_error
 from formatters.blocks import cut
-from handlers.sessions import FIELD_ERROR_MAX
+from handlers.session_actions import FIELD_ERROR_MAX
 from tests.conftest import error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
 

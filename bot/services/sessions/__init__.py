@@ -14,8 +14,13 @@ calls follow management-api-v0.md ("Endpoints", "Session", "Message").
 
 Who may act on one session (reply to the agent in its thread, ``session set``, archive, by command
 or button) is asked of :meth:`bot.policy.Policy.may_act_on_session` on each of those paths here;
-a refusal raises :class:`NotAllowed` (a :class:`UserInputError` that names the action and the
-session's starter, for the handler to say who may).
+a refusal raises :class:`NotAllowed`, and a reply in an archived session's thread
+:class:`SessionArchived` (each a :class:`bot.outcomes.Declined` with a :class:`bot.outcomes.Refused`);
+a session nobody knows raises :class:`NoSuchSession` (a :class:`bot.outcomes.NotFound`). Input the
+service cannot use raises :class:`bot.user_errors.UserInputError` (an :class:`bot.outcomes.Invalid`).
+The service builds no Block Kit: what its parts post comes from the
+:class:`bot.services.sessions.messages.SessionMessages` handed in at wiring, and the handler puts
+its reasons into words.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from pydantic import SecretStr
 from bot.api import AgentClient, NotFoundError
 from bot.api.models import Session
 from bot.middleware import THREAD_REPLY, is_thread_message
-from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
+from bot.outcomes import Declined, NotFound, Refused
+from bot.policy import SESSION_ARCHIVE, SESSION_MANAGER_ROLE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.messages import SessionMessages
@@ -57,11 +63,11 @@ __all__ = [
     "CHOICE_TTL",
     "CHOOSING",
     "FAILED",
-    "NO_SUCH_SESSION",
     "STARTED",
     "STARTING",
     "ChooseComputer",
     "NewStart",
+    "NoSuchSession",
     "NotAllowed",
     "SessionArchived",
     "SessionLink",
@@ -98,7 +104,6 @@ SETTABLE: Final = {
 """A setting's name as typed (lower case, or snake_case) -> its ``sessionSettings`` member."""
 SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
 SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
-NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
 ID_PREFIX_MIN: Final = 4
 """Characters at least of a session id prefix (:meth:`Sessions.resolve_id`)."""
@@ -119,28 +124,48 @@ ACTION_WORDS: Final[Mapping[SessionAction, str]] = {
     "archive": "archive this session",
 }
 """What a person does to one session (:data:`bot.policy.SessionAction`), in words."""
-NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
-ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
-ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
+NOT_ALLOWED_REASON = "only whoever started it, managers and owners may"
+ARCHIVED_REASON = "the session is archived: nobody's replies go to the agent any more"
 ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 
 
-class NotAllowed(UserInputError):
+class NotAllowed(Declined):
     """``action`` (``reply``, ``set``, ``archive``) on a session started by ``starter`` (a Slack
     user ID; None for a session not started from Slack) is not this person's to do
-    (:meth:`bot.policy.Policy.may_act_on_session`)."""
+    (:meth:`bot.policy.Policy.may_act_on_session`): a :class:`bot.outcomes.Refused` naming the
+    action in words (:data:`ACTION_WORDS`), the least role that may (manager) and the starter, who
+    may too. The handler says who may (:func:`formatters.sessions.not_allowed`)."""
 
     def __init__(self, action: SessionAction, starter: str | None) -> None:
-        super().__init__(f"Only the person who started this session, managers and owners can {ACTION_WORDS[action]}.", NOT_ALLOWED_HINT)
+        super().__init__(
+            Refused(
+                action=ACTION_WORDS[action],
+                reason=NOT_ALLOWED_REASON,
+                needs=SESSION_MANAGER_ROLE.name,
+                who_can_help=(starter,) if starter else (),
+            )
+        )
         self.action: SessionAction = action
         self.starter = starter
 
 
-class SessionArchived(UserInputError):
-    """A reply in the thread of a session archived from Slack: nothing is sent to the agent."""
+class SessionArchived(Declined):
+    """A reply in the thread of a session archived from Slack: nothing is sent to the agent, whoever
+    wrote it (a :class:`bot.outcomes.Refused` that nobody can help with)."""
 
     def __init__(self) -> None:
-        super().__init__(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
+        super().__init__(Refused(action=ACTION_WORDS[SESSION_REPLY], reason=ARCHIVED_REASON))
+
+
+class NoSuchSession(Declined):
+    """Neither this workspace nor the platform knows the session ``session_id``: a
+    :class:`bot.outcomes.NotFound` (``what`` ``"session"``, ``key`` the id as given, ``hint`` where
+    to look, or empty). The handler says so (:func:`formatters.sessions.no_such_session`)."""
+
+    def __init__(self, session_id: str, hint: str = "") -> None:
+        found = NotFound("session", session_id, hint)
+        super().__init__(found)
+        self.found = found
 
 
 def settings_changes(options: Mapping[str, str], *, one_line: Quote) -> dict[str, str]:
@@ -281,21 +306,21 @@ class Sessions:
 
     async def status(self, session_id: str) -> tuple[Session, SessionLink | None]:
         """The session as ``GET /sessions/{id}`` returns it, and its row when it was started here.
-        Raises :class:`UserInputError` for a session the platform does not know, and the other
+        Raises :class:`NoSuchSession` for a session the platform does not know, and the other
         :class:`bot.api.AgentAPIError`."""
         try:
             session = await self.agent.get_session(session_id=session_id)
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
+            raise NoSuchSession(session_id, NO_SUCH_SESSION_HINT) from None
         return session, await self.store.by_session_id(session.session_id)
 
     async def update_settings(self, session_id: str, options: Mapping[str, str], by: ResolvedUser) -> tuple[Session, SessionLink | None]:
         """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
         typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
         Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
-        for no or unknown settings, a model the enterprise controls do not allow or that cannot be
-        checked (:mod:`.models`; nothing is sent), or an unknown session, and the other
-        :class:`bot.api.AgentAPIError`."""
+        for no or unknown settings or a model the enterprise controls do not allow or that cannot
+        be checked (:mod:`.models`; nothing is sent), :class:`NoSuchSession` for an unknown
+        session, and the other :class:`bot.api.AgentAPIError`."""
         changes = settings_changes(options, one_line=self.messages.one_line)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
@@ -305,15 +330,15 @@ class Sessions:
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80))) from None
+            raise NoSuchSession(session_id) from None
         return session, await self.store.by_session_id(session.session_id)
 
     async def refresh(self, session_id: str) -> SessionLink:
         """Follow the session again and poll it now (the Refresh button); the row afterwards, its
-        parent message edited. Raises :class:`UserInputError` for a session not started here."""
+        parent message edited. Raises :class:`NoSuchSession` for a session not started here."""
         row = await self.store.by_session_id(session_id) if session_id else None
         if row is None:
-            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80)))
+            raise NoSuchSession(session_id)
         await self.store.wake(row.id, self.now())
         await self.follower.poll_now(row.id)
         fresh = await self.store.get(row.id) or row
@@ -331,7 +356,7 @@ class Sessions:
         """Archive a session (``PATCH /sessions/{id}``, ``archivedAt`` = now, ISO 8601 UTC) and stop
         following it; when it was started here, its parent shows it and a note in its thread says
         who (``by``). The row, or None for a session not started here. Raises :class:`NotAllowed`
-        when ``by`` may not (nothing is sent), :class:`UserInputError` for a session the platform
+        when ``by`` may not (nothing is sent), :class:`NoSuchSession` for a session the platform
         does not know, and the other :class:`bot.api.AgentAPIError`."""
         await self.may_archive(session_id, by)
         by_user = by.user_id
@@ -339,7 +364,7 @@ class Sessions:
         try:
             await self.agent.update_session(session_id=session_id, session_settings={"archivedAt": stamp})
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=self.messages.one_line(session_id, 80))) from None
+            raise NoSuchSession(session_id) from None
         row = await self.store.by_session_id(session_id)
         if row is None:
             return None
