@@ -23,7 +23,7 @@ from typing import Any
 from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, Option, OverflowMenuElement, PlainTextObject
 
 from bot.api.models import Computer, Session
-from bot.outcomes import NotFound
+from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
 from bot.policy import SessionAction
 from bot.roles import REPLY_CHANNEL, REPLY_STARTER
 from bot.services.sessions import ACTION_WORDS
@@ -93,6 +93,8 @@ AGENT_ERROR = ":warning: The agent reported an error:"
 FULL_ANSWER_ATTACHED = "The full answer ({n} characters) is attached below as a file."
 CHOOSE_COMPUTER = "Several computers are active. Which one should run this session?"
 CHOOSE_HINT = "Only you can choose; this menu expires in {minutes} minutes."
+CHOICE_EXPIRED = "This menu has expired."
+NOT_YOURS = "Only the person who asked can choose the computer for this session."
 FORM_NOT_YOURS = "This form was opened by someone else; only they can submit it. Run `/agent session start` to open your own."
 FORM_STALE = "This form is from an older version of the bot. Close it and run `/agent session start` again."
 SESSION_STARTED_LINK = ":rocket: Session started on *{computer}*: follow it in <{link}|its thread>."
@@ -166,6 +168,19 @@ def no_such_session(found: NotFound) -> Payload:
     """No session ``found.key`` (the id as given; escaped here), here or on the platform
     (:class:`bot.services.sessions.NoSuchSession`), with ``found.hint`` when there is one."""
     return error_message(NO_SUCH_SESSION.format(id=one_line(found.key, 80)), found.hint)
+
+
+def choice_declined(outcome: Outcome) -> Payload:
+    """Why the computer menu's choice started nothing (:meth:`bot.services.sessions.starter.Starter.pick`):
+    the menu expired (a NotFound), it is someone else's (a Refused), it was chosen before (a
+    NothingChanged), or the computer cannot run it (an Invalid)."""
+    if isinstance(outcome, NotFound):
+        return error_message(CHOICE_EXPIRED, outcome.hint)
+    if isinstance(outcome, Refused):
+        return error_message(NOT_YOURS)
+    if isinstance(outcome, NothingChanged | Invalid):
+        return error_message(outcome.message, outcome.hint)
+    raise TypeError(f"not a reason of the computer menu: {outcome!r}")
 
 
 def archive_button(session_id: str, *, action_id: str = ARCHIVE_ACTION) -> ButtonElement:

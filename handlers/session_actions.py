@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from bot.errors import reported
+from bot.outcomes import Declined
 from bot.services.sessions import NewStart, NotAllowed
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
@@ -39,6 +40,7 @@ from formatters.sessions import (
     MENU_STATUS,
     NOT_ARCHIVED,
     START_BLOCKS,
+    choice_declined,
     form_origin,
     menu_choice,
     not_allowed,
@@ -101,7 +103,11 @@ async def on_pick(request: ActionRequest) -> None:
         row_id: int | None = int(request.block_id.removeprefix("pick:"))
     except ValueError:
         row_id = None
-    row = await request.services.sessions.pick(row_id, request.value, request.user.user_id)
+    try:
+        row = await request.services.sessions.pick(row_id, request.value, request.user.user_id)
+    except Declined as exc:  # the menu expired, is someone else's, was chosen before, or the computer cannot run it
+        await request.reply(choice_declined(exc.outcome))
+        return
     payload = start_reply(row)
     if payload is not None:
         await request.replace(payload)  # the menu, only the asker's, becomes the outcome

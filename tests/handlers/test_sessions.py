@@ -24,12 +24,12 @@ from bot.services.sessions.starter import (
     CWD_TOO_LONG,
     NOT_ACTIVE,
     NOT_ACTIVE_HINT,
-    NOT_YOURS,
     UNKNOWN_COMPUTER,
 )
 from formatters.blocks import message_link
 from formatters.sessions import (
     NO_SUCH_SESSION,
+    NOT_YOURS,
     SessionRow,
     agent_message,
     parent_message,

@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
+from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote, check_models
@@ -83,10 +84,12 @@ INTERRUPTED_CHECK_SECONDS: Final = 30.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
+CHOICE_MENU: Final = "computer menu"
+"""What a :class:`bot.outcomes.NotFound` of :meth:`Starter.pick` names: the menu (its key: the start's row id)."""
+CHOICE_ACTION = "choose the computer of this session"
+CHOICE_NOT_YOURS = "only the person who asked may"
 CHOICE_TAKEN = "This choice was already made; the session is starting (or started) in its thread."
-CHOICE_EXPIRED = "This menu has expired."
 CHOICE_EXPIRED_HINT = "Run `/agent session start` again."
-NOT_YOURS = "Only the person who asked can choose the computer for this session."
 START_INTERRUPTED = (
     "The bot stopped while this session was starting, so the agent never got the prompt "
     "(the platform may keep an empty session that received nothing)."
@@ -296,20 +299,22 @@ class Starter:
     async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
         """The menu's choice: start the ``choosing`` row ``row_id`` on ``computer_id``, once.
 
-        Raises :class:`UserInputError` when the menu expired or is unknown, when ``slack_user``
-        is not who asked, when the choice was already made (a double click), or for a computer
-        that cannot run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
+        Raises :class:`bot.outcomes.Declined` when it starts nothing: :class:`bot.outcomes.NotFound`
+        (``what`` :data:`CHOICE_MENU`) when the menu expired or is unknown, :class:`bot.outcomes.Refused`
+        when ``slack_user`` is not who asked, :class:`bot.outcomes.NothingChanged` when the choice
+        was already made (a double click), and :class:`UserInputError` for a computer that cannot
+        run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
         row = await self.sessions.get(row_id) if row_id is not None else None
         if row is None or not computer_id:
-            raise UserInputError(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+            raise Declined(NotFound(CHOICE_MENU, str(row_id), CHOICE_EXPIRED_HINT))
         if row.slack_user != slack_user:
-            raise UserInputError(NOT_YOURS)
+            raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
         chosen = await self.check_computer(computer_id)
         if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
-                raise UserInputError(CHOICE_TAKEN)
-            raise UserInputError(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+                raise Declined(NothingChanged(CHOICE_TAKEN))
+            raise Declined(NotFound(CHOICE_MENU, str(row.id), CHOICE_EXPIRED_HINT))
         taken = await self.sessions.get(row.id)
         assert taken is not None and taken.state == STARTING
         return await self.launch(taken)
