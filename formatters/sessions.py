@@ -10,6 +10,14 @@ and stripped of invisible characters before it goes into mrkdwn; a value is kept
 The agent's text is split at paragraph boundaries (then lines, then characters; never inside a
 character) into sections of at most :data:`CHUNK_MAX` characters; past :data:`LONG_TEXT` characters
 only the beginning is shown and the whole text goes into a file in the thread (the caller uploads it).
+
+The services post without importing this module: ``create_bot`` hands it to them as their
+:class:`bot.services.sessions.messages.SessionMessages` and :class:`bot.services.hooks.HookMessages`
+(the parent message, the agent's and the working message, thread notes, hook notes and DMs). The
+ids of the sessions' buttons, menu and form are policy keys and live with the service
+(:mod:`bot.services.sessions.messages`); the sessions' reasons (:mod:`bot.outcomes`) are put into
+words here (:func:`not_allowed`, :func:`no_such_session`, :func:`choice_declined`,
+:func:`reply_not_sent_archived`).
 """
 
 from __future__ import annotations

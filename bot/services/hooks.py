@@ -32,7 +32,10 @@ by e-mail, so with several people leave it unset on the bot and give each their 
   working directory (``chat.postMessage`` to the user ID, through the Slack gateway) to the token's
   owner, or, with the shared secret, to the Slack user whose e-mail is ``user``
   (``AGENT_BOT_HOOK_USER``). 200; 502 when Slack refuses the DM.
-- otherwise: logged, 202, dropped."""
+- otherwise: logged, 202, dropped.
+
+The notes and DMs are formatted by the :class:`HookMessages` handed in at wiring
+(:mod:`formatters.sessions`); the receiver builds no Block Kit of its own."""
 
 from __future__ import annotations
 
