@@ -120,6 +120,7 @@ NOT_ALLOWED = ":no_entry: Only {who} can {what}."
 NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
 ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
 ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
+ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 ARCHIVE_QUESTION = "Archive the session *{title}*? I stop following it and the platform marks it archived."
 ARCHIVE_CONFIRM_TITLE = "Archive this session?"
@@ -570,3 +571,8 @@ def hook_dm(name: str, event: dict[str, Any]) -> Payload:
 def thread_note(text: str) -> Payload:
     """A short note in a session's thread (a skipped file, a failed reply)."""
     return message([section(text)], text)
+
+
+def archived_note(by_user: str) -> Payload:
+    """The note in a session's thread once ``by_user`` (a Slack user ID) archived it."""
+    return thread_note(ARCHIVED_BY.format(who=f"<@{by_user}>"))

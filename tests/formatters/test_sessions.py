@@ -225,3 +225,10 @@ def test_the_sessions_reasons_in_words_escape_the_id_and_keep_the_copy():
     assert choice_declined(NothingChanged(CHOICE_TAKEN)) == error_message(CHOICE_TAKEN)
     assert choice_declined(Invalid("No computer.", "Name one.")) == error_message("No computer.", "Name one.")
     assert reply_not_sent_archived() == error_message(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
+
+
+def test_the_archived_note_names_who_archived_the_session():
+    from formatters.sessions import archived_note
+
+    text = ":file_cabinet: <@U0OWNER> archived this session; I stopped following it."
+    assert archived_note("U0OWNER") == {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}

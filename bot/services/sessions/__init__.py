@@ -126,7 +126,6 @@ ACTION_WORDS: Final[Mapping[SessionAction, str]] = {
 """What a person does to one session (:data:`bot.policy.SessionAction`), in words."""
 NOT_ALLOWED_REASON = "only whoever started it, managers and owners may"
 ARCHIVED_REASON = "the session is archived: nobody's replies go to the agent any more"
-ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 
 
 class NotAllowed(Declined):
@@ -371,7 +370,7 @@ class Sessions:
         await self.store.stop_following(row.id, archived=True)
         archived = await self.store.get(row.id) or row
         await self.follower.show_parent(archived)  # failures of these two are logged by the gateway
-        await self.follower.note(archived, ARCHIVED_BY.format(who=f"<@{by_user}>"))
+        await self.follower.post_in_thread(archived, self.messages.archived_note(by_user))
         await self.follower.changed(archived)
         return archived
 

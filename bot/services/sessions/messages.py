@@ -87,6 +87,10 @@ class SessionMessages(Protocol):
         """A short note (mrkdwn ``text``) in a session's thread."""
         ...
 
+    def archived_note(self, by_user: str) -> Payload:
+        """The note in a session's thread once ``by_user`` (a Slack user ID) archived it."""
+        ...
+
     def start_interrupted_notice(self, computer: str, prompt: str) -> Payload:
         """Told to the person whose start (``computer``, ``prompt``: raw values) was interrupted."""
         ...
