@@ -37,6 +37,7 @@ from bot.services.sessions.follower import Follower
 from bot.services.sessions.store import NewStart, SessionStore
 from bot.slack import SlackGateway
 from bot.store import Store
+from formatters import sessions as session_messages
 from sandbox.server import free_port
 
 KEY = "sandbox-owner-key"
@@ -101,7 +102,9 @@ async def run(sessions: int, seconds: float, every: float) -> None:
         agent = AgentClient(base_url=api_url, api_key=KEY, transport=counting, retry=RetryPolicy(max_attempts=2))
         driver = AgentClient(base_url=api_url, api_key=KEY)
         slack = TimedSlack(AsyncWebClient(token=TOKEN, base_url=f"{slack_url}/api/"))
-        follower = Follower(sessions=links, agent=agent, slack=SlackGateway(slack), now=lambda: dt.datetime.now(dt.UTC))
+        follower = Follower(
+            sessions=links, agent=agent, slack=SlackGateway(slack), messages=session_messages, now=lambda: dt.datetime.now(dt.UTC)
+        )
 
         ids = []
         for n in range(sessions):

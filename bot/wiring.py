@@ -59,6 +59,7 @@ from bot.slack import SlackGateway, web_client
 from bot.store import Store
 from formatters import limits as limits_messages
 from formatters import notices
+from formatters import sessions as session_messages
 from formatters.alerts import controls_alert, overflow_message
 from formatters.alerts_computers import computer_alert, computer_news
 from formatters.alerts_readiness import readiness_alert
@@ -203,6 +204,7 @@ def build_services(
         follow_hours=settings.session_follow_hours,
         bot_token=clients.bot_token,
         policy=policy,
+        messages=session_messages,
         on_change=marks.session_changed,
     )
     limits = LimitsWorkflow(
@@ -223,6 +225,7 @@ def build_services(
         secret=settings.hook_secret.get_secret_value() if settings.hook_secret else None,
         now=now,
         tokens=HookTokens(store, now=now),
+        messages=session_messages,
     )
     return Services(
         settings=settings,

@@ -10,6 +10,14 @@ and stripped of invisible characters before it goes into mrkdwn; a value is kept
 The agent's text is split at paragraph boundaries (then lines, then characters; never inside a
 character) into sections of at most :data:`CHUNK_MAX` characters; past :data:`LONG_TEXT` characters
 only the beginning is shown and the whole text goes into a file in the thread (the caller uploads it).
+
+The services post without importing this module: ``create_bot`` hands it to them as their
+:class:`bot.services.sessions.messages.SessionMessages` and :class:`bot.services.hooks.HookMessages`
+(the parent message, the agent's and the working message, thread notes, hook notes and DMs). The
+ids of the sessions' buttons, menu and form are policy keys and live with the service
+(:mod:`bot.services.sessions.messages`); the sessions' reasons (:mod:`bot.outcomes`) are put into
+words here (:func:`not_allowed`, :func:`no_such_session`, :func:`choice_declined`,
+:func:`reply_not_sent_archived`).
 """
 
 from __future__ import annotations
@@ -23,6 +31,21 @@ from typing import Any
 from slack_sdk.models.blocks import Block, ButtonElement, ConfirmObject, Option, OverflowMenuElement, PlainTextObject
 
 from bot.api.models import Computer, Session
+from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
+from bot.policy import SessionAction
+from bot.roles import REPLY_CHANNEL, REPLY_STARTER
+from bot.services.sessions import ACTION_WORDS
+from bot.services.sessions.messages import (
+    ARCHIVE_ACTION,
+    ARCHIVE_CANCEL_ACTION,
+    ARCHIVE_CONFIRM_ACTION,
+    MENU_ACTION,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    START_VIEW,
+    SessionView,
+)
+from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT
 from formatters.blocks import (
     SECTION_TEXT_MAX,
     Payload,
@@ -38,19 +61,12 @@ from formatters.blocks import (
     number,
     section,
 )
+from formatters.notices import error_message
 
-REFRESH_ACTION = "session.refresh"
-ARCHIVE_ACTION = "session.archive"
-ARCHIVE_CONFIRM_ACTION = "session.archive_confirm"
-ARCHIVE_CANCEL_ACTION = "session.archive_cancel"
-PICK_ACTION = "session.pick"
-MENU_ACTION = "session.menu"
-"""The overflow menu of a row of ``/agent sessions``; its option values are ``<choice>:<session id>``."""
 MENU_STATUS, MENU_ARCHIVE, MENU_THREAD = "status", "archive", "thread"
 MENU_LABELS = {MENU_STATUS: "Status", MENU_ARCHIVE: "Archive", MENU_THREAD: "Open thread"}
 OPTION_VALUE_MAX = 150
 """Characters at most of an option's ``value`` (Slack doc "Option object")."""
-START_VIEW = "session.start"
 START_BLOCKS = {"computer": "computer", "cwd": "cwd", "model": "model", "prompt": "prompt"}
 
 CHUNK_MAX = SECTION_TEXT_MAX - 100
@@ -76,8 +92,6 @@ WAITING_FOR = ":speech_balloon: waiting for {who}"
 ARCHIVED_NO_REPLIES = (
     "archived: nobody's replies in this thread go to the agent any more; start a new session with `/agent session start <prompt>`"
 )
-ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
-ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
 STARTED_BY = "*{who}* started an agent session"
 PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
 WORKING = ":gear: Working… {count} step{s} so far"
@@ -87,41 +101,27 @@ AGENT_ERROR = ":warning: The agent reported an error:"
 FULL_ANSWER_ATTACHED = "The full answer ({n} characters) is attached below as a file."
 CHOOSE_COMPUTER = "Several computers are active. Which one should run this session?"
 CHOOSE_HINT = "Only you can choose; this menu expires in {minutes} minutes."
-CHOICE_TAKEN = "This choice was already made; the session is starting (or started) in its thread."
 CHOICE_EXPIRED = "This menu has expired."
-CHOICE_EXPIRED_HINT = "Run `/agent session start` again."
+NOT_YOURS = "Only the person who asked can choose the computer for this session."
 FORM_NOT_YOURS = "This form was opened by someone else; only they can submit it. Run `/agent session start` to open your own."
 FORM_STALE = "This form is from an older version of the bot. Close it and run `/agent session start` again."
-NOT_YOURS = "Only the person who asked can choose the computer for this session."
 SESSION_STARTED_LINK = ":rocket: Session started on *{computer}*: follow it in <{link}|its thread>."
 NO_SESSIONS = "No agent sessions were started from this workspace yet."
 NO_SESSIONS_HINT = "Start one with `/agent session start <prompt>` or by mentioning me with a task."
-REPLY_FAILED = ":x: I could not pass your reply to the agent: {what}"
-FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
-SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
-START_INTERRUPTED = (
-    "The bot stopped while this session was starting, so the agent never got the prompt "
-    "(the platform may keep an empty session that received nothing)."
-)
-START_INTERRUPTED_HINT = "Start it again with `/agent session start <prompt>` (or mention me again)."
 START_INTERRUPTED_TOLD = ":x: Your agent session on *{computer}* did not start:\n>{prompt}"
-ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
 
-REPLY_STARTER, REPLY_CHANNEL = "starter", "channel"
-"""Who may reply to the agent in a session's thread (the roles file's ``sessions.reply``)."""
 WHO_MAY = "{starter} (who started it), managers and owners"
 WHO_MAY_NO_STARTER = "managers and owners"
 MAY_REPLY = {
     REPLY_STARTER: "only {who} can reply to the agent in this thread",
     REPLY_CHANNEL: "anyone in this channel can reply to the agent in this thread",
 }
-ACTION_WORDS = {
-    "reply": "reply to the agent in this thread",
-    "set": "change the settings of this session",
-    "archive": "archive this session",
-}
 NOT_ALLOWED = ":no_entry: Only {who} can {what}."
 NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
+ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
+ARCHIVED_REPLY_HINT = "Start a new session with `/agent session start <prompt>` (or mention me with a task)."
+ARCHIVED_BY = ":file_cabinet: {who} archived this session; I stopped following it."
+NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 ARCHIVE_QUESTION = "Archive the session *{title}*? I stop following it and the platform marks it archived."
 ARCHIVE_CONFIRM_TITLE = "Archive this session?"
 ARCHIVE_CONFIRM_TEXT = "The platform marks it archived and I stop following its thread."
@@ -145,26 +145,6 @@ def one_line(value: object, limit: int) -> str:
     return cut(" ".join(esc(value).split()), limit)
 
 
-@dataclass(frozen=True)
-class SessionView:
-    """What the parent message shows: who started it (Slack user id), the prompt, the computer,
-    ``status`` (a :data:`STATUS_LABEL` key or an API status), the session id (None before the API
-    answered), counts, token usage total, the working directory and model, an error text."""
-
-    slack_user: str
-    prompt: str
-    computer: str
-    status: str
-    session_id: str | None = None
-    message_count: int = 0
-    tokens: int = 0
-    cwd: str | None = None
-    model: str | None = None
-    error: str | None = None
-    title: str | None = None
-    reply: str = REPLY_STARTER
-
-
 def short_id(session_id: str | None) -> str:
     """The first :data:`SHORT_ID` characters of a session id (escaped), as lists show it."""
     return one_line((session_id or "")[:SHORT_ID], SHORT_ID * 5)
@@ -181,10 +161,35 @@ def who_may(starter: str | None) -> str:
     return WHO_MAY.format(starter=f"<@{esc(starter)}>") if starter else WHO_MAY_NO_STARTER
 
 
-def not_allowed(action: str, starter: str | None) -> Payload:
+def not_allowed(action: SessionAction, starter: str | None) -> Payload:
     """The refusal of ``action`` (``reply``, ``set``, ``archive``) on someone else's session: who may."""
     text = NOT_ALLOWED.format(who=who_may(starter), what=ACTION_WORDS[action])
     return message([section(text), context(NOT_ALLOWED_HINT)], text)
+
+
+def reply_not_sent_archived() -> Payload:
+    """Told to whoever replied in the thread of an archived session
+    (:class:`bot.services.sessions.SessionArchived`): nothing was sent, and how to start anew."""
+    return error_message(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
+
+
+def no_such_session(found: NotFound) -> Payload:
+    """No session ``found.key`` (the id as given; escaped here), here or on the platform
+    (:class:`bot.services.sessions.NoSuchSession`), with ``found.hint`` when there is one."""
+    return error_message(NO_SUCH_SESSION.format(id=one_line(found.key, 80)), found.hint)
+
+
+def choice_declined(outcome: Outcome) -> Payload:
+    """Why the computer menu's choice started nothing (:meth:`bot.services.sessions.starter.Starter.pick`):
+    the menu expired (a NotFound), it is someone else's (a Refused), it was chosen before (a
+    NothingChanged), or the computer cannot run it (an Invalid)."""
+    if isinstance(outcome, NotFound):
+        return error_message(CHOICE_EXPIRED, outcome.hint)
+    if isinstance(outcome, Refused):
+        return error_message(NOT_YOURS)
+    if isinstance(outcome, NothingChanged | Invalid):
+        return error_message(outcome.message, outcome.hint)
+    raise TypeError(f"not a reason of the computer menu: {outcome!r}")
 
 
 def archive_button(session_id: str, *, action_id: str = ARCHIVE_ACTION) -> ButtonElement:
@@ -566,3 +571,8 @@ def hook_dm(name: str, event: dict[str, Any]) -> Payload:
 def thread_note(text: str) -> Payload:
     """A short note in a session's thread (a skipped file, a failed reply)."""
     return message([section(text)], text)
+
+
+def archived_note(by_user: str) -> Payload:
+    """The note in a session's thread once ``by_user`` (a Slack user ID) archived it."""
+    return thread_note(ARCHIVED_BY.format(who=f"<@{by_user}>"))

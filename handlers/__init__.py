@@ -45,6 +45,10 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
 
     for module in (help, usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home, accounts):
         module.register(app, router, services)
+    from handlers import session_actions, session_events  # the sessions' buttons, menu, form; mentions, DMs, replies
+
+    for module in (session_actions, session_events):
+        module.register(app, router, services)
 
     @reported
     async def on_agent(

@@ -1,4 +1,4 @@
-"""Agent sessions from Slack: start one, follow it in a thread, reply to the agent there.
+"""Agent sessions from Slack: the sub-commands; start one, follow it in a thread, reply to the agent there.
 
     /agent session start [computer=<name|id>] [cwd=<path>] [model=<id>] <prompt...>
     /agent session start                       (no prompt: a modal asks for everything)
@@ -10,71 +10,51 @@
 
 Each listener parses, calls :class:`bot.services.sessions.Sessions`, formats and replies; the
 domain (which computer, the exactly-once start and relay, following) is in
-:mod:`bot.services.sessions`. Thread replies (Events API ``message`` with ``thread_ts``, and the
-``app_mention`` with the same words) in a session's thread go to the agent; in any other thread, and
-plain channel messages, they are ignored silently. A message in a person's DM with the bot (its
-Messages tab, :func:`bot.services.sessions.starter.dm_request`) starts a session as a mention does,
-followed in that message's thread (start key ``dm:<channel>:<ts>``); ``help`` there answers the
-help, and the first DM of a person (or their first look at the Messages tab, :mod:`handlers.home`)
-gets a hint of what to type, once (:meth:`bot.services.home.HomeTabs.claim_hint`). The role check (policy keys ``session start``,
-``thread_reply``, the buttons' action ids) ran before, in the middleware; an event it did not pass
-on as the act of someone (``context["agent_user"]``: a person, or an app that ``sessions.allow_bots``
-names) starts and steers nothing here. Who may act on one session (reply in its thread, ``session
-set``, archive by command or button) is the sessions service's to ask of the policy
-(:class:`bot.services.sessions.NotAllowed`); archiving asks for confirmation first, and only the
-person who opened the start form may submit it.
+:mod:`bot.services.sessions`. This module has the sub-commands and what the other surfaces share
+(the start's reply, a session's status, the archive question, the first-DM hint);
+:mod:`handlers.session_actions` has the buttons, the list's menu and the start form, and
+:mod:`handlers.session_events` the mentions, DMs and thread replies. The role check (policy keys
+``session start``, ``thread_reply``, the buttons' action ids) ran before, in the middleware. Who may
+act on one session (reply in its thread, ``session set``, archive by command or button) is the
+sessions service's to ask of the policy: its reasons (:class:`bot.services.sessions.NotAllowed`, a
+Refused; :class:`bot.services.sessions.NoSuchSession`, a NotFound) are put into words here
+(:func:`answering_reasons`); archiving asks for confirmation first.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from slack_bolt.async_app import AsyncApp
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
-from bot.errors import reported
-from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
-from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NotAllowed, SessionArchived, StartOutcome, ThreadReply
-from bot.services.sessions.starter import CANNOT_POST_HINT, DM_HELP, START_POLICY_KEY, START_USAGE, dm_request, split_options
+from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NoSuchSession, NotAllowed, StartOutcome
+from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from bot.store import DatabaseUnusable
 from formatters.blocks import Payload, message_link
-from formatters.help import help_message
 from formatters.home import dm_hint
 from formatters.notices import error_message
 from formatters.sessions import (
-    ARCHIVE_ACTION,
-    ARCHIVE_CANCEL_ACTION,
-    ARCHIVE_CONFIRM_ACTION,
-    FORM_NOT_YOURS,
-    FORM_STALE,
-    MENU_ACTION,
-    MENU_ARCHIVE,
-    MENU_STATUS,
-    NOT_ARCHIVED,
-    PICK_ACTION,
-    REFRESH_ACTION,
-    START_BLOCKS,
-    START_VIEW,
     SessionRow,
     archive_question,
     computer_choice,
-    form_origin,
-    menu_choice,
+    no_such_session,
     not_allowed,
     session_status,
     sessions_list,
     start_modal,
     started_notice,
-    thread_note,
 )
-from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, describe_api_error
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -130,20 +110,40 @@ ARCHIVE = SubCommand(
 )
 
 SESSIONS_LISTED = 20
-FIELD_ERROR_MAX = 150
-"""Characters at most of a modal field's error (Slack doc "view_submission": ``response_action: errors``)."""
-_LEADING_MENTION = re.compile(r"^\s*(<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*)+")
 
 WHICH_SESSION = "Which session? Give its id."
 ALREADY_STARTED = "This request already started a session; see its thread."
 NOT_STARTED = "The session could not be started."
 SEE_CHANNEL = "See the message in the channel."
 SET_DONE = ":white_check_mark: Settings changed (only the ones you named were sent)."
-ARCHIVED = ":file_cabinet: Session archived; I stopped following it."
-MENU_STALE = "I cannot read this menu choice."
-MENU_STALE_HINT = "Run `/agent sessions` again for a fresh list."
 FORM_NOT_OPENED = "I could not open the form ({error})."
 FORM_NOT_OPENED_HINT = f"Run the command again, or give the prompt inline: `{START_USAGE}`."
+
+
+Answering = TypeVar("Answering", CommandRequest, ActionRequest)
+
+
+def reason_message(exc: NotAllowed | NoSuchSession) -> Payload:
+    """A sessions service's reason in words: who may act on the session (a Refused), or that
+    nobody knows it (a NotFound)."""
+    if isinstance(exc, NotAllowed):
+        return not_allowed(exc.action, exc.starter)
+    return no_such_session(exc.found)
+
+
+def answering_reasons(handler: Callable[[Answering], Awaitable[None]]) -> Callable[[Answering], Awaitable[None]]:
+    """``handler``, whose sessions-service reasons (:class:`bot.services.sessions.NotAllowed`,
+    :class:`bot.services.sessions.NoSuchSession`) are replied to the person (:func:`reason_message`)
+    as its answers are; everything else goes on to the router (:mod:`handlers.router`)."""
+
+    @functools.wraps(handler)
+    async def answering(request: Answering) -> None:
+        try:
+            await handler(request)
+        except (NotAllowed, NoSuchSession) as exc:
+            await request.reply(reason_message(exc))
+
+    return answering
 
 
 def start_reply(outcome: StartOutcome) -> Payload | None:
@@ -234,7 +234,8 @@ async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
 
 async def status_reply(services: Services, session_id: str) -> Payload:
     """One session's status (``session status`` and the list menu's Status). Raises
-    :class:`UserInputError` for a session the platform does not know, and the Agent API's errors."""
+    :class:`bot.services.sessions.NoSuchSession` for a session the platform does not know, and the
+    Agent API's errors."""
     session, row = await services.sessions.status(session_id)
     link = message_link(row.channel, row.thread_ts) if row else None
     return session_status(session, computer=row.computer_name if row else None, link=link)
@@ -255,125 +256,16 @@ async def handle_status(request: CommandRequest) -> None:
 
 
 async def handle_set(request: CommandRequest) -> None:
-    try:
-        session, row = await request.services.sessions.update_settings(
-            await session_id_arg(request, SET), request.command.options, request.user
-        )
-    except NotAllowed as exc:
-        await request.reply(not_allowed(exc.action, exc.starter))
-        return
+    session_id = await session_id_arg(request, SET)
+    session, row = await request.services.sessions.update_settings(session_id, request.command.options, request.user)
     link = message_link(row.channel, row.thread_ts) if row else None
     await request.reply(session_status(session, computer=row.computer_name if row else None, link=link, note=SET_DONE))
 
 
 async def handle_archive(request: CommandRequest) -> None:
     """Ask first (an ephemeral question with an Archive and a Cancel button); nothing is archived
-    until its Archive button is clicked (:func:`on_archive_confirm`)."""
+    until its Archive button is clicked (:func:`handlers.session_actions.on_archive_confirm`)."""
     await request.reply(await archive_ask(request.services, await session_id_arg(request, ARCHIVE), request.user))
-
-
-# ---------------------------------------------------------------------- buttons, menu, form
-
-
-async def on_refresh(request: ActionRequest) -> None:
-    await request.services.sessions.refresh(request.value)
-
-
-async def on_archive(request: ActionRequest) -> None:
-    """The parent message's Archive button (Slack asked for confirmation before sending the click)."""
-    try:
-        await request.services.sessions.archive(request.value, request.user)
-    except NotAllowed as exc:
-        await request.reply(not_allowed(exc.action, exc.starter))
-
-
-async def on_archive_confirm(request: ActionRequest) -> None:
-    """The Archive button of the archive command's question: archive, and the question says so."""
-    try:
-        await request.services.sessions.archive(request.value, request.user)
-    except NotAllowed as exc:
-        await request.replace(not_allowed(exc.action, exc.starter))
-        return
-    await request.replace(thread_note(ARCHIVED))
-
-
-async def on_menu(request: ActionRequest) -> None:
-    """A choice in the menu of a row of ``/agent sessions``, answered ephemerally as its command
-    is: Status (``session status``), Archive (the same question first, then
-    :func:`on_archive_confirm`); Open thread needs nothing (Slack opened the link)."""
-    chosen = menu_choice(request.value)
-    if chosen is None:
-        raise UserInputError(MENU_STALE, MENU_STALE_HINT)
-    choice, session_id = chosen
-    if choice == MENU_STATUS:
-        await request.reply(await status_reply(request.services, session_id))
-    elif choice == MENU_ARCHIVE:
-        await request.reply(await archive_ask(request.services, session_id, request.user))
-
-
-async def on_archive_cancel(request: ActionRequest) -> None:
-    await request.replace(thread_note(NOT_ARCHIVED))
-
-
-async def on_pick(request: ActionRequest) -> None:
-    try:
-        row_id: int | None = int(request.block_id.removeprefix("pick:"))
-    except ValueError:
-        row_id = None
-    row = await request.services.sessions.pick(row_id, request.value, request.user.user_id)
-    payload = start_reply(row)
-    if payload is not None:
-        await request.replace(payload)  # the menu, only the asker's, becomes the outcome
-
-
-async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
-    """The start form submitted: field errors back on the form, else the session starts."""
-    view = body.get("view") or {}
-    values = (view.get("state") or {}).get("values") or {}
-
-    def value(block: str) -> str | None:
-        element = (values.get(START_BLOCKS[block]) or {}).get("value") or {}
-        if element.get("selected_option"):
-            return element["selected_option"].get("value")
-        text = element.get("value")
-        return text.strip() if isinstance(text, str) and text.strip() else None
-
-    user_id = str((body.get("user") or {}).get("id") or "")
-    origin = form_origin(str(view.get("private_metadata") or ""))
-    if origin is None or origin[1] != user_id:  # Slack doc "view_submission payload": user is the submitter
-        logger.warning("start form opened by %s refused to %s", origin[1] if origin else "?", user_id)
-        refusal = FORM_STALE if origin is None else FORM_NOT_YOURS
-        await ack(response_action="errors", errors={START_BLOCKS["prompt"]: refusal[:FIELD_ERROR_MAX]})
-        return
-    channel = origin[0]
-    prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
-    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"))
-    errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
-    if errors:
-        await ack(response_action="errors", errors=errors)
-        return
-    await ack()
-    start = NewStart(
-        start_key=f"view:{view.get('id')}",
-        slack_user=user_id,
-        user_email=getattr(context.get("agent_user"), "email", None),
-        channel=channel or user_id,
-        origin="modal",
-        prompt=prompt,
-        cwd=cwd,
-        model=value("model"),
-    )
-    await start_and_tell(services, start, computer_id)
-
-
-# ---------------------------------------------------------------------- events
-
-
-async def prompt_of(services: Services, event: dict[str, Any]) -> str:
-    """The words of a mention or a message as the agent reads them: the bot's leading mention taken
-    out, Slack's markup in words (:func:`bot.services.sessions.text.readable_for_agent`), unescaped."""
-    unmentioned = _LEADING_MENTION.sub("", str(event.get("text") or ""))  # the bot's own mention
-    return unescape_slack(await readable_for_agent(unmentioned, services.identity))
 
 
 async def send_dm(services: Services, channel: str, payload: Payload, what: str) -> None:
@@ -395,80 +287,9 @@ async def hint_once(services: Services, user_id: str, channel: str) -> None:
         await send_dm(services, channel, dm_hint(), "first-DM hint")
 
 
-async def on_dm(services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser) -> None:
-    """A message in ``actor``'s DM with the bot (:func:`bot.services.sessions.starter.dm_request`):
-    the first one gets the hint; ``help`` gets the help (what ``actor``'s role may use, as ``/agent
-    help``); a prompt starts a session like a mention, followed in this message's thread."""
-    channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
-    await hint_once(services, actor.user_id, channel)
-    if dm_request(event) == DM_HELP:
-        if router is not None:
-            policy = services.policy
-            hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
-            await send_dm(services, channel, help_message(router.specs, hidden=hidden), "help")
-        return
-    await start_from_text(services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts)
-
-
-async def start_from_text(
-    services: Services, actor: ResolvedUser, text: str, *, channel: str, origin: str, ts: str, thread_ts: str
-) -> None:
-    """Start the session a mention or a DM asks for: ``text`` is the prompt with its options
-    (``computer=``, ``cwd=``, ``model=``); exactly once per message (start key ``<origin>:<channel>:<ts>``),
-    followed in ``thread_ts``'s thread."""
-    prompt, options = split_options(text)
-    start = NewStart(
-        start_key=f"{origin}:{channel}:{ts}",
-        slack_user=actor.user_id,
-        user_email=actor.email,
-        channel=channel,
-        origin=origin,
-        prompt=prompt,
-        cwd=options.get("cwd"),
-        model=options.get("model"),
-        thread_ts=thread_ts,
-    )
-    await start_and_tell(services, start, options.get("computer"), thread_ts=thread_ts)
-
-
-async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:
-    """``app_mention`` and ``message``: a reply in a session's thread goes to the agent; a mention
-    elsewhere, or a message in a DM with the bot, starts a session (:func:`on_dm`); anything else
-    (the ``message`` twin of a mention, a channel message, a reply in another thread, edits, an
-    event the role check did not pass on as someone's act: another app's message) is ignored."""
-    actor: ResolvedUser | None = context.get("agent_user")
-    if actor is None:
-        return  # no policy key, or an app's message sessions.allow_bots does not name: nothing to do
-    if event.get("type") == "message" and not is_thread_message(event):
-        if dm_request(event) is not None:
-            await on_dm(services, router, event, actor)
-        return
-    channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
-    text = await prompt_of(services, event)
-    if thread_ts and thread_ts != event.get("ts"):
-        link = await services.sessions.of_thread(channel, thread_ts)
-        if link is not None:
-            if is_thread_message(event):
-                reply = ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ())
-                try:
-                    await services.sessions.forward(reply, link, actor)
-                except NotAllowed as exc:  # who may reply, told to this person only
-                    told = await services.slack.ephemeral(channel, actor.user_id, not_allowed(exc.action, exc.starter), thread_ts=thread_ts)
-                    if isinstance(told, SlackFailure):
-                        logger.info("could not tell %s who may reply: %s", actor.user_id, told.error)
-                except SessionArchived as exc:  # not sent, told to this person only
-                    told = await services.slack.ephemeral(channel, actor.user_id, error_message(exc.message, exc.hint), thread_ts=thread_ts)
-                    if isinstance(told, SlackFailure):
-                        logger.info("could not tell %s their reply was not sent: %s", actor.user_id, told.error)
-            return
-    if event.get("type") != "app_mention":
-        return
-    ts = str(event.get("ts") or "")
-    await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts)
-
-
 def register(app: AsyncApp, router: Router, services: Services) -> None:
-    """Wire the session sub-commands, the buttons and menu, the start form, mentions and replies."""
+    """Wire the session sub-commands (:mod:`handlers.session_actions` and
+    :mod:`handlers.session_events` wire the buttons, menu, form, mentions and replies)."""
     for spec, handler in (
         (START, handle_start),
         (LIST, handle_list),
@@ -476,23 +297,4 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         (SET, handle_set),
         (ARCHIVE, handle_archive),
     ):
-        router.add(spec, handler)
-    app.action(REFRESH_ACTION)(action_listener(services, on_refresh))
-    app.action(ARCHIVE_ACTION)(action_listener(services, on_archive))
-    app.action(ARCHIVE_CONFIRM_ACTION)(action_listener(services, on_archive_confirm))
-    app.action(ARCHIVE_CANCEL_ACTION)(action_listener(services, on_archive_cancel))
-    app.action(PICK_ACTION)(action_listener(services, on_pick))
-    app.action(MENU_ACTION)(action_listener(services, on_menu))
-
-    @reported
-    async def start_view(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
-        await on_start_view(services, ack, body, context)
-
-    @reported
-    async def events(ack: AsyncAck, event: dict[str, Any], context: AsyncBoltContext) -> None:
-        await ack()
-        await on_event(services, event, context, router)
-
-    app.view(START_VIEW)(start_view)
-    app.event("app_mention")(events)
-    app.event("message")(events)
+        router.add(spec, answering_reasons(handler))

@@ -34,13 +34,6 @@ TRANSPORT = ("bot.api", "httpx")
 
 KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("bot.demo", "formatters.home"),
-    ("bot.services.hooks", "formatters.sessions"),
-    ("bot.services.sessions", "formatters.sessions"),
-    ("bot.services.sessions.follower", "formatters.blocks"),
-    ("bot.services.sessions.follower", "formatters.sessions"),
-    ("bot.services.sessions.relay", "formatters.sessions"),
-    ("bot.services.sessions.starter", "formatters.blocks"),
-    ("bot.services.sessions.starter", "formatters.sessions"),
 }
 """``bot`` modules that still import :mod:`formatters` (module, imported module): their formatting
 moves out to the handlers and :mod:`bot.wiring` (issue #24). Remove a line when its import goes."""

@@ -32,7 +32,10 @@ by e-mail, so with several people leave it unset on the bot and give each their 
   working directory (``chat.postMessage`` to the user ID, through the Slack gateway) to the token's
   owner, or, with the shared secret, to the Slack user whose e-mail is ``user``
   (``AGENT_BOT_HOOK_USER``). 200; 502 when Slack refuses the DM.
-- otherwise: logged, 202, dropped."""
+- otherwise: logged, 202, dropped.
+
+The notes and DMs are formatted by the :class:`HookMessages` handed in at wiring
+(:mod:`formatters.sessions`); the receiver builds no Block Kit of its own."""
 
 from __future__ import annotations
 
@@ -48,9 +51,8 @@ from bot.hooks import EVENTS, MAX_BODY_BYTES, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from bot.identity import Identity
 from bot.services.hook_tokens import HookToken, HookTokens
 from bot.services.sessions import SessionLink
-from bot.slack import SlackFailure, SlackGateway
+from bot.slack import Payload, SlackFailure, SlackGateway
 from bot.store import Store
-from formatters.sessions import hook_dm, hook_note
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,19 @@ DM_EVENTS = ("Notification", "Stop", "SessionEnd")
 """The events that become a DM when their session is not one the bot follows."""
 
 
+class HookMessages(Protocol):
+    """What the receiver posts, handed in at wiring (:mod:`formatters.sessions` is one): ``event``
+    is the hook event as it arrived (its values are escaped there)."""
+
+    def hook_note(self, name: str, event: dict[str, Any], slack_user: str) -> Payload:
+        """The note in a followed session's thread for ``name`` (mentioning ``slack_user``, its starter)."""
+        ...
+
+    def hook_dm(self, name: str, event: dict[str, Any]) -> Payload:
+        """The direct message for ``name`` of a session the bot does not follow."""
+        ...
+
+
 class SessionLinks(Protocol):
     """What the receiver reads and changes of the followed sessions' rows."""
 
@@ -80,7 +95,7 @@ class SessionLinks(Protocol):
 class SessionFollower(Protocol):
     """What the receiver asks of the session follower."""
 
-    async def post_in_thread(self, link: SessionLink, payload: dict[str, Any]) -> object: ...
+    async def post_in_thread(self, link: SessionLink, payload: Payload) -> object: ...
 
     async def poll_now(self, row_id: int) -> bool: ...
 
@@ -99,6 +114,7 @@ class HookReceiver:
     """Checks, de-duplicates and routes agent hook deliveries (module docstring).
 
     ``store`` holds the claim keys; ``sessions`` the followed sessions; ``slack`` the gateway (DMs);
+    ``messages`` the notes and DMs it posts (:class:`HookMessages`);
     ``identity`` maps the event's ``user`` e-mail to a Slack user; ``secret`` is the shared
     ``AGENT_BOT_HOOK_SECRET`` of a single-user setup (None: per-person tokens only); ``tokens`` the
     per-person hook tokens (None: the shared secret only; both None: hooks are off); ``now`` the
@@ -110,6 +126,7 @@ class HookReceiver:
         store: Store,
         sessions: FollowedSessions,
         slack: SlackGateway,
+        messages: HookMessages,
         identity: Identity,
         secret: str | None,
         now: Callable[[], dt.datetime],
@@ -118,6 +135,7 @@ class HookReceiver:
         self.store = store
         self.sessions = sessions
         self.slack = slack
+        self.messages = messages
         self.identity = identity
         self._secret = secret
         self.tokens = tokens
@@ -182,7 +200,7 @@ class HookReceiver:
             await self.to_thread(link, name, event)
             return 200, {"status": "posted to the session's thread"}
         if dm_to:
-            sent = await self.slack.post(dm_to, hook_dm(name, event))
+            sent = await self.slack.post(dm_to, self.messages.hook_dm(name, event))
             if isinstance(sent, SlackFailure):
                 return 502, {"status": f"Slack refused the direct message ({sent.error})"}
             return 200, {"status": "sent as a direct message"}
@@ -209,7 +227,7 @@ class HookReceiver:
         replica that polled it stops following it."""
         await self.sessions.store.wake(link.id, self.now(), hooks=True)
         if name != "SubagentStop":
-            await self.sessions.follower.post_in_thread(link, hook_note(name, event, link.slack_user))
+            await self.sessions.follower.post_in_thread(link, self.messages.hook_note(name, event, link.slack_user))
         task = asyncio.create_task(self._poll(link.id, name))
         self._background.add(task)
         task.add_done_callback(self._background.discard)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from bot.api.models import Computer, Session
-from formatters.sessions import (
+from bot.roles import REPLY_CHANNEL
+from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
     ARCHIVE_CONFIRM_ACTION,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    SessionView,
+)
+from formatters.sessions import (
     ARCHIVE_QUESTION,
     CHUNK_MAX,
     FULL_ANSWER_ATTACHED,
     LONG_TEXT,
     NOT_ALLOWED_HINT,
-    PICK_ACTION,
-    REFRESH_ACTION,
-    REPLY_CHANNEL,
-    SessionView,
     agent_message,
     archive_question,
     computer_choice,
@@ -198,3 +200,35 @@ def test_the_refusal_says_who_may_and_the_archive_question_asks(block_kit_valida
         (ARCHIVE_CONFIRM_ACTION, "s-1", "danger", True),
         (ARCHIVE_CANCEL_ACTION, "s-1", None, False),
     ]
+
+
+def test_the_sessions_reasons_in_words_escape_the_id_and_keep_the_copy():
+    from bot.outcomes import Invalid, NotFound, NothingChanged, Refused
+    from bot.services.sessions.starter import CHOICE_EXPIRED_HINT, CHOICE_MENU, CHOICE_TAKEN
+    from formatters.notices import error_message
+    from formatters.sessions import (
+        ARCHIVED_REPLY_HINT,
+        ARCHIVED_REPLY_NOT_SENT,
+        CHOICE_EXPIRED,
+        NO_SUCH_SESSION,
+        NOT_YOURS,
+        choice_declined,
+        no_such_session,
+        reply_not_sent_archived,
+    )
+
+    assert no_such_session(NotFound("session", "ab<!channel>", "look")) == error_message(
+        NO_SUCH_SESSION.format(id="ab&lt;!channel&gt;"), "look"
+    )
+    assert choice_declined(NotFound(CHOICE_MENU, "7", CHOICE_EXPIRED_HINT)) == error_message(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+    assert choice_declined(Refused("choose the computer of this session", who_can_help=("U0OWNER",))) == error_message(NOT_YOURS)
+    assert choice_declined(NothingChanged(CHOICE_TAKEN)) == error_message(CHOICE_TAKEN)
+    assert choice_declined(Invalid("No computer.", "Name one.")) == error_message("No computer.", "Name one.")
+    assert reply_not_sent_archived() == error_message(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
+
+
+def test_the_archived_note_names_who_archived_the_session():
+    from formatters.sessions import archived_note
+
+    text = ":file_cabinet: <@U0OWNER> archived this session; I stopped following it."
+    assert archived_note("U0OWNER") == {"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]}

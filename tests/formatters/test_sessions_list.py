@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from formatters.sessions import MENU_ACTION, SessionRow, menu_choice, menu_value, sessions_list
+from bot.services.sessions.messages import MENU_ACTION
+from formatters.sessions import SessionRow, menu_choice, menu_value, sessions_list
 
 SID = "3f2a9c41-0000-4000-8000-000000000001"
 WHEN = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)

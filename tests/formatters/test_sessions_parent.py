@@ -3,7 +3,8 @@ session waits for, and what an archived one says about replies."""
 
 from __future__ import annotations
 
-from formatters.sessions import WAITING_FOR, SessionView, parent_message, status_label
+from bot.services.sessions.messages import SessionView
+from formatters.sessions import WAITING_FOR, parent_message, status_label
 
 
 def test_an_idle_parent_names_whom_it_waits_for(block_kit_validator):

@@ -13,18 +13,23 @@ from pydantic import SecretStr
 
 from bot.demo import DEMO_CHANNEL
 from bot.middleware import THREAD_REPLY
-from bot.services.sessions import NO_SUCH_SESSION, NO_SUCH_SESSION_HINT, SET_UNKNOWN, SET_USAGE, SETTABLE_MEMBERS
+from bot.services.sessions import NO_SUCH_SESSION_HINT, SET_UNKNOWN, SET_USAGE, SETTABLE_MEMBERS
 from bot.services.sessions.follower import REACTIONS, view_of
-from bot.services.sessions.relay import SIGN_IN_PAGE
-from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, CWD_TOO_LONG, NOT_ACTIVE, NOT_ACTIVE_HINT, UNKNOWN_COMPUTER
+from bot.services.sessions.messages import ARCHIVE_ACTION, PICK_ACTION, START_VIEW
+from bot.services.sessions.relay import FILE_SKIPPED, SIGN_IN_PAGE
+from bot.services.sessions.starter import (
+    CANNOT_POST,
+    CANNOT_POST_HINT,
+    CHOICE_TAKEN,
+    CWD_TOO_LONG,
+    NOT_ACTIVE,
+    NOT_ACTIVE_HINT,
+    UNKNOWN_COMPUTER,
+)
 from formatters.blocks import message_link
 from formatters.sessions import (
-    ARCHIVE_ACTION,
-    CHOICE_TAKEN,
-    FILE_SKIPPED,
+    NO_SUCH_SESSION,
     NOT_YOURS,
-    PICK_ACTION,
-    START_VIEW,
     SessionRow,
     agent_message,
     parent_message,

@@ -6,14 +6,9 @@ from __future__ import annotations
 
 from bot.demo import DEMO_CHANNEL
 from bot.services.sessions.follower import view_of
+from bot.services.sessions.messages import ARCHIVE_CONFIRM_ACTION
 from formatters.notices import error_message
-from formatters.sessions import (
-    ARCHIVE_CONFIRM_ACTION,
-    ARCHIVED_REPLY_HINT,
-    ARCHIVED_REPLY_NOT_SENT,
-    WAITING_FOR,
-    parent_message,
-)
+from formatters.sessions import ARCHIVED_REPLY_HINT, ARCHIVED_REPLY_NOT_SENT, WAITING_FOR, parent_message
 from tests.conftest import sandbox_get
 from tests.inprocess import inprocess_fixture
 

@@ -14,23 +14,14 @@ from bot.services.sessions import (
     ID_TOO_SHORT,
     ID_UNKNOWN,
     ID_UNKNOWN_HINT,
-    NO_SUCH_SESSION,
     NO_SUCH_SESSION_HINT,
 )
+from bot.services.sessions.messages import ARCHIVE_CONFIRM_ACTION, MENU_ACTION
 from bot.services.sessions.store import STARTING, NewStart
 from formatters.blocks import message_link
 from formatters.notices import error_message
-from formatters.sessions import (
-    ARCHIVE_CONFIRM_ACTION,
-    MENU_ACTION,
-    SessionRow,
-    archive_question,
-    id_candidates,
-    not_allowed,
-    session_status,
-    sessions_list,
-)
-from handlers.sessions import MENU_STALE, MENU_STALE_HINT
+from formatters.sessions import NO_SUCH_SESSION, SessionRow, archive_question, id_candidates, not_allowed, session_status, sessions_list
+from handlers.session_actions import MENU_STALE, MENU_STALE_HINT
 from tests.conftest import error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
 

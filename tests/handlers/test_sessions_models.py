@@ -8,6 +8,7 @@ from __future__ import annotations
 from bot.api import errors
 from bot.demo import DEMO_CHANNEL
 from bot.services.session_settings import ABOVE_MAXIMUM, ABOVE_MAXIMUM_HINT, VALUE_HINT, VALUE_NOT_NAMED
+from bot.services.sessions.messages import START_VIEW
 from bot.services.sessions.models import (
     CONTROLS_UNREADABLE,
     CONTROLS_UNREADABLE_HINT,
@@ -15,10 +16,9 @@ from bot.services.sessions.models import (
     MODEL_BLOCKED,
     MODEL_NOT_ALLOWED,
 )
-from bot.services.sessions.starter import FORM_ERROR_MAX
 from bot.user_errors import describe_api_error
 from formatters.blocks import cut
-from formatters.sessions import START_VIEW
+from handlers.session_actions import FIELD_ERROR_MAX
 from tests.conftest import error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
 
@@ -126,5 +126,5 @@ def test_the_start_form_shows_a_model_not_allowed_on_its_field(stack):
     before = started(stack)
     answer = stack.run(stack.inprocess.client.send_view_submission(modal.view, values, user_id="U0MEMBER"))
     field = f"{MODEL_NOT_ALLOWED.format(model='gpt-9', revision=latest_revision(stack))} {MODEL_ALLOWED_HINT.format(models=ALLOWED)}"
-    assert answer.json() == {"response_action": "errors", "errors": {"model": cut(field.replace("`", ""), FORM_ERROR_MAX)}}
+    assert answer.json() == {"response_action": "errors", "errors": {"model": cut(field.replace("`", ""), FIELD_ERROR_MAX)}}
     assert started(stack) == before

@@ -11,19 +11,9 @@ import pytest
 
 from bot.demo import DEMO_CHANNEL
 from bot.roles import SessionsConfig
-from formatters.sessions import (
-    ARCHIVE_ACTION,
-    ARCHIVE_CANCEL_ACTION,
-    ARCHIVE_CONFIRM_ACTION,
-    FORM_NOT_YOURS,
-    FORM_STALE,
-    NOT_ARCHIVED,
-    START_VIEW,
-    archive_question,
-    not_allowed,
-    thread_note,
-)
-from handlers.sessions import ARCHIVED
+from bot.services.sessions.messages import ARCHIVE_ACTION, ARCHIVE_CANCEL_ACTION, ARCHIVE_CONFIRM_ACTION, START_VIEW
+from formatters.sessions import FORM_NOT_YOURS, FORM_STALE, NOT_ARCHIVED, archive_question, not_allowed, thread_note
+from handlers.session_actions import ARCHIVED
 from tests.conftest import sandbox_get
 from tests.inprocess import inprocess_fixture
 

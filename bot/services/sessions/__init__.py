@@ -14,8 +14,13 @@ calls follow management-api-v0.md ("Endpoints", "Session", "Message").
 
 Who may act on one session (reply to the agent in its thread, ``session set``, archive, by command
 or button) is asked of :meth:`bot.policy.Policy.may_act_on_session` on each of those paths here;
-a refusal raises :class:`NotAllowed` (a :class:`UserInputError` that names the action and the
-session's starter, for the handler to say who may).
+a refusal raises :class:`NotAllowed`, and a reply in an archived session's thread
+:class:`SessionArchived` (each a :class:`bot.outcomes.Declined` with a :class:`bot.outcomes.Refused`);
+a session nobody knows raises :class:`NoSuchSession` (a :class:`bot.outcomes.NotFound`). Input the
+service cannot use raises :class:`bot.user_errors.UserInputError` (an :class:`bot.outcomes.Invalid`).
+The service builds no Block Kit: what its parts post comes from the
+:class:`bot.services.sessions.messages.SessionMessages` handed in at wiring, and the handler puts
+its reasons into words.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ from pydantic import SecretStr
 from bot.api import AgentClient, NotFoundError
 from bot.api.models import Session
 from bot.middleware import THREAD_REPLY, is_thread_message
-from bot.policy import SESSION_ARCHIVE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
+from bot.outcomes import Declined, NotFound, Refused
+from bot.policy import SESSION_ARCHIVE, SESSION_MANAGER_ROLE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
 from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import Follower
+from bot.services.sessions.messages import SessionMessages
+from bot.services.sessions.models import Quote
 from bot.services.sessions.relay import Relay, ThreadReply
 from bot.services.sessions.starter import DM_HELP, DM_START, START_POLICY_KEY, ChooseComputer, Starter, StartOutcome, dm_request
 from bot.services.sessions.store import (
@@ -51,25 +59,16 @@ from bot.services.sessions.store import (
 from bot.slack import SlackGateway
 from bot.store import Store
 from bot.user_errors import UserInputError
-from formatters.sessions import (
-    ACTION_WORDS,
-    ARCHIVED_BY,
-    ARCHIVED_REPLY_HINT,
-    ARCHIVED_REPLY_NOT_SENT,
-    NOT_ALLOWED_HINT,
-    id_candidates,
-    one_line,
-)
 
 __all__ = [
     "CHOICE_TTL",
     "CHOOSING",
     "FAILED",
-    "NO_SUCH_SESSION",
     "STARTED",
     "STARTING",
     "ChooseComputer",
     "NewStart",
+    "NoSuchSession",
     "NotAllowed",
     "SessionArchived",
     "SessionLink",
@@ -106,7 +105,6 @@ SETTABLE: Final = {
 """A setting's name as typed (lower case, or snake_case) -> its ``sessionSettings`` member."""
 SET_NOTHING = "Name at least one setting: `key=value` with key one of {keys}."
 SET_UNKNOWN = "I cannot set `{names}`; settable: {keys}."
-NO_SUCH_SESSION = "I do not know a session `{id}` started from Slack, and the platform has none either."
 NO_SUCH_SESSION_HINT = "`/agent sessions` lists the sessions started here."
 ID_PREFIX_MIN: Final = 4
 """Characters at least of a session id prefix (:meth:`Sessions.resolve_id`)."""
@@ -121,29 +119,59 @@ ID_AMBIGUOUS_HINT = "Give more characters of the id; `/agent sessions` shows eac
 ID_UNKNOWN = "No session started here has an id beginning with `{id}`."
 ID_UNKNOWN_HINT = "The newest: {candidates}. `/agent sessions` lists them."
 ID_UNKNOWN_NONE_HINT = "No session was started here yet; `/agent session start <prompt>` starts one."
+ACTION_WORDS: Final[Mapping[SessionAction, str]] = {
+    "reply": "reply to the agent in this thread",
+    "set": "change the settings of this session",
+    "archive": "archive this session",
+}
+"""What a person does to one session (:data:`bot.policy.SessionAction`), in words."""
+NOT_ALLOWED_REASON = "only whoever started it, managers and owners may"
+ARCHIVED_REASON = "the session is archived: nobody's replies go to the agent any more"
 
 
-class NotAllowed(UserInputError):
+class NotAllowed(Declined):
     """``action`` (``reply``, ``set``, ``archive``) on a session started by ``starter`` (a Slack
     user ID; None for a session not started from Slack) is not this person's to do
-    (:meth:`bot.policy.Policy.may_act_on_session`)."""
+    (:meth:`bot.policy.Policy.may_act_on_session`): a :class:`bot.outcomes.Refused` naming the
+    action in words (:data:`ACTION_WORDS`), the least role that may (manager) and the starter, who
+    may too. The handler says who may (:func:`formatters.sessions.not_allowed`)."""
 
     def __init__(self, action: SessionAction, starter: str | None) -> None:
-        super().__init__(f"Only the person who started this session, managers and owners can {ACTION_WORDS[action]}.", NOT_ALLOWED_HINT)
+        super().__init__(
+            Refused(
+                action=ACTION_WORDS[action],
+                reason=NOT_ALLOWED_REASON,
+                needs=SESSION_MANAGER_ROLE.name,
+                who_can_help=(starter,) if starter else (),
+            )
+        )
         self.action: SessionAction = action
         self.starter = starter
 
 
-class SessionArchived(UserInputError):
-    """A reply in the thread of a session archived from Slack: nothing is sent to the agent."""
+class SessionArchived(Declined):
+    """A reply in the thread of a session archived from Slack: nothing is sent to the agent, whoever
+    wrote it (a :class:`bot.outcomes.Refused` that nobody can help with)."""
 
     def __init__(self) -> None:
-        super().__init__(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
+        super().__init__(Refused(action=ACTION_WORDS[SESSION_REPLY], reason=ARCHIVED_REASON))
 
 
-def settings_changes(options: Mapping[str, str]) -> dict[str, str]:
+class NoSuchSession(Declined):
+    """Neither this workspace nor the platform knows the session ``session_id``: a
+    :class:`bot.outcomes.NotFound` (``what`` ``"session"``, ``key`` the id as given, ``hint`` where
+    to look, or empty). The handler says so (:func:`formatters.sessions.no_such_session`)."""
+
+    def __init__(self, session_id: str, hint: str = "") -> None:
+        found = NotFound("session", session_id, hint)
+        super().__init__(found)
+        self.found = found
+
+
+def settings_changes(options: Mapping[str, str], *, one_line: Quote) -> dict[str, str]:
     """The ``sessionSettings`` to PATCH for ``key=value`` options (keys as :data:`SETTABLE` knows
-    them). Raises :class:`UserInputError` when there are none, or for an unknown key."""
+    them). Raises :class:`UserInputError` when there are none, or for an unknown key (named with
+    ``one_line``: :meth:`bot.services.sessions.messages.SessionMessages.one_line`)."""
     keys = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
     if not options:
         raise UserInputError(SET_NOTHING.format(keys=keys), f"Usage: `{SET_USAGE}`")
@@ -159,7 +187,9 @@ class Sessions:
     Built with its dependencies: ``agent`` (the Agent API client), ``store`` (the bot's database:
     claims and the session rows), ``slack`` (the one Slack gateway), ``now`` (the aware UTC
     clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
-    downloads), ``policy`` (who may act on a session; the roles file's ``sessions:`` section),
+    downloads), ``messages`` (what its parts post, and the words of its reasons:
+    :class:`bot.services.sessions.messages.SessionMessages`, handed in at wiring), ``policy`` (who
+    may act on a session; the roles file's ``sessions:`` section),
     ``on_change`` (told the starter of a session whose status, title or archiving changed: their
     Home tab, :meth:`bot.services.home.HomeMarks.session_changed`). Its parts are public: ``store``
     (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
@@ -173,11 +203,13 @@ class Sessions:
         now: Callable[[], dt.datetime],
         follow_hours: float,
         bot_token: SecretStr,
+        messages: SessionMessages,
         policy: Policy | None = None,
         on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.agent = agent
         self.now = now
+        self.messages = messages
         self.policy = policy or Policy()
         self.claims = store
         self.store = SessionStore(store)
@@ -185,14 +217,22 @@ class Sessions:
             sessions=self.store,
             agent=agent,
             slack=slack,
+            messages=messages,
             now=now,
             follow_hours=follow_hours,
             reply_mode=self.policy.sessions.reply,
             on_change=on_change,
         )
-        self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, now=now)
+        self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, messages=messages, now=now)
         self.relay = Relay(
-            agent=agent, claims=store, sessions=self.store, follower=self.follower, slack=slack, now=now, bot_token=bot_token
+            agent=agent,
+            claims=store,
+            sessions=self.store,
+            follower=self.follower,
+            slack=slack,
+            messages=messages,
+            now=now,
+            bot_token=bot_token,
         )
 
     # ------------------------------------------------------------------ starting (see .starter)
@@ -240,6 +280,7 @@ class Sessions:
         :data:`FULL_ID_MIN` characters or more that matches none is returned as typed (the platform
         may know it). Raises :class:`UserInputError` for a prefix that is too short, matches no
         session (naming the newest) or several (naming them, at most :data:`CANDIDATES_SHOWN`)."""
+        one_line, id_candidates = self.messages.one_line, self.messages.id_candidates
         wanted = given.strip()
         shown = one_line(wanted, 80)
         if len(wanted) < ID_PREFIX_MIN:
@@ -265,12 +306,12 @@ class Sessions:
 
     async def status(self, session_id: str) -> tuple[Session, SessionLink | None]:
         """The session as ``GET /sessions/{id}`` returns it, and its row when it was started here.
-        Raises :class:`UserInputError` for a session the platform does not know, and the other
+        Raises :class:`NoSuchSession` for a session the platform does not know, and the other
         :class:`bot.api.AgentAPIError`."""
         try:
             session = await self.agent.get_session(session_id=session_id)
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)), NO_SUCH_SESSION_HINT) from None
+            raise NoSuchSession(session_id, NO_SUCH_SESSION_HINT) from None
         return session, await self.store.by_session_id(session.session_id)
 
     async def update_settings(self, session_id: str, options: Mapping[str, str], by: ResolvedUser) -> tuple[Session, SessionLink | None]:
@@ -278,24 +319,24 @@ class Sessions:
         typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
         Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
         for no or unknown settings, a value the enterprise controls do not allow or that cannot be
-        checked (:mod:`bot.services.session_settings`; nothing is sent), or an unknown session, and the other
-        :class:`bot.api.AgentAPIError`."""
-        changes = settings_changes(options)
+        checked (:mod:`bot.services.session_settings`; nothing is sent), :class:`NoSuchSession` for an
+        unknown session, and the other :class:`bot.api.AgentAPIError`."""
+        changes = settings_changes(options, one_line=self.messages.one_line)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
         await check_session_settings(self.agent, changes, done="changed")  # values the platform names, within its limits
         try:
             session = await self.agent.update_session(session_id=session_id, session_settings=changes)
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
+            raise NoSuchSession(session_id) from None
         return session, await self.store.by_session_id(session.session_id)
 
     async def refresh(self, session_id: str) -> SessionLink:
         """Follow the session again and poll it now (the Refresh button); the row afterwards, its
-        parent message edited. Raises :class:`UserInputError` for a session not started here."""
+        parent message edited. Raises :class:`NoSuchSession` for a session not started here."""
         row = await self.store.by_session_id(session_id) if session_id else None
         if row is None:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80)))
+            raise NoSuchSession(session_id)
         await self.store.wake(row.id, self.now())
         await self.follower.poll_now(row.id)
         fresh = await self.store.get(row.id) or row
@@ -313,7 +354,7 @@ class Sessions:
         """Archive a session (``PATCH /sessions/{id}``, ``archivedAt`` = now, ISO 8601 UTC) and stop
         following it; when it was started here, its parent shows it and a note in its thread says
         who (``by``). The row, or None for a session not started here. Raises :class:`NotAllowed`
-        when ``by`` may not (nothing is sent), :class:`UserInputError` for a session the platform
+        when ``by`` may not (nothing is sent), :class:`NoSuchSession` for a session the platform
         does not know, and the other :class:`bot.api.AgentAPIError`."""
         await self.may_archive(session_id, by)
         by_user = by.user_id
@@ -321,14 +362,14 @@ class Sessions:
         try:
             await self.agent.update_session(session_id=session_id, session_settings={"archivedAt": stamp})
         except NotFoundError:
-            raise UserInputError(NO_SUCH_SESSION.format(id=one_line(session_id, 80))) from None
+            raise NoSuchSession(session_id) from None
         row = await self.store.by_session_id(session_id)
         if row is None:
             return None
         await self.store.stop_following(row.id, archived=True)
         archived = await self.store.get(row.id) or row
         await self.follower.show_parent(archived)  # failures of these two are logged by the gateway
-        await self.follower.note(archived, ARCHIVED_BY.format(who=f"<@{by_user}>"))
+        await self.follower.post_in_thread(archived, self.messages.archived_note(by_user))
         await self.follower.changed(archived)
         return archived
 

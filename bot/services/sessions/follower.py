@@ -62,18 +62,10 @@ from typing import Any
 from bot import metrics
 from bot.api import AgentAPIError, AgentClient, NotFoundError, RateLimitedError
 from bot.api.models import Message, Session, ms_to_datetime
+from bot.roles import REPLY_STARTER
+from bot.services.sessions.messages import Payload, SessionMessages, SessionView
 from bot.services.sessions.store import SessionLink, SessionStore, last_steps, total_tokens
 from bot.slack import Posted, SlackFailure, SlackGateway
-from formatters.blocks import Payload
-from formatters.sessions import (
-    REPLY_STARTER,
-    SESSION_ENDED_GONE,
-    SessionView,
-    agent_message,
-    parent_message,
-    thread_note,
-    working_message,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +92,8 @@ STEPS_KEPT = 5
 POST_METADATA_TYPE = "agent_session_message"
 
 REACTIONS = {"running": "hourglass_flowing_sand", "done": "white_check_mark", "error": "x"}
+SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
+"""The error a row keeps (and its parent message shows) once the platform no longer knows the session."""
 
 
 def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_STARTER) -> SessionView:
@@ -174,7 +168,8 @@ class Follower:
     """Follows sessions for one process (``owner`` names it in leases).
 
     ``sessions`` is the row store, ``agent`` the Agent API client, ``slack`` the one Slack gateway
-    (every post, update, reaction, upload and look-up of the follower goes through it), ``now``
+    (every post, update, reaction, upload and look-up of the follower goes through it), ``messages``
+    what it posts (:class:`bot.services.sessions.messages.SessionMessages`), ``now``
     the injected clock (aware UTC), ``follow_hours`` how long an idle session is still polled,
     ``reply_mode`` who may reply in a session's thread (``starter`` or ``channel``: the roles file's
     ``sessions.reply``), which its parent message says. ``on_change`` is told the starter's Slack
@@ -187,6 +182,7 @@ class Follower:
         sessions: SessionStore,
         agent: AgentClient,
         slack: SlackGateway,
+        messages: SessionMessages,
         now: Callable[[], dt.datetime],
         follow_hours: float = 24.0,
         owner: str | None = None,
@@ -200,6 +196,7 @@ class Follower:
         self.sessions = sessions
         self.agent = agent
         self.slack = slack
+        self.messages = messages
         self.now = now
         self.follow_for = dt.timedelta(hours=follow_hours)
         self.owner = owner or f"bot-{uuid.uuid4().hex[:12]}"
@@ -437,7 +434,7 @@ class Follower:
                 posted[msg.id] = found
                 return
         text = message_text(msg)
-        payload, attach = agent_message(text, is_error=bool(msg.is_error))
+        payload, attach = self.messages.agent_message(text, is_error=bool(msg.is_error))
         result = await self.slack.post(
             link.channel,
             payload,
@@ -485,11 +482,11 @@ class Follower:
 
     async def _post_working(self, link: SessionLink, steps: list[str], count: int, *, done: bool = False) -> str | None:
         """Post the working message; its ``ts``, or None when Slack refused (posted again next poll)."""
-        result = await self.slack.post(link.channel, working_message(steps, count, done=done), thread_ts=link.thread_ts)
+        result = await self.slack.post(link.channel, self.messages.working_message(steps, count, done=done), thread_ts=link.thread_ts)
         return None if isinstance(result, SlackFailure) else result.ts
 
     async def _edit_working(self, link: SessionLink, ts: str, steps: list[str], count: int, *, done: bool = False) -> Posted | SlackFailure:
-        return await self.slack.update(link.channel, ts, working_message(steps, count, done=done))
+        return await self.slack.update(link.channel, ts, self.messages.working_message(steps, count, done=done))
 
     async def _show_state(self, link: SessionLink, session: Session, *, answered: bool, errored: bool) -> None:
         fresh = await self.sessions.get(link.id)
@@ -523,7 +520,9 @@ class Follower:
         ``status`` instead of the row's when given); None when the row has no parent message."""
         if not link.parent_ts:
             return None
-        return await self.slack.update(link.channel, link.parent_ts, parent_message(view_of(link, status=status, reply=self.reply_mode)))
+        return await self.slack.update(
+            link.channel, link.parent_ts, self.messages.parent_message(view_of(link, status=status, reply=self.reply_mode))
+        )
 
     async def set_reaction(self, link: SessionLink, wanted: str | None) -> None:
         """Show ``wanted`` on the thread's root, removing the previous state reaction. The new one
@@ -542,7 +541,7 @@ class Follower:
 
     async def note(self, link: SessionLink, text: str) -> Posted | SlackFailure:
         """A short note (mrkdwn ``text``) in the session's thread."""
-        return await self.post_in_thread(link, thread_note(text))
+        return await self.post_in_thread(link, self.messages.thread_note(text))
 
     async def post_in_thread(self, link: SessionLink, payload: Payload) -> Posted | SlackFailure:
         """Post a Block Kit payload in the session's thread: the message, or Slack's refusal

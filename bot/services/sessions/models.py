@@ -8,6 +8,8 @@ snapshot", ``modelPolicy``): see :mod:`bot.services.session_settings`, "Models".
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from bot.api import AgentClient
 from bot.services.controls import ModelRules
 from bot.services.session_settings import (
@@ -24,6 +26,10 @@ from bot.services.session_settings import (
 )
 from bot.user_errors import UserInputError
 
+Quote = Callable[[object, int], str]
+"""Puts an API or user value into the words of a reason: escaped for mrkdwn, on one line, cut to
+the limit (:meth:`bot.services.sessions.messages.SessionMessages.one_line`, handed in at wiring)."""
+
 __all__ = [
     "CONTROLS_UNREADABLE",
     "CONTROLS_UNREADABLE_HINT",
@@ -32,6 +38,7 @@ __all__ = [
     "MODEL_BLOCKED",
     "MODEL_NONE_ALLOWED_HINT",
     "MODEL_NOT_ALLOWED",
+    "Quote",
     "allowed_list",
     "check_models",
     "model_refusal",

@@ -36,11 +36,11 @@ from pydantic import SecretStr
 
 from bot.api import AgentAPIError, AgentClient
 from bot.services.sessions.follower import Follower
+from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.store import SessionLink, SessionStore
 from bot.slack import SlackFailure, SlackGateway
 from bot.store import Store
 from bot.user_errors import describe_api_error
-from formatters.sessions import FILE_SKIPPED, REPLY_FAILED, one_line
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,8 @@ DOWNLOAD_FAILED = "the download failed ({error})"
 SIGN_IN_PAGE = "Slack answered with a web page instead of the file (the bot needs the files:read scope)"
 NOT_SLACK_HOST = "its download address is not on Slack's file host, and I send my Slack token only to Slack"
 FILE_INFO_FAILED = "Slack did not describe this shared file ({error})"
+REPLY_FAILED = ":x: I could not pass your reply to the agent: {what}"
+FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
 CHECK_FILE_INFO: Final = "check_file_info"
 """``file_access`` of a Slack Connect file: the event has only its id; ``files.info`` has the rest."""
 SLACK_FILE_HOSTS: Final = ("files.slack.com",)
@@ -96,8 +98,9 @@ class Attachments:
 class Relay:
     """Sends thread replies to their session: ``agent`` (the Agent API), ``claims`` (the store that
     holds the ``forward:`` claims), ``sessions`` (the rows; a reply wakes the follower),
-    ``follower`` (notes in the thread), ``slack`` (the gateway; reactions), ``now`` (the aware UTC
-    clock), ``bot_token`` (downloads of ``url_private``)."""
+    ``follower`` (notes in the thread), ``slack`` (the gateway; reactions), ``messages`` (a note's
+    words name a file with :meth:`bot.services.sessions.messages.SessionMessages.one_line`), ``now``
+    (the aware UTC clock), ``bot_token`` (downloads of ``url_private``)."""
 
     def __init__(
         self,
@@ -107,6 +110,7 @@ class Relay:
         sessions: SessionStore,
         follower: Follower,
         slack: SlackGateway,
+        messages: SessionMessages,
         now: Callable[[], dt.datetime],
         bot_token: SecretStr,
     ) -> None:
@@ -117,6 +121,7 @@ class Relay:
         self.slack = slack
         self.now = now
         self.bot_token = bot_token
+        self.one_line = messages.one_line
 
     async def forward(self, reply: ThreadReply, link: SessionLink) -> bool:
         """Send ``reply`` to the session of ``link`` once; True when this call sent it.
@@ -145,7 +150,7 @@ class Relay:
             what, hint = describe_api_error(exc)
             logger.warning("forwarding a reply to session row %s failed: %s", link.id, type(exc).__name__)
             await self._mark(reply, remove=SEEN, add=FAILED)
-            await self.follower.note(link, REPLY_FAILED.format(what=one_line(f"{what} {hint}", 500)))
+            await self.follower.note(link, REPLY_FAILED.format(what=self.one_line(f"{what} {hint}", 500)))
             return False
         await self._mark(reply, remove=SEEN, add=SENT)
         await self.sessions.wake(link.id, self.now())
@@ -178,6 +183,7 @@ class Relay:
         first; a download address outside :meth:`slack_origins` is skipped. Never raises for a
         failed look-up or download (a note)."""
         found = Attachments()
+        one_line = self.one_line
         token = self.bot_token.get_secret_value()
         origins = self.slack_origins()
         async with httpx.AsyncClient(timeout=DOWNLOAD_TIMEOUT, follow_redirects=True) as http:

@@ -38,23 +38,14 @@ from typing import Any, Final, Literal
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
+from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
+from bot.services.sessions.messages import SessionMessages
+from bot.services.sessions.models import Quote
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
 from bot.slack import SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
-from formatters.blocks import cut
-from formatters.sessions import (
-    CHOICE_EXPIRED,
-    CHOICE_EXPIRED_HINT,
-    CHOICE_TAKEN,
-    NOT_YOURS,
-    START_INTERRUPTED,
-    START_INTERRUPTED_HINT,
-    one_line,
-    parent_message,
-    start_interrupted_notice,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +84,18 @@ one takes (a Slack post and ``POST /sessions``, whose retries give up within 30 
 INTERRUPTED_CHECK_SECONDS: Final = 30.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
-FORM_ERROR_MAX: Final = 150
-"""Characters at most of a modal field's error (Slack doc "view_submission": ``response_action: errors``)."""
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
+CHOICE_MENU: Final = "computer menu"
+"""What a :class:`bot.outcomes.NotFound` of :meth:`Starter.pick` names: the menu (its key: the start's row id)."""
+CHOICE_ACTION = "choose the computer of this session"
+CHOICE_NOT_YOURS = "only the person who asked may"
+CHOICE_TAKEN = "This choice was already made; the session is starting (or started) in its thread."
+CHOICE_EXPIRED_HINT = "Run `/agent session start` again."
+START_INTERRUPTED = (
+    "The bot stopped while this session was starting, so the agent never got the prompt "
+    "(the platform may keep an empty session that received nothing)."
+)
+START_INTERRUPTED_HINT = "Start it again with `/agent session start <prompt>` (or mention me again)."
 
 DM_START: Final = "start"
 DM_HELP: Final = "help"
@@ -139,12 +139,13 @@ def split_options(text: str) -> tuple[str, dict[str, str]]:
     return prompt.strip(), options
 
 
-def resolve_computer(computers: list[Computer], wanted: str | None, last_used: str | None) -> Computer | list[Computer]:
+def resolve_computer(computers: list[Computer], wanted: str | None, last_used: str | None, *, one_line: Quote) -> Computer | list[Computer]:
     """The computer to use, or the active ones to choose from (a list of 2 or more).
 
     ``wanted`` (what the person named, or None) matches a computer's id exactly, else its name
     case-insensitively, else a unique name prefix; ``last_used`` is the id of the person's last
-    computer, used when nothing is named and it is still ``active``.
+    computer, used when nothing is named and it is still ``active``; ``one_line`` puts a name into
+    the words of a refusal (:meth:`bot.services.sessions.messages.SessionMessages.one_line`).
 
     Raises :class:`UserInputError` for an unknown, ambiguous or not ``active`` computer (with the
     status and what to do), or when none is active."""
@@ -210,7 +211,8 @@ of a start claimed before, whatever its state), or a menu to offer."""
 
 class Starter:
     """Starts sessions: ``agent`` (the Agent API), ``sessions`` (the rows), ``follower`` (reactions,
-    parent edits), ``slack`` (the gateway; the parent message), ``now`` (the aware UTC clock)."""
+    parent edits), ``slack`` (the gateway; the parent message), ``messages`` (what it posts:
+    :class:`bot.services.sessions.messages.SessionMessages`), ``now`` (the aware UTC clock)."""
 
     def __init__(
         self,
@@ -219,12 +221,14 @@ class Starter:
         sessions: SessionStore,
         follower: Follower,
         slack: SlackGateway,
+        messages: SessionMessages,
         now: Callable[[], dt.datetime],
     ) -> None:
         self.agent = agent
         self.sessions = sessions
         self.follower = follower
         self.slack = slack
+        self.messages = messages
         self.now = now
 
     async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
@@ -240,7 +244,7 @@ class Starter:
         await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
-        chosen = resolve_computer(computers, computer, last_used)
+        chosen = resolve_computer(computers, computer, last_used, one_line=self.messages.one_line)
         now = self.now()
         if isinstance(chosen, list):
             row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
@@ -255,7 +259,7 @@ class Starter:
     async def check_computer(self, wanted: str) -> Computer:
         """The ``active`` computer ``wanted`` names (id or name, as :func:`resolve_computer`).
         Raises :class:`UserInputError` or :class:`bot.api.AgentAPIError`."""
-        chosen = resolve_computer(await self.agent.list_computers(), wanted, None)
+        chosen = resolve_computer(await self.agent.list_computers(), wanted, None, one_line=self.messages.one_line)
         assert isinstance(chosen, Computer)  # a named computer is one computer or an error
         return chosen
 
@@ -263,7 +267,8 @@ class Starter:
         """What is wrong with the start form's fields: ``{field: error}`` for the fields ``prompt``,
         ``cwd``, ``model`` (checked against the enterprise controls: :mod:`.models`) and
         ``computer``; empty when the session can start. Lists the computers: an Agent API failure
-        is the ``computer`` field's error."""
+        is the ``computer`` field's error. The errors are whole (the model's without backticks):
+        the handler shortens them to what a modal field shows."""
         errors: dict[str, str] = {}
         if not prompt:
             errors["prompt"] = FORM_NO_PROMPT
@@ -273,7 +278,7 @@ class Starter:
             try:
                 await check_session_settings(self.agent, {"model": model}, done="started")
             except UserInputError as exc:
-                errors["model"] = cut(f"{exc.message} {exc.hint}".replace("`", ""), FORM_ERROR_MAX)
+                errors["model"] = f"{exc.message} {exc.hint}".replace("`", "")
         try:
             if not computer_id:
                 raise UserInputError(FORM_NO_COMPUTER)
@@ -295,20 +300,22 @@ class Starter:
     async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
         """The menu's choice: start the ``choosing`` row ``row_id`` on ``computer_id``, once.
 
-        Raises :class:`UserInputError` when the menu expired or is unknown, when ``slack_user``
-        is not who asked, when the choice was already made (a double click), or for a computer
-        that cannot run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
+        Raises :class:`bot.outcomes.Declined` when it starts nothing: :class:`bot.outcomes.NotFound`
+        (``what`` :data:`CHOICE_MENU`) when the menu expired or is unknown, :class:`bot.outcomes.Refused`
+        when ``slack_user`` is not who asked, :class:`bot.outcomes.NothingChanged` when the choice
+        was already made (a double click), and :class:`UserInputError` for a computer that cannot
+        run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
         row = await self.sessions.get(row_id) if row_id is not None else None
         if row is None or not computer_id:
-            raise UserInputError(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+            raise Declined(NotFound(CHOICE_MENU, str(row_id), CHOICE_EXPIRED_HINT))
         if row.slack_user != slack_user:
-            raise UserInputError(NOT_YOURS)
+            raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
         chosen = await self.check_computer(computer_id)
         if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
-                raise UserInputError(CHOICE_TAKEN)
-            raise UserInputError(CHOICE_EXPIRED, CHOICE_EXPIRED_HINT)
+                raise Declined(NothingChanged(CHOICE_TAKEN))
+            raise Declined(NotFound(CHOICE_MENU, str(row.id), CHOICE_EXPIRED_HINT))
         taken = await self.sessions.get(row.id)
         assert taken is not None and taken.state == STARTING
         return await self.launch(taken)
@@ -332,7 +339,9 @@ class Starter:
                 logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
                 return await self.sessions.get(row.id) or row
         parent = await self.slack.post(
-            row.channel, parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)), thread_ts=row.thread_ts
+            row.channel,
+            self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)),
+            thread_ts=row.thread_ts,
         )
         if isinstance(parent, SlackFailure) or not parent.ts:
             await self.sessions.mark_failed(row.id, CANNOT_POST)
@@ -397,7 +406,7 @@ class Starter:
     async def _tell_interrupted(self, row: SessionLink) -> None:
         """Tell the person who asked that their start was interrupted: ephemeral in the channel (in
         its thread when there is one), else by DM."""
-        notice = start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt)
+        notice = self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt)
         told = await self.slack.ephemeral(row.channel, row.slack_user, notice, thread_ts=row.thread_ts)
         if not isinstance(told, SlackFailure):
             return

@@ -21,6 +21,7 @@ from bot.services.sessions.follower import BACKOFF_MAX, POST_METADATA_TYPE, WORK
 from bot.services.sessions.store import NewStart, SessionStore, session_posts
 from bot.slack import SlackGateway
 from bot.store import Store
+from formatters import sessions as session_messages
 from formatters.sessions import WORKED, WORKING
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
@@ -62,7 +63,12 @@ class Replica:
         self.agent = AgentClient(base_url=sandbox.url, api_key=KEY, retry=retry or RetryPolicy(max_attempts=1), timeout=5.0)
         self.slack = slack.async_web_client()
         self.follower = Follower(
-            sessions=self.sessions, agent=self.agent, slack=SlackGateway(self.slack), now=clock, follow_hours=follow_hours
+            sessions=self.sessions,
+            agent=self.agent,
+            slack=SlackGateway(self.slack),
+            messages=session_messages,
+            now=clock,
+            follow_hours=follow_hours,
         )
 
     async def close(self) -> None:
@@ -266,7 +272,7 @@ async def test_the_working_message_is_edited_at_most_every_few_seconds(world, tm
     sessions = SessionStore(store)
     agent = AgentClient(base_url="http://agent.test", api_key=KEY, transport=httpx.MockTransport(handler))
     web = slack.async_web_client()
-    follower = Follower(sessions=sessions, agent=agent, slack=SlackGateway(web), now=clock)
+    follower = Follower(sessions=sessions, agent=agent, slack=SlackGateway(web), messages=session_messages, now=clock)
     parent = await web.chat_postMessage(channel=CHANNEL, text="parent")
     row, _ = await sessions.claim_start(
         NewStart(start_key="throttle", slack_user="U0MEMBER", user_email=None, channel=CHANNEL, origin="command", prompt="go"),

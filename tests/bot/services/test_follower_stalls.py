@@ -9,6 +9,7 @@ import datetime as dt
 from bot.services.sessions.follower import TIMEOUT_RETRY, Follower
 from bot.services.sessions.store import LEASE_SECONDS
 from bot.slack import SlackGateway
+from formatters import sessions as session_messages
 from tests.bot.services.test_follower import Clock, Replica, agent_done, answers_in_thread, start_link
 from tests.bot.services.test_follower import world as world  # the module-scoped fixture, re-exported
 
@@ -36,7 +37,9 @@ async def test_a_hanging_post_is_bounded_and_the_other_sessions_go_on(world, tmp
     for session_id in (slow_id, fast_id):
         await agent_done(replica.agent, session_id, 3)
     gateway = StallingGateway(replica.slack, {slow_thread})
-    follower = Follower(sessions=replica.sessions, agent=replica.agent, slack=gateway, now=clock, poll_timeout=2.0, tick_wait=1.0)
+    follower = Follower(
+        sessions=replica.sessions, agent=replica.agent, slack=gateway, messages=session_messages, now=clock, poll_timeout=2.0, tick_wait=1.0
+    )
     try:
         # the tick returns with the fast session done while the slow post hangs
         assert await asyncio.wait_for(follower.tick(), 3) == 1

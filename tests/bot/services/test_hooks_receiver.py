@@ -19,6 +19,7 @@ from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import NO_TOKEN, NOT_YOUR_DM, NOT_YOUR_SESSION, UNKNOWN_TOKEN, HookReceiver
 from bot.slack import Posted, SlackFailure
 from bot.store import Store
+from formatters import sessions as session_messages
 from formatters.sessions import hook_dm, hook_note
 
 SECRET = "hook-secret"
@@ -104,6 +105,7 @@ def receiver(
         store=store,
         sessions=sessions or FakeSessions(),
         slack=slack or FakeSlack(),  # type: ignore[arg-type]
+        messages=session_messages,
         identity=FakeIdentity(),  # type: ignore[arg-type]
         secret=secret,
         now=lambda: NOW,
@@ -260,6 +262,7 @@ def token_receiver(
         store=store,
         sessions=sessions or FakeSessions(),
         slack=slack or FakeSlack(),  # type: ignore[arg-type]
+        messages=session_messages,
         identity=FakeIdentity(),  # type: ignore[arg-type]
         secret=secret,
         now=lambda: NOW,

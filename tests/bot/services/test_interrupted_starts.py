@@ -13,11 +13,12 @@ import pytest
 
 from bot.api import AgentClient, RetryPolicy
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
-from bot.services.sessions.starter import STARTING_BOUND, Starter
+from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, STARTING_BOUND, Starter
 from bot.services.sessions.store import CHOOSING, FAILED, STARTING, NewStart, SessionStore
 from bot.slack import SlackGateway
 from bot.store import Store
-from formatters.sessions import START_INTERRUPTED, START_INTERRUPTED_HINT, parent_message, start_interrupted_notice
+from formatters import sessions as session_messages
+from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
@@ -63,8 +64,10 @@ class Replica:
         self.agent = AgentClient(base_url=sandbox.url, api_key=KEY, retry=RetryPolicy(max_attempts=1), timeout=5.0)
         self.slack = slack.async_web_client()
         gateway = SlackGateway(self.slack)
-        follower = Follower(sessions=self.sessions, agent=self.agent, slack=gateway, now=clock)
-        self.starter = Starter(agent=self.agent, sessions=self.sessions, follower=follower, slack=gateway, now=clock)
+        follower = Follower(sessions=self.sessions, agent=self.agent, slack=gateway, messages=session_messages, now=clock)
+        self.starter = Starter(
+            agent=self.agent, sessions=self.sessions, follower=follower, slack=gateway, messages=session_messages, now=clock
+        )
 
     async def close(self) -> None:
         await self.agent.aclose()

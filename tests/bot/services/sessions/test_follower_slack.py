@@ -18,6 +18,7 @@ from bot.services.sessions.follower import BACKOFF_MAX, POST_METADATA_TYPE, Foll
 from bot.services.sessions.store import NewStart, SessionStore
 from bot.slack import SlackGateway
 from bot.store import Store
+from formatters import sessions as session_messages
 from sandbox.slack_emulator import SlackEmulator
 
 CHANNEL = "C0ENG"
@@ -82,7 +83,7 @@ async def world(tmp_path) -> AsyncIterator[World]:
     clock = Clock()
     agent = AgentClient(base_url="http://agent.test", api_key="key", transport=httpx.MockTransport(scripted_agent))
     web = slack.async_web_client()
-    follower = Follower(sessions=sessions, agent=agent, slack=SlackGateway(web), now=clock)
+    follower = Follower(sessions=sessions, agent=agent, slack=SlackGateway(web), messages=session_messages, now=clock)
     parent = await web.chat_postMessage(channel=CHANNEL, text="parent")
     row, _ = await sessions.claim_start(
         NewStart(start_key="k", slack_user="U0MEMBER", user_email=None, channel=CHANNEL, origin="command", prompt="go"),

@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bot.services.sessions.relay import FILE_INFO_FAILED, NOT_SLACK_HOST, Attachments, Relay
+from bot.services.sessions.relay import FILE_INFO_FAILED, FILE_SKIPPED, NOT_SLACK_HOST, Attachments, Relay
 from bot.slack import SlackGateway, web_client
-from formatters.sessions import FILE_SKIPPED
+from formatters import sessions as session_messages
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
 
@@ -55,6 +55,7 @@ def relay(slack: SlackEmulator) -> Relay:
         sessions=None,
         follower=None,
         slack=gateway,
+        messages=session_messages,
         now=lambda: dt.datetime(2026, 11, 22, tzinfo=dt.UTC),
         bot_token=SecretStr(slack.bot_token),
     )

@@ -22,6 +22,7 @@ from bot.services.sessions.starter import (
     split_options,
 )
 from bot.user_errors import UserInputError
+from formatters.sessions import one_line
 
 
 def computer(id: str, name: str, status: str | None = "active") -> Computer:
@@ -38,7 +39,7 @@ ACTIVE_NAMES = "`Dev laptop`, `CI sandbox`"
 
 def refusal(computers: list[Computer], wanted: str | None, last_used: str | None = None) -> tuple[str, str]:
     with pytest.raises(UserInputError) as raised:
-        resolve_computer(computers, wanted, last_used)
+        resolve_computer(computers, wanted, last_used, one_line=one_line)
     return raised.value.message, raised.value.hint
 
 
@@ -46,16 +47,16 @@ def refusal(computers: list[Computer], wanted: str | None, last_used: str | None
 
 
 def test_a_computer_is_found_by_its_id():
-    assert resolve_computer(FLEET, "cmp-ci", None) is CI
+    assert resolve_computer(FLEET, "cmp-ci", None, one_line=one_line) is CI
 
 
 def test_a_computer_is_found_by_its_name_in_any_case_before_a_prefix():
     # "ci sandbox" is also a prefix of "CI sandbox (old)": the exact name wins
-    assert resolve_computer(FLEET, "ci SANDBOX", None) is CI
+    assert resolve_computer(FLEET, "ci SANDBOX", None, one_line=one_line) is CI
 
 
 def test_a_unique_prefix_of_a_name_finds_the_computer():
-    assert resolve_computer(FLEET, "dev", None) is LAPTOP
+    assert resolve_computer(FLEET, "dev", None, one_line=one_line) is LAPTOP
 
 
 def test_an_ambiguous_prefix_is_refused_naming_the_candidates():
@@ -88,26 +89,26 @@ def test_a_named_computer_that_is_not_active_is_refused_with_its_status_and_what
 
 
 def test_a_named_computer_wins_over_the_last_used_one():
-    assert resolve_computer(FLEET, "CI sandbox", LAPTOP.id) is CI
+    assert resolve_computer(FLEET, "CI sandbox", LAPTOP.id, one_line=one_line) is CI
 
 
 # ---------------------------------------------------------------------- resolve_computer, not named
 
 
 def test_the_last_used_computer_is_taken_while_it_is_active():
-    assert resolve_computer(FLEET, None, CI.id) is CI
+    assert resolve_computer(FLEET, None, CI.id, one_line=one_line) is CI
 
 
 def test_a_last_used_computer_that_is_not_active_any_more_is_passed_over():
-    assert resolve_computer([CI_OLD, LAPTOP], None, CI_OLD.id) is LAPTOP
+    assert resolve_computer([CI_OLD, LAPTOP], None, CI_OLD.id, one_line=one_line) is LAPTOP
 
 
 def test_the_only_active_computer_is_taken():
-    assert resolve_computer([LAPTOP, GPU, CI_OLD], None, None) is LAPTOP
+    assert resolve_computer([LAPTOP, GPU, CI_OLD], None, None, one_line=one_line) is LAPTOP
 
 
 def test_several_active_computers_are_listed_to_choose_from():
-    assert resolve_computer(FLEET, None, "cmp-gone") == [LAPTOP, CI]
+    assert resolve_computer(FLEET, None, "cmp-gone", one_line=one_line) == [LAPTOP, CI]
 
 
 @pytest.mark.parametrize("computers", [[], [GPU, CI_OLD]])

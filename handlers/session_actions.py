@@ -1,0 +1,170 @@
+"""The buttons, the list's menu and the start form of agent sessions (:mod:`handlers.sessions`
+has the sub-commands).
+
+- the parent message's Refresh (:data:`bot.services.sessions.messages.REFRESH_ACTION`) and Archive
+  (Slack asks to confirm it first) buttons;
+- the Archive and Cancel buttons of ``/agent session archive``'s question;
+- the menu of a row of ``/agent sessions`` (Status, Archive, Open thread: the same code as the
+  commands);
+- the menu that chooses a start's computer, and the start form (``session start`` without a
+  prompt): field errors go back on the form, and only the person who opened it may submit it.
+
+Each listener parses, calls :class:`bot.services.sessions.Sessions`, formats and replies; the role
+check (the action ids and the form's ``callback_id`` are policy keys) ran before, in the middleware.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+
+from bot.errors import reported
+from bot.outcomes import Declined
+from bot.services.sessions import NewStart, NotAllowed
+from bot.services.sessions.messages import (
+    ARCHIVE_ACTION,
+    ARCHIVE_CANCEL_ACTION,
+    ARCHIVE_CONFIRM_ACTION,
+    MENU_ACTION,
+    PICK_ACTION,
+    REFRESH_ACTION,
+    START_VIEW,
+)
+from formatters.blocks import cut
+from formatters.sessions import (
+    FORM_NOT_YOURS,
+    FORM_STALE,
+    MENU_ARCHIVE,
+    MENU_STATUS,
+    NOT_ARCHIVED,
+    START_BLOCKS,
+    choice_declined,
+    form_origin,
+    menu_choice,
+    not_allowed,
+    thread_note,
+)
+from handlers.router import ActionRequest, Router, UserInputError, action_listener
+from handlers.sessions import answering_reasons, archive_ask, start_and_tell, start_reply, status_reply
+
+if TYPE_CHECKING:
+    from bot.container import Services
+
+logger = logging.getLogger(__name__)
+
+FIELD_ERROR_MAX = 150
+"""Characters at most of a modal field's error (Slack doc "view_submission": ``response_action: errors``)."""
+ARCHIVED = ":file_cabinet: Session archived; I stopped following it."
+MENU_STALE = "I cannot read this menu choice."
+MENU_STALE_HINT = "Run `/agent sessions` again for a fresh list."
+
+
+async def on_refresh(request: ActionRequest) -> None:
+    await request.services.sessions.refresh(request.value)
+
+
+async def on_archive(request: ActionRequest) -> None:
+    """The parent message's Archive button (Slack asked for confirmation before sending the click)."""
+    await request.services.sessions.archive(request.value, request.user)
+
+
+async def on_archive_confirm(request: ActionRequest) -> None:
+    """The Archive button of the archive command's question: archive, and the question says so."""
+    try:
+        await request.services.sessions.archive(request.value, request.user)
+    except NotAllowed as exc:
+        await request.replace(not_allowed(exc.action, exc.starter))
+        return
+    await request.replace(thread_note(ARCHIVED))
+
+
+async def on_menu(request: ActionRequest) -> None:
+    """A choice in the menu of a row of ``/agent sessions``, answered ephemerally as its command
+    is: Status (``session status``), Archive (the same question first, then
+    :func:`on_archive_confirm`); Open thread needs nothing (Slack opened the link)."""
+    chosen = menu_choice(request.value)
+    if chosen is None:
+        raise UserInputError(MENU_STALE, MENU_STALE_HINT)
+    choice, session_id = chosen
+    if choice == MENU_STATUS:
+        await request.reply(await status_reply(request.services, session_id))
+    elif choice == MENU_ARCHIVE:
+        await request.reply(await archive_ask(request.services, session_id, request.user))
+
+
+async def on_archive_cancel(request: ActionRequest) -> None:
+    await request.replace(thread_note(NOT_ARCHIVED))
+
+
+async def on_pick(request: ActionRequest) -> None:
+    try:
+        row_id: int | None = int(request.block_id.removeprefix("pick:"))
+    except ValueError:
+        row_id = None
+    try:
+        row = await request.services.sessions.pick(row_id, request.value, request.user.user_id)
+    except Declined as exc:  # the menu expired, is someone else's, was chosen before, or the computer cannot run it
+        await request.reply(choice_declined(exc.outcome))
+        return
+    payload = start_reply(row)
+    if payload is not None:
+        await request.replace(payload)  # the menu, only the asker's, becomes the outcome
+
+
+async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
+    """The start form submitted: field errors back on the form, else the session starts."""
+    view = body.get("view") or {}
+    values = (view.get("state") or {}).get("values") or {}
+
+    def value(block: str) -> str | None:
+        element = (values.get(START_BLOCKS[block]) or {}).get("value") or {}
+        if element.get("selected_option"):
+            return element["selected_option"].get("value")
+        text = element.get("value")
+        return text.strip() if isinstance(text, str) and text.strip() else None
+
+    user_id = str((body.get("user") or {}).get("id") or "")
+    origin = form_origin(str(view.get("private_metadata") or ""))
+    if origin is None or origin[1] != user_id:  # Slack doc "view_submission payload": user is the submitter
+        logger.warning("start form opened by %s refused to %s", origin[1] if origin else "?", user_id)
+        refusal = FORM_STALE if origin is None else FORM_NOT_YOURS
+        await ack(response_action="errors", errors={START_BLOCKS["prompt"]: refusal[:FIELD_ERROR_MAX]})
+        return
+    channel = origin[0]
+    prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
+    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"))
+    found = {field: cut(error, FIELD_ERROR_MAX) if field == "model" else error for field, error in found.items()}  # a refusal, its hint
+    errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
+    if errors:
+        await ack(response_action="errors", errors=errors)
+        return
+    await ack()
+    start = NewStart(
+        start_key=f"view:{view.get('id')}",
+        slack_user=user_id,
+        user_email=getattr(context.get("agent_user"), "email", None),
+        channel=channel or user_id,
+        origin="modal",
+        prompt=prompt,
+        cwd=cwd,
+        model=value("model"),
+    )
+    await start_and_tell(services, start, computer_id)
+
+
+def register(app: AsyncApp, router: Router, services: Services) -> None:
+    """Wire the sessions' buttons, the list's menu and the start form."""
+    app.action(REFRESH_ACTION)(action_listener(services, answering_reasons(on_refresh)))
+    app.action(ARCHIVE_ACTION)(action_listener(services, answering_reasons(on_archive)))
+    app.action(ARCHIVE_CONFIRM_ACTION)(action_listener(services, answering_reasons(on_archive_confirm)))
+    app.action(ARCHIVE_CANCEL_ACTION)(action_listener(services, on_archive_cancel))
+    app.action(PICK_ACTION)(action_listener(services, on_pick))
+    app.action(MENU_ACTION)(action_listener(services, answering_reasons(on_menu)))
+
+    @reported
+    async def start_view(ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
+        await on_start_view(services, ack, body, context)
+
+    app.view(START_VIEW)(start_view)

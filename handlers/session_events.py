@@ -1,0 +1,135 @@
+"""Mentions, DMs and thread replies of agent sessions (:mod:`handlers.sessions` has the sub-commands).
+
+Thread replies (Events API ``message`` with ``thread_ts``, and the ``app_mention`` with the same
+words) in a session's thread go to the agent; in any other thread, and plain channel messages, they
+are ignored silently. A mention elsewhere starts a session, followed in its thread. A message in a
+person's DM with the bot (its Messages tab, :func:`bot.services.sessions.starter.dm_request`)
+starts a session as a mention does, followed in that message's thread (start key
+``dm:<channel>:<ts>``); ``help`` there answers the help, and the first DM of a person gets a hint
+of what to type, once (:func:`handlers.sessions.hint_once`).
+
+The role check (policy keys ``session start``, ``thread_reply``) ran before, in the middleware; an
+event it did not pass on as the act of someone (``context["agent_user"]``: a person, or an app that
+``sessions.allow_bots`` names) starts and steers nothing here. Who may reply in a session's thread
+is the sessions service's to ask of the policy (:class:`bot.services.sessions.NotAllowed`); the
+refusal, and a reply in an archived session's thread, are told to the writer only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+
+from bot.commands import unescape_slack
+from bot.errors import reported
+from bot.middleware import is_thread_message
+from bot.roles import ResolvedUser
+from bot.services.sessions import NewStart, NotAllowed, SessionArchived, ThreadReply
+from bot.services.sessions.starter import DM_HELP, dm_request, split_options
+from bot.services.sessions.text import readable_for_agent
+from bot.slack import SlackFailure
+from formatters.help import help_message
+from formatters.sessions import not_allowed, reply_not_sent_archived
+from handlers.router import Router
+from handlers.sessions import hint_once, send_dm, start_and_tell
+
+if TYPE_CHECKING:
+    from bot.container import Services
+
+logger = logging.getLogger(__name__)
+
+_LEADING_MENTION = re.compile(r"^\s*(<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*)+")
+
+
+async def prompt_of(services: Services, event: dict[str, Any]) -> str:
+    """The words of a mention or a message as the agent reads them: the bot's leading mention taken
+    out, Slack's markup in words (:func:`bot.services.sessions.text.readable_for_agent`), unescaped."""
+    unmentioned = _LEADING_MENTION.sub("", str(event.get("text") or ""))  # the bot's own mention
+    return unescape_slack(await readable_for_agent(unmentioned, services.identity))
+
+
+async def on_dm(services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser) -> None:
+    """A message in ``actor``'s DM with the bot (:func:`bot.services.sessions.starter.dm_request`):
+    the first one gets the hint; ``help`` gets the help (what ``actor``'s role may use, as ``/agent
+    help``); a prompt starts a session like a mention, followed in this message's thread."""
+    channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
+    await hint_once(services, actor.user_id, channel)
+    if dm_request(event) == DM_HELP:
+        if router is not None:
+            policy = services.policy
+            hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
+            await send_dm(services, channel, help_message(router.specs, hidden=hidden), "help")
+        return
+    await start_from_text(services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts)
+
+
+async def start_from_text(
+    services: Services, actor: ResolvedUser, text: str, *, channel: str, origin: str, ts: str, thread_ts: str
+) -> None:
+    """Start the session a mention or a DM asks for: ``text`` is the prompt with its options
+    (``computer=``, ``cwd=``, ``model=``); exactly once per message (start key ``<origin>:<channel>:<ts>``),
+    followed in ``thread_ts``'s thread."""
+    prompt, options = split_options(text)
+    start = NewStart(
+        start_key=f"{origin}:{channel}:{ts}",
+        slack_user=actor.user_id,
+        user_email=actor.email,
+        channel=channel,
+        origin=origin,
+        prompt=prompt,
+        cwd=options.get("cwd"),
+        model=options.get("model"),
+        thread_ts=thread_ts,
+    )
+    await start_and_tell(services, start, options.get("computer"), thread_ts=thread_ts)
+
+
+async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:
+    """``app_mention`` and ``message``: a reply in a session's thread goes to the agent; a mention
+    elsewhere, or a message in a DM with the bot, starts a session (:func:`on_dm`); anything else
+    (the ``message`` twin of a mention, a channel message, a reply in another thread, edits, an
+    event the role check did not pass on as someone's act: another app's message) is ignored."""
+    actor: ResolvedUser | None = context.get("agent_user")
+    if actor is None:
+        return  # no policy key, or an app's message sessions.allow_bots does not name: nothing to do
+    if event.get("type") == "message" and not is_thread_message(event):
+        if dm_request(event) is not None:
+            await on_dm(services, router, event, actor)
+        return
+    channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
+    text = await prompt_of(services, event)
+    if thread_ts and thread_ts != event.get("ts"):
+        link = await services.sessions.of_thread(channel, thread_ts)
+        if link is not None:
+            if is_thread_message(event):
+                reply = ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ())
+                try:
+                    await services.sessions.forward(reply, link, actor)
+                except NotAllowed as exc:  # who may reply, told to this person only
+                    told = await services.slack.ephemeral(channel, actor.user_id, not_allowed(exc.action, exc.starter), thread_ts=thread_ts)
+                    if isinstance(told, SlackFailure):
+                        logger.info("could not tell %s who may reply: %s", actor.user_id, told.error)
+                except SessionArchived:  # not sent, told to this person only
+                    told = await services.slack.ephemeral(channel, actor.user_id, reply_not_sent_archived(), thread_ts=thread_ts)
+                    if isinstance(told, SlackFailure):
+                        logger.info("could not tell %s their reply was not sent: %s", actor.user_id, told.error)
+            return
+    if event.get("type") != "app_mention":
+        return
+    ts = str(event.get("ts") or "")
+    await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts)
+
+
+def register(app: AsyncApp, router: Router, services: Services) -> None:
+    """Wire mentions and messages (thread replies, DMs)."""
+
+    @reported
+    async def events(ack: AsyncAck, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        await ack()
+        await on_event(services, event, context, router)
+
+    app.event("app_mention")(events)
+    app.event("message")(events)
