@@ -196,6 +196,7 @@ def build_services(
     policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     home_tabs = HomeTabs(store)
     marks = HomeMarks(home_tabs, policy, now)  # what changes a Home marks it for the refresh job
+    accounts = build_accounts(settings, store, now)
     sessions = Sessions(
         agent=agent,
         store=store,
@@ -206,6 +207,8 @@ def build_services(
         policy=policy,
         messages=session_messages,
         on_change=marks.session_changed,
+        accounts=accounts,  # people's own keys: what a person does to the agent goes with theirs
+        sessions_as=settings.sessions_as,
     )
     limits = LimitsWorkflow(
         agent=agent,
@@ -243,7 +246,7 @@ def build_services(
         hooks=hook_receiver,
         home=home_tabs,
         computers=ComputersService(agent=agent, store=store),
-        accounts=build_accounts(settings, store, now),
+        accounts=accounts,
         today=today,
         now=now,
         jobs=[],

@@ -40,6 +40,7 @@ from bot.api.models import Computer
 from bot.middleware import is_bot_authored
 from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.services.session_settings import check_session_settings
+from bot.services.sessions.acting import Acting, Identities, Person
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
@@ -210,9 +211,12 @@ of a start claimed before, whatever its state), or a menu to offer."""
 
 
 class Starter:
-    """Starts sessions: ``agent`` (the Agent API), ``sessions`` (the rows), ``follower`` (reactions,
-    parent edits), ``slack`` (the gateway; the parent message), ``messages`` (what it posts:
-    :class:`bot.services.sessions.messages.SessionMessages`), ``now`` (the aware UTC clock)."""
+    """Starts sessions: ``agent`` (the Agent API with the bot's key: the reads), ``sessions`` (the
+    rows), ``follower`` (reactions, parent edits), ``slack`` (the gateway; the parent message),
+    ``messages`` (what it posts: :class:`bot.services.sessions.messages.SessionMessages`), ``now``
+    (the aware UTC clock), ``identities`` (whose key ``POST /sessions`` and the prompt go with:
+    :mod:`bot.services.sessions.acting`; by default always the bot's, for callers that build a
+    starter alone)."""
 
     def __init__(
         self,
@@ -223,6 +227,7 @@ class Starter:
         slack: SlackGateway,
         messages: SessionMessages,
         now: Callable[[], dt.datetime],
+        identities: Identities | None = None,
     ) -> None:
         self.agent = agent
         self.sessions = sessions
@@ -230,31 +235,36 @@ class Starter:
         self.slack = slack
         self.messages = messages
         self.now = now
+        self.identities = identities or Identities(bot=agent, accounts=None, sessions_as="bot", slack=slack, messages=messages)
 
     async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None), claim the
-        start and launch it once.
+        start and launch it once, with the key of ``start.slack_user`` of ``start.team_id``
+        (:meth:`bot.services.sessions.acting.Identities.acting_for`, decided before anything is claimed).
 
         Raises :class:`UserInputError` (no prompt, a ``cwd`` too long, a model the enterprise
-        controls do not allow or that cannot be checked: :mod:`.models`, no usable computer) or
-        :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
+        controls do not allow or that cannot be checked: :mod:`.models`, no usable computer),
+        :class:`bot.services.sessions.acting.LinkNeeded` (the person must link their key first:
+        nothing claimed, nothing sent) or :class:`bot.api.AgentAPIError` (listing the computers
+        failed) for the caller to show."""
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
         start = replace(start, cwd=check_cwd(start.cwd))
+        acting = await self.identities.acting_for(Person(start.team_id, start.slack_user))
         await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
         chosen = resolve_computer(computers, computer, last_used, one_line=self.messages.one_line)
         now = self.now()
         if isinstance(chosen, list):
-            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
+            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now, started_as=acting.started_as)
             return ChooseComputer(row.id, chosen, int(CHOICE_TTL.total_seconds() // 60), offer=created)
         start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
-        row, created = await self.sessions.claim_start(start, state=STARTING, now=now)
+        row, created = await self.sessions.claim_start(start, state=STARTING, now=now, started_as=acting.started_as)
         if not created:
             logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
-        return await self.launch(row)
+        return await self.launch(row, acting)
 
     async def check_computer(self, wanted: str) -> Computer:
         """The ``active`` computer ``wanted`` names (id or name, as :func:`resolve_computer`).
@@ -297,12 +307,14 @@ class Starter:
             raise UserInputError(NO_ACTIVE, NO_ACTIVE_HINT)
         return computers, await self.sessions.last_computer(slack_user)
 
-    async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
-        """The menu's choice: start the ``choosing`` row ``row_id`` on ``computer_id``, once.
+    async def pick(self, row_id: int | None, computer_id: str, slack_user: str, *, team_id: str = "") -> SessionLink:
+        """The menu's choice: start the ``choosing`` row ``row_id`` on ``computer_id``, once, with
+        the key of ``slack_user`` of ``team_id`` as it is now (:mod:`bot.services.sessions.acting`).
 
         Raises :class:`bot.outcomes.Declined` when it starts nothing: :class:`bot.outcomes.NotFound`
         (``what`` :data:`CHOICE_MENU`) when the menu expired or is unknown, :class:`bot.outcomes.Refused`
-        when ``slack_user`` is not who asked, :class:`bot.outcomes.NothingChanged` when the choice
+        when ``slack_user`` is not who asked, :class:`bot.services.sessions.acting.LinkNeeded` when
+        they must link their key first, :class:`bot.outcomes.NothingChanged` when the choice
         was already made (a double click), and :class:`UserInputError` for a computer that cannot
         run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
         row = await self.sessions.get(row_id) if row_id is not None else None
@@ -310,19 +322,26 @@ class Starter:
             raise Declined(NotFound(CHOICE_MENU, str(row_id), CHOICE_EXPIRED_HINT))
         if row.slack_user != slack_user:
             raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
+        acting = await self.identities.acting_for(Person(team_id, slack_user))
         chosen = await self.check_computer(computer_id)
-        if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
+        taken_now = await self.sessions.take_choice(
+            row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now(), started_as=acting.started_as
+        )
+        if not taken_now:
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
                 raise Declined(NothingChanged(CHOICE_TAKEN))
             raise Declined(NotFound(CHOICE_MENU, str(row.id), CHOICE_EXPIRED_HINT))
         taken = await self.sessions.get(row.id)
         assert taken is not None and taken.state == STARTING
-        return await self.launch(taken)
+        return await self.launch(taken, acting)
 
-    async def launch(self, row: SessionLink) -> SessionLink:
+    async def launch(self, row: SessionLink, acting: Acting) -> SessionLink:
         """The one path after a claim (``row`` in state ``starting``, its computer set): the parent
-        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt, then follow.
+        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt (both with
+        ``acting``'s client: the person's key, or the bot's; each logged, never the key), then follow.
+        A 401 to a person's key marks it refused and DMs them once
+        (:meth:`bot.services.sessions.acting.Identities.failed`); nothing is retried with another key.
 
         Returns the row as it ends: ``failed`` with ``error`` set when the parent message could not
         be posted (nothing started: nobody would see the session; ``parent_ts`` stays None) or when
@@ -352,13 +371,15 @@ class Starter:
         row = replace(row, thread_ts=thread_ts, parent_ts=parent.ts)
         assert row.computer_id is not None
         try:
-            session = await self.agent.create_session(
+            acting.log_write("POST", "/api/v0/sessions")
+            session = await acting.client.create_session(
                 computer_id=row.computer_id,
                 cwd=row.cwd,
                 session_settings={"model": row.model} if row.model else None,
             )
         except AgentAPIError as exc:
-            what, hint = describe_api_error(exc)
+            await self.identities.failed(acting, exc)
+            what, hint = describe_api_error(exc, your_key=acting.as_person)
             await self.sessions.mark_failed(row.id, f"{what} {hint}")
             logger.warning("POST /sessions failed for row %s: %s", row.id, type(exc).__name__)
             failed = await self.sessions.get(row.id) or row
@@ -372,9 +393,11 @@ class Starter:
             )
             return await self.sessions.get(row.id) or row
         try:
-            await self.agent.create_message(session_id=session.session_id, text=row.prompt)
+            acting.log_write("POST", f"/api/v0/sessions/{session.session_id}/messages")
+            await acting.client.create_message(session_id=session.session_id, text=row.prompt)
         except AgentAPIError as exc:
-            what, _hint = describe_api_error(exc)
+            await self.identities.failed(acting, exc)
+            what, _hint = describe_api_error(exc, your_key=acting.as_person)
             await self.sessions.set_error(row.id, PROMPT_NOT_DELIVERED.format(what=what))
         started = await self.sessions.get(row.id) or row
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one

@@ -12,7 +12,11 @@ endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.db
   a conditional UPDATE, and a late :meth:`SessionStore.record_session` then changes nothing). After that the row
   holds the thread (``channel``, ``thread_ts``, the parent message ``parent_ts``), what the follower
   has seen (``page_cursor`` = the cursor of the page being read, ``last_message_id`` = the last
-  message handled in it), the working message, and the follower's schedule and lease.
+  message handled in it), the working message, and the follower's schedule and lease. Who acted
+  (:mod:`bot.services.sessions.acting`): ``slack_user`` started it, ``started_as`` with which key
+  (``person``: their own; ``bot``: the bot's; set when the start is claimed, and again when a menu's
+  choice starts it), ``steered_by`` / ``steered_as`` / ``steered_at``: the last person whose reply,
+  ``session set`` or archive the platform took, and with which key. Never a key itself.
 - ``session_posts``: one row per relayed agent message, primary key ``(session_id, message_id)``,
   inserted before the post and given the Slack ``ts`` after it: a message is posted at most once,
   whatever restarts or replicas do.
@@ -100,6 +104,10 @@ agent_sessions = Table(
     Column("lease_until", DateTime(timezone=True)),
     Column("archived", Boolean, nullable=False, default=False),
     Column("hooks", Boolean, nullable=False, default=False),
+    Column("started_as", String(8)),
+    Column("steered_by", String(64)),
+    Column("steered_as", String(8)),
+    Column("steered_at", DateTime(timezone=True)),
 )
 
 session_posts = Table(
@@ -163,20 +171,31 @@ class SessionLink:
     lease_until: dt.datetime | None = None
     archived: bool = False
     hooks: bool = False
+    started_as: str | None = None
+    steered_by: str | None = None
+    steered_as: str | None = None
+    steered_at: dt.datetime | None = None
+
+    @property
+    def bot_key(self) -> bool:
+        """Whether the session was started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``)."""
+        return self.started_as == "bot"
 
     @classmethod
     def from_row(cls, row: Any) -> SessionLink:
         data = dict(row._mapping)
         data["token_usage"] = json.loads(data["token_usage"]) if data.get("token_usage") else {}
         data["steps"] = json.loads(data["steps"]) if data.get("steps") else []
-        for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at"):
+        for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at", "steered_at"):
             data[name] = aware(data.get(name))
         return cls(**data)
 
 
 @dataclass(frozen=True)
 class NewStart:
-    """What a start request asks for, before the API is called (``origin``: command, modal, mention, menu)."""
+    """What a start request asks for, before the API is called (``origin``: command, modal, mention,
+    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with
+    (:mod:`bot.services.sessions.acting`; not stored)."""
 
     start_key: str
     slack_user: str
@@ -189,6 +208,7 @@ class NewStart:
     cwd: str | None = None
     model: str | None = None
     thread_ts: str | None = None
+    team_id: str = ""
 
 
 class SessionStore:
@@ -199,9 +219,12 @@ class SessionStore:
 
     # ------------------------------------------------------------------ starting
 
-    async def claim_start(self, start: NewStart, *, state: str, now: dt.datetime) -> tuple[SessionLink, bool]:
-        """Insert the row of ``start`` in ``state`` (``starting`` or ``choosing``); returns
-        ``(row, True)`` the first time and ``(existing row, False)`` when ``start_key`` was claimed before."""
+    async def claim_start(
+        self, start: NewStart, *, state: str, now: dt.datetime, started_as: str | None = None
+    ) -> tuple[SessionLink, bool]:
+        """Insert the row of ``start`` in ``state`` (``starting`` or ``choosing``), ``started_as``
+        (``person`` or ``bot``: which key its writes go with); returns ``(row, True)`` the first
+        time and ``(existing row, False)`` when ``start_key`` was claimed before."""
 
         def work() -> tuple[SessionLink, bool]:
             values = {
@@ -226,6 +249,7 @@ class SessionStore:
                 "archived": False,
                 "hooks": False,
                 "working_dirty": False,
+                "started_as": started_as,
             }
             key = agent_sessions.c.start_key == values["start_key"]
             claimed = START_CLAIMS.claim(self.store.engine, key, now=now, insert_values=values, take_over=False, read=True)
@@ -234,9 +258,12 @@ class SessionStore:
 
         return await self.store.run(work)
 
-    async def take_choice(self, row_id: int, *, computer_id: str, computer_name: str, now: dt.datetime) -> bool:
+    async def take_choice(
+        self, row_id: int, *, computer_id: str, computer_name: str, now: dt.datetime, started_as: str | None = None
+    ) -> bool:
         """Move a ``choosing`` row made less than :data:`CHOICE_TTL` ago to ``starting`` with the
-        chosen computer; True for the one caller that did it (a double click gets False)."""
+        chosen computer and ``started_as`` (the key it starts with, decided at the choice); True for
+        the one caller that did it (a double click gets False)."""
         oldest = now - CHOICE_TTL
         return await self._update_where(
             and_(
@@ -248,6 +275,7 @@ class SessionStore:
             computer_id=computer_id,
             computer_name=computer_name,
             last_activity_at=now,  # a starting row's last_activity_at is when it began to start
+            **({"started_as": started_as} if started_as else {}),
         )
 
     async def record_session(self, row_id: int, *, session_id: str, status: str, now: dt.datetime) -> bool:
@@ -426,6 +454,11 @@ class SessionStore:
         if hooks is not None:
             values["hooks"] = hooks
         await self._update_where(and_(agent_sessions.c.id == row_id, agent_sessions.c.archived.is_(False)), **values)
+
+    async def steered(self, row_id: int, *, by: str, steered_as: str, now: dt.datetime) -> None:
+        """Record that the platform took a reply, ``session set`` or archive of ``by`` (a Slack user
+        ID) sent with ``steered_as``'s key (``person`` or ``bot``), at ``now``."""
+        await self._update_where(agent_sessions.c.id == row_id, steered_by=by, steered_as=steered_as, steered_at=now)
 
     async def stop_following(self, row_id: int, *, archived: bool = False) -> None:
         values: dict[str, Any] = {"following": False, "lease_owner": None, "lease_until": None}
