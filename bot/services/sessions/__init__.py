@@ -290,7 +290,7 @@ class Sessions:
             if await self.claims.claim(f"refused:{reply.channel}:{reply.ts}"):
                 raise NotAllowed(SESSION_REPLY, link.slack_user)
             return False
-        return await self.relay.forward(reply, link, Person(team_id, by.user_id))
+        return await self.relay.forward(reply, link, Person.of(team_id, by))
 
     async def resolve_id(self, given: str) -> str:
         """The whole session id that ``given`` (as typed: a whole id or any prefix of at least
@@ -349,7 +349,7 @@ class Sessions:
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
         await check_session_settings(self.agent, changes, done="changed")  # values the platform names, within its limits
-        acting = await self.identities.acting_for(Person(team_id, by.user_id))
+        acting = await self.identities.acting_for(Person.of(team_id, by))
         session = await self._patch(acting, session_id, changes, SESSION_SET)
         fresh = await self._steered(session.session_id, acting)
         if fresh is not None:
@@ -385,7 +385,7 @@ class Sessions:
         the platform does not know, and the other :class:`bot.api.AgentAPIError`."""
         await self.may_archive(session_id, by)
         by_user = by.user_id
-        acting = await self.identities.acting_for(Person(team_id, by_user))
+        acting = await self.identities.acting_for(Person.of(team_id, by))
         stamp = self.now().isoformat().replace("+00:00", "Z")
         await self._patch(acting, session_id, {"archivedAt": stamp}, SESSION_ARCHIVE)
         row = await self._steered(session_id, acting)

@@ -14,6 +14,10 @@ linked, key refused since   :class:`LinkNeeded` (nothing)   :class:`LinkNeeded` 
 linked, key unreadable      :class:`LinkNeeded` (nothing)   :class:`LinkNeeded` (nothing)
 ==========================  =============================  =====================================
 
+An app that the roles file's ``sessions.allow_bots`` names (:data:`bot.policy.ALLOWED_BOT_SOURCE`) has
+no key of its own: what it asks goes with the bot's key in both modes (the operator named it), and
+its session's messages say so.
+
 A key the platform refused, or one the bot can no longer decrypt, is never replaced by the bot's
 key behind the person's back, in either mode: they link again (or ``/agent unlink``, after which
 ``bot`` mode uses the bot's key openly). Without ``AGENT_BOT_ENCRYPTION_KEY`` nobody can link, so
@@ -49,6 +53,8 @@ from pydantic import SecretStr
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import ForbiddenError, UnauthorizedError
 from bot.outcomes import Declined, Refused
+from bot.policy import ALLOWED_BOT_SOURCE
+from bot.roles import ResolvedUser
 from bot.services.accounts import Accounts
 from bot.services.accounts.crypto import ENCRYPTION_VARIABLE, fingerprint
 from bot.services.sessions.messages import SessionMessages
@@ -76,10 +82,17 @@ REFUSED_FOR_YOU: Final = "the platform refused this for you: {message}"
 @dataclass(frozen=True)
 class Person:
     """A Slack person who asks for a platform write: ``team_id`` (the request's Slack team) and
-    ``user_id`` (``U…``)."""
+    ``user_id`` (``U…``); ``app``: not a person but an app the roles file's ``sessions.allow_bots``
+    names (it acts with the bot's key)."""
 
     team_id: str
     user_id: str
+    app: bool = False
+
+    @classmethod
+    def of(cls, team_id: str, user: ResolvedUser) -> Person:
+        """The person (or allowed app) the role check resolved, of Slack team ``team_id``."""
+        return cls(team_id, user.user_id, app=user.source == ALLOWED_BOT_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -161,6 +174,8 @@ class Identities:
         not go (see the table in the module docstring), and a plain :class:`bot.outcomes.Declined`
         (:class:`bot.outcomes.Refused`) in ``person`` mode when linking is off. Raises the
         database's errors."""
+        if person.app:
+            return Acting(self.bot, False, person)
         accounts = self.accounts
         if accounts is not None and accounts.refusal is None:
             key = await accounts.key_for(person.team_id, person.user_id)

@@ -250,7 +250,7 @@ class Starter:
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
         start = replace(start, cwd=check_cwd(start.cwd))
-        acting = await self.identities.acting_for(Person(start.team_id, start.slack_user))
+        acting = await self.identities.acting_for(Person(start.team_id, start.slack_user, app=start.by_app))
         await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)

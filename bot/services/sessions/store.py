@@ -194,8 +194,9 @@ class SessionLink:
 @dataclass(frozen=True)
 class NewStart:
     """What a start request asks for, before the API is called (``origin``: command, modal, mention,
-    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with
-    (:mod:`bot.services.sessions.acting`; not stored)."""
+    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with, and
+    ``by_app`` says an app the roles file's ``sessions.allow_bots`` names asked (it goes with the
+    bot's key): :mod:`bot.services.sessions.acting`; neither is stored."""
 
     start_key: str
     slack_user: str
@@ -209,6 +210,7 @@ class NewStart:
     model: str | None = None
     thread_ts: str | None = None
     team_id: str = ""
+    by_app: bool = False
 
 
 class SessionStore:
