@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from bot.demo import DEMO_CHANNEL
 from bot.middleware import THREAD_REPLY
 from bot.services.sessions import NO_SUCH_SESSION, NO_SUCH_SESSION_HINT, SET_UNKNOWN, SET_USAGE, SETTABLE_MEMBERS
 from bot.services.sessions.follower import REACTIONS, view_of
 from bot.services.sessions.relay import SIGN_IN_PAGE
 from bot.services.sessions.starter import CANNOT_POST, CANNOT_POST_HINT, CWD_TOO_LONG, NOT_ACTIVE, NOT_ACTIVE_HINT, UNKNOWN_COMPUTER
+from bot.stack import DEMO_CHANNEL
 from formatters.blocks import message_link
 from formatters.sessions import (
     ARCHIVE_ACTION,

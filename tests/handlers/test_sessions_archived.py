@@ -4,8 +4,8 @@ anew), and a reply written there afterwards is not sent, its writer told once. I
 
 from __future__ import annotations
 
-from bot.demo import DEMO_CHANNEL
 from bot.services.sessions.follower import view_of
+from bot.stack import DEMO_CHANNEL
 from formatters.notices import error_message
 from formatters.sessions import (
     ARCHIVE_CONFIRM_ACTION,

@@ -6,7 +6,6 @@ Agent API and the Slack emulator on loopback."""
 from __future__ import annotations
 
 from bot.api import errors
-from bot.demo import DEMO_CHANNEL
 from bot.services.sessions.models import (
     CONTROLS_UNREADABLE,
     CONTROLS_UNREADABLE_HINT,
@@ -15,6 +14,7 @@ from bot.services.sessions.models import (
     MODEL_NOT_ALLOWED,
 )
 from bot.services.sessions.starter import FORM_ERROR_MAX
+from bot.stack import DEMO_CHANNEL
 from bot.user_errors import describe_api_error
 from formatters.blocks import cut
 from formatters.sessions import START_VIEW

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.demo import DEMO_CHANNEL
 from bot.roles import SessionsConfig
+from bot.stack import DEMO_CHANNEL
 from formatters.sessions import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
