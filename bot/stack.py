@@ -1,7 +1,8 @@
 """The demo's stack: the sandbox Agent API, the Slack emulator and the bot, on loopback, in one process.
 
-What the demo, the tests and the benchmarks run on. With the CLI, this is where :mod:`bot` and
-:mod:`sandbox` are wired together (``tests/test_layers.py`` holds the rule). :func:`start_stack`
+What the demo, the tests and the benchmarks run on, and where :mod:`bot` and :mod:`sandbox` are wired
+together (the tour and the prompt only read what the emulator recorded; ``tests/test_layers.py``
+holds the rule). :func:`start_stack`
 starts the three on free loopback ports (real HTTP between them) and returns a :class:`Stack`, whose
 :meth:`Stack.command` sends ``/agent <text>`` as one of the emulated people and returns a
 :class:`Reply`; :func:`running_stack` is the same as a context manager.
