@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
-from bot.demo import DEMO_CHANNEL
 from bot.services.sessions.follower import view_of
+from bot.stack import DEMO_CHANNEL
 from formatters.sessions import STARTED_BY_BOT_KEY, parent_message
 from tests.inprocess import inprocess_fixture
 

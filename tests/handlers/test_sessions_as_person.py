@@ -18,12 +18,12 @@ from sqlalchemy import select
 
 from bot import metrics
 from bot.db import metadata
-from bot.demo import DEMO_CHANNEL
 from bot.roles import SessionsConfig
 from bot.services.accounts import Linked
 from bot.services.sessions.acting import KEY_REFUSED, NOT_LINKED
 from bot.services.sessions.follower import view_of
 from bot.services.sessions.relay import REPLY_FAILED
+from bot.stack import DEMO_CHANNEL
 from bot.user_errors import REFUSED_FOR_YOU_HINT, describe_api_error
 from formatters.accounts import LINK_OPEN_ACTION, key_refused_dm, link_needed
 from formatters.sessions import one_line, parent_message
