@@ -249,3 +249,22 @@ def test_the_key_appears_in_no_slack_call_log_record_database_row_or_metric(stac
         assert secret not in logged
         assert secret not in rows
         assert secret not in shown
+
+
+def test_an_unlinked_persons_mention_and_thread_reply_are_answered_with_the_link_button_to_them_only(stack):
+    row = start(stack, "update the docs", CAROL)
+    agent_idle(stack, row.session_id)
+    assert stack.run(stack.bot.services.accounts.unlink(TEAM, CAROL))
+    admin(stack, "DELETE", "/_sandbox/requests")
+    expected = link_needed(outcome_message_refused(NOT_LINKED))
+    told = len(stack.slack.recorder.ephemerals(DEMO_CHANNEL, CAROL))
+    reply(stack, row, "and the changelog", CAROL)
+    bot_user = stack.slack.directory.bot.user_id
+    ts = stack.slack.recorder.next_ts()
+    stack.event({"type": "app_mention", "channel": DEMO_CHANNEL, "ts": ts, "user": CAROL, "text": f"<@{bot_user}> computer=ci lint it"})
+    notes = stack.slack.recorder.ephemerals(DEMO_CHANNEL, CAROL)[told:]
+    assert [(n.text, n.blocks, n.thread_ts) for n in notes] == [
+        (expected["text"], expected["blocks"], row.thread_ts),
+        (expected["text"], expected["blocks"], ts),
+    ]
+    assert writes(stack) == []  # neither the reply nor the mention reached the platform
