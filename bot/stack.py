@@ -29,6 +29,7 @@ starts everyone else's sessions on the CI sandbox.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
@@ -228,8 +229,9 @@ def link_people(bot: Bot, team_id: str, names: Sequence[str]) -> None:
             if not isinstance(linked, Linked):
                 raise RuntimeError(f"could not link {name}'s sandbox key: {linked}")
 
-    if names:
-        asyncio.run(link_all())
+    if names:  # on a loop of its own, in a thread: start_stack may be called from a running loop
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, link_all()).result()
 
 
 @contextmanager
