@@ -21,13 +21,13 @@ import httpx
 import pytest
 import sqlalchemy
 
-from bot.demo import DEMO_CHANNEL
 from bot.outcomes import Declined
 from bot.roles import RolesFile
 from bot.services.computer_rules import ComputerRefused, ComputerRules
 from bot.services.sessions.messages import PICK_ACTION, START_VIEW
 from bot.services.sessions.starter import REFUSED_WORDS
 from bot.services.sessions.store import FAILED, STARTING, NewStart, agent_sessions
+from bot.stack import DEMO_CHANNEL
 from formatters.blocks import message_link
 from formatters.home import dm_hint
 from formatters.sessions import MODEL_DEFAULT, computer_choice, started_notice
