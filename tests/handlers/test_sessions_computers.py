@@ -21,11 +21,12 @@ import httpx
 import pytest
 import sqlalchemy
 
-from bot.outcomes import Declined
+from bot.api.models import Computer
+from bot.outcomes import Declined, Refused
 from bot.roles import RolesFile
 from bot.services.computer_rules import ComputerRefused, ComputerRules
 from bot.services.sessions.messages import PICK_ACTION, START_VIEW
-from bot.services.sessions.starter import REFUSED_WORDS
+from bot.services.sessions.starter import NONE_USABLE_ACTION, REFUSED_WORDS
 from bot.services.sessions.store import FAILED, STARTING, NewStart, agent_sessions
 from bot.stack import DEMO_CHANNEL
 from formatters.blocks import message_link
@@ -241,6 +242,15 @@ def test_when_no_active_computer_is_theirs_the_refusal_names_who_may_use_each(st
         "or U0OWNER may start sessions on it; CI sandbox: only owners may start sessions on it."
     )
     assert reply.payloads == [ephemeral(said(text, helpers="<@U0OWNER>"))]
+
+
+def test_the_refusal_of_many_computers_names_a_few_and_counts_the_rest(stack):
+    boxes = [Computer(id=f"cmp-{i}", name=f"box {i}", provider_type="byom", created_at=1, status="active") for i in range(8)]
+    carol = stack.run(stack.bot.services.resolver.resolve(CAROL))
+    with computer_rules(stack, {"*": ["managers"]}), pytest.raises(Declined) as refused:
+        stack.run(stack.bot.services.sessions.starter.refuse_none_usable(boxes, by=carol, channel=DEMO_CHANNEL))
+    each = "; ".join(f"box {i}: only managers and owners may start sessions on it" for i in range(5))
+    assert refused.value.outcome == Refused(NONE_USABLE_ACTION, f"{each}; and 3 more")
 
 
 def test_the_menu_offers_only_their_computers_and_a_crafted_choice_is_refused(stack, block_kit_validator):

@@ -91,7 +91,10 @@ REFUSED_WORDS = "You cannot {action}: {reason}."
 NONE_USABLE_ACTION: Final = "start a session on any of the active computers"
 """:attr:`Refused.action` when computers are active but none is the person's to use."""
 NONE_USABLE_EACH: Final = "{name}: {reason}"
-""":attr:`Refused.reason` of that refusal, for each active computer (joined with ``; ``)."""
+""":attr:`Refused.reason` of that refusal, for each active computer (its name cut to 80 characters; joined with ``; ``)."""
+NONE_USABLE_SHOWN: Final = 5
+"""Active computers at most named in that refusal (then ``and N more``)."""
+NONE_USABLE_MORE: Final = "and {n} more"
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
 CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I started no session: I would not see the replies in its thread."
@@ -164,7 +167,8 @@ def find_computer(computers: list[Computer], wanted: str, *, one_line: Quote, of
     case-insensitively, else a unique name prefix. Raises :class:`UserInputError` for an unknown or
     ambiguous name, whose hint names the active computers of ``offered`` (default: ``computers``;
     the starter passes those the person may use); ``one_line`` as in :func:`resolve_computer`."""
-    names = ", ".join(f"`{one_line(c.name, 60)}`" for c in (computers if offered is None else offered) if c.status == "active")
+    active = [c for c in (computers if offered is None else offered) if c.status == "active"]
+    names = ", ".join(f"`{one_line(c.name, 60)}`" for c in active[:10])
     hint = COMPUTER_HINT.format(names=names or "none")
     lowered = wanted.lower()
     found = [c for c in computers if c.id == wanted] or [c for c in computers if (c.name or "").lower() == lowered]
@@ -364,7 +368,10 @@ class Starter:
             raise Declined(refusals[0])
         if refusals:
             helpers = tuple(dict.fromkeys(h for r in refusals for h in r.who_can_help))[:HELPERS_MAX]
-            reason = "; ".join(NONE_USABLE_EACH.format(name=r.computer_name or r.computer_id, reason=r.reason) for r in refusals)
+            each = [NONE_USABLE_EACH.format(name=(r.computer_name or r.computer_id)[:80], reason=r.reason) for r in refusals]
+            if len(each) > NONE_USABLE_SHOWN:
+                each = [*each[:NONE_USABLE_SHOWN], NONE_USABLE_MORE.format(n=len(each) - NONE_USABLE_SHOWN)]
+            reason = "; ".join(each)
             raise Declined(Refused(NONE_USABLE_ACTION, reason, who_can_help=helpers))
 
     async def check_computer(self, wanted: str, *, by: ResolvedUser, channel: str | None) -> Computer:
