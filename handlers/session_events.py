@@ -28,7 +28,6 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from bot.commands import unescape_slack
 from bot.errors import reported
 from bot.middleware import is_thread_message
-from bot.policy import ALLOWED_BOT_SOURCE
 from bot.roles import ResolvedUser
 from bot.services.sessions import LinkNeeded, NewStart, NotAllowed, SessionArchived, ThreadReply
 from bot.services.sessions.starter import DM_HELP, dm_request, split_options
@@ -95,9 +94,8 @@ async def start_from_text(
         model=options.get("model"),
         thread_ts=thread_ts,
         team_id=team_id,
-        by_app=actor.source == ALLOWED_BOT_SOURCE,
     )
-    await start_and_tell(services, start, options.get("computer"), thread_ts=thread_ts)
+    await start_and_tell(services, start, options.get("computer"), by=actor, thread_ts=thread_ts)
 
 
 async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:

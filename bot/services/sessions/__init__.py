@@ -42,6 +42,7 @@ from bot.outcomes import Declined, NotFound, Refused
 from bot.policy import SESSION_ARCHIVE, SESSION_MANAGER_ROLE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
 from bot.services.accounts import Accounts
+from bot.services.computer_rules import ComputerRules
 from bot.services.session_settings import check_session_settings
 from bot.services.sessions.acting import Acting, Identities, LinkNeeded, Person, PlatformRefused, SessionsAs
 from bot.services.sessions.follower import Follower
@@ -197,7 +198,10 @@ class Sessions:
     clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
     downloads), ``messages`` (what its parts post, and the words of its reasons:
     :class:`bot.services.sessions.messages.SessionMessages`, handed in at wiring), ``policy`` (who
-    may act on a session; the roles file's ``sessions:`` section),
+    may act on a session; the roles file's ``sessions:`` section), ``rules`` (who may start sessions
+    on which computers; the roles file's ``computers:`` section, held on every start path:
+    :mod:`.starter`), ``people`` (a Slack user's resolved role, for a start launched without
+    who asked: :meth:`bot.roles.RoleResolver.resolve`),
     ``on_change`` (told the starter of a session whose status, title or archiving changed: their
     Home tab, :meth:`bot.services.home.HomeMarks.session_changed`), ``accounts`` (people's linked
     platform keys; None: nobody is linked) and ``sessions_as`` (``AGENT_BOT_SESSIONS_AS``): whose
@@ -214,6 +218,8 @@ class Sessions:
         follow_hours: float,
         bot_token: SecretStr,
         messages: SessionMessages,
+        rules: ComputerRules,
+        people: Callable[[str], Awaitable[ResolvedUser]] | None = None,
         policy: Policy | None = None,
         on_change: Callable[[str], Awaitable[None]] | None = None,
         accounts: Accounts | None = None,
@@ -237,7 +243,15 @@ class Sessions:
             on_change=on_change,
         )
         self.starter = Starter(
-            agent=agent, sessions=self.store, follower=self.follower, slack=slack, messages=messages, now=now, identities=self.identities
+            agent=agent,
+            sessions=self.store,
+            follower=self.follower,
+            slack=slack,
+            messages=messages,
+            now=now,
+            rules=rules,
+            people=people,
+            identities=self.identities,
         )
         self.relay = Relay(
             agent=agent,
@@ -253,13 +267,14 @@ class Sessions:
 
     # ------------------------------------------------------------------ starting (see .starter)
 
-    async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
-        """:meth:`Starter.start`: resolve the computer, claim, launch once."""
-        return await self.starter.start(start, computer)
+    async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
+        """:meth:`Starter.start`: resolve the computer among those ``by`` may use, claim, launch once."""
+        return await self.starter.start(start, computer, by=by)
 
-    async def pick(self, row_id: int | None, computer_id: str, slack_user: str, *, team_id: str) -> SessionLink:
-        """:meth:`Starter.pick`: the menu's choice, started once with the key of ``slack_user`` of ``team_id``."""
-        return await self.starter.pick(row_id, computer_id, slack_user, team_id=team_id)
+    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser, *, team_id: str) -> SessionLink:
+        """:meth:`Starter.pick`: the menu's choice (by ``by``, held to the computer rules), started
+        once with the key of ``by`` of Slack team ``team_id``."""
+        return await self.starter.pick(row_id, computer_id, by, team_id=team_id)
 
     # ------------------------------------------------------------------ one session
 

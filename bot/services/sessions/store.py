@@ -184,6 +184,7 @@ class SessionLink:
     @classmethod
     def from_row(cls, row: Any) -> SessionLink:
         data = dict(row._mapping)
+        data.pop("claim_done", None)  # read with a claim found before (bot.claims): not a column of the row
         data["token_usage"] = json.loads(data["token_usage"]) if data.get("token_usage") else {}
         data["steps"] = json.loads(data["steps"]) if data.get("steps") else []
         for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at", "steered_at"):
@@ -194,9 +195,8 @@ class SessionLink:
 @dataclass(frozen=True)
 class NewStart:
     """What a start request asks for, before the API is called (``origin``: command, modal, mention,
-    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with, and
-    ``by_app`` says an app the roles file's ``sessions.allow_bots`` names asked (it goes with the
-    bot's key): :mod:`bot.services.sessions.acting`; neither is stored."""
+    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with
+    (:mod:`bot.services.sessions.acting`; not stored)."""
 
     start_key: str
     slack_user: str
@@ -210,7 +210,6 @@ class NewStart:
     model: str | None = None
     thread_ts: str | None = None
     team_id: str = ""
-    by_app: bool = False
 
 
 class SessionStore:
