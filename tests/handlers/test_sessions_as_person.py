@@ -17,16 +17,20 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from bot import metrics
+from bot.api.errors import ForbiddenError
+from bot.api.models import Computer
 from bot.db import metadata
 from bot.roles import SessionsConfig
 from bot.services.accounts import Linked
-from bot.services.sessions.acting import KEY_REFUSED, NOT_LINKED
+from bot.services.sessions.acting import KEY_REFUSED, NOT_LINKED, LinkNeeded
 from bot.services.sessions.follower import view_of
+from bot.services.sessions.messages import PICK_ACTION
 from bot.services.sessions.relay import REPLY_FAILED
+from bot.services.sessions.store import CHOOSING, NewStart
 from bot.stack import DEMO_CHANNEL
 from bot.user_errors import REFUSED_FOR_YOU_HINT, describe_api_error
 from formatters.accounts import LINK_OPEN_ACTION, key_refused_dm, link_needed
-from formatters.sessions import one_line, parent_message
+from formatters.sessions import computer_choice, one_line, parent_message
 from sandbox.slack_emulator import dm_channel_id
 from tests.inprocess import inprocess_fixture
 
@@ -122,8 +126,7 @@ def test_an_unlinked_member_is_asked_to_link_and_nothing_is_created(stack, block
 
 
 def outcome_message_refused(reason: str) -> Any:
-    from bot.services.sessions.acting import LinkNeeded
-
+    """The refusal a :class:`LinkNeeded` of ``reason`` carries."""
     return LinkNeeded(reason).refused_outcome
 
 
@@ -177,8 +180,6 @@ def test_carol_replying_to_bobs_session_gets_the_platforms_403_in_words(stack, r
 
 
 def PlatformRefusedError(detail: str) -> Any:
-    from bot.api.errors import ForbiddenError
-
     return ForbiddenError("refused", method="POST", url="/x", status=403, detail=detail)
 
 
@@ -268,3 +269,26 @@ def test_an_unlinked_persons_mention_and_thread_reply_are_answered_with_the_link
         (expected["text"], expected["blocks"], ts),
     ]
     assert writes(stack) == []  # neither the reply nor the mention reached the platform
+
+
+def test_a_computer_menu_choice_by_someone_unlinked_since_starts_nothing_and_asks_to_link(stack):
+    store = stack.bot.services.sessions.store
+    asked = NewStart("test:menu-unlinked", CAROL, "carol@example.com", DEMO_CHANNEL, "command", "run the linter", team_id=TEAM)
+    row, created = stack.run(store.claim_start(asked, state=CHOOSING, now=stack.bot.services.sessions.now(), started_as="person"))
+    assert created
+    assert stack.run(stack.bot.services.accounts.unlink(TEAM, CAROL))
+    menu = computer_choice(
+        [Computer(id="cmp-ci-sandbox", name="CI sandbox", provider_type="managed", created_at=1, status="active")], row.id, minutes=10
+    )
+    message = {"type": "message", "ts": "2.0", "text": menu["text"], "blocks": menu["blocks"]}
+    block_id = menu["blocks"][0]["block_id"]
+    sent = stack.run(
+        stack.inprocess.client.send_block_action(
+            PICK_ACTION, "cmp-ci-sandbox", user_id=CAROL, channel_id=DEMO_CHANNEL, message=message, message_ts="2.0", block_id=block_id
+        )
+    )
+    answers = [r.payload for r in stack.slack.recorder.responses(sent.response_url_id)]
+    expected = link_needed(outcome_message_refused(NOT_LINKED))
+    assert [(a["text"], a["blocks"]) for a in answers] == [(expected["text"], expected["blocks"])]
+    assert writes(stack) == []
+    assert stack.run(store.get(row.id)).state == CHOOSING  # the menu stands: link, then choose again
