@@ -28,12 +28,16 @@ called twice for one row, whatever Slack retries, double submits or replicas do.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
@@ -43,7 +47,7 @@ from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
-from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
+from bot.services.sessions.store import CHOICE_TTL, CHOOSING, CREATED, PROMPTING, STARTING, NewStart, SessionLink, SessionStore
 from bot.slack import SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
 
@@ -79,9 +83,14 @@ JOIN_NOT_NEEDED: Final = "method_not_supported_for_channel_type"
 """``conversations.join`` of a private channel (or a DM): only an invitation brings the bot in; the
 parent post then tells whether it is there (``channel_not_found`` when not: :data:`CANNOT_POST`)."""
 STARTING_BOUND: Final = dt.timedelta(minutes=3)
-"""How long a start may stay ``starting`` before it counts as interrupted: far longer than a live
-one takes (a Slack post and ``POST /sessions``, whose retries give up within 30 s)."""
-INTERRUPTED_CHECK_SECONDS: Final = 30.0
+"""How long a start made before start leases (no ``start_until``) may stay ``starting`` before it
+counts as interrupted: far longer than a live one takes."""
+START_LEASE: Final = dt.timedelta(seconds=10)
+"""The start lease (:data:`bot.services.sessions.store.START_LEASES`): a start whose process stopped
+is found this long after its last renewal at the latest."""
+START_RENEW_SECONDS: Final = 3.0
+"""How often a running start renews its lease (a third of :data:`START_LEASE`)."""
+INTERRUPTED_CHECK_SECONDS: Final = 5.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
@@ -230,6 +239,8 @@ class Starter:
         self.slack = slack
         self.messages = messages
         self.now = now
+        self.owner = follower.owner
+        """Who holds this process's start leases: the follower's owner name."""
 
     async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None), claim the
@@ -250,7 +261,7 @@ class Starter:
             row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
             return ChooseComputer(row.id, chosen, int(CHOICE_TTL.total_seconds() // 60), offer=created)
         start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
-        row, created = await self.sessions.claim_start(start, state=STARTING, now=now)
+        row, created = await self.sessions.claim_start(start, state=STARTING, now=now, owner=self.owner, lease=START_LEASE)
         if not created:
             logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
@@ -311,7 +322,10 @@ class Starter:
         if row.slack_user != slack_user:
             raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
         chosen = await self.check_computer(computer_id)
-        if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
+        taken_choice = await self.sessions.take_choice(
+            row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now(), owner=self.owner, lease=START_LEASE
+        )
+        if not taken_choice:
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
                 raise Declined(NothingChanged(CHOICE_TAKEN))
@@ -331,7 +345,35 @@ class Starter:
 
         First the bot joins the channel (:meth:`bot.slack.SlackGateway.join`; a channel ``C…``):
         a join Slack refuses fails the row with :data:`CANNOT_JOIN`, nothing posted or started;
-        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post."""
+        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post.
+
+        All along, the start lease (:data:`START_LEASE`) is renewed every :data:`START_RENEW_SECONDS`,
+        so that a start whose process died is found by :meth:`close_interrupted` within seconds."""
+        async with self._holding(row.id):
+            return await self._launch(row)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, row_id: int) -> AsyncIterator[None]:
+        """Renew the start lease of ``row_id`` in the background while the block runs."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(START_RENEW_SECONDS)
+                try:
+                    if not await self.sessions.renew_start(row_id, owner=self.owner, now=self.now(), lease=START_LEASE):
+                        return  # done, or taken over: nothing left to hold
+                except SQLAlchemyError as exc:
+                    logger.warning("could not renew the start lease of session row %s: %s", row_id, type(exc).__name__)
+
+        task = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _launch(self, row: SessionLink) -> SessionLink:
         if row.channel.startswith("C"):
             joined = await self.slack.join(row.channel)
             if isinstance(joined, SlackFailure) and joined.error != JOIN_NOT_NEEDED:
@@ -371,37 +413,90 @@ class Starter:
                 "session row %s was closed as interrupted before %s was created; not sending the prompt", row.id, session.session_id
             )
             return await self.sessions.get(row.id) or row
+        if not await self.sessions.claim_prompt(row.id, owner=self.owner):
+            logger.warning("the start of session row %s was taken over before its prompt; the taker sends it", row.id)
+            return await self.sessions.get(row.id) or row
+        return await self._prompted(row, error=await self.send_prompt(row, session.session_id))
+
+    async def send_prompt(self, row: SessionLink, session_id: str) -> str | None:
+        """``POST /sessions/{id}/messages`` with ``row``'s prompt: the one call that sends it (a
+        start, a resumed start). None when it was delivered, else why not
+        (:data:`PROMPT_NOT_DELIVERED`). Called only after the ``created -> prompting`` claim."""
         try:
-            await self.agent.create_message(session_id=session.session_id, text=row.prompt)
+            await self.agent.create_message(session_id=session_id, text=row.prompt)
         except AgentAPIError as exc:
             what, _hint = describe_api_error(exc)
-            await self.sessions.set_error(row.id, PROMPT_NOT_DELIVERED.format(what=what))
+            return PROMPT_NOT_DELIVERED.format(what=what)
+        return None
+
+    async def _prompted(self, row: SessionLink, *, error: str | None) -> SessionLink:
+        """The prompt was sent (or ``error``): ``prompting -> prompted``, the start lease ended, the
+        parent message edited and the starter's Home marked."""
+        if not await self.sessions.prompted(row.id, owner=self.owner, error=error):
+            logger.warning("session row %s: its start lease was taken over while its prompt was sent", row.id)
         started = await self.sessions.get(row.id) or row
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
         await self.follower.changed(started)  # a new session on its starter's Home tab
         return started
 
     async def close_interrupted(self) -> int:
-        """Close every start still ``starting`` :data:`STARTING_BOUND` after it began (its process
-        stopped during it); returns how many this replica closed.
+        """Finish every start whose lease lapsed (its process stopped during it; a row made before
+        start leases: still ``starting`` :data:`STARTING_BOUND` after it began); returns how many
+        this replica closed or resumed.
 
-        Each is marked ``failed`` by a conditional UPDATE, so with several replicas one closes it;
-        that one edits the parent message (when there is one) to say what happened and to start
-        again, sets the error reaction, and tells the person who asked (an ephemeral message in the
-        channel, else a DM). Slack failures are logged (by the gateway and here), never raised."""
+        - Still ``starting`` (``POST /sessions`` not answered, or never sent): nothing can be resumed
+          (the API cannot list sessions). Marked ``failed`` by a conditional UPDATE, so with several
+          replicas one closes it; that one edits the parent message (when there is one) to say what
+          happened and to start again, sets the error reaction, and tells the person who asked (an
+          ephemeral message in the channel, else a DM).
+        - Created (the session's id recorded) but not prompted: resumed (:meth:`_resume`).
+
+        Slack failures are logged (by the gateway and here), never raised."""
         now = self.now()
         before = now - STARTING_BOUND
-        closed = 0
-        for row in await self.sessions.stale_starts(before, limit=INTERRUPTED_BATCH):
-            if not await self.sessions.close_start(row.id, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
+        finished = 0
+        for row in await self.sessions.stale_starts(now, before, limit=INTERRUPTED_BATCH):
+            if row.state != STARTING:
+                finished += await self._resume(row, now=now, before=before)
+                continue
+            if not await self.sessions.close_start(row.id, now=now, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
                 continue  # another replica closed it, or it started after all
-            closed += 1
-            logger.warning("session start row %s was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
+            finished += 1
+            logger.warning("session row %s: its start was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
             failed = await self.sessions.get(row.id) or row
             await self.follower.show_parent(failed, status="failed")  # a failed edit is logged by the gateway
             await self.follower.set_reaction(failed, REACTIONS["error"])
             await self._tell_interrupted(failed)
-        return closed
+        return finished
+
+    async def _resume(self, row: SessionLink, *, now: dt.datetime, before: dt.datetime) -> bool:
+        """Send the prompt of a created session whose start was interrupted, exactly once.
+
+        The claim sits *before* the call: one conditional UPDATE takes the lapsed start lease and
+        moves ``created`` (or a lapsed ``prompting``) to ``prompting``; of every replica one wins,
+        and only it calls the API. A claim after the call would let two replicas both send it
+        (the agent would do the work twice). The price of "before" is a process killed between the
+        claim and the answer, leaving ``prompting`` unconfirmed: its taker asks the platform first
+        (the session's user messages, ``GET /sessions/{id}/messages?role=user``) and sends the
+        prompt only when none arrived; the dead process's request ended with it, seconds before the
+        lease lapsed. When that question fails, the lease is left to lapse and the next pass asks
+        again. Then the parent message is edited as after a live start."""
+        assert row.session_id is not None and row.prompt_state in (CREATED, PROMPTING)
+        if not await self.sessions.take_prompt(row.id, was=row.prompt_state, owner=self.owner, now=now, before=before, lease=START_LEASE):
+            return False  # another replica took it
+        logger.warning("session row %s: its start was interrupted before the prompt (%s); resuming it", row.id, row.prompt_state)
+        if row.prompt_state == PROMPTING:
+            try:
+                arrived = bool((await self.agent.list_messages(session_id=row.session_id, role="user", limit=1)).messages)
+            except AgentAPIError as exc:
+                what = type(exc).__name__
+                logger.warning("session row %s: could not tell whether its prompt arrived (%s); asks again later", row.id, what)
+                return False
+            if arrived:
+                await self._prompted(row, error=None)
+                return True
+        await self._prompted(row, error=await self.send_prompt(row, row.session_id))
+        return True
 
     async def _tell_interrupted(self, row: SessionLink) -> None:
         """Tell the person who asked that their start was interrupted: ephemeral in the channel (in
