@@ -56,6 +56,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 
 TABLE_MODULES = (
     "bot.db",
+    "bot.outbox",
     "bot.services.accounts.store",
     "bot.services.alerts",
     "bot.services.digest",
