@@ -52,7 +52,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Column, DateTime, Index, Integer, String, Table, Text, and_, distinct, insert, select, update
+from sqlalchemy import Column, DateTime, Index, Integer, String, Table, Text, and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot import metrics
@@ -293,7 +293,7 @@ class Outbox:
 
     async def _channels(self) -> list[str]:
         def work() -> list[str]:
-            query = select(distinct(slack_outbox.c.channel)).where(slack_outbox.c.state.in_(OPEN_STATES)).limit(CHANNELS_PER_TICK)
+            query = select(slack_outbox.c.channel).where(slack_outbox.c.state.in_(OPEN_STATES)).distinct().limit(CHANNELS_PER_TICK)
             with self.store.engine.connect() as conn:
                 return [str(r[0]) for r in conn.execute(query)]
 

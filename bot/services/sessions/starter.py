@@ -42,13 +42,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
+from bot.outbox import EXPIRED_REASON, Continuation, Item, Outbox, Queued
 from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, CREATED, PROMPTING, STARTING, NewStart, SessionLink, SessionStore
-from bot.slack import SlackFailure, SlackGateway
+from bot.slack import Payload, Posted, SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,22 @@ FORM_NO_PROMPT = "Tell the agent what to do."
 FORM_NO_COMPUTER = "Choose a computer."
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
+SLACK_BUSY = (
+    "Slack is slowing us down (it rate-limited my posts in this channel), so I started no session: "
+    "there would be no thread to follow it in."
+)
+SLACK_BUSY_HINT = "Start it again in a minute."
+PARENT_REFUSED = "Slack refused the session's message in this channel (it said `{error}`), so I started no session."
+START_DELAYED = "Slack is slowing us down; your session starts as soon as it lets us."
+"""Told to the person whose start waits for Slack (its parent message queued in :mod:`bot.outbox`)."""
+SLACK_GAVE_UP = (
+    "Slack kept this channel too busy for {minutes} minutes (it rate-limited my posts), so I started no session: "
+    "there would be no thread to follow it in."
+)
+PARENT_KIND: Final = "session.parent"
+"""The :mod:`bot.outbox` kind of a queued parent message; its data ``{"row_id"}``."""
+NOT_IN_CHANNEL_ERRORS: Final = frozenset({"not_in_channel", "channel_not_found"})
+"""Slack's answers to a post in a channel the bot may not post in: an invitation helps (:data:`CANNOT_POST`)."""
 CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I started no session: I would not see the replies in its thread."
 JOIN_NOT_NEEDED: Final = "method_not_supported_for_channel_type"
 """``conversations.join`` of a private channel (or a DM): only an invitation brings the bot in; the
@@ -146,6 +163,24 @@ def split_options(text: str) -> tuple[str, dict[str, str]]:
 
     prompt = _OPTION.sub(take, text)
     return prompt.strip(), options
+
+
+def not_posted_reason(failure: SlackFailure | Posted) -> str:
+    """Why no parent message: the bot is not in the channel (:data:`CANNOT_POST`, an invitation
+    helps), Slack rate-limits it (:data:`SLACK_BUSY`, a rate limit is no permission), or Slack's own
+    refusal (:data:`PARENT_REFUSED`)."""
+    if not isinstance(failure, SlackFailure) or failure.error in NOT_IN_CHANNEL_ERRORS:
+        return CANNOT_POST
+    if failure.error == "ratelimited":
+        return f"{SLACK_BUSY} {SLACK_BUSY_HINT}"
+    return PARENT_REFUSED.format(error=failure.error)
+
+
+def invitation_helps(error: str | None) -> bool:
+    """Whether a start that failed before its parent message (its ``error``) is helped by inviting the
+    bot (:data:`CANNOT_POST_HINT`): not when Slack rate-limited or refused the post itself."""
+    not_a_permission = (SLACK_BUSY, PARENT_REFUSED.split("{", 1)[0], SLACK_GAVE_UP.split("{", 1)[0])
+    return not (error or "").startswith(not_a_permission)
 
 
 def resolve_computer(computers: list[Computer], wanted: str | None, last_used: str | None, *, one_line: Quote) -> Computer | list[Computer]:
@@ -241,6 +276,8 @@ class Starter:
         self.now = now
         self.owner = follower.owner
         """Who holds this process's start leases: the follower's owner name."""
+        self.outbox: Outbox | None = None
+        """Where parent messages wait for Slack (:meth:`use_outbox`); None: posted at once or failed."""
 
     async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None), claim the
@@ -380,15 +417,28 @@ class Starter:
                 await self.sessions.mark_failed(row.id, CANNOT_JOIN.format(error=joined.error))
                 logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
                 return await self.sessions.get(row.id) or row
-        parent = await self.slack.post(
-            row.channel,
-            self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)),
-            thread_ts=row.thread_ts,
-        )
+        parent = await self._post_parent(row)
+        if isinstance(parent, Queued):  # Slack rate-limits the channel: the start waits for it
+            await self.sessions.wait_for_slack(row.id, owner=self.owner)
+            logger.info("session row %s waits for Slack: its parent message is queued (%s)", row.id, parent.id)
+            await self._tell(row, self.messages.start_delayed_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
+            return await self.sessions.get(row.id) or row
         if isinstance(parent, SlackFailure) or not parent.ts:
-            await self.sessions.mark_failed(row.id, CANNOT_POST)
+            await self.sessions.mark_failed(row.id, not_posted_reason(parent))
             logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
             return await self.sessions.get(row.id) or row
+        return await self._after_parent(row, parent)
+
+    async def _post_parent(self, row: SessionLink) -> Posted | Queued | SlackFailure:
+        """The parent message ("starting"): through the outbox when there is one (queued when Slack
+        rate-limits the channel; its continuation :meth:`_parent_posted` goes on), else at once."""
+        payload = self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode))
+        if self.outbox is None:
+            return await self.slack.post(row.channel, payload, thread_ts=row.thread_ts)
+        return await self.outbox.post(row.channel, payload, kind=PARENT_KIND, data={"row_id": row.id}, thread_ts=row.thread_ts)
+
+    async def _after_parent(self, row: SessionLink, parent: Posted) -> SessionLink:
+        """The launch once the parent message is in Slack: ``POST /sessions``, then the prompt."""
         thread_ts = row.thread_ts or parent.ts
         await self.sessions.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent.ts)
         row = replace(row, thread_ts=thread_ts, parent_ts=parent.ts)
@@ -438,6 +488,40 @@ class Starter:
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
         await self.follower.changed(started)  # a new session on its starter's Home tab
         return started
+
+    def use_outbox(self, outbox: Outbox) -> None:
+        """Post parent messages through ``outbox`` and register the continuation of
+        :data:`PARENT_KIND` (at wiring)."""
+        self.outbox = outbox
+        outbox.handle(PARENT_KIND, Continuation(posted=self._parent_posted, gave_up=self._parent_gave_up))
+
+    async def _parent_posted(self, item: Item, parent: Posted) -> None:
+        """A queued parent message is in Slack: ``waiting -> starting`` (one conditional UPDATE, so a
+        rerun after a crash starts nothing twice) and the launch goes on."""
+        row_id = int(item.data["row_id"])
+        if not await self.sessions.resume_waiting(row_id, owner=self.owner, now=self.now(), lease=START_LEASE):
+            return  # resumed before (a rerun of the continuation), or closed meanwhile
+        row = await self.sessions.get(row_id)
+        assert row is not None
+        async with self._holding(row_id):
+            await self._after_parent(row, parent)
+
+    async def _parent_gave_up(self, item: Item, reason: str) -> None:
+        """A queued parent message never got into Slack (``reason``: the deadline, or Slack's
+        refusal): the start is closed ``failed`` once and its starter told in words."""
+        row_id = int(item.data["row_id"])
+        if reason == EXPIRED_REASON and self.outbox is not None:
+            error = SLACK_GAVE_UP.format(minutes=max(1, round(self.outbox.deadline.total_seconds() / 60)))
+        else:
+            error = not_posted_reason(SlackFailure("chat.postMessage", reason, True))
+        if not await self.sessions.give_up_waiting(row_id, error=error):
+            return
+        failed = await self.sessions.get(row_id)
+        assert failed is not None
+        logger.warning("session row %s: its parent message never got into Slack (%s); closed as failed", row_id, reason)
+        await self._tell(
+            failed, self.messages.start_not_posted_notice(failed.computer_name or failed.computer_id or "unknown", failed.prompt, error)
+        )
 
     async def close_interrupted(self) -> int:
         """Finish every start whose lease lapsed (its process stopped during it; a row made before
@@ -499,13 +583,16 @@ class Starter:
         return True
 
     async def _tell_interrupted(self, row: SessionLink) -> None:
-        """Tell the person who asked that their start was interrupted: ephemeral in the channel (in
-        its thread when there is one), else by DM."""
-        notice = self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt)
+        """Tell the person who asked that their start was interrupted (:meth:`_tell`)."""
+        await self._tell(row, self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
+
+    async def _tell(self, row: SessionLink, notice: Payload) -> None:
+        """Tell the person who asked about their start: ephemeral in the channel (in its thread when
+        there is one), else by DM."""
         told = await self.slack.ephemeral(row.channel, row.slack_user, notice, thread_ts=row.thread_ts)
         if not isinstance(told, SlackFailure):
             return
         dm = await self.slack.open_dm(row.slack_user)
         posted = dm if isinstance(dm, SlackFailure) else await self.slack.post(dm, notice)
         if isinstance(posted, SlackFailure):
-            logger.warning("could not tell %s that session row %s was interrupted: %s", row.slack_user, row.id, posted.error)
+            logger.warning("could not tell %s about session row %s: %s", row.slack_user, row.id, posted.error)

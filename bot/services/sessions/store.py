@@ -117,6 +117,10 @@ session_posts = Table(
 )
 
 STARTING, STARTED, FAILED, CHOOSING = "starting", "started", "failed", "choosing"
+WAITING = "waiting"
+"""A start whose parent message waits in :mod:`bot.outbox` for Slack (rate-limited): no process
+holds it; the outbox's continuation moves it ``waiting -> starting`` once the parent is posted
+(:meth:`SessionStore.resume_waiting`), or closes it ``failed`` (:meth:`SessionStore.give_up_waiting`)."""
 CREATED, PROMPTING, PROMPTED = "created", "prompting", "prompted"
 """``prompt_state`` of a start whose ``POST /sessions`` answered (:meth:`SessionStore.record_session`):
 ``created`` (the session exists, its prompt is not claimed), ``prompting`` (claimed by the start
@@ -375,6 +379,27 @@ class SessionStore:
         if error is not None:
             values["error"] = error[:2000]
         return await self._update_where(and_(c.id == row_id, c.prompt_state == PROMPTING, c.start_owner == owner), **values)
+
+    async def wait_for_slack(self, row_id: int, *, owner: str) -> bool:
+        """``starting -> waiting`` (its parent message queued), the start lease given up, while
+        ``owner`` holds it; True when it did."""
+        c = agent_sessions.c
+        return await self._update_where(
+            and_(c.id == row_id, c.state == STARTING, c.start_owner == owner), state=WAITING, start_owner=None, start_until=None
+        )
+
+    async def resume_waiting(self, row_id: int, *, owner: str, now: dt.datetime, lease: dt.timedelta) -> bool:
+        """``waiting -> starting`` with ``owner``'s start lease from ``now`` (its parent message is
+        posted): one conditional UPDATE, True for the one caller that did (a rerun gets False)."""
+        c = agent_sessions.c
+        return await self._update_where(
+            and_(c.id == row_id, c.state == WAITING), state=STARTING, start_owner=owner, start_until=now + lease, last_activity_at=now
+        )
+
+    async def give_up_waiting(self, row_id: int, *, error: str) -> bool:
+        """``waiting -> failed`` with ``error`` (Slack never let its parent message in); True once."""
+        c = agent_sessions.c
+        return await self._update_where(and_(c.id == row_id, c.state == WAITING), state=FAILED, error=error[:2000], following=False)
 
     async def mark_failed(self, row_id: int, error: str) -> None:
         await self._update_where(
