@@ -210,7 +210,9 @@ def build_services(
         messages=session_messages,
         on_change=marks.session_changed,
     )
-    sessions.starter.use_outbox(slack_outbox(settings, clients, store, now, owner=sessions.follower.owner))
+    outbox = slack_outbox(settings, clients, store, now, owner=sessions.follower.owner)
+    sessions.starter.use_outbox(outbox)  # session parents and agent answers wait for Slack (issue #26)
+    sessions.follower.use_outbox(outbox)
     limits = LimitsWorkflow(
         agent=agent,
         store=LimitsStore(store),

@@ -574,6 +574,22 @@ class SessionStore:
 
         await self.store.run(work)
 
+    async def confirm_queued_post(self, session_id: str, message_id: str, ts: str) -> bool:
+        """Record the Slack ``ts`` of a relayed message whose post waited in :mod:`bot.outbox` (its
+        ``ts`` still ``queued``): one conditional UPDATE, True once."""
+
+        def work() -> bool:
+            c = session_posts.c
+            with self.store.engine.begin() as conn:
+                changed = conn.execute(
+                    update(session_posts)
+                    .where(and_(c.session_id == session_id, c.message_id == message_id, c.ts == "queued"))
+                    .values(ts=ts)
+                )
+                return bool(changed.rowcount == 1)
+
+        return await self.store.run(work)
+
     async def posted(self, session_id: str) -> dict[str, str | None]:
         """``message_id -> ts`` of every claimed post of a session (``None``: claimed, not confirmed)."""
 

@@ -17,7 +17,7 @@ import pytest
 from bot import metrics
 from bot.api import AgentClient, RetryPolicy
 from bot.outbox import Outbox
-from bot.services.sessions.follower import Follower
+from bot.services.sessions.follower import POST_METADATA_TYPE, QUEUED_TS, Follower
 from bot.services.sessions.starter import (
     CANNOT_POST,
     PARENT_REFUSED,
@@ -91,8 +91,11 @@ class Replica:
         self.starter = Starter(
             agent=self.agent, sessions=self.sessions, follower=follower, slack=gateway, messages=session_messages, now=clock
         )
+        self.follower = follower
         if outbox:
-            self.starter.use_outbox(Outbox(store=self.store, slack=gateway, now=clock, deadline=deadline, owner=follower.owner))
+            shared = Outbox(store=self.store, slack=gateway, now=clock, deadline=deadline, owner=follower.owner)
+            self.starter.use_outbox(shared)
+            follower.use_outbox(shared)
 
     @property
     def outbox(self) -> Outbox:
@@ -195,6 +198,42 @@ async def test_without_the_outbox_a_rate_limit_is_not_explained_as_a_missing_inv
         assert not invitation_helps(row.error)
     finally:
         await a.close()
+
+
+async def test_an_agent_answer_rate_limited_for_long_waits_and_is_posted_once(world, database_url):
+    _sandbox, slack, _state = world
+    clock = Clock()
+    a, b = Replica(database_url, world, clock), Replica(database_url, world, clock)
+    prompt = f"answer me through the outbox {database_url[:5]}"
+    try:
+        row = await a.starter.start(new_start(f"command:answer-{database_url[:5]}", prompt), "ci")
+        assert row.state == STARTED and row.thread_ts
+        slack.web_api.rate_limit("chat.postMessage", LONG)
+
+        async def answers() -> list:
+            return [m for m in slack.recorder.messages(CHANNEL, thread_ts=row.thread_ts) if m.is_reply and prompt in m.text]
+
+        posts: dict = {}
+        for _ in range(100):  # the sandbox's agent answers after a short while
+            await a.follower.poll_now(row.id)
+            posts = await a.sessions.posted(row.session_id)
+            if posts:
+                break
+            await asyncio.sleep(0.05)
+        assert list(posts.values()) == [QUEUED_TS]  # handled: waiting in the outbox, not dropped
+        await b.follower.poll_now(row.id)  # a later poll, on the other replica, posts nothing twice
+        assert list((await a.sessions.posted(row.session_id)).values()) == [QUEUED_TS]
+
+        slack.web_api.rate_limit("chat.postMessage", None)
+        for _ in range(3):
+            clock.advance(LONG)
+            await asyncio.gather(a.outbox.tick(), b.outbox.tick())
+        [answer] = await answers()
+        assert list((await a.sessions.posted(row.session_id)).values()) == [answer.ts]
+        assert answer.metadata["event_type"] == POST_METADATA_TYPE
+    finally:
+        await a.close()
+        await b.close()
 
 
 def test_why_no_parent_message_names_the_cause():
