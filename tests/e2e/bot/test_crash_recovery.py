@@ -25,9 +25,10 @@ from sqlalchemy import select, update
 
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.outbox import slack_outbox, slack_outbox_channels
 from bot.services.sessions.follower import view_of
-from bot.services.sessions.starter import START_LEASE
-from bot.services.sessions.store import FAILED, PROMPTED, STARTED, STARTING, SessionLink, agent_sessions
+from bot.services.sessions.starter import START_DELAYED, START_LEASE
+from bot.services.sessions.store import FAILED, PROMPTED, STARTED, STARTING, WAITING, SessionLink, agent_sessions
 from bot.store import deliveries
 from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app
@@ -289,6 +290,73 @@ def test_a_start_killed_after_post_sessions_gets_its_prompt_once_after_the_resta
         starting = parent_message(view_of(SessionLink.from_row(row), status="starting"))
         assert parent is not None and parent.edited and parent.blocks != starting["blocks"]
         assert sum("resuming it" in r.log_text() for r in replicas) == 1
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+
+def outbox_rows(database_url: str) -> list:
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(select(slack_outbox).order_by(slack_outbox.c.id)))
+    finally:
+        engine.dispose()
+
+
+def slack_lets_us_now(database_url: str) -> None:
+    """The Retry-After the queues wait for is over (moved in the rows, not slept through)."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(update(slack_outbox_channels).values(not_before=None))
+    finally:
+        engine.dispose()
+
+
+def test_a_bot_killed_with_starts_waiting_for_slack_starts_each_once_and_in_order_after_the_restart(any_world: World):
+    world = any_world
+    prompts = [f"queued start {n}" for n in range(3)]
+    world.slack.web_api.rate_limit("chat.postMessage", 31)  # a Retry-After longer than the in-line retries wait
+    bot = world.start_bot("first")
+    try:
+        client = world.slack.client(bot.url, timeout=20)
+        for prompt in prompts:
+            client.send_slash_command(f"session start computer=ci {prompt}", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+        wait_until(lambda: len(outbox_rows(world.database_url)) == 3, "three parent messages queued")
+        world.slack.recorder.wait_for(
+            lambda: len([e for e in world.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MEMBER") if e.text == START_DELAYED]) == 3,
+            timeout=WAIT,
+            what="each person told that Slack is slowing us down",
+        )
+        kill(bot)  # with the three starts waiting for Slack
+    finally:
+        bot.stop()
+    rows = [session_row(world.database_url, p) for p in prompts]
+    assert [r.state for r in rows] == [WAITING] * 3
+    assert not [e for e in world.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MEMBER") if "/invite" in e.text]
+
+    world.slack.web_api.rate_limit("chat.postMessage", None)
+    slack_lets_us_now(world.database_url)
+    replicas = [world.start_bot(name) for name in (("a", "b") if world.database_url.startswith("postgresql") else ("a",))]
+    try:
+        for prompt in prompts:
+            wait_until(lambda prompt=prompt: session_with(world.state, prompt), f"the session of {prompt!r}")
+        started = [session_row(world.database_url, p) for p in prompts]
+        assert [(r.state, r.prompt_state) for r in started] == [(STARTED, PROMPTED)] * 3
+        time.sleep(0.5)
+        counts = [sum(p in user_messages(s) for s in list(world.state.sessions.sessions.values())) for p in prompts]
+        assert counts == [1, 1, 1]  # each start once, across the restart and the replicas
+        bot_user = world.slack.directory.bot.user_id
+        parents = [
+            m
+            for m in world.slack.recorder.messages(DEMO_CHANNEL)
+            if m.user == bot_user and not m.is_reply and any(p in m.text for p in prompts)
+        ]
+        assert [next(p for p in prompts if p in m.text) for m in parents] == prompts  # one parent each, in order
+        assert [r.state for r in outbox_rows(world.database_url) if r.kind == "session.parent"] == ["done"] * 3
+        # the agent's answers that came while parents still waited were queued behind them, in order
+        wait_until(lambda: all(r.state == "done" for r in outbox_rows(world.database_url)), "the queue drained")
     finally:
         for replica in replicas:
             replica.stop()
