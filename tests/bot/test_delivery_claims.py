@@ -2,7 +2,7 @@
 
 from sqlalchemy import select
 
-from bot.demo import DEMO_CHANNEL
+from bot.stack import DEMO_CHANNEL
 from bot.store import deliveries
 from tests.inprocess import inprocess_fixture
 

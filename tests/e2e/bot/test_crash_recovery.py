@@ -23,12 +23,12 @@ import pytest
 import sqlalchemy
 from sqlalchemy import select, update
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import DELIVERY_LEASE_SECONDS
 from bot.outbox import slack_outbox, slack_outbox_channels
 from bot.services.sessions.follower import view_of
 from bot.services.sessions.starter import START_DELAYED, START_LEASE
 from bot.services.sessions.store import FAILED, PROMPTED, STARTED, STARTING, WAITING, SessionLink, agent_sessions
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.store import deliveries
 from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app

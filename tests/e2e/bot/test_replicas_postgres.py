@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import delivery_key
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
