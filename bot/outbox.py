@@ -215,19 +215,23 @@ class Outbox:
         data: Mapping[str, Any],
         thread_ts: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        before_queued: Callable[[], Awaitable[object]] | None = None,
     ) -> Posted | Queued | SlackFailure:
         """Post now, or queue: behind the posts already waiting in ``channel`` (order per channel),
         or when Slack still rate-limits after the in-line retries (``ratelimited``). Any other
         failure is returned as the gateway's :class:`SlackFailure` (a permission is no rate limit).
         The continuation of ``kind`` runs only for a queued post, with ``data``; a post made now is
-        the caller's to continue."""
+        the caller's to continue. ``before_queued`` runs just before the row is written (the caller's
+        own state change, so that no drainer can run the continuation before it)."""
+        wait: dt.timedelta | None = None
         if not await self._pending(channel):
             posted = await self.slack.post(channel, payload, thread_ts=thread_ts, metadata=metadata)
             if not isinstance(posted, SlackFailure) or posted.error != "ratelimited":
                 return posted
             wait = dt.timedelta(seconds=posted.retry_after) if posted.retry_after else DEFAULT_RETRY_AFTER
-            return await self.enqueue(channel, payload, kind=kind, data=data, thread_ts=thread_ts, metadata=metadata, wait=wait)
-        return await self.enqueue(channel, payload, kind=kind, data=data, thread_ts=thread_ts, metadata=metadata)
+        if before_queued is not None:
+            await before_queued()
+        return await self.enqueue(channel, payload, kind=kind, data=data, thread_ts=thread_ts, metadata=metadata, wait=wait)
 
     async def enqueue(
         self,

@@ -418,8 +418,7 @@ class Starter:
                 logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
                 return await self.sessions.get(row.id) or row
         parent = await self._post_parent(row)
-        if isinstance(parent, Queued):  # Slack rate-limits the channel: the start waits for it
-            await self.sessions.wait_for_slack(row.id, owner=self.owner)
+        if isinstance(parent, Queued):  # Slack rate-limits the channel: the start waits for it (state waiting)
             logger.info("session row %s waits for Slack: its parent message is queued (%s)", row.id, parent.id)
             await self._tell(row, self.messages.start_delayed_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
             return await self.sessions.get(row.id) or row
@@ -435,7 +434,15 @@ class Starter:
         payload = self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode))
         if self.outbox is None:
             return await self.slack.post(row.channel, payload, thread_ts=row.thread_ts)
-        return await self.outbox.post(row.channel, payload, kind=PARENT_KIND, data={"row_id": row.id}, thread_ts=row.thread_ts)
+        return await self.outbox.post(
+            row.channel,
+            payload,
+            kind=PARENT_KIND,
+            data={"row_id": row.id},
+            thread_ts=row.thread_ts,
+            # the row waits before its post is queued: a drainer's continuation never finds it still starting
+            before_queued=lambda: self.sessions.wait_for_slack(row.id, owner=self.owner),
+        )
 
     async def _after_parent(self, row: SessionLink, parent: Posted) -> SessionLink:
         """The launch once the parent message is in Slack: ``POST /sessions``, then the prompt."""
