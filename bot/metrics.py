@@ -95,7 +95,7 @@ LAG_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 REQUEST_KINDS: Final = frozenset({"command", "action", "view", "event", "options", "other", "unparsed"})
 DECISIONS: Final = frozenset({"applied", "approved_not_applied", "rejected", "cancelled", "expired"})
 CLAIMS: Final = frozenset({"delivery"})
-OUTBOX_KINDS: Final = frozenset({"session.parent", "session.answer"})
+OUTBOX_KINDS: Final = frozenset({"session.parent", "session.answer", "limits.outcome"})
 """The continuation kinds of :mod:`bot.outbox` (any other is counted as ``other``)."""
 
 _FIXED_ENDPOINTS: Final = frozenset(

@@ -223,6 +223,7 @@ def build_services(
         messages=limits_messages,
         on_change=marks.request_changed,
     )
+    limits.use_outbox(outbox)  # a decision's outcome waits for Slack too
     hook_receiver = HookReceiver(
         store=store,
         sessions=sessions,
