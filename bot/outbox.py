@@ -22,9 +22,10 @@ Tables (SQLAlchemy Core on :data:`bot.db.metadata`; migration ``0010``):
   (``claimed_by``, ``lease_until``: a :class:`bot.claims.Lease`, so one replica at a time posts in a
   channel, in order) and ``not_before`` (Slack's ``Retry-After``, and :data:`PACE` between posts).
 
-Exactly once. The channel's lease makes one replica the poster of a channel; each post carries
-message metadata (its own, or ``{"event_type": "agent_bot_outbox", "event_payload":
-{"outbox_id": id}}``), and the row is marked ``sending`` before the call: a row found ``sending``
+Exactly once. The channel's lease makes one replica the poster of a channel (taken for one post,
+let go after it); each post carries
+message metadata (its own, or ``{"event_type": "agent_bot_outbox", "event_payload": {"outbox":
+<a random token>}}``, written with the row), and the row is marked ``sending`` before the call: a row found ``sending``
 (its poster died, or Slack's answer was lost) is first looked for in the channel (or thread) by
 its metadata (:meth:`bot.slack.SlackGateway.find_by_metadata`) and posted again only when it is not
 there. The continuation runs after ``posted`` is recorded and before ``done``: a process that dies
@@ -77,7 +78,8 @@ TRANSIENT_WAIT: Final = dt.timedelta(seconds=5)
 DEFAULT_RETRY_AFTER: Final = dt.timedelta(seconds=1)
 """A 429 without ``Retry-After``."""
 CHANNEL_LEASE: Final = dt.timedelta(seconds=60)
-"""How long a replica holds a channel's queue without renewing it (renewed before each post)."""
+"""How long a replica may hold a channel's queue: it takes it for one post and lets go after, so only
+a process that died during a post leaves it held (then the next replica waits this long)."""
 DRAIN_SECONDS: Final = 1.0
 """How often each replica drains the queues (:meth:`Outbox.tick`)."""
 DEFAULT_DEADLINE: Final = dt.timedelta(minutes=15)
@@ -162,7 +164,7 @@ class Item:
 
     @property
     def metadata_posted(self) -> dict[str, Any]:
-        """The message metadata the post carries: its own, or the outbox's (:data:`METADATA_TYPE`)."""
+        """The message metadata the post carries: its own, or the outbox's (:func:`own_metadata`)."""
         return self.message_metadata or {"event_type": METADATA_TYPE, "event_payload": {"outbox_id": self.id}}
 
 
@@ -173,6 +175,13 @@ class Continuation:
 
     posted: Callable[[Item, Posted], Awaitable[object]]
     gave_up: Callable[[Item, str], Awaitable[object]]
+
+
+def own_metadata() -> dict[str, Any]:
+    """The message metadata of a queued post that carries none of its own: unique to it (a random
+    ``outbox`` token, not the row id, which another database could give again), so that the post
+    is found in Slack after a death mid-send and never taken for another."""
+    return {"event_type": METADATA_TYPE, "event_payload": {"outbox": uuid.uuid4().hex}}
 
 
 class Outbox:
@@ -256,7 +265,7 @@ class Outbox:
                         data=json.dumps(dict(data)),
                         payload=json.dumps(dict(payload)),
                         thread_ts=thread_ts,
-                        message_metadata=json.dumps(dict(metadata)) if metadata is not None else None,
+                        message_metadata=json.dumps(dict(metadata) if metadata is not None else own_metadata()),
                         state=WAITING,
                         attempts=0,
                         created_at=now,
@@ -291,9 +300,23 @@ class Outbox:
         rows moved (posted, expired or failed)."""
         moved = 0
         for channel in await self._channels():
-            if await self._hold(channel):
+            if not await self._due(channel) or not await self._hold(channel):
+                continue
+            try:
                 moved += await self._drain_head(channel)
+            finally:  # held only while one post is made: a dead process leaves no lease behind but mid-post
+                await self._let_go(channel)
         return moved
+
+    async def _due(self, channel: str) -> bool:
+        """Whether ``channel``'s queue may post now (its ``not_before`` passed), before any lease is taken."""
+        _item, not_before = await self._head(channel)
+        return not_before is None or not_before <= self.now()
+
+    async def _let_go(self, channel: str) -> None:
+        now = self.now()
+        key = slack_outbox_channels.c.channel == channel
+        await self.store.run(lambda: CHANNEL_LEASES.release(self.store.engine, key, owner=self.owner, now=now))
 
     async def _channels(self) -> list[str]:
         def work() -> list[str]:

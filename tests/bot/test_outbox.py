@@ -16,6 +16,7 @@ from sqlalchemy import update
 
 from bot import metrics
 from bot.outbox import (
+    CHANNEL_LEASE,
     DONE,
     EXPIRED,
     EXPIRED_REASON,
@@ -241,3 +242,30 @@ async def test_a_post_slack_refuses_for_good_is_given_up_with_its_reason(slack, 
         assert WAITING not in [i.state for i in await a.outbox.items()]
     finally:
         a.close()
+
+
+async def test_a_replica_that_died_mid_post_holds_the_channel_until_its_lease_lapses(slack, database_url):
+    clock = Clock()
+    tag = uuid.uuid4().hex
+    a, b = Replica(database_url, slack, clock, tag=tag), Replica(database_url, slack, clock, tag=tag)
+    channel = "C0GENERAL"
+    try:
+        slack.web_api.rate_limit("chat.postMessage", LONG)
+        queued = await a.post(1, channel)
+        await a.post(2, channel)
+        slack.web_api.rate_limit("chat.postMessage", None)
+        clock.advance(LONG)
+        # replica A took the channel and marked its head sending, then died before posting
+        assert await a.outbox._hold(channel)
+        with a.store.engine.begin() as conn:
+            conn.execute(update(slack_outbox).where(slack_outbox.c.id == queued.id).values(state=SENDING, attempts=1))
+        assert await b.outbox.tick() == 0  # A's lease: B waits
+        clock.advance(CHANNEL_LEASE.total_seconds())
+        assert await b.outbox.tick() == 1  # lapsed: B takes over, finds nothing in Slack, posts it
+        clock.advance(1)
+        assert await a.outbox.tick() == 1  # B let go after its post: any replica posts the next
+        assert texts(slack, channel, tag) == ["1", "2"]
+        assert sorted(n for n, _ in a.posted + b.posted) == [1, 2]
+    finally:
+        a.close()
+        b.close()
