@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sqlalchemy import Column, DateTime, Index, Integer, String, Table, Text, and_, insert, select, update
+from sqlalchemy import Column, DateTime, Index, Integer, String, Table, Text, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot import metrics
@@ -450,6 +450,16 @@ class Outbox:
                     update(slack_outbox).where(and_(slack_outbox.c.id == item_id, slack_outbox.c.state.in_(states))).values(**values)
                 )
                 return bool(changed.rowcount == 1)
+
+        return await self.store.run(work)
+
+    async def prune(self, before: dt.datetime) -> int:
+        """Delete the rows finished (done, expired, failed) before ``before``; returns how many."""
+
+        def work() -> int:
+            finished = and_(slack_outbox.c.state.not_in(OPEN_STATES), slack_outbox.c.finished_at < before)
+            with self.store.engine.begin() as conn:
+                return int(conn.execute(delete(slack_outbox).where(finished)).rowcount)
 
         return await self.store.run(work)
 

@@ -292,6 +292,8 @@ def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
     async def prune_deliveries() -> None:
         removed = await store.prune(now() - DELIVERY_KEEP)
         logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
+        if services.sessions.starter.outbox is not None:  # and the outbox's finished posts
+            await services.sessions.starter.outbox.prune(now() - DELIVERY_KEEP)
 
     sessions, alerts = services.sessions, services.alerts
     return [

@@ -145,6 +145,8 @@ async def test_posts_rate_limited_for_long_wait_in_order_and_honour_retry_after(
         assert [n for n, _ in a.posted] == [0, 1, 2]
         assert [ts for _, ts in a.posted] == [m.ts for m in slack.recorder.messages(channel)]
         assert [i.state for i in await a.outbox.items(channel)] == [DONE, DONE, DONE]
+        assert await a.outbox.prune(clock() - dt.timedelta(minutes=1)) == 0  # finished seconds ago: kept
+        assert await a.outbox.prune(clock() + dt.timedelta(seconds=1)) == 3
 
         # the queue is empty: the next post goes at once, not through the queue
         assert isinstance(await a.post(3, channel), Posted)
