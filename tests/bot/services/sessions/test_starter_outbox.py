@@ -17,6 +17,8 @@ import pytest
 from bot import metrics
 from bot.api import AgentClient, RetryPolicy
 from bot.outbox import Outbox
+from bot.roles import ResolvedUser, Role
+from bot.services.computer_rules import ComputerRules
 from bot.services.sessions.follower import POST_METADATA_TYPE, QUEUED_TS, Follower
 from bot.services.sessions.starter import (
     CANNOT_POST,
@@ -43,6 +45,7 @@ CHANNEL = "C0ENG"
 T0 = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
 KEY = SandboxConfig().api_key
 LONG = 40
+MEMBER = ResolvedUser("U0MEMBER", None, Role.member, "organization user")
 
 
 class Clock:
@@ -89,7 +92,13 @@ class Replica:
         gateway = SlackGateway(slack.async_web_client())  # no in-line 429 retries: a 429 is returned at once
         follower = Follower(sessions=self.sessions, agent=self.agent, slack=gateway, messages=session_messages, now=clock)
         self.starter = Starter(
-            agent=self.agent, sessions=self.sessions, follower=follower, slack=gateway, messages=session_messages, now=clock
+            agent=self.agent,
+            sessions=self.sessions,
+            follower=follower,
+            slack=gateway,
+            messages=session_messages,
+            now=clock,
+            rules=ComputerRules(()),  # none: every computer is everyone's (the rules have their own tests)
         )
         self.follower = follower
         if outbox:
@@ -129,9 +138,10 @@ async def test_a_burst_of_starts_rate_limited_for_long_all_start_once_in_order(w
     prompts = [f"burst start {n} {database_url[:5]}" for n in range(3)]
     try:
         slack.web_api.rate_limit("chat.postMessage", LONG)
-        rows = [
-            await (a, b)[n % 2].starter.start(new_start(f"command:burst-{n}-{database_url[:5]}", p), "ci") for n, p in enumerate(prompts)
-        ]
+        rows = []
+        for n, prompt in enumerate(prompts):  # alternately on each replica
+            key = f"command:burst-{n}-{database_url[:5]}"
+            rows.append(await (a, b)[n % 2].starter.start(new_start(key, prompt), "ci", by=MEMBER))
         assert [r.state for r in rows] == [WAITING] * 3
         for prompt in prompts:  # each person hears the right cause, with their start named
             notice = start_delayed_notice("CI sandbox", prompt)
@@ -170,7 +180,7 @@ async def test_a_start_that_waits_past_the_deadline_is_closed_in_words_and_count
     prompt = f"a start Slack never lets in {database_url[:5]}"
     try:
         slack.web_api.rate_limit("chat.postMessage", LONG)
-        row = await a.starter.start(new_start(f"command:late-{database_url[:5]}", prompt), "ci")
+        row = await a.starter.start(new_start(f"command:late-{database_url[:5]}", prompt), "ci", by=MEMBER)
         for _ in range(4):
             clock.advance(LONG)
             await a.outbox.tick()
@@ -193,7 +203,7 @@ async def test_without_the_outbox_a_rate_limit_is_not_explained_as_a_missing_inv
     a = Replica(f"sqlite:///{tmp_path / 'bot.db'}", world, clock, outbox=False)
     try:
         slack.web_api.rate_limit("chat.postMessage", LONG)
-        row = await a.starter.start(new_start("command:no-outbox", "a start in a busy workspace"), "ci")
+        row = await a.starter.start(new_start("command:no-outbox", "a start in a busy workspace"), "ci", by=MEMBER)
         assert (row.state, row.error) == (FAILED, f"{SLACK_BUSY} {SLACK_BUSY_HINT}")
         assert not invitation_helps(row.error)
     finally:
@@ -206,7 +216,7 @@ async def test_an_agent_answer_rate_limited_for_long_waits_and_is_posted_once(wo
     a, b = Replica(database_url, world, clock), Replica(database_url, world, clock)
     prompt = f"answer me through the outbox {database_url[:5]}"
     try:
-        row = await a.starter.start(new_start(f"command:answer-{database_url[:5]}", prompt), "ci")
+        row = await a.starter.start(new_start(f"command:answer-{database_url[:5]}", prompt), "ci", by=MEMBER)
         assert row.state == STARTED and row.thread_ts
         slack.web_api.rate_limit("chat.postMessage", LONG)
 
