@@ -47,8 +47,12 @@ MADE_BY_MIGRATIONS = (
     "home_tabs",
     "home_charts",
     "linked_accounts",
+    "slack_outbox",
+    "slack_outbox_channels",
 )
-COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {"agent_sessions": ("started_as", "steered_by", "steered_as", "steered_at")}
+COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
+    "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")
+}
 """Columns of the tables made before migrations that only a later migration adds (0009): a database
 those releases made has none of them."""
 

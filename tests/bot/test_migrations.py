@@ -225,7 +225,7 @@ FIRST_RELEASE_ROWS: dict[str, dict[str, Any]] = {
 }
 ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "deliveries": ("claimed_at", "claimed_by", "done_at"),
-    "agent_sessions": ("started_as", "steered_by", "steered_as", "steered_at"),
+    "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at", "start_owner", "start_until", "prompt_state"),
 }
 ADDED_VALUES: dict[str, dict[str, Any]] = {"agent_sessions": {"started_as": "bot"}}
 """What a migration fills in for the rows before it: 0009, sessions started before it went with the bot's key."""
@@ -393,10 +393,10 @@ def test_db_upgrade_brings_it_to_head_and_current_and_history_say_so(bot_env, da
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == (
         "no revision (an empty database, or one made before migrations), "
-        f"behind head {head} by 9 migration(s): run `agent-bot db upgrade`\n"
+        f"behind head {head} by 10 migration(s): run `agent-bot db upgrade`\n"
     )
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 9 migration(s) run\n"
+    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 10 migration(s) run\n"
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out == f"database already at head {head}\n"
     assert main(["db", "current"]) == 0
@@ -416,7 +416,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0006  home_tabs, home_charts: the App Home's refresh after changes, the first-DM hint, the managers' chart\n"
         "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)\n"
         "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)\n"
-        "0009  agent_sessions: which key started a session, and who last steered it  (head)\n"
+        "0009  agent_sessions: which key started a session, and who last steered it\n"
+        "0010  slack_outbox, and the start lease of agent_sessions  (head)\n"
     )
 
 

@@ -102,6 +102,15 @@ class SessionMessages(Protocol):
         """Told to the person whose start (``computer``, ``prompt``: raw values) was interrupted."""
         ...
 
+    def start_delayed_notice(self, computer: str, prompt: str) -> Payload:
+        """Told to the person whose start waits for Slack (its parent message queued: a rate limit)."""
+        ...
+
+    def start_not_posted_notice(self, computer: str, prompt: str, reason: str) -> Payload:
+        """Told to the person whose start was given up because its parent message never got into
+        Slack: ``reason``, the starter's words (plain text)."""
+        ...
+
     def key_refused_dm(self, fingerprint: str) -> Payload:
         """The one DM to a person whose linked key the platform refused (401): nothing was done with
         another key, and how to link again; ``fingerprint``: the key's last 4 characters."""
