@@ -200,6 +200,7 @@ def build_services(
     policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     home_tabs = HomeTabs(store)
     marks = HomeMarks(home_tabs, policy, now)  # what changes a Home marks it for the refresh job
+    accounts = build_accounts(settings, store, now)
     sessions = Sessions(
         agent=agent,
         store=store,
@@ -212,6 +213,8 @@ def build_services(
         rules=ComputerRules.from_roles(roles_file, resolver),  # who may start sessions on which computers
         people=resolver.resolve,
         on_change=marks.session_changed,
+        accounts=accounts,  # people's own keys: what a person does to the agent goes with theirs
+        sessions_as=settings.sessions_as,
     )
     outbox = slack_outbox(settings, clients, store, now, owner=sessions.follower.owner)
     sessions.starter.use_outbox(outbox)  # session parents and agent answers wait for Slack (issue #26)
@@ -253,7 +256,7 @@ def build_services(
         hooks=hook_receiver,
         home=home_tabs,
         computers=ComputersService(agent=agent, store=store),
-        accounts=build_accounts(settings, store, now),
+        accounts=accounts,
         today=today,
         now=now,
         jobs=[],

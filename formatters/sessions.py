@@ -47,6 +47,7 @@ from bot.services.sessions.messages import (
     SessionView,
 )
 from bot.services.sessions.starter import START_DELAYED, START_INTERRUPTED, START_INTERRUPTED_HINT, FormChoices
+from formatters import accounts as account_messages
 from formatters.blocks import (
     SECTION_TEXT_MAX,
     Payload,
@@ -107,6 +108,13 @@ ARCHIVED_NO_REPLIES = (
     "archived: nobody's replies in this thread go to the agent any more; start a new session with `/agent session start <prompt>`"
 )
 STARTED_BY = "*{who}* started an agent session"
+STARTED_BY_BOT_KEY = "*{who}* started an agent session with the bot's key"
+"""The parent message of a session started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``, the starter not linked)."""
+STEERED_BY = "Last steered by {who}"
+STEERED_WITH_BOT_KEY = " with the bot's key"
+LISTED_BOT_KEY = " with the bot's key"
+LISTED_STEERED = "steered by {who}"
+STATUS_STARTED_BY = "started by {who}"
 PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
 WORKING = ":gear: Working… {count} step{s} so far"
 WORKED = ":white_check_mark: Ran {count} step{s}"
@@ -252,10 +260,19 @@ def status_label(status: str | None, *, waiting_for: str | None = None) -> str:
     return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
 
 
+def steered_by(starter: str, steerer: str | None, *, bot_key: bool = False) -> str:
+    """``Last steered by <@U…>`` (``with the bot's key`` when so), or ``""`` when nobody but the
+    starter steered the session since it started (a session's starter is named already)."""
+    if not steerer or steerer == starter:
+        return ""
+    return STEERED_BY.format(who=f"<@{esc(steerer)}>") + (STEERED_WITH_BOT_KEY if bot_key else "")
+
+
 def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
-    """The parent message of a session's thread (public): who, the prompt, computer, status (an
-    ``idle`` one names the starter it waits for), id; counts and who may reply, or, once archived,
-    that nobody's replies go to the agent and how to start a new session."""
+    """The parent message of a session's thread (public): who started it (and that it was with the
+    bot's key, when so), the prompt, computer, status (an ``idle`` one names the starter it waits
+    for), id; who steered it last, when someone else did; counts and who may reply, or, once
+    archived, that nobody's replies go to the agent and how to start a new session."""
     prompt = one_line(view.prompt, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
@@ -266,7 +283,11 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
         pairs.append(("Directory", f"`{one_line(view.cwd, 200)}`"))
     if view.model:
         pairs.append(("Model", one_line(view.model, 100)))
-    blocks: list[Any] = [section(f"{STARTED_BY.format(who=f'<@{view.slack_user}>')}\n>{prompt}"), *fields(pairs)]
+    started = (STARTED_BY_BOT_KEY if view.bot_key else STARTED_BY).format(who=f"<@{esc(view.slack_user)}>")
+    blocks: list[Any] = [section(f"{started}\n>{prompt}"), *fields(pairs)]
+    steered = steered_by(view.slack_user, view.steered_by, bot_key=view.steered_with_bot_key)
+    if steered:
+        blocks.append(context(steered))
     if view.error:
         blocks.append(section(f":warning: {one_line(view.error, 500)}"))
     replies = (
@@ -492,7 +513,8 @@ def start_modal(choices: FormChoices, *, channel: str, opener: str) -> dict[str,
 
 @dataclass(frozen=True)
 class SessionRow:
-    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link,
+    """One line of ``/agent sessions``: title or prompt, status, computer, who started it (``bot_key``:
+    with the bot's key), who steered it last (``steered_by``, a Slack user ID), the thread's link,
     the session id (shown short: :func:`short_id`)."""
 
     title: str
@@ -502,6 +524,8 @@ class SessionRow:
     link: str | None
     created_at: dt.datetime | None
     session_id: str | None = None
+    bot_key: bool = False
+    steered_by: str | None = None
 
 
 def menu_value(choice: str, session_id: str) -> str:
@@ -542,9 +566,12 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
         where = f"<{row.link}|thread>" if row.link else "no thread"
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
         ident = f"`{short_id(row.session_id)}` \u00b7 " if row.session_id else ""
+        who = f"<@{esc(row.slack_user)}>" + (LISTED_BOT_KEY if row.bot_key else "")
+        if row.steered_by and row.steered_by != row.slack_user:
+            who += " \u00b7 " + LISTED_STEERED.format(who=f"<@{esc(row.steered_by)}>")
         blocks.append(
             section(
-                f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
+                f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 {who} "
                 f"\u00b7 {when} \u00b7 {where}",
                 accessory=row_menu(row),
             )
@@ -554,8 +581,19 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
     return message(blocks, f"{len(rows)} agent sessions")
 
 
-def session_status(session: Session, *, computer: str | None = None, link: str | None = None, note: str | None = None) -> Payload:
-    """``/agent session status <id>`` and ``session set``: one session as the API returned it."""
+def session_status(
+    session: Session,
+    *,
+    computer: str | None = None,
+    link: str | None = None,
+    note: str | None = None,
+    started_by: str | None = None,
+    bot_key: bool = False,
+    steered: str | None = None,
+) -> Payload:
+    """``/agent session status <id>`` and ``session set``: one session as the API returned it; for a
+    session started here, ``started_by`` (a Slack user ID; ``bot_key``: with the bot's key) and
+    ``steered`` (who steered it last, when not its starter) in its last line."""
     settings = session.session_settings
     pairs = [
         ("Status", status_label(session.status)),
@@ -589,6 +627,10 @@ def session_status(session: Session, *, computer: str | None = None, link: str |
     if shown:
         blocks.append(section("*Settings*\n" + "\n".join(shown)))
     tail = [f"Session `{one_line(session.session_id, 100)}`"]
+    if started_by:
+        tail.append(STATUS_STARTED_BY.format(who=f"<@{esc(started_by)}>") + (LISTED_BOT_KEY if bot_key else ""))
+        if steered and steered != started_by:
+            tail.append(LISTED_STEERED.format(who=f"<@{esc(steered)}>"))
     if link:
         tail.append(f"<{link}|thread>")
     blocks.append(context(" \u00b7 ".join(tail)))
@@ -639,6 +681,12 @@ def hook_dm(name: str, event: dict[str, Any]) -> Payload:
 def thread_note(text: str) -> Payload:
     """A short note in a session's thread (a skipped file, a failed reply)."""
     return message([section(text)], text)
+
+
+def key_refused_dm(fingerprint: str) -> Payload:
+    """The one DM to a person whose linked key the platform refused
+    (:func:`formatters.accounts.key_refused_dm`), for the sessions service."""
+    return account_messages.key_refused_dm(fingerprint)
 
 
 def archived_note(by_user: str) -> Payload:

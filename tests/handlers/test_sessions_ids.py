@@ -64,7 +64,8 @@ def test_a_unique_prefix_names_the_session_in_status_set_and_archive(stack):
     link = start(stack, "fix the flaky login test")
     whole = stack.command(f"session status {link.session_id}", user="U0MEMBER")
     session = stack.run(stack.bot.services.agent.get_session(session_id=link.session_id))
-    expected = ephemeral(session_status(session, computer="CI sandbox", link=message_link(DEMO_CHANNEL, link.thread_ts)))
+    thread = message_link(DEMO_CHANNEL, link.thread_ts)
+    expected = ephemeral(session_status(session, computer="CI sandbox", link=thread, started_by="U0MEMBER"))
     assert whole.payloads == [expected]
     assert stack.command(f"session status {link.session_id[:8]}", user="U0MEMBER").payloads == [expected]
     stack.command(f"session set {link.session_id[:8]} reasoningEffort=high", user="U0MEMBER")

@@ -8,7 +8,7 @@
 seconds (:mod:`bot.services.sessions.starter`).
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-11-28
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from bot.migrations.ddl import add_column_if_missing
 
 revision: str = "0010"
-down_revision: str | None = "0008"
+down_revision: str | None = "0009"
 branch_labels: str | None = None
 depends_on: str | None = None
 

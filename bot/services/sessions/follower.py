@@ -124,6 +124,9 @@ def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_
         error=link.error,
         title=link.title,
         reply=reply,
+        bot_key=link.bot_key,
+        steered_by=link.steered_by,
+        steered_with_bot_key=link.steered_as == "bot",
     )
 
 

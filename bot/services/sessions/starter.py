@@ -59,6 +59,7 @@ from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.roles import HELPERS_MAX, ResolvedUser, Role
 from bot.services.computer_rules import ComputerRefused, ComputerRules
 from bot.services.session_settings import check_session_settings, fetch_settings_rules, model_choices
+from bot.services.sessions.acting import NOT_LINKED, Acting, Identities, LinkNeeded, Person
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
@@ -133,6 +134,7 @@ START_RENEW_SECONDS: Final = 3.0
 INTERRUPTED_CHECK_SECONDS: Final = 5.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
+NOT_AS_STARTER = "Nothing was sent with another key: the starter's own platform key is no longer usable"
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
 CHOICE_MENU: Final = "computer menu"
 """What a :class:`bot.outcomes.NotFound` of :meth:`Starter.pick` names: the menu (its key: the start's row id)."""
@@ -316,12 +318,15 @@ of a start claimed before, whatever its state), or a menu to offer."""
 
 
 class Starter:
-    """Starts sessions: ``agent`` (the Agent API), ``sessions`` (the rows), ``follower`` (reactions,
-    parent edits), ``slack`` (the gateway; the parent message), ``messages`` (what it posts:
-    :class:`bot.services.sessions.messages.SessionMessages`), ``now`` (the aware UTC clock),
-    ``rules`` (who may start sessions on which computers: the roles file's ``computers:`` section),
-    ``people`` (a Slack user's :class:`bot.roles.ResolvedUser`, :meth:`bot.roles.RoleResolver.resolve`:
-    whom :meth:`launch` checks when it is not told who asked; None: such a start counts as a guest's)."""
+    """Starts sessions: ``agent`` (the Agent API with the bot's key: the reads), ``sessions`` (the
+    rows), ``follower`` (reactions, parent edits), ``slack`` (the gateway; the parent message),
+    ``messages`` (what it posts: :class:`bot.services.sessions.messages.SessionMessages`), ``now``
+    (the aware UTC clock), ``rules`` (who may start sessions on which computers: the roles file's
+    ``computers:`` section), ``people`` (a Slack user's :class:`bot.roles.ResolvedUser`,
+    :meth:`bot.roles.RoleResolver.resolve`: whom :meth:`launch` checks when it is not told who
+    asked; None: such a start counts as a guest's), ``identities`` (whose key ``POST /sessions``
+    and the prompt go with: :mod:`bot.services.sessions.acting`; by default always the bot's, for
+    callers that build a starter alone)."""
 
     def __init__(
         self,
@@ -334,6 +339,7 @@ class Starter:
         now: Callable[[], dt.datetime],
         rules: ComputerRules,
         people: Callable[[str], Awaitable[ResolvedUser]] | None = None,
+        identities: Identities | None = None,
     ) -> None:
         self.agent = agent
         self.sessions = sessions
@@ -347,36 +353,44 @@ class Starter:
         """Where parent messages wait for Slack (:meth:`use_outbox`); None: posted at once or failed."""
         self.rules = rules
         self.people = people
+        self.identities = identities or Identities(bot=agent, accounts=None, sessions_as="bot", slack=slack, messages=messages)
 
     async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None) among those
         ``by`` (who asked, as the role check resolved them) may use (:meth:`choose`), claim the start
-        and launch it once. The one start path: every way of starting (slash command, form, mention,
-        DM, and any added later) comes through here or :meth:`pick`, so the computer rules hold on each.
+        and launch it once, with the key of ``by`` of ``start.team_id``
+        (:meth:`bot.services.sessions.acting.Identities.acting_for`, decided before anything is
+        claimed). The one start path: every way of starting (slash command, form, mention, DM, and
+        any added later) comes through here or :meth:`pick`, so the computer rules hold on each.
 
         Raises :class:`bot.outcomes.Declined` with a :class:`bot.services.computer_rules.ComputerRefused`
         (or a :class:`bot.outcomes.Refused` naming each active computer) when the computer named, or
         every active one, is not ``by``'s to use: nothing is claimed, posted or sent. Raises
-        :class:`UserInputError` (no prompt, a ``cwd`` too long, a model the enterprise controls do
-        not allow or that cannot be checked: :mod:`.models`, no usable computer) or
-        :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
+        :class:`bot.services.sessions.acting.LinkNeeded` when ``by`` must link their key first
+        (nothing claimed, nothing sent), :class:`UserInputError` (no prompt, a ``cwd`` too long, a
+        model the enterprise controls do not allow or that cannot be checked: :mod:`.models`, no
+        usable computer) or :class:`bot.api.AgentAPIError` (listing the computers failed) for the
+        caller to show."""
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
         start = replace(start, cwd=check_cwd(start.cwd))
+        acting = await self.identities.acting_for(Person.of(start.team_id, by))
         await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
         chosen = await self.choose(computers, computer, last_used, by=by, channel=start.channel)
         now = self.now()
         if isinstance(chosen, list):
-            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
+            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now, started_as=acting.started_as)
             return ChooseComputer(row.id, chosen, int(CHOICE_TTL.total_seconds() // 60), offer=created)
         start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
-        row, created = await self.sessions.claim_start(start, state=STARTING, now=now, owner=self.owner, lease=START_LEASE)
+        row, created = await self.sessions.claim_start(
+            start, state=STARTING, now=now, owner=self.owner, lease=START_LEASE, started_as=acting.started_as
+        )
         if not created:
             logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
-        return await self.launch(row, by=by)
+        return await self.launch(row, acting, by=by)
 
     async def choose(
         self, computers: list[Computer], wanted: str | None, last_used: str | None, *, by: ResolvedUser, channel: str | None
@@ -501,12 +515,15 @@ class Starter:
             controls_read=read,
         )
 
-    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser) -> SessionLink:
-        """The menu's choice (made by ``by``): start the ``choosing`` row ``row_id`` on ``computer_id``, once.
+    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser, *, team_id: str = "") -> SessionLink:
+        """The menu's choice (made by ``by``): start the ``choosing`` row ``row_id`` on
+        ``computer_id``, once, with the key of ``by`` of ``team_id`` as it is now
+        (:mod:`bot.services.sessions.acting`).
 
         Raises :class:`bot.outcomes.Declined` when it starts nothing: :class:`bot.outcomes.NotFound`
         (``what`` :data:`CHOICE_MENU`) when the menu expired or is unknown, :class:`bot.outcomes.Refused`
-        when ``by`` is not who asked, a :class:`bot.services.computer_rules.ComputerRefused` when the
+        when ``by`` is not who asked, :class:`bot.services.sessions.acting.LinkNeeded` when they must
+        link their key first, a :class:`bot.services.computer_rules.ComputerRefused` when the
         computer is not ``by``'s to use (a crafted value: the menu offered only theirs; the menu
         stays), :class:`bot.outcomes.NothingChanged` when the choice was already made (a double
         click), and :class:`UserInputError` for a computer that cannot run it;
@@ -516,9 +533,16 @@ class Starter:
             raise Declined(NotFound(CHOICE_MENU, str(row_id), CHOICE_EXPIRED_HINT))
         if row.slack_user != by.user_id:
             raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
+        acting = await self.identities.acting_for(Person.of(team_id, by))
         chosen = await self.check_computer(computer_id, by=by, channel=row.channel)
         taken_choice = await self.sessions.take_choice(
-            row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now(), owner=self.owner, lease=START_LEASE
+            row.id,
+            computer_id=chosen.id,
+            computer_name=chosen.name,
+            now=self.now(),
+            owner=self.owner,
+            lease=START_LEASE,
+            started_as=acting.started_as,
         )
         if not taken_choice:
             fresh = await self.sessions.get(row.id)
@@ -527,11 +551,14 @@ class Starter:
             raise Declined(NotFound(CHOICE_MENU, str(row.id), CHOICE_EXPIRED_HINT))
         taken = await self.sessions.get(row.id)
         assert taken is not None and taken.state == STARTING
-        return await self.launch(taken, by=by)
+        return await self.launch(taken, acting, by=by)
 
-    async def launch(self, row: SessionLink, *, by: ResolvedUser | None = None) -> SessionLink:
+    async def launch(self, row: SessionLink, acting: Acting, *, by: ResolvedUser | None = None) -> SessionLink:
         """The one path after a claim (``row`` in state ``starting``, its computer set): the parent
-        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt, then follow.
+        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt (both with
+        ``acting``'s client: the person's key, or the bot's; each logged, never the key), then follow.
+        A 401 to a person's key marks it refused and DMs them once
+        (:meth:`bot.services.sessions.acting.Identities.failed`); nothing is retried with another key.
 
         Before anything (the join, the parent message, any Agent API call) the computer rules are
         asked once more for who asked (``by``; when not given, ``row.slack_user`` through
@@ -551,7 +578,7 @@ class Starter:
         All along, the start lease (:data:`START_LEASE`) is renewed every :data:`START_RENEW_SECONDS`,
         so that a start whose process died is found by :meth:`close_interrupted` within seconds."""
         async with self._holding(row.id):
-            return await self._launch(row, by)
+            return await self._launch(row, acting, by)
 
     @contextlib.asynccontextmanager
     async def _holding(self, row_id: int) -> AsyncIterator[None]:
@@ -574,7 +601,7 @@ class Starter:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _launch(self, row: SessionLink, by: ResolvedUser | None) -> SessionLink:
+    async def _launch(self, row: SessionLink, acting: Acting, by: ResolvedUser | None) -> SessionLink:
         refused = await self._refused_at_launch(row, by)
         if refused is not None:
             await self.sessions.mark_failed(row.id, REFUSED_WORDS.format(action=refused.action, reason=refused.reason))
@@ -595,7 +622,7 @@ class Starter:
             await self.sessions.mark_failed(row.id, not_posted_reason(parent))
             logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
             return await self.sessions.get(row.id) or row
-        return await self._after_parent(row, parent)
+        return await self._after_parent(row, parent, acting)
 
     async def _post_parent(self, row: SessionLink) -> Posted | Queued | SlackFailure:
         """The parent message ("starting"): through the outbox when there is one (queued when Slack
@@ -613,20 +640,22 @@ class Starter:
             before_queued=lambda: self.sessions.wait_for_slack(row.id, owner=self.owner),
         )
 
-    async def _after_parent(self, row: SessionLink, parent: Posted) -> SessionLink:
-        """The launch once the parent message is in Slack: ``POST /sessions``, then the prompt."""
+    async def _after_parent(self, row: SessionLink, parent: Posted, acting: Acting) -> SessionLink:
+        """The launch once the parent message is in Slack: ``POST /sessions``, then the prompt, both as ``acting``."""
         thread_ts = row.thread_ts or parent.ts
         await self.sessions.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent.ts)
         row = replace(row, thread_ts=thread_ts, parent_ts=parent.ts)
         assert row.computer_id is not None
         try:
-            session = await self.agent.create_session(
+            acting.log_write("POST", "/api/v0/sessions")
+            session = await acting.client.create_session(
                 computer_id=row.computer_id,
                 cwd=row.cwd,
                 session_settings={"model": row.model} if row.model else None,
             )
         except AgentAPIError as exc:
-            what, hint = describe_api_error(exc)
+            await self.identities.failed(acting, exc)
+            what, hint = describe_api_error(exc, your_key=acting.as_person)
             await self.sessions.mark_failed(row.id, f"{what} {hint}")
             logger.warning("POST /sessions failed for row %s: %s", row.id, type(exc).__name__)
             failed = await self.sessions.get(row.id) or row
@@ -642,16 +671,19 @@ class Starter:
         if not await self.sessions.claim_prompt(row.id, owner=self.owner):
             logger.warning("the start of session row %s was taken over before its prompt; the taker sends it", row.id)
             return await self.sessions.get(row.id) or row
-        return await self._prompted(row, error=await self.send_prompt(row, session.session_id))
+        return await self._prompted(row, error=await self.send_prompt(row, session.session_id, acting))
 
-    async def send_prompt(self, row: SessionLink, session_id: str) -> str | None:
+    async def send_prompt(self, row: SessionLink, session_id: str, acting: Acting) -> str | None:
         """``POST /sessions/{id}/messages`` with ``row``'s prompt: the one call that sends it (a
         start, a resumed start). None when it was delivered, else why not
-        (:data:`PROMPT_NOT_DELIVERED`). Called only after the ``created -> prompting`` claim."""
+        (:data:`PROMPT_NOT_DELIVERED`). Called only after the ``created -> prompting`` claim. Sent
+        as ``acting`` (a 401 to a person's key marks it and DMs them once)."""
         try:
-            await self.agent.create_message(session_id=session_id, text=row.prompt)
+            acting.log_write("POST", f"/api/v0/sessions/{session_id}/messages")
+            await acting.client.create_message(session_id=session_id, text=row.prompt)
         except AgentAPIError as exc:
-            what, _hint = describe_api_error(exc)
+            await self.identities.failed(acting, exc)
+            what, _hint = describe_api_error(exc, your_key=acting.as_person)
             return PROMPT_NOT_DELIVERED.format(what=what)
         return None
 
@@ -693,8 +725,16 @@ class Starter:
             return  # resumed before (a rerun of the continuation), or closed meanwhile
         row = await self.sessions.get(row_id)
         assert row is not None
+        try:
+            acting = await self.acting_of(row)
+        except Declined as exc:  # unlinked, or their key refused, while the parent waited: nothing sent
+            reason = getattr(exc.outcome, "reason", "") or str(exc.outcome)
+            await self.sessions.mark_failed(row.id, f"{NOT_AS_STARTER} ({reason}).")
+            failed = await self.sessions.get(row.id) or row
+            await self.follower.show_parent(failed, status="failed")
+            return
         async with self._holding(row_id):
-            await self._after_parent(row, parent)
+            await self._after_parent(row, parent, acting)
 
     async def _parent_gave_up(self, item: Item, reason: str) -> None:
         """A queued parent message never got into Slack (``reason``: the deadline, or Slack's
@@ -769,8 +809,27 @@ class Starter:
             if arrived:
                 await self._prompted(row, error=None)
                 return True
-        await self._prompted(row, error=await self.send_prompt(row, row.session_id))
+        try:
+            acting = await self.acting_of(row)
+        except Declined as exc:  # unlinked, or their key refused, since: the prompt goes with no other key
+            reason = getattr(exc.outcome, "reason", "") or str(exc.outcome)
+            await self._prompted(row, error=PROMPT_NOT_DELIVERED.format(what=f"{NOT_AS_STARTER} ({reason})."))
+            return True
+        await self._prompted(row, error=await self.send_prompt(row, row.session_id, acting))
         return True
+
+    async def acting_of(self, row: SessionLink) -> Acting:
+        """The identity of a start's writes when its starter is not asking right now (a parent
+        message that waited for Slack, a resumed start): as the row recorded it (``started_as``:
+        the starter's own key, looked up again, or the bot's). Raises
+        :class:`bot.services.sessions.acting.LinkNeeded` when the starter's key is gone or refused since."""
+        person = Person(row.team_id or "", row.slack_user)
+        if row.started_as == "person":
+            acting = await self.identities.acting_for(person)
+            if acting.as_person:
+                return acting
+            raise LinkNeeded(NOT_LINKED)
+        return Acting(self.agent, False, person)
 
     async def _tell_interrupted(self, row: SessionLink) -> None:
         """Tell the person who asked that their start was interrupted (:meth:`_tell`)."""

@@ -12,7 +12,12 @@ endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.db
   a conditional UPDATE, and a late :meth:`SessionStore.record_session` then changes nothing). After that the row
   holds the thread (``channel``, ``thread_ts``, the parent message ``parent_ts``), what the follower
   has seen (``page_cursor`` = the cursor of the page being read, ``last_message_id`` = the last
-  message handled in it), the working message, and the follower's schedule and lease.
+  message handled in it), the working message, and the follower's schedule and lease. Who acted
+  (:mod:`bot.services.sessions.acting`): ``slack_user`` started it, ``started_as`` with which key
+  (``person``: their own; ``bot``: the bot's; set when the start is claimed, and again when a menu's
+  choice starts it) and ``team_id`` (their Slack team, whose linked key a resumed start looks up);
+  ``steered_by`` / ``steered_as`` / ``steered_at``: the last person whose reply, ``session set`` or
+  archive the platform took, and with which key. Never a key itself.
 - ``session_posts``: one row per relayed agent message, primary key ``(session_id, message_id)``,
   inserted before the post and given the Slack ``ts`` after it: a message is posted at most once,
   whatever restarts or replicas do.
@@ -105,6 +110,11 @@ agent_sessions = Table(
     Column("start_owner", String(64)),
     Column("start_until", DateTime(timezone=True)),
     Column("prompt_state", String(16)),
+    Column("started_as", String(8)),
+    Column("team_id", String(32)),
+    Column("steered_by", String(64)),
+    Column("steered_as", String(8)),
+    Column("steered_at", DateTime(timezone=True)),
 )
 
 session_posts = Table(
@@ -191,6 +201,16 @@ class SessionLink:
     start_owner: str | None = None
     start_until: dt.datetime | None = None
     prompt_state: str | None = None
+    started_as: str | None = None
+    team_id: str | None = None
+    steered_by: str | None = None
+    steered_as: str | None = None
+    steered_at: dt.datetime | None = None
+
+    @property
+    def bot_key(self) -> bool:
+        """Whether the session was started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``)."""
+        return self.started_as == "bot"
 
     @classmethod
     def from_row(cls, row: Any) -> SessionLink:
@@ -198,14 +218,16 @@ class SessionLink:
         data.pop("claim_done", None)  # read with a claim found before (bot.claims): not a column of the row
         data["token_usage"] = json.loads(data["token_usage"]) if data.get("token_usage") else {}
         data["steps"] = json.loads(data["steps"]) if data.get("steps") else []
-        for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at", "start_until"):
+        for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at", "start_until", "steered_at"):
             data[name] = aware(data.get(name))
         return cls(**data)
 
 
 @dataclass(frozen=True)
 class NewStart:
-    """What a start request asks for, before the API is called (``origin``: command, modal, mention, menu)."""
+    """What a start request asks for, before the API is called (``origin``: command, modal, mention,
+    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with
+    (:mod:`bot.services.sessions.acting`; kept on the row for a start resumed later)."""
 
     start_key: str
     slack_user: str
@@ -218,6 +240,7 @@ class NewStart:
     cwd: str | None = None
     model: str | None = None
     thread_ts: str | None = None
+    team_id: str = ""
 
 
 class SessionStore:
@@ -229,11 +252,19 @@ class SessionStore:
     # ------------------------------------------------------------------ starting
 
     async def claim_start(
-        self, start: NewStart, *, state: str, now: dt.datetime, owner: str | None = None, lease: dt.timedelta | None = None
+        self,
+        start: NewStart,
+        *,
+        state: str,
+        now: dt.datetime,
+        owner: str | None = None,
+        lease: dt.timedelta | None = None,
+        started_as: str | None = None,
     ) -> tuple[SessionLink, bool]:
-        """Insert the row of ``start`` in ``state`` (``starting`` or ``choosing``); returns
-        ``(row, True)`` the first time and ``(existing row, False)`` when ``start_key`` was claimed before.
-        ``owner`` and ``lease``: the start lease (:data:`START_LEASES`) its claimant holds from ``now``."""
+        """Insert the row of ``start`` in ``state`` (``starting`` or ``choosing``), ``started_as``
+        (``person`` or ``bot``: which key its writes go with); returns ``(row, True)`` the first
+        time and ``(existing row, False)`` when ``start_key`` was claimed before. ``owner`` and
+        ``lease``: the start lease (:data:`START_LEASES`) its claimant holds from ``now``."""
 
         def work() -> tuple[SessionLink, bool]:
             values = {
@@ -258,6 +289,8 @@ class SessionStore:
                 "archived": False,
                 "hooks": False,
                 "working_dirty": False,
+                "started_as": started_as,
+                "team_id": start.team_id or None,
             }
             if owner is not None and lease is not None:
                 values.update(start_owner=owner, start_until=now + lease)
@@ -277,10 +310,12 @@ class SessionStore:
         now: dt.datetime,
         owner: str | None = None,
         lease: dt.timedelta | None = None,
+        started_as: str | None = None,
     ) -> bool:
         """Move a ``choosing`` row made less than :data:`CHOICE_TTL` ago to ``starting`` with the
-        chosen computer (and ``owner``'s start lease of ``lease`` from ``now``); True for the one
-        caller that did it (a double click gets False)."""
+        chosen computer (and ``owner``'s start lease of ``lease`` from ``now``) and ``started_as``
+        (the key it starts with, decided at the choice); True for the one caller that did it (a
+        double click gets False)."""
         oldest = now - CHOICE_TTL
         held = {"start_owner": owner, "start_until": now + lease} if owner is not None and lease is not None else {}
         return await self._update_where(
@@ -294,6 +329,7 @@ class SessionStore:
             computer_name=computer_name,
             last_activity_at=now,  # a starting row's last_activity_at is when it began to start
             **held,
+            **({"started_as": started_as} if started_as else {}),
         )
 
     async def renew_start(self, row_id: int, *, owner: str, now: dt.datetime, lease: dt.timedelta) -> bool:
@@ -542,6 +578,11 @@ class SessionStore:
         if hooks is not None:
             values["hooks"] = hooks
         await self._update_where(and_(agent_sessions.c.id == row_id, agent_sessions.c.archived.is_(False)), **values)
+
+    async def steered(self, row_id: int, *, by: str, steered_as: str, now: dt.datetime) -> None:
+        """Record that the platform took a reply, ``session set`` or archive of ``by`` (a Slack user
+        ID) sent with ``steered_as``'s key (``person`` or ``bot``), at ``now``."""
+        await self._update_where(agent_sessions.c.id == row_id, steered_by=by, steered_as=steered_as, steered_at=now)
 
     async def stop_following(self, row_id: int, *, archived: bool = False) -> None:
         values: dict[str, Any] = {"following": False, "lease_owner": None, "lease_until": None}
