@@ -103,6 +103,8 @@ STATUS_LABEL = {
     "gone": ":grey_question: no longer on the platform",
 }
 WAITING_FOR = ":speech_balloon: waiting for {who}"
+WAITING_REPLY = ":speech_balloon: waiting for a reply"
+"""The ``idle`` status of a session whose starter the bot does not know (started elsewhere)."""
 """The ``idle`` status where everyone in a channel reads it (the parent message): whom it waits for."""
 ARCHIVED_NO_REPLIES = (
     "archived: nobody's replies in this thread go to the agent any more; start a new session with `/agent session start <prompt>`"
@@ -250,11 +252,15 @@ def archive_question(session_id: str, title: str) -> Payload:
     )
 
 
-def status_label(status: str | None, *, waiting_for: str | None = None) -> str:
-    """The status with its emoji; ``idle`` says whom it waits for when ``waiting_for`` (a Slack
-    user ID) is given: a message everyone in a channel reads must not say "waiting for you"."""
-    if status == "idle" and waiting_for:
+def status_label(status: str | None, *, waiting_for: str | None = None, viewer: str | None = None) -> str:
+    """The status with its emoji. An ``idle`` session waits for its starter ``waiting_for`` (a Slack
+    user ID): "waiting for you" only when ``viewer`` (who reads an ephemeral reply) is that starter,
+    else it names them; a message everyone in a channel reads (``viewer`` None) names them too. With
+    a ``viewer`` and no known starter (a session started elsewhere): :data:`WAITING_REPLY`."""
+    if status == "idle" and waiting_for and waiting_for != viewer:
         return WAITING_FOR.format(who=f"<@{esc(waiting_for)}>")
+    if status == "idle" and viewer is not None and not waiting_for:
+        return WAITING_REPLY
     if not status:
         return ":grey_question: unknown"
     return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
@@ -555,15 +561,17 @@ def row_menu(row: SessionRow) -> OverflowMenuElement | None:
     return OverflowMenuElement(action_id=MENU_ACTION, options=options)
 
 
-def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
-    """``/agent sessions``: newest first; each row shows the first :data:`SHORT_ID` characters
-    of its session id (what ``session status|set|archive`` take) and has a menu (:func:`row_menu`)."""
+def sessions_list(rows: Sequence[SessionRow], *, viewer: str | None = None, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
+    """``/agent sessions`` as ``viewer`` (a Slack user ID) reads it: newest first; each row shows the
+    first :data:`SHORT_ID` characters of its session id (what ``session status|set|archive`` take),
+    whom an idle one waits for (:func:`status_label`), and has a menu (:func:`row_menu`)."""
     if not rows:
         return message([section(f":information_source: {NO_SESSIONS}"), context(NO_SESSIONS_HINT)], NO_SESSIONS)
     blocks: list[Any] = [header("Agent sessions")]
     for row in rows[:total_shown_limit]:
         title = one_line(row.title, 120) or "_untitled_"
         where = f"<{row.link}|thread>" if row.link else "no thread"
+        status = status_label(row.status, waiting_for=row.slack_user, viewer=viewer)
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
         ident = f"`{short_id(row.session_id)}` \u00b7 " if row.session_id else ""
         who = f"<@{esc(row.slack_user)}>" + (LISTED_BOT_KEY if row.bot_key else "")
@@ -571,8 +579,7 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
             who += " \u00b7 " + LISTED_STEERED.format(who=f"<@{esc(row.steered_by)}>")
         blocks.append(
             section(
-                f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 {who} "
-                f"\u00b7 {when} \u00b7 {where}",
+                f"*{title}*\n{ident}{status} \u00b7 {one_line(row.computer, 80)} \u00b7 {who} \u00b7 {when} \u00b7 {where}",
                 accessory=row_menu(row),
             )
         )
@@ -590,13 +597,15 @@ def session_status(
     started_by: str | None = None,
     bot_key: bool = False,
     steered: str | None = None,
+    viewer: str | None = None,
 ) -> Payload:
     """``/agent session status <id>`` and ``session set``: one session as the API returned it; for a
     session started here, ``started_by`` (a Slack user ID; ``bot_key``: with the bot's key) and
-    ``steered`` (who steered it last, when not its starter) in its last line."""
+    ``steered`` (who steered it last, when not its starter) in its last line; ``viewer``, who reads
+    it (an idle session waits for "you" only when that is its starter: :func:`status_label`)."""
     settings = session.session_settings
     pairs = [
-        ("Status", status_label(session.status)),
+        ("Status", status_label(session.status, waiting_for=started_by, viewer=viewer)),
         ("Computer", one_line(computer or session.computer_id or "unknown", 150)),
         ("Messages", number(session.message_count)),
         ("Created", _ms(session.created_at)),

@@ -93,7 +93,7 @@ async def on_menu(request: ActionRequest) -> None:
         raise UserInputError(MENU_STALE, MENU_STALE_HINT)
     choice, session_id = chosen
     if choice == MENU_STATUS:
-        await request.reply(await status_reply(request.services, session_id))
+        await request.reply(await status_reply(request.services, session_id, request.user.user_id))
     elif choice == MENU_ARCHIVE:
         await request.reply(await archive_ask(request.services, session_id, request.user))
 

@@ -251,7 +251,7 @@ async def handle_list(request: CommandRequest) -> None:
         )
         for r in rows
     ]
-    await request.reply(sessions_list(shown, total_shown_limit=SESSIONS_LISTED))
+    await request.reply(sessions_list(shown, viewer=request.user.user_id, total_shown_limit=SESSIONS_LISTED))
 
 
 async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
@@ -263,12 +263,13 @@ async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
     return await request.services.sessions.resolve_id(request.command.args[0])
 
 
-async def status_reply(services: Services, session_id: str) -> Payload:
-    """One session's status (``session status`` and the list menu's Status). Raises
+async def status_reply(services: Services, session_id: str, viewer: str) -> Payload:
+    """One session's status (``session status`` and the list menu's Status) as ``viewer`` (a Slack
+    user ID) reads it. Raises
     :class:`bot.services.sessions.NoSuchSession` for a session the platform does not know, and the
     Agent API's errors."""
     session, row = await services.sessions.status(session_id)
-    return session_status(session, **status_of(row))
+    return session_status(session, viewer=viewer, **status_of(row))
 
 
 def status_of(row: SessionLink | None) -> dict[str, Any]:
@@ -297,7 +298,7 @@ async def archive_ask(services: Services, session_id: str, by: ResolvedUser) -> 
 
 
 async def handle_status(request: CommandRequest) -> None:
-    await request.reply(await status_reply(request.services, await session_id_arg(request, STATUS)))
+    await request.reply(await status_reply(request.services, await session_id_arg(request, STATUS), request.user.user_id))
 
 
 async def handle_set(request: CommandRequest) -> None:
@@ -305,7 +306,7 @@ async def handle_set(request: CommandRequest) -> None:
     session, row = await request.services.sessions.update_settings(
         session_id, request.command.options, request.user, team_id=team_of(request.body)
     )
-    await request.reply(session_status(session, note=SET_DONE, **status_of(row)))
+    await request.reply(session_status(session, note=SET_DONE, viewer=request.user.user_id, **status_of(row)))
 
 
 async def handle_archive(request: CommandRequest) -> None:

@@ -59,3 +59,26 @@ def test_link_first_answers_why_and_opens_the_form(block_kit_validator):
     assert payload["blocks"][0]["text"]["text"] == ":link: Nothing was done on the platform: you have not linked &lt;a key&gt;."
     assert payload["blocks"][1] == context(LINK_NEEDED_HINT)
     assert [e["action_id"] for e in payload["blocks"][2]["elements"]] == [LINK_OPEN_ACTION]
+
+
+def _idle(session_id: str = "s-1") -> Session:
+    return Session.model_validate(
+        {"sessionId": session_id, "status": "idle", "computerId": "c-1", "messageCount": 2, "createdAt": 0, "updatedAt": 0}
+    )
+
+
+def test_an_idle_session_waits_for_you_only_when_you_started_it():
+    """#29: bob's list and status said carol's idle session was "waiting for you"."""
+    row = SessionRow("go", "idle", "CI sandbox", "U0MEMBER", None, T0, "s-1234567890")
+    line = "*go*\n`s-123456` \u00b7 {status} \u00b7 CI sandbox \u00b7 <@U0MEMBER> \u00b7 2026-11-22 09:00 UTC \u00b7 no thread"
+    assert sessions_list([row], viewer="U0MANAGER")["blocks"][1]["text"]["text"] == line.format(
+        status=":speech_balloon: waiting for <@U0MEMBER>"
+    )
+    assert sessions_list([row], viewer="U0MEMBER")["blocks"][1]["text"]["text"] == line.format(status=":speech_balloon: waiting for you")
+
+    def status_of(viewer: str, started_by: str | None) -> str:
+        return session_status(_idle(), started_by=started_by, viewer=viewer)["blocks"][1]["fields"][0]["text"]
+
+    assert status_of("U0MANAGER", "U0MEMBER") == "*Status*\n:speech_balloon: waiting for <@U0MEMBER>"
+    assert status_of("U0MEMBER", "U0MEMBER") == "*Status*\n:speech_balloon: waiting for you"
+    assert status_of("U0MEMBER", None) == "*Status*\n:speech_balloon: waiting for a reply"  # started elsewhere: whose, unknown
