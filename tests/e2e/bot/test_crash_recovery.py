@@ -24,7 +24,7 @@ import sqlalchemy
 from sqlalchemy import select, update
 
 from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
-from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.middleware import DELIVERY_LEASE_SECONDS, HELD_STATUS
 from bot.services.sessions.follower import view_of
 from bot.services.sessions.starter import STARTING_BOUND
 from bot.services.sessions.store import FAILED, STARTING, SessionLink, agent_sessions
@@ -163,10 +163,12 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
     world.faults(hang_rate=0.0)
     restarted = world.start_bot("restarted")
     try:
-        # within the lease the retry is not processed (the first attempt may still be working) ...
+        # within the lease the retry is not processed (the first attempt may still be working), and
+        # not acknowledged either: a 200 would be Slack's last word, and the reply would be lost ...
         early = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=1, retry_reason="http_error")
-        assert early.status_code == 200 and early.body == ""
+        assert early.status_code == HELD_STATUS and early.body == ""
         assert user_messages(session) == ["crash prompt"]
+        assert delivery_row(world.database_url, key).claimed_by == claimed.claimed_by
         # ... once the lease lapsed, Slack's next retry takes the dead process's claim over
         move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
         retry = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=2, retry_reason="http_error")
