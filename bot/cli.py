@@ -78,10 +78,9 @@ def _stopped(signum: int, _frame: object) -> None:
 
 
 def _socket(_args: argparse.Namespace) -> int:
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
     from bot.app import DRAIN_SECONDS, ConfigurationError, settle_heap
     from bot.errors import drain_listeners
+    from bot.socket_mode import SocketModeHandler
     from bot.wiring import create_bot
 
     settings = Settings()
@@ -102,10 +101,9 @@ def _socket(_args: argparse.Namespace) -> int:
         await bot.check_installation()  # auth.test: a bad token or URL is one line and exit 2
         bot.scheduler.start()
         listeners = [asyncio.create_task(serve) for serve in _socket_listeners(bot, settings)]
-        # slack_sdk's aiohttp client pings every ping_interval (aiohttp heartbeat) and closes a connection
-        # whose pong is half an interval late; its monitor then opens a new one: a connection lost
-        # without a close frame (NAT, network) is replaced within about 2-3 intervals
-        handler = AsyncSocketModeHandler(bot.app, settings.required("slack_app_token"), ping_interval=settings.socket_ping_seconds)
+        # a ping after ping_interval without a frame, closed when its pong is half an interval late, and
+        # replaced at once, the next connection opened before the old one is closed (bot.socket_mode)
+        handler = SocketModeHandler(bot.app, settings.required("slack_app_token"), ping_interval=settings.socket_ping_seconds)
         try:
             await handler.start_async()
         finally:  # as serve's lifespan: take no more envelopes, finish acked work, close every client

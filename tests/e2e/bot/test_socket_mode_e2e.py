@@ -258,10 +258,13 @@ def test_agent_hooks_reach_the_thread_through_the_socket_mode_hook_listener(worl
 
 def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_command_runs_once(tmp_path):
     """Its own emulator (so that its connections are the only ones) routed through a relay that can go
-    silent. The bot pings every second (``AGENT_BOT_SOCKET_PING_SECONDS``): a ping without a pong within
-    half of that closes the connection, and the next check opens a new one, well within the 8 s waited
-    here (with the default 10 s it takes 15-25 s, and this test fails). A shorter interval (0.2 s, a
-    0.1 s pong deadline) made a busy machine miss pongs of the healthy connection before the silence."""
+    silent, and the bot's default settings (issue #26, part 4). A ping goes out after
+    ``AGENT_BOT_SOCKET_PING_SECONDS`` (2 s) without a frame; a pong half of that late closes the
+    connection and :mod:`bot.socket_mode` opens the next at once, before it lets the old one go. The
+    command Slack sent into the silence is lost (no ack: Slack shows the person an error); its retry,
+    on the new connection, runs once. How long the bot is deaf is measured in
+    ``benchmarks/socket_silence.py`` (about 3 s; 20 s with the former default of 10 s and slack_sdk's
+    reconnection, past this test's bound), not asserted here."""
     config = SandboxConfig(seed=7, users=40)
     sandbox_app = create_app(config)
     sandbox = serve_in_thread(sandbox_app)
@@ -276,7 +279,6 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         agent_api_key=config.api_key,
         database_url=f"sqlite:///{tmp_path / 'socket.db'}",
         roles_file=roles,
-        AGENT_BOT_SOCKET_PING_SECONDS="1.0",
     )
     bot = start_socket(env, tmp_path / "socket.log", slack)
     try:
@@ -288,7 +290,7 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         unheard = quick.send_slash_command("session start computer=ci after the silence", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
         assert unheard.status_code == 0 and hub.acks_of(quick.last_envelope.envelope_id) == []
         assert quick.last_envelope.connection_id == lost.id
-        new = hub.wait_connected(after=lost.id, timeout=8)
+        new = hub.wait_connected(after=lost.id, timeout=15)
         assert new.id > lost.id and lost.closed_at is None  # no close frame was ever heard
         # Slack retries the envelope; it reaches the bot on the new connection and runs once
         assert client.send(unheard.request).status_code == 200 and client.last_envelope.connection_id == new.id
@@ -297,7 +299,10 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         )
         time.sleep(0.5)
         assert len(sessions_with_prompt(sandbox_app.state.sandbox, "after the silence")) == 1
-        assert "Reconnecting" in bot.log_text()
+        log = bot.log_text()
+        assert "Reconnecting now" in log
+        # the next connection was open before the old one was let go
+        assert log.index("has been established", log.index("Reconnecting now")) < log.index("The old session")
     finally:
         bot.stop()
         relay.stop()
