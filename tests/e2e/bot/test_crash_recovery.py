@@ -33,7 +33,7 @@ from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackClientSide, SlackEmulator, SlackRequest
-from tests.bot.bot_processes import BotProcess, bot_environment, start_serve
+from tests.bot.bot_processes import BotProcess, bot_environment, start_serve, start_socket
 
 WAIT = 20.0
 
@@ -181,6 +181,52 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
         time.sleep(0.3)
         assert user_messages(session) == ["crash prompt", "the reply that must arrive"]
         assert "its first claim lapsed unfinished" in restarted.log_text()
+    finally:
+        restarted.stop()
+
+
+def test_over_socket_mode_a_retry_inside_the_dead_claim_s_lease_is_not_acked_and_after_it_runs_once(world: World):
+    """The same over Socket Mode: the retried envelope that finds the dead process's claim inside its
+    lease gets no ack (Bolt acks only a 200), so Slack re-delivers it; once the lease lapsed it is
+    processed, once."""
+    bot = start_socket(world.env, world.tmp / "socket-first.log", world.slack)
+    try:
+        client = world.slack.socket_client(timeout=20)
+        bot_user = world.slack.directory.bot.user_id
+        mention = client.send_mention(
+            f"<@{bot_user}> computer=ci socket crash prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        thread_ts = mention.request.payload["event"]["ts"]
+        session = wait_until(lambda: session_with(world.state, "socket crash prompt"), "the session")
+
+        world.faults(hang_rate=1.0, hang_seconds=60.0)
+        reply = Unsent(world.slack, "unused").send_message(
+            "the socket reply that must arrive", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=thread_ts
+        )
+        key = f"event:{reply.event_id}"
+        world.slack.socket_mode.deliver("events_api", reply.payload, retry_attempt=0)  # the bot hangs before its ack
+        claimed = wait_until(lambda: delivery_row(world.database_url, key), "the delivery claim")
+        kill(bot)
+        assert claimed.done_at is None
+    finally:
+        bot.stop()
+
+    world.faults(hang_rate=0.0)
+    restarted = start_socket(world.env, world.tmp / "socket-restarted.log", world.slack)
+    try:
+        hub = world.slack.socket_mode
+        early = hub.deliver("events_api", reply.payload, retry_attempt=1, retry_reason="timeout")
+        wait_until(lambda: "Unsuccessful Bolt execution result (status: 503" in restarted.log_text(), "the retry refused")
+        assert hub.acks_of(early.envelope_id) == []
+        assert user_messages(session) == ["socket crash prompt"]
+        move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
+        late = hub.deliver("events_api", reply.payload, retry_attempt=2, retry_reason="timeout")
+        hub.wait_ack(late.envelope_id, timeout=WAIT)
+        wait_until(lambda: "the socket reply that must arrive" in user_messages(session), "the reply at the agent")
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        again = hub.deliver("events_api", reply.payload, retry_attempt=3, retry_reason="timeout")
+        hub.wait_ack(again.envelope_id, timeout=WAIT)  # done: acked, nothing done again
+        assert user_messages(session) == ["socket crash prompt", "the socket reply that must arrive"]
     finally:
         restarted.stop()
 
