@@ -3,7 +3,7 @@
     python benchmarks/ack_latency.py [--requests 1000]
 
 Starts the sandbox Agent API in its own process, and the Slack emulator and the bot on loopback
-in this one (``bot.demo.start_stack``),
+in this one (``bot.stack.start_stack``),
 and a bare slack-bolt AsyncApp whose ``/agent`` listener only acks, served the same way. Sends
 ``--requests`` signed slash commands at concurrency 1 and 16 to each and prints p50/p99 of the time
 from sending to the HTTP answer (the ack). Then sets the sandbox's latency to 2000 ms and measures
@@ -25,7 +25,7 @@ from slack_bolt.async_app import AsyncApp
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from bot.demo import start_stack
+from bot.stack import start_stack
 from sandbox.server import RunningServer, serve_in_thread
 
 

@@ -18,7 +18,7 @@ import time
 import httpx
 
 from bot.api import RetryPolicy
-from bot.demo import running_stack
+from bot.stack import running_stack
 from sandbox.slack_emulator.render import render_text
 
 FAULTS = (

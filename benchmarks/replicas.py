@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.bot.bot_pr
 
 import sqlalchemy
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from sandbox.slack_emulator import SlackEmulator
 from tests.bot.bot_processes import bot_environment, start_serve
 

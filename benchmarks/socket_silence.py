@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.bot.bot_processes
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator

@@ -5,7 +5,7 @@
 For each organization size, starts the sandbox Agent API in its own process (``--today 2026-11-22``,
 so figures are reproducible), warms its per-day cache (one request over the whole span, not
 measured), then sets its latency and starts the Slack emulator and the bot in this process
-(``bot.demo.start_stack``, analytics cache off, so every reply makes its calls; then
+(``bot.stack.start_stack``, analytics cache off, so every reply makes its calls; then
 ``bot.app.settle_heap()`` as ``agent-bot serve`` does), and sends one
 unmeasured command (the bot's connections to the sandbox open then). For every form it measures,
 median of ``--reps``:
@@ -37,7 +37,7 @@ import httpx
 from processes import sandbox_process
 
 from bot.app import settle_heap
-from bot.demo import start_stack
+from bot.stack import start_stack
 from sandbox.server import RunningServer
 
 TODAY = dt.date(2026, 11, 22)

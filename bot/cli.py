@@ -166,7 +166,8 @@ def _sandbox(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bot.demo import run_demo, run_web
+    from bot.interactive import run_web
+    from bot.tour import run_demo
 
     if args.web:
         return run_web(host=args.host, port=args.port, users=args.users, seed=args.seed)

@@ -14,11 +14,12 @@ conditional UPDATE in the database, done by the job itself, never the scheduler.
 Job defaults: ``coalesce=True`` (runs missed while the loop was busy collapse into one),
 ``max_instances=1`` (a slow tick is never overlapped by the next) and ``misfire_grace_time=None``
 (APScheduler 3.x: a late run is run however late, never silently skipped). A job that raises is
-logged and runs again at its next interval.
+logged and runs again at its next interval; a run cancelled by the stop is said at debug level only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -86,6 +87,10 @@ def _logged(job: PeriodicJob) -> Callable[[], Awaitable[None]]:
     async def run() -> None:
         try:
             await job.run()
+        except asyncio.CancelledError:
+            # the stop cancelled this run (the loop closing): what each job does is claimed in the
+            # database, so the next process takes it up; APScheduler would log it as a failure
+            logger.debug("periodic job %s cancelled by the stop", job.name)
         except Exception:
             logger.exception("periodic job %s failed; it runs again in %s s", job.name, job.seconds)
 

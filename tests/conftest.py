@@ -118,7 +118,7 @@ def _test_stack_options() -> dict:
 
 
 TEST_STACK_OPTIONS = _test_stack_options()
-"""The options of the suite's stacks (:func:`bot.demo.start_stack`): a fixed UTC "today"
+"""The options of the suite's stacks (:func:`bot.stack.start_stack`): a fixed UTC "today"
 (2026-11-22) and an Agent API client that retries quickly (so fault tests stay short)."""
 
 
@@ -126,7 +126,7 @@ TEST_STACK_OPTIONS = _test_stack_options()
 def stack():
     """Sandbox Agent API + Slack emulator + bot, each a real HTTP server on loopback, with
     :data:`TEST_STACK_OPTIONS`. Handler tests use the in-process bot instead (``tests/inprocess.py``)."""
-    from bot.demo import start_stack
+    from bot.stack import start_stack
     from tests.inprocess import close_quickly
 
     running = start_stack(**TEST_STACK_OPTIONS)

@@ -1,7 +1,7 @@
 """An in-process harness for handler tests: the bot's Bolt app is called directly, not over HTTP.
 
 The sandbox Agent API and the Slack emulator still run as real servers on loopback, as
-:func:`bot.demo.start_stack` starts them (``serve_bot=False``), so the bot's Agent API client and its
+:func:`bot.stack.start_stack` starts them (``serve_bot=False``), so the bot's Agent API client and its
 Slack Web API client (``respond()``, ``chat.*``, ``files.*``) do real HTTP and everything Slack
 receives is in the emulator's recorder. Only the hop *into* the bot is in-process: each request is
 built and signed by the emulator's own client side (:class:`sandbox.slack_emulator.AsyncSlackClientSide`:
@@ -24,16 +24,16 @@ repeatedly, until none is left: those are exactly the listener tasks this reques
 task they started). The bot awaits each Web API call's answer and the emulator records before it
 answers, so once those tasks are done every reply is in the recorder: no sleep, no polling.
 
-Interface (the same shape as :meth:`bot.demo.Stack.command`, so conversions are mechanical):
+Interface (the same shape as :meth:`bot.stack.Stack.command`, so conversions are mechanical):
 
 - in a test module, ``stack = inprocess_fixture()`` (module-scoped; keyword options go to
-  :func:`bot.demo.start_stack`, e.g. ``api_timeout=0.5``); the ``faults`` fixture and
+  :func:`bot.stack.start_stack`, e.g. ``api_timeout=0.5``); the ``faults`` fixture and
   :func:`tests.conftest.sandbox_get` work with it as with the loopback stack;
 - ``stack.command("usage 7d", user="U0MANAGER", channel=DEMO_CHANNEL, **delivery)`` -> :class:`InProcessReply`;
 - ``stack.click(action_id, value=None, *, user, channel, message_ts, message=None, **delivery)`` -> :class:`InProcessReply`;
 - ``stack.event(event)``, ``stack.message(text, *, user, channel, thread_ts=None)`` -> :class:`InProcessReply`;
 - ``stack.send(request, **delivery)`` re-delivers a request (``reply.request``), e.g. with ``retry_num=1``;
-- ``stack.sandbox``, ``stack.slack``, ``stack.bot``, ``stack.sandbox_state``: as on :class:`bot.demo.Stack`;
+- ``stack.sandbox``, ``stack.slack``, ``stack.bot``, ``stack.sandbox_state``: as on :class:`bot.stack.Stack`;
 - ``stack.run(coro)`` runs a coroutine on the bot's event loop (e.g. a store query).
 
 The harness is synchronous for the (synchronous) tests: it owns one event loop per module and runs
@@ -54,7 +54,7 @@ import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
-from bot.demo import DEMO_CHANNEL, Reply, Stack, start_stack
+from bot.stack import DEMO_CHANNEL, Reply, Stack, start_stack
 from sandbox.slack_emulator import AsyncSlackClientSide, ResponseUrlReply, SentRequest, SlackEmulator, SlackRequest
 
 T = TypeVar("T")
@@ -168,7 +168,7 @@ class InProcessBot:
 
 class InProcessStack:
     """Synchronous façade of :class:`InProcessBot` for synchronous tests: each call runs to completion
-    on the harness's own event loop. Attributes of the :class:`bot.demo.Stack` (``sandbox``,
+    on the harness's own event loop. Attributes of the :class:`bot.stack.Stack` (``sandbox``,
     ``slack``, ``bot``, ``sandbox_state``, ``workdir``) are available on it."""
 
     def __init__(self, stack: Stack) -> None:
@@ -186,7 +186,7 @@ class InProcessStack:
     def command(
         self, text: str, *, user: str = "U0MANAGER", channel: str = DEMO_CHANNEL, timeout: float | None = None, **delivery: Any
     ) -> InProcessReply:
-        """As :meth:`bot.demo.Stack.command` (``timeout`` is accepted for compatibility and unused:
+        """As :meth:`bot.stack.Stack.command` (``timeout`` is accepted for compatibility and unused:
         the reply is complete when this returns)."""
         return self.run(self.inprocess.command(text, user=user, channel=channel, **delivery))
 
@@ -213,7 +213,7 @@ class InProcessStack:
 
 def start_inprocess(**options: Any) -> InProcessStack:
     """Start the sandbox and the Slack emulator on loopback and build the bot in-process;
-    ``options`` go to :func:`bot.demo.start_stack`. The caller must ``close()`` it."""
+    ``options`` go to :func:`bot.stack.start_stack`. The caller must ``close()`` it."""
     return InProcessStack(start_stack(serve_bot=False, **options))
 
 

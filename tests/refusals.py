@@ -1,4 +1,4 @@
-"""The refusal the demo stack's people get (``bot.demo``: alice owner and bob manager by the roles
+"""The refusal the demo stack's people get (``bot.stack``: alice owner and bob manager by the roles
 file, carol a member as an organization user, dave a guest whose e-mail is not one), for tests
 that compare a refused request's whole reply.
 
@@ -10,9 +10,9 @@ emulator's ``users.lookupByEmail`` names them: bob, then alice).
 
 from __future__ import annotations
 
-from bot.demo import GUEST_EMAIL
 from bot.policy import Policy
 from bot.roles import SOURCE_NOT_ORG_USER, SOURCE_ORG_USER, SOURCE_ROLES_FILE, Role, RolesFile
+from bot.stack import GUEST_EMAIL
 from formatters.blocks import Payload
 from formatters.notices import refusal_message
 

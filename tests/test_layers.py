@@ -4,14 +4,18 @@
   the composition root: data flows request -> handler -> services -> typed result -> formatter, so
   services hand back data and never format, and only the root knows every layer. Every import counts,
   at the top, inside a function or under ``if TYPE_CHECKING``.
-- ``bot`` never imports :mod:`sandbox`, except the CLI and the demo, which wire the two together.
+- ``bot`` never imports :mod:`sandbox`, except the CLI and the demo (:data:`DEMO`): the stack wires
+  the two together, the tour and the interactive prompt read what the Slack emulator recorded.
+- Only the CLI runs the demo: no other module under ``bot/`` imports it.
+- Tests run on the demo's stack (:mod:`bot.stack`), never on the tour or the interactive prompt,
+  except the tests of those (:data:`DEMO_TESTS`).
 - :mod:`formatters` imports no :mod:`handlers`, and none of ``bot.api``'s transport when it runs:
   of ``bot.api`` only its data (``bot.api.models``); the client, the package (which re-exports it)
   and ``httpx`` only under ``if TYPE_CHECKING``.
 - :mod:`sandbox` imports none of ``bot``, ``handlers``, ``formatters``: it is an independent
   implementation of the spec, so the tests that run one against the other mean something.
 
-:data:`KNOWN_VIOLATIONS` are the offenders still being fixed (module -> what it imports); the test
+:data:`KNOWN_VIOLATIONS` lists offenders being fixed (module -> what it imports; empty now); the test
 asserts the list is exactly what it finds, so it fails on a new offender and on one fixed but still
 listed.
 """
@@ -27,16 +31,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 WIRING = "bot.wiring"
-SANDBOX_WIRED_BY = {"bot.cli", "bot.demo"}
+CLI = "bot.cli"
+STACK = "bot.stack"
+DEMO = {STACK, "bot.tour", "bot.interactive"}
+"""The demo (``agent-bot demo``): the stack (sandbox Agent API, Slack emulator and bot on loopback, what
+tests and benchmarks run on), the tour, and the interactive prompt with the web console."""
+SANDBOX_WIRED_BY = {CLI, *DEMO}
+DEMO_TESTS = {"tests.bot.test_tour", "tests.bot.test_tour_alerts", "tests.bot.test_interactive", "tests.bot.test_interactive_web"}
+"""The tests that may import the tour and the interactive prompt: theirs (``test_tour`` runs ``agent-bot demo`` as a process)."""
 FORMATTERS_MAY_RUN = {"bot.api.models"}
 """What of ``bot.api`` a formatter may import outside ``if TYPE_CHECKING``: the data, not the client."""
 TRANSPORT = ("bot.api", "httpx")
 
-KNOWN_VIOLATIONS: set[tuple[str, str]] = {
-    ("bot.demo", "formatters.home"),
-}
-"""``bot`` modules that still import :mod:`formatters` (module, imported module): their formatting
-moves out to the handlers and :mod:`bot.wiring` (issue #24). Remove a line when its import goes."""
+KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
+"""``bot`` modules that still import :mod:`formatters` (module, imported module): none since issue #24
+moved their formatting out to the handlers and :mod:`bot.wiring`; a new one fails the test."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +134,16 @@ def test_the_composition_root_is_where_bot_meets_handlers_and_formatters():
 def test_bot_imports_the_sandbox_only_in_the_cli_and_the_demo():
     found = {i.module for i in imports_under("bot") if within(i.imported, "sandbox")}
     assert found <= SANDBOX_WIRED_BY
+
+
+def test_only_the_cli_runs_the_demo():
+    found = {i.module for i in imports_under("bot") if i.imported in DEMO}
+    assert found <= {CLI, *DEMO}
+
+
+def test_tests_import_the_demos_stack_not_its_tour_or_prompt():
+    found = {(i.module, i.imported) for i in imports_under("tests") if i.imported in DEMO - {STACK} and i.module not in DEMO_TESTS}
+    assert found == set(), "import what the test needs from bot.stack"
 
 
 def test_formatters_import_no_handlers_and_no_transport_at_run_time():

@@ -4,7 +4,7 @@ dispatch; the store's engine points at a port where nothing listens)."""
 import pytest
 import sqlalchemy
 
-from bot.demo import DEMO_CHANNEL
+from bot.stack import DEMO_CHANNEL
 from formatters.limits import APPROVE_ACTION
 from formatters.notices import DATABASE_DOWN, DATABASE_DOWN_HINT, database_down_message
 from sandbox.server import free_port

@@ -4,8 +4,8 @@ import datetime as dt
 
 from sqlalchemy import insert, select, update
 
-from bot.demo import DEMO_CHANNEL
 from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.stack import DEMO_CHANNEL
 from bot.store import deliveries
 from sandbox.slack_emulator import SlackClientSide, SlackRequest
 from tests.inprocess import inprocess_fixture

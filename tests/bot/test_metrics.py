@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from bot import metrics
-from bot.demo import DEMO_CHANNEL
 from bot.metrics import Metrics, endpoint_of
 from bot.slack import SlackFailure, SlackGateway, web_client
+from bot.stack import DEMO_CHANNEL
 
 METRIC_LINE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

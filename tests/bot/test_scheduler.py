@@ -53,3 +53,25 @@ def test_no_jobs_means_no_scheduler():
     scheduler = Scheduler([])
     scheduler.start()
     assert not scheduler.running
+
+
+async def test_a_run_cancelled_by_the_stop_is_not_logged_as_a_failure(caplog):
+    """A stop that cancels a run in progress (the loop closing under ``agent-bot demo``, SIGTERM) is
+    quiet: APScheduler logs any exception of a job, ``CancelledError`` too, unless the job ends."""
+    started = asyncio.Event()
+
+    async def long_poll() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    scheduler = Scheduler([PeriodicJob("slow", 3600.0, long_poll)])
+    with caplog.at_level(logging.DEBUG):
+        scheduler.start()
+        await asyncio.wait_for(started.wait(), 5)
+        scheduler.shutdown()
+        running = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "slow" in caplog.text and "cancelled" in caplog.text  # said at debug level, as what happened

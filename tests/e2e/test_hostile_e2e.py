@@ -16,8 +16,8 @@ import re
 import pytest
 
 from bot.api import RetryPolicy
-from bot.demo import start_stack
 from bot.services.org_users import MAX_PAGES_PER_SCREEN, QUERY_PAGE_SIZE
+from bot.stack import start_stack
 from formatters.blocks import DAYS_REPORTED, FALLBACK_TEXT_MAX, FIELD_TEXT_MAX, HEADER_TEXT_MAX, NOT_REPORTED, SECTION_TEXT_MAX
 from formatters.notices import INTERNAL_ERROR
 from formatters.reports import DETAILS_ACTION

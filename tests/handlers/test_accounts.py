@@ -13,11 +13,11 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from bot.app import create_bot
-from bot.demo import DEMO_CHANNEL
 from bot.outcomes import Invalid
 from bot.roles import SOURCE_ORG_USER, SOURCE_ROLES_FILE, ResolvedUser, Role
 from bot.services.accounts import Linked, LinkStatus, linked_accounts
 from bot.services.accounts.service import KEY_REFUSED, KEY_REFUSED_HINT, LINKING_OFF_HINT
+from bot.stack import DEMO_CHANNEL
 from formatters import accounts as fmt
 from formatters.help import help_message
 from handlers.accounts import LINK, NO_ARGUMENTS, NO_PASTING_HERE, UNLINK, WHOAMI

@@ -7,7 +7,7 @@ module-scoped, so exactly one test here retries it for real; the others compare 
 before and after to prove install-deps was *not* called.
 """
 
-from bot.demo import DEMO_CHANNEL
+from bot.stack import DEMO_CHANNEL
 from formatters.computers import RETRIED, RETRY_ACTION, already_retrying, computer_gone, retry_failed_before, status_label
 from handlers.router import ActionRequest
 from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, sandbox_get

@@ -15,11 +15,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bot.demo import DEMO_CHANNEL
 from bot.roles import ResolvedUser
 from bot.services.home import CHART_REFUSED, CHART_TITLE, REFRESH_RETRY, HomeCharts, RefreshReport
 from bot.services.limits import APPLIED, PENDING
 from bot.services.periods import parse_period
+from bot.stack import DEMO_CHANNEL
 from bot.wiring import home_refresher
 from formatters import home as fmt
 from formatters import limits as limits_fmt

@@ -9,9 +9,9 @@ import re
 
 from sqlalchemy import select
 
-from bot.demo import DEMO_CHANNEL
 from bot.hooks import hooks_config, token_id_of
 from bot.services.hook_tokens import hook_tokens
+from bot.stack import DEMO_CHANNEL
 from formatters.hooks import DM_FAILED, DM_FAILED_HINT, token_dm, token_revoked, token_sent
 from formatters.notices import error_message
 from tests.inprocess import inprocess_fixture

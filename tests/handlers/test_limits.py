@@ -22,7 +22,6 @@ import pytest
 from bot.api import AgentClient
 from bot.app import create_bot
 from bot.commands import ParsedCommand
-from bot.demo import DEMO_CHANNEL
 from bot.identity import Identity
 from bot.policy import Policy
 from bot.roles import DEFAULT_POLICY, ResolvedUser, Role
@@ -39,6 +38,7 @@ from bot.services.limits import (
     TWICE,
     LimitEntry,
 )
+from bot.stack import DEMO_CHANNEL
 from formatters import limits as fmt
 from formatters.blocks import message_link
 from handlers.limits import HISTORY, HISTORY_USAGE, NO_OWN_EMAIL_READ, OWN_ONLY, OWN_ONLY_HINT, handle_show

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from bot.demo import DEMO_CHANNEL
 from bot.middleware import THREAD_REPLY
 from bot.services.sessions import NO_SUCH_SESSION_HINT, SET_UNKNOWN, SET_USAGE, SETTABLE_MEMBERS
 from bot.services.sessions.follower import REACTIONS, view_of
@@ -26,6 +25,7 @@ from bot.services.sessions.starter import (
     NOT_ACTIVE_HINT,
     UNKNOWN_COMPUTER,
 )
+from bot.stack import DEMO_CHANNEL
 from formatters.blocks import message_link
 from formatters.sessions import (
     NO_SUCH_SESSION,

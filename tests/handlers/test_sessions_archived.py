@@ -4,9 +4,9 @@ anew), and a reply written there afterwards is not sent, its writer told once. I
 
 from __future__ import annotations
 
-from bot.demo import DEMO_CHANNEL
 from bot.services.sessions.follower import view_of
 from bot.services.sessions.messages import ARCHIVE_CONFIRM_ACTION
+from bot.stack import DEMO_CHANNEL
 from formatters.notices import error_message
 from formatters.sessions import ARCHIVED_REPLY_HINT, ARCHIVED_REPLY_NOT_SENT, WAITING_FOR, parent_message
 from tests.conftest import sandbox_get

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bot.demo import DEMO_CHANNEL
 from bot.services.sessions import (
     ID_AMBIGUOUS,
     ID_AMBIGUOUS_HINT,
@@ -18,6 +17,7 @@ from bot.services.sessions import (
 )
 from bot.services.sessions.messages import ARCHIVE_CONFIRM_ACTION, MENU_ACTION
 from bot.services.sessions.store import STARTING, NewStart
+from bot.stack import DEMO_CHANNEL
 from formatters.blocks import message_link
 from formatters.notices import error_message
 from formatters.sessions import NO_SUCH_SESSION, SessionRow, archive_question, id_candidates, not_allowed, session_status, sessions_list

@@ -6,7 +6,6 @@ Agent API and the Slack emulator on loopback."""
 from __future__ import annotations
 
 from bot.api import errors
-from bot.demo import DEMO_CHANNEL
 from bot.services.session_settings import ABOVE_MAXIMUM, ABOVE_MAXIMUM_HINT, VALUE_HINT, VALUE_NOT_NAMED
 from bot.services.sessions.messages import START_VIEW
 from bot.services.sessions.models import (
@@ -16,6 +15,7 @@ from bot.services.sessions.models import (
     MODEL_BLOCKED,
     MODEL_NOT_ALLOWED,
 )
+from bot.stack import DEMO_CHANNEL
 from bot.user_errors import describe_api_error
 from formatters.blocks import cut
 from handlers.session_actions import FIELD_ERROR_MAX

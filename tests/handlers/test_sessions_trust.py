@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.demo import DEMO_CHANNEL
 from bot.roles import SessionsConfig
 from bot.services.sessions.messages import ARCHIVE_ACTION, ARCHIVE_CANCEL_ACTION, ARCHIVE_CONFIRM_ACTION, START_VIEW
+from bot.stack import DEMO_CHANNEL
 from formatters.sessions import FORM_NOT_YOURS, FORM_STALE, NOT_ARCHIVED, archive_question, not_allowed, thread_note
 from handlers.session_actions import ARCHIVED
 from tests.conftest import sandbox_get

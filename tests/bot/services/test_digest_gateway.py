@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import delete
 
 from bot.api import AgentClient, RetryPolicy
-from bot.demo import start_stack
 from bot.services.digest import EVENT_TYPE, NOT_A_MEMBER, DigestRepository, Subscription, TickReport, digest_posts, digest_subscriptions
 from bot.slack import HISTORY_PAGE, MAX_RETRY_AFTER, Posted, SlackGateway, web_client
+from bot.stack import start_stack
 from bot.store import Store
 from bot.wiring import digest_service
 from sandbox.slack_emulator.recorder import Message

@@ -20,8 +20,8 @@ import pytest
 import sqlalchemy
 from alembic import command
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.migrations import alembic_config
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator

@@ -23,11 +23,11 @@ import pytest
 import sqlalchemy
 from sqlalchemy import select, update
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import DELIVERY_LEASE_SECONDS, HELD_STATUS
 from bot.services.sessions.follower import view_of
 from bot.services.sessions.starter import STARTING_BOUND
 from bot.services.sessions.store import FAILED, STARTING, SessionLink, agent_sessions
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.store import deliveries
 from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app

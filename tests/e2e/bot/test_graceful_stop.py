@@ -7,8 +7,8 @@ import pytest
 import sqlalchemy
 from sqlalchemy import select
 
-from bot.demo import DEMO_CHANNEL
 from bot.services.sessions.store import agent_sessions
+from bot.stack import DEMO_CHANNEL
 from tests.bot.bot_processes import start_socket
 from tests.e2e.bot.test_crash_recovery import WAIT, World, session_row, wait_until
 from tests.e2e.bot.test_crash_recovery import world as world  # the module-scoped fixture, re-exported

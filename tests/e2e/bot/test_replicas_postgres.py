@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from bot.demo import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.middleware import HELD_STATUS, delivery_key
+from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread

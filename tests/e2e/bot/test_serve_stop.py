@@ -3,7 +3,7 @@ after draining, so a supervisor does not count it as a crash."""
 
 from __future__ import annotations
 
-from bot.demo import ROLES_YAML, demo_directory
+from bot.stack import ROLES_YAML, demo_directory
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackEmulator

@@ -16,8 +16,8 @@ import time
 import httpx
 import pytest
 
-from bot.demo import DEMO_CHANNEL, HOOK_SECRET, ROLES_YAML, demo_directory
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from bot.stack import DEMO_CHANNEL, HOOK_SECRET, ROLES_YAML, demo_directory
 from formatters.computers import ALREADY_RETRYING, RETRY_ACTION
 from formatters.sessions import HOOK_WAITING
 from sandbox.agent_api import SandboxConfig, create_app

@@ -5,7 +5,7 @@ download is not reachable from the machines that run these tests. Without it a t
 the reason, except in CI (``CI`` set), where a missing browser fails the run.
 
 Each test gets a fresh browser context on the module's stack (sandbox, emulator serving the console,
-bot; :func:`bot.demo.start_stack` with the suite's options); every ``console`` message of type error or
+bot; :func:`bot.stack.start_stack` with the suite's options); every ``console`` message of type error or
 warning and every uncaught page error is collected, and a test fails if there is any.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bot.demo import PEOPLE, serve_console, start_stack
+from bot.stack import PEOPLE, serve_console, start_stack
 from tests.conftest import TEST_STACK_OPTIONS
 from tests.inprocess import close_quickly
 

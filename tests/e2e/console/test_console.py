@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bot.demo import DEMO_CHANNEL, PEOPLE
+from bot.stack import DEMO_CHANNEL, PEOPLE
 from formatters.home import WAITING_TITLE
 from formatters.limits import STATE_LABELS
 from formatters.notices import REFUSED_NAMED

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.demo import DEMO_CHANNEL, PEOPLE
+from bot.stack import DEMO_CHANNEL, PEOPLE
 from formatters.users import MORE_ACTION
 from sandbox.slack_emulator.console import UNKNOWN_COMMAND, typed_text
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from bot.demo import start_stack, tick_alerts
 from bot.services.alerts import EVENT_TYPE
+from bot.stack import start_stack, tick_alerts
 from tests.conftest import TEST_STACK_OPTIONS
 
 

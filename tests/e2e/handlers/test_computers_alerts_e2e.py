@@ -11,8 +11,8 @@ import re
 import httpx
 import pytest
 
-from bot.demo import start_stack, tick_alerts
 from bot.services.alerts import EVENT_TYPE
+from bot.stack import start_stack, tick_alerts
 from formatters.computers import RETRY_ACTION
 from sandbox.agent_api import hostile
 from tests.conftest import TEST_STACK_OPTIONS

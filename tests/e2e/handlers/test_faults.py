@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from bot.demo import start_stack
+from bot.stack import start_stack
 from formatters.notices import INTERNAL_ERROR
 from sandbox.agent_api.faults import RETRY_AFTER_SECONDS
 from tests.conftest import TEST_STACK_OPTIONS, block_texts, set_faults

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from bot.demo import DEMO_CHANNEL, HOOK_SECRET
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, HookError, relay, sign
 from bot.services.sessions import agent_sessions
+from bot.stack import DEMO_CHANNEL, HOOK_SECRET
 from formatters.sessions import HOOK_DM, HOOK_WAITING
 from tests.conftest import block_texts, sandbox_get
 from tests.handlers.test_hook_commands import TOKEN_LINE

@@ -11,8 +11,8 @@ import json
 import httpx
 import pytest
 
-from bot.demo import start_stack, tick_alerts
 from bot.services.alerts import EVENT_TYPE
+from bot.stack import start_stack, tick_alerts
 from sandbox.agent_api import hostile
 from tests.conftest import TEST_STACK_OPTIONS
 from tests.e2e.test_hostile_e2e import ESCAPED_PING, check_reply

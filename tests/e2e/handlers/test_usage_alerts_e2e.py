@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from bot.demo import start_stack, tick_alerts
 from bot.services.alerts import EVENT_TYPE
+from bot.stack import start_stack, tick_alerts
 from tests.conftest import TEST_STACK_OPTIONS
 
 START = dt.datetime(2026, 11, 22, 6, 0, tzinfo=dt.UTC)

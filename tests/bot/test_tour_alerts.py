@@ -1,4 +1,4 @@
-"""``agent-bot demo``'s alerts step (:func:`bot.demo._alerts_step`, issue #18 section 6) on a loopback
+"""``agent-bot demo``'s alerts step (:func:`bot.tour._alerts_step`, issue #18 section 6) on a loopback
 stack whose clocks (the bot's and the sandbox's) are pinned at 2026-11-22 10:00 UTC: every kind
 subscribed by someone the policy allows and alerted once, the computer's recovery edited into its
 alert with the news in its thread, a muted alert recorded and listed on unmute, the next morning's
@@ -17,8 +17,9 @@ import re
 import httpx
 import pytest
 
-from bot.demo import ALERT_COMPUTER, _alerts_step, start_stack
 from bot.services.alerts import EVENT_TYPE
+from bot.stack import start_stack
+from bot.tour import ALERT_COMPUTER, _alerts_step
 from formatters.alerts import CONTROLS_TITLE, UNMUTED_SOME
 from formatters.alerts_computers import FAILED_TITLE, NEWS_RECOVERED, RECOVERED_TITLE
 from formatters.alerts_readiness import TITLE as READINESS_TITLE

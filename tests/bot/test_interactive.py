@@ -1,4 +1,4 @@
-"""``agent-bot demo --interactive``: the loop of :mod:`bot.demo` on a running stack (the suite's
+"""``agent-bot demo --interactive``: the loop of :mod:`bot.interactive` on a running stack (the suite's
 loopback ``stack``): forms, mentions, menu choices, thread replies, clicks, typed mentions, mistakes.
 
 A :class:`Script` plays the person at the keyboard: it hands the loop one line at a time and notes
@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.demo import (
+from bot.interactive import (
     BOT_NAME,
     FORM_CANCELLED,
     FORM_DONE,
@@ -40,11 +40,11 @@ from bot.demo import (
     PROMPT,
     UNKNOWN_LINE,
     UNKNOWN_PERSON,
-    run_demo,
     run_interactive,
-    slack_mentions,
 )
+from bot.tour import run_demo
 from formatters.sessions import CHOOSE_COMPUTER
+from sandbox.slack_emulator.console import slack_mentions
 from sandbox.slack_emulator.directory import default_directory
 from sandbox.slack_emulator.render import render_text
 from tests.conftest import TEST_STACK_OPTIONS
@@ -135,7 +135,7 @@ def user_texts(stack: Any, text: str) -> int:
 def own_stack() -> Any:
     """A stack of the test's own (starting one takes a fraction of a second): the sessions another
     test started keep posting for a while, which this test's transcript would show."""
-    from bot.demo import start_stack
+    from bot.stack import start_stack
     from tests.inprocess import close_quickly
 
     running = start_stack(**TEST_STACK_OPTIONS)

@@ -18,7 +18,8 @@ import time
 
 import httpx
 
-from bot.demo import DEMO_CHANNEL, DIGEST_CHANNEL, SEED_LIMIT_REQUEST, SESSION_PROMPT
+from bot.interactive import DIGEST_CHANNEL, SEED_LIMIT_REQUEST
+from bot.stack import DEMO_CHANNEL, SESSION_PROMPT
 
 STARTUP_SECONDS = 90
 

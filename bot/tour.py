@@ -1,0 +1,557 @@
+"""``agent-bot demo``: the tour of every command, printed as readable text, on a running stack.
+
+:func:`run_demo` starts a stack (:func:`bot.stack.running_stack`: the sandbox Agent API, the Slack
+emulator and the bot on loopback) and runs the tour: every command of :data:`TOUR` as the emulated
+people, then one step per feature that needs more than a command (agent sessions and the agent's
+hook, the daily digest, alerts, a credit-limit approval, the Home tab and the bot's Messages tab,
+Socket Mode in a separate process). Each step prints what the people see; a step that does not
+happen in time says so in a line and the tour goes on. With ``interactive`` it then hands over to
+the prompt (:func:`bot.interactive.run_interactive`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import httpx
+
+from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from bot.interactive import run_interactive
+from bot.stack import (
+    DEMO_CHANNEL,
+    HOOK_SECRET,
+    PEOPLE,
+    SESSION_PROMPT,
+    Reply,
+    Stack,
+    running_stack,
+    session_with_reply,
+    thread_has,
+    tick_alerts,
+    tick_digests,
+    tick_home,
+)
+from sandbox.slack_emulator.recorder import WaitTimeout
+from sandbox.slack_emulator.render import render_text
+
+TOUR: Sequence[tuple[str, str]] = (
+    ("bob", "help"),
+    ("carol", "help"),
+    ("bob", "usge 7d"),
+    ("bob", "usage"),
+    ("bob", "usage 7d"),
+    ("bob", "usage 30d by model"),
+    ("bob", "usage 7d by client"),
+    ("bob", "usage 7d by user"),
+    ("bob", "usage user alice@example.com 30d"),
+    ("bob", "usage last week by model"),
+    ("bob", "usage today"),
+    ("bob", "usage 2025-12-01"),
+    ("carol", "usage 7d"),
+    ("carol", "usage me 7d"),
+    ("dave", "help usage"),
+    ("carol", "reports"),
+    ("carol", "reports acme/web"),
+    ("carol", "reports web"),
+    ("carol", "reports acme/nope"),
+    ("bob", "controls"),
+    ("bob", "controls history 5"),
+    ("bob", "controls diff 6 7"),
+    ("carol", "computers"),
+    ("bob", "users alice"),
+    ("bob", "users"),
+    ("dave", "reports acme/web"),
+    ("bob", "help digest subscribe"),
+    ("bob", "usage 30d chart"),
+    ("bob", "digest list"),
+    ("bob", 'limits set carol@example.com 5000 reason="Q4 migration"'),
+)
+"""Besides these commands, the demo's credit-limit step (:func:`_limits_step`) has alice approve bob's
+request with a click and prints the request message, the thread and bob's DM."""
+
+
+def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
+    """The digest in the tour: #eng subscribes, the day has not landed, the batch lands, one digest."""
+    import httpx
+
+    out.write("\n\u2500\u2500 Daily digest: the sandbox's batch has not landed yesterday yet\n")
+    httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": "23:59"}).raise_for_status()
+    _print_reply(out, "bob", "digest subscribe at=00:00", stack.command("digest subscribe at=00:00", user=PEOPLE["bob"]), stack)
+    out.write(f"digest tick: {tick_digests(stack).describe()}\n")
+    landed = httpx.post(f"{stack.sandbox.url}/_sandbox/land").json()["landed"]
+    out.write(f"(the sandbox lands {landed} now, as its daily batch would)\n")
+    out.write(f"digest tick: {tick_digests(stack).describe()}\n")
+    for message in stack.slack.recorder.messages(DEMO_CHANNEL):
+        if (message.metadata or {}).get("event_type") and not message.is_reply:
+            out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
+            out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+    for file in stack.slack.recorder.files(DEMO_CHANNEL):
+        path = chart_dir / file.filename
+        path.write_bytes(file.content)
+        out.write(f"chart in the digest's thread, saved to {path.resolve()}\n  alt text: {file.alt_txt}\n")
+    out.write(f"digest tick again: {tick_digests(stack).describe()} (exactly once)\n")
+    httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": None}).raise_for_status()
+
+
+ALERTS_SUBSCRIBE: Sequence[tuple[str, str]] = (
+    ("bob", "alerts subscribe controls"),
+    ("carol", "alerts subscribe readiness repo=acme/web drop=5"),
+    ("carol", "alerts subscribe computers"),
+    ("carol", "alerts subscribe usage"),
+    ("bob", "alerts subscribe usage spike=5x min=10M"),
+)
+"""How #engineering subscribes in the alerts step (:func:`_alerts_step`): bob (manager) to controls
+and usage, carol (member) to readiness and computers; her ``usage`` is refused (it needs a manager)."""
+ALERT_COMPUTER = "cmp-ci-sandbox"
+ALERT_COMPUTER_FAILURE = {"status": "error", "step": "install-deps", "error": "npm ERR! 404 '@acme/ui-kit@4.2.0' is not in this registry"}
+ALERT_REPORTS = ({"repo": "acme/web", "pass_rate": 25}, {"repo": "acme/web", "pass_rate": 10})
+"""The readiness reports the alerts step makes (``POST /_sandbox/readiness``): acme/web falling well
+past ``drop=5`` each time, in the normal sandbox (from 56%) and the hostile one (from 33%)."""
+ALERT_THREAD_TITLE = "the computer's alert: the same message, edited in place when it recovered, and the recovery in its thread"
+ALERTS_MUTE = ("carol", "alerts mute readiness for=1h")
+ALERTS_UNMUTE = ("carol", "alerts unmute readiness")
+ALERTS_LIST = ("bob", "alerts list")
+USAGE_SURGE = {"factor": 20}
+"""``POST /_sandbox/usage`` in the alerts step: the second person (bob) uses 20 times their volume on a new model."""
+USAGE_MORNING = dt.time(6, 0)
+USAGE_LANDS_AT = "08:00"
+"""The alerts step's "next morning" and when the sandbox's daily batch lands (UTC): at 06:00 yesterday
+has not landed yet, until ``POST /_sandbox/usage`` lands it with a spike."""
+
+
+def _new_alerts(stack: Stack, channel: str, seen: dict[str, str]) -> list[Any]:
+    """The top-level alerts posted in ``channel`` since ``seen`` (event key -> message ts), in the
+    order of :data:`bot.services.alerts.ALL_KINDS` (one tick delivers kinds in no set order), then
+    oldest first; records them in ``seen``."""
+    from bot.services.alerts import ALL_KINDS, EVENT_TYPE
+
+    found: list[tuple[int, float, Any]] = []
+    for message in stack.slack.recorder.messages(channel):
+        meta = message.metadata or {}
+        key = str((meta.get("event_payload") or {}).get("key", ""))
+        if message.is_reply or meta.get("event_type") != EVENT_TYPE or key in seen:
+            continue
+        seen[key] = message.ts
+        kind = key.partition(":")[0]
+        found.append((ALL_KINDS.index(kind) if kind in ALL_KINDS else len(ALL_KINDS), float(message.ts), message))
+    return [message for *_, message in sorted(found, key=lambda entry: entry[:2])]
+
+
+def _alerts_tick(stack: Stack, out: TextIO, seen: dict[str, str], now: Any = None, note: str = "") -> None:
+    """One alerts tick (:func:`tick_alerts`), what it did, and each new alert as #engineering shows it."""
+    out.write(f"alerts tick: {tick_alerts(stack, now).describe()}{note}\n")
+    for message in _new_alerts(stack, DEMO_CHANNEL, seen):
+        out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
+        out.write(render_text(message.as_payload(), users=None) + "\n")
+    out.flush()
+
+
+def _sandbox(stack: Stack, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``POST /_sandbox/<path>`` (the sandbox's admin endpoints) -> its JSON answer; raises ``httpx.HTTPStatusError``."""
+    answer = httpx.post(f"{stack.sandbox.url}/_sandbox/{path}", json=body)
+    answer.raise_for_status()
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+def _alerts_step(stack: Stack, out: TextIO) -> None:
+    """Alerts in the tour (issue #18, section 6): #engineering subscribes to every kind (as the people
+    the policy allows), the sandbox's admin endpoints make each kind of change happen, one tick posts
+    one alert each; the failed computer recovers (its alert edited in place, the recovery in its
+    thread); a muted subscription records an alert without posting it and lists it on unmute; the
+    next morning a landed day with a spike is a usage alert; a tick after it posts nothing. A sandbox
+    or Agent API failure stops the step with a line saying so (the tour goes on)."""
+    from bot.api import AgentAPIError
+
+    try:
+        _alerts_tour(stack, out)
+    except (httpx.HTTPError, AgentAPIError, WaitTimeout) as exc:
+        out.write(f"\n(the alerts step stopped: {exc})\n")
+
+
+def _alerts_tour(stack: Stack, out: TextIO) -> None:
+    """The body of :func:`_alerts_step`; ``seen`` maps the event key of each alert printed to its message ts."""
+    seen: dict[str, str] = {}
+    out.write("\n\u2500\u2500 Alerts: #engineering hears when something changes (controls, readiness, computers, usage)\n")
+    for who, text in ALERTS_SUBSCRIBE:
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+    out.write("\n")
+    _alerts_tick(stack, out, seen, note=" (a subscription starts from now: nothing before is replayed)")
+
+    revision = _sandbox(stack, "controls")["revision"]
+    report = _sandbox(stack, "readiness", ALERT_REPORTS[0])
+    _sandbox(stack, f"computers/{ALERT_COMPUTER}/status", ALERT_COMPUTER_FAILURE)
+    out.write(
+        f"\n(in the platform: someone changes the enterprise controls (revision {revision}); a new readiness report of "
+        f"acme/web ({report['reportId']}) passes {ALERT_REPORTS[0]['pass_rate']}% of its criteria; {ALERT_COMPUTER} fails its "
+        "dependency install)\n"
+    )
+    _alerts_tick(stack, out, seen)
+
+    _sandbox(stack, f"computers/{ALERT_COMPUTER}/status", {"status": "active"})
+    out.write(f"\n(in the platform: {ALERT_COMPUTER} is active again)\n")
+    _alerts_tick(stack, out, seen)
+    incident = next((ts for key, ts in seen.items() if key.startswith(f"computers:{ALERT_COMPUTER}:incident:")), None)
+    if incident is None:
+        out.write("(the computer's alert was not posted, so there is no recovery to show)\n")
+    else:
+        _print_thread(out, stack, DEMO_CHANNEL, incident, ALERT_THREAD_TITLE)
+
+    who, text = ALERTS_MUTE
+    _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+    muted = _sandbox(stack, "readiness", ALERT_REPORTS[1])
+    out.write(f"\n(in the platform: another readiness report of acme/web, {muted['reportId']}: {ALERT_REPORTS[1]['pass_rate']}% pass)\n")
+    _alerts_tick(stack, out, seen, note=" (muted: recorded, not posted)")
+    who, text = ALERTS_UNMUTE
+    _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+    _usage_morning(stack, out, seen)
+    who, text = ALERTS_LIST
+    _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
+def _usage_morning(stack: Stack, out: TextIO, seen: dict[str, str]) -> None:
+    """The next morning (:data:`USAGE_MORNING`): the daily batch lands today's analytics with bob at
+    :data:`USAGE_SURGE` times his usual volume, on a new model; one usage alert, and a second tick
+    posts nothing. The sandbox's clock and batch are put back afterwards (the tour goes on in the
+    present; a clock pinned before stays pinned)."""
+    before = httpx.get(f"{stack.sandbox.url}/_sandbox/batch").json()
+    pinned = stack.sandbox_state.config.now if stack.sandbox_state is not None else None
+    today = dt.datetime.fromisoformat(before["now"]).date()
+    morning = dt.datetime.combine(today + dt.timedelta(days=1), USAGE_MORNING, tzinfo=dt.UTC)
+    try:
+        _sandbox(stack, "batch", {"lands_at": USAGE_LANDS_AT})
+        _sandbox(stack, "clock", {"now": morning.isoformat()})
+        out.write(f"\n\u2500\u2500 The next morning, {morning:%Y-%m-%d %H:%M} UTC: yesterday's analytics have not landed yet\n")
+        _alerts_tick(stack, out, seen, now=lambda: morning)
+        made = _sandbox(stack, "usage", USAGE_SURGE)
+        out.write(
+            f"(the daily batch lands {made['day']}: {made['user']['email']} used {made['billable_tokens']:,} billable tokens, "
+            f"about {made['usual']:,.0f} a day the week before, on {made['model']}, a model nobody used before)\n"
+        )
+        _alerts_tick(stack, out, seen, now=lambda: morning)
+        _alerts_tick(stack, out, seen, now=lambda: morning, note=" (exactly once: nothing is posted twice)")
+    finally:
+        _sandbox(stack, "clock", {"now": pinned.isoformat() if pinned else None})
+        _sandbox(stack, "batch", {"lands_at": before["lands_at"]})
+
+
+def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -> None:
+    out.write(f"\n\u2500\u2500 {who}: /agent {text}\n")
+    if not reply.payloads:
+        out.write(f"(no reply; HTTP {reply.status})\n")
+    for payload in reply.payloads:
+        out.write(render_text(payload, users=None) + "\n")
+    out.flush()
+
+
+MENTION_PROMPT = "read the README and explain the setup"
+
+
+def _print_thread(out: TextIO, stack: Stack, channel: str, thread_ts: str, title: str) -> None:
+    """Every message of a thread as people see it now (parent first), with who wrote it."""
+    names = {uid: name for name, uid in PEOPLE.items()}
+    bot = stack.slack.directory.bot.user_id
+    out.write(f"\n\u2500\u2500 {title}\n")
+    for message in stack.slack.recorder.messages(channel, thread_ts=thread_ts):
+        who = "agent (bot)" if message.user == bot else names.get(message.user or "", message.user or "?")
+        reactions = stack.slack.recorder.reactions(channel, message.ts)
+        marks = " ".join(f":{name}:" for name in reactions)
+        out.write(f"[{who}]{' ' + marks if marks else ''}\n{render_text(message.as_payload(), users=None)}\n")
+    out.flush()
+
+
+def session_tour(stack: Stack, out: TextIO) -> None:
+    """carol starts a session, the agent answers in the thread, she replies there, the agent answers
+    again; then a mention starts another one. Waits are for the real sandbox and follower."""
+    recorder = stack.slack.recorder
+    root, reply = session_with_reply(stack)
+    _print_reply(out, "carol", f"session start computer=ci {SESSION_PROMPT}", reply, stack)
+    bot = stack.slack.directory.bot.user_id
+    _print_thread(out, stack, DEMO_CHANNEL, root.ts, "the session's thread in #engineering (carol replied in it)")
+    hook_step(stack, out, root.ts)
+
+    sent = stack.client.send_mention(f"<@{bot}> computer=ci {MENTION_PROMPT}", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL)
+    mention_ts = sent.request.payload["event"]["ts"]
+    recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, mention_ts, "You asked"), timeout=30, what="the answer to the mention")
+    recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, mention_ts), timeout=10, what="the done reaction")
+    _print_thread(out, stack, DEMO_CHANNEL, mention_ts, "bob mentioned @agent in #engineering")
+    for who, text in (("carol", "sessions"), ("dave", f"session start computer=ci {SESSION_PROMPT}")):
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
+def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
+    """The agent's client on carol's machine runs `agent-bot hook` on a Notification: the bot hears
+    it at once (a signed ``POST /hooks/agent``) and says so in the session's thread."""
+    recorder = stack.slack.recorder
+    row = asyncio.run(stack.bot.services.sessions.store.by_thread(DEMO_CHANNEL, thread_ts))
+    if row is None or row.session_id is None:
+        out.write("(the session of that thread is not known, so there is no hook to show)\n")
+        return
+    event = {
+        "hook_event_name": "Notification",
+        "session_id": row.session_id,
+        "cwd": "~/src/web",
+        "message": "Permission needed to run `npm publish`",
+        "user": "carol@example.com",
+    }
+    body = json.dumps(event).encode()
+    stamp = str(int(time.time()))
+    answer = httpx.post(
+        f"{stack.bot_url}/hooks/agent",
+        content=body,
+        headers={"Content-Type": "application/json", TIMESTAMP_HEADER: stamp, SIGNATURE_HEADER: sign(HOOK_SECRET, stamp, body)},
+    )
+    out.write(f"\n\u2500\u2500 carol's agent runs `agent-bot hook` (Notification): HTTP {answer.status_code} {answer.json()}\n")
+    last = [m for m in recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.ts != thread_ts][-1]
+    out.write(f"[agent (bot)] in the session's thread:\n{render_text(last.as_payload())}\n")
+
+
+LIMITS_AFTER: Sequence[tuple[str, str]] = (("carol", "limits"), ("bob", "limits history 5"))
+
+
+def _limits_step(stack: Stack, out: TextIO) -> None:
+    """alice approves the credit-limit request bob filed in the tour; print what everyone sees."""
+    requests = [
+        m
+        for m in stack.slack.recorder.messages(DEMO_CHANNEL)
+        if m.blocks and m.blocks[0].get("type") == "header" and "Credit-limit request" in m.blocks[0]["text"]["text"]
+    ]
+    if not requests:
+        out.write("\n(no credit-limit request was posted)\n")
+        return
+    message = requests[-1]
+    out.write(f"\n\u2500\u2500 in #{DEMO_CHANNEL}, the request message bob's command posted:\n")
+    out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+    out.write("\n\u2500\u2500 alice clicks Approve\n")
+    stack.client.send_block_action("limits.approve", user_id=PEOPLE["alice"], channel_id=DEMO_CHANNEL, message_ts=message.ts)
+    try:
+        thread = stack.slack.recorder.wait_for(
+            lambda: (t := stack.slack.recorder.messages(DEMO_CHANNEL, message.ts))[1:] and t, timeout=10.0, what="the outcome"
+        )
+    except AssertionError:
+        out.write("(no outcome within 10 s)\n")
+        return
+    edited = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
+    if edited is not None:
+        out.write("the request message, edited in place:\n")
+        out.write(render_text({"text": edited.text, "blocks": edited.blocks}, users=None) + "\n")
+    out.write("in its thread:\n")
+    for reply in thread[1:]:
+        out.write(render_text({"text": reply.text, "blocks": reply.blocks}, users=None) + "\n")
+    try:
+
+        def outcome_dms() -> list[Any]:  # bob's DM also holds the chart of his `usage 30d chart`
+            return [m for m in stack.slack.recorder.messages("D" + PEOPLE["bob"][1:]) if "request #" in (m.text or "").lower()]
+
+        dms = stack.slack.recorder.wait_for(outcome_dms, timeout=5.0)
+        out.write("bob's DM:\n" + render_text({"text": dms[-1].text, "blocks": dms[-1].blocks}, users=None) + "\n")
+    except AssertionError:
+        out.write("(no DM to bob within 5 s)\n")
+    for who, text in LIMITS_AFTER:
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+
+
+def _home_section(stack: Stack, user: str, title: str) -> str:
+    """The section ``title`` of ``user``'s Home tab as the emulator renders it (up to the next divider)."""
+    home = stack.slack.recorder.home(user)
+    blocks = list(home.view.get("blocks") or []) if home else []
+    start = next((i for i, b in enumerate(blocks) if b.get("type") == "header" and b["text"]["text"] == title), None)
+    if start is None:
+        return "(no such section)"
+    end = next((i for i in range(start + 1, len(blocks)) if blocks[i].get("type") in ("divider", "header")), len(blocks))
+    return render_text({"text": "", "blocks": blocks[start:end]}, users=None)
+
+
+def _waiting_title(stack: Stack) -> str:
+    """The header of the Home's section of requests waiting for the person's approval, as the bot's
+    own Home formatter (the one :func:`bot.wiring.home_refresher` hands its refresh job) renders it:
+    the header that a Home with an empty such section has and a Home without it has not."""
+    from bot.roles import Role
+    from bot.services.home import Home
+    from bot.wiring import home_refresher
+
+    render = home_refresher(stack.bot.services).render
+
+    def headers(home: Home) -> list[str]:
+        return [block["text"]["text"] for block in render(home)["blocks"] if block.get("type") == "header"]
+
+    bare = Home(user_id=PEOPLE["bob"], role=Role.manager.name, now=stack.bot.services.now())
+    without = headers(bare)
+    return next(title for title in headers(dataclasses.replace(bare, waiting=[])) if title not in without)
+
+
+def home_step(stack: Stack, out: TextIO) -> None:
+    """bob opens the bot's Home tab (``app_home_opened``); print the view the bot published for him.
+    Then the Home kept fresh: carol asks for a credit limit, the refresh job republishes bob's Home
+    with the request waiting for him, he approves it from there, and the next refresh shows nothing
+    waiting. Last, carol starts a session by writing to the bot in its Messages tab."""
+    bob, carol = PEOPLE["bob"], PEOPLE["carol"]
+    before = stack.slack.recorder.home(bob)
+    out.write("\n\u2500\u2500 bob opens the bot's Home tab\n")
+    stack.client.send_app_home_opened(bob)
+    try:
+        home = stack.slack.recorder.wait_for(
+            lambda: [h for h in [stack.slack.recorder.home(bob)] if h is not None and h != before], timeout=15.0, what="bob's Home tab"
+        )[0]
+    except AssertionError:
+        out.write("(no Home tab published within 15 s)\n")
+        return
+    out.write(render_text({"text": "", "blocks": home.view.get("blocks") or []}, users=None) + "\n")
+    interval = dt.timedelta(seconds=stack.bot.services.settings.home_refresh_seconds)
+    waiting = _waiting_title(stack)
+
+    text = 'limits request 2500 reason="demo: load tests"'
+    _print_reply(out, "carol", text, stack.command(text, user=carol), stack)
+    report = tick_home(stack, interval)
+    out.write(f"\n\u2500\u2500 the Home refresh job, {interval.seconds} s later: republished {', '.join(report.published) or 'nothing'}\n")
+    out.write("bob's Home tab now shows:\n" + _home_section(stack, bob, waiting) + "\n")
+
+    recent = asyncio.run(stack.bot.services.limits.store.recent(1))  # the request carol just filed (a database read)
+    request_id = str(recent[0].id) if recent else None
+    if request_id is not None:
+        out.write(f"\n\u2500\u2500 bob clicks Approve on request #{request_id} in his Home tab\n")
+        stack.client.send_home_action("limits.approve", request_id, user_id=bob)
+        try:
+            stack.slack.recorder.wait_for(
+                lambda: [m for m in stack.slack.recorder.messages("D" + carol[1:]) if f"#{request_id}" in (m.text or "")],
+                timeout=10.0,
+                what="the outcome",
+            )
+        except AssertionError:
+            out.write("(no outcome within 10 s)\n")
+        report = tick_home(stack, 2 * interval)
+        out.write(f"the Home refresh job: republished {', '.join(report.published) or 'nothing'}\n")
+        out.write("bob's Home tab now shows:\n" + _home_section(stack, bob, waiting) + "\n")
+    _dm_step(stack, out)
+    out.flush()
+
+
+DM_PROMPT = "computer=ci run the unit tests"
+
+
+def _dm_step(stack: Stack, out: TextIO) -> None:
+    """carol writes a task to the bot in its Messages tab: the first-DM hint, and a session followed in that message's thread."""
+    carol = PEOPLE["carol"]
+    channel = "D" + carol[1:]
+    out.write(f"\n\u2500\u2500 carol writes to the bot in its Messages tab: {DM_PROMPT}\n")
+    sent = stack.client.send_message(DM_PROMPT, user_id=carol, channel_id=channel)
+    ts = sent.request.payload["event"]["ts"]
+    bot = stack.slack.directory.bot.user_id
+    try:
+        stack.slack.recorder.wait_for(
+            lambda: [m for m in stack.slack.recorder.messages(channel, thread_ts=ts) if m.user == bot], timeout=15.0, what="the session"
+        )
+    except AssertionError:
+        out.write("(no session message within 15 s)\n")
+        return
+    for message in stack.slack.recorder.messages(channel):
+        if message.user == bot and not message.is_reply and message.ts > ts:
+            out.write("[agent (bot)]\n" + render_text(message.as_payload(), users=None) + "\n")
+    _print_thread(out, stack, channel, ts, "the thread of carol's DM: her task, and the session the bot started for it")
+
+
+SOCKET_TOUR: Sequence[tuple[str, str]] = (("bob", "help usage"), ("bob", "usage 7d"))
+"""Sent over Socket Mode to a separate ``agent-bot socket`` process by :func:`socket_step`."""
+
+
+def socket_step(stack: Stack, out: TextIO, *, startup_timeout: float = 30.0) -> None:
+    """``agent-bot socket`` as its own process, connected to the emulator's Socket Mode: two commands,
+    a dropped connection the bot re-opens, and one more command. Problems are printed, never raised."""
+    import os
+    import subprocess
+
+    settings = stack.bot.services.settings
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "AGENT_"))}
+    env.update(
+        SLACK_BOT_TOKEN=stack.slack.bot_token,
+        SLACK_APP_TOKEN=stack.slack.app_token,
+        SLACK_API_URL=stack.slack.api_url,
+        AGENT_API_URL=stack.sandbox.url,
+        AGENT_API_KEY=settings.required("agent_api_key"),
+        AGENT_BOT_DATABASE_URL=f"sqlite:///{stack.workdir / 'socket.db'}",
+        AGENT_BOT_CONFIG=settings.config_file or "",
+        AGENT_BOT_LOG_LEVEL="WARNING",
+    )
+    hub = stack.slack.socket_mode
+    before = max((c.id for c in hub.connections), default=0)
+    out.write("\n\u2500\u2500 Socket Mode: starting `agent-bot socket` (SLACK_APP_TOKEN, no public URL)...\n")
+    with (stack.workdir / "socket.log").open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "socket"], env=env, cwd=stack.workdir, stdout=log, stderr=log)
+    try:
+        first = hub.wait_connected(after=before, timeout=startup_timeout)
+        out.write(f"connected over the emulator's WebSocket (connection {first.id})\n")
+        over_socket = dataclasses.replace(stack, client=stack.slack.socket_client(timeout=20))
+        for who, text in SOCKET_TOUR:
+            _print_reply(out, f"{who} (Socket Mode)", text, over_socket.command(text, user=PEOPLE[who]), stack)
+        hub.drop(first)
+        again = hub.wait_connected(after=first.id, timeout=startup_timeout)
+        out.write(f"\nthe emulator dropped connection {first.id}; the bot opened connection {again.id}\n")
+        _print_reply(out, "bob (Socket Mode)", "help", over_socket.command("help", user=PEOPLE["bob"]), stack)
+    except (AssertionError, OSError) as exc:
+        out.write(f"(the Socket Mode step stopped: {exc})\n")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def run_demo(
+    *,
+    interactive: bool = False,
+    users: int = 40,
+    seed: int = 7,
+    hostile: bool = False,
+    out: TextIO = sys.stdout,
+    lines: TextIO = sys.stdin,
+    chart_dir: Path | None = None,
+    tour: bool = True,
+    stack_options: dict[str, Any] | None = None,
+) -> int:
+    """Run the tour (and the interactive loop); returns the exit code (0). ``hostile``: against the
+    sandbox's hostile data (``agent-bot sandbox --hostile``). ``tour=False`` skips the tour (only
+    with ``interactive``: straight to the loop, :func:`run_interactive`). ``stack_options`` go to
+    :func:`bot.stack.start_stack` (tests pin the day and the API client's retries)."""
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+    out.write("Starting the sandbox Agent API, the Slack emulator and the bot on loopback...\n")
+    options: dict[str, Any] = {"analytics_cache_ttl": 300.0, **(stack_options or {})}
+    if hostile:
+        options["sandbox_options"] = {**options.get("sandbox_options", {}), "hostile": True}
+    with running_stack(users=users, seed=seed, **options) as stack:
+        out.write(
+            f"sandbox API {stack.sandbox.url} | Slack emulator {stack.slack.url} | bot {stack.bot_url}\n"
+            "People: alice (owner), bob (manager), carol (member), dave (guest).\n"
+        )
+        if tour or not interactive:
+            _tour(stack, out, chart_dir or Path.cwd())
+        if interactive:
+            run_interactive(stack, lines, out)
+    out.write("\nDemo finished.\n")
+    return 0
+
+
+def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
+    """Every command of :data:`TOUR`, the sessions, the digest, alerts, the credit-limit approval and Socket Mode."""
+    for who, text in TOUR:
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+    try:
+        session_tour(stack, out)
+    except WaitTimeout as exc:  # a demo step that did not happen is reported, not a traceback
+        out.write(f"\n(the session tour stopped: {exc})\n")
+    _digest_step(stack, out, chart_dir)
+    _alerts_step(stack, out)
+    _limits_step(stack, out)
+    home_step(stack, out)
+    socket_step(stack, out)
