@@ -48,6 +48,7 @@ class SocketModeClient(AiohttpSocketModeClient):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._closing_old: set[asyncio.Task[None]] = set()
+        self._old_receivers: set[asyncio.Future[None]] = set()
         self.on_error_listeners.append(self.reconnect_now)
 
     async def reconnect_now(self, message: WSMessage) -> None:
@@ -95,7 +96,11 @@ class SocketModeClient(AiohttpSocketModeClient):
                 self.current_session_monitor.cancel()
             self.current_session_monitor = asyncio.ensure_future(self.monitor_current_session())
             # the old receive loop is left to end by itself: it stops once it sees the new session,
-            # after handing on what the old connection still carried
+            # after handing on what the old connection still carried (close() cancels it if it has not)
+            if self.message_receiver is not None and not self.message_receiver.done():
+                old_receiver = self.message_receiver
+                self._old_receivers.add(old_receiver)
+                old_receiver.add_done_callback(self._old_receivers.discard)
             self.message_receiver = asyncio.ensure_future(self.receive_messages())
             if old is not None:
                 closing = asyncio.ensure_future(self._close_old(old))
@@ -112,9 +117,12 @@ class SocketModeClient(AiohttpSocketModeClient):
         self.logger.info(f"The old session ({session_id}) has been abandoned")
 
     async def close(self) -> None:
-        """slack_sdk's close, once the old connections still closing are closed."""
+        """slack_sdk's close, once the old connections still closing are closed and the receive loops
+        of old connections that have not ended yet are cancelled."""
         if self._closing_old:
             await asyncio.gather(*self._closing_old, return_exceptions=True)
+        for receiver in list(self._old_receivers):
+            receiver.cancel()
         await super().close()
 
 

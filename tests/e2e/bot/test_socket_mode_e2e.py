@@ -303,6 +303,9 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         assert "Reconnecting now" in log
         # the next connection was open before the old one was let go
         assert log.index("has been established", log.index("Reconnecting now")) < log.index("The old session")
+        assert bot.stop() == 0  # and the stop after a reconnection leaves nothing behind
+        for noise in ("Task was destroyed", "Unclosed client session", "Event loop is closed", "Traceback"):
+            assert noise not in bot.log_text(), bot.log_text()[-3000:]
     finally:
         bot.stop()
         relay.stop()
