@@ -1,4 +1,4 @@
-"""The ``agent-bot`` command line (DESIGN.md, "Interfaces that stay stable").
+"""The ``agent-bot`` command line, a stable interface (README.md, "Quick start"; docs/operations.md).
 
     agent-bot serve [--host H] [--port P]   HTTP mode: POST /slack/events, GET /healthz
     agent-bot socket                       Socket Mode (needs SLACK_APP_TOKEN)

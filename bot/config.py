@@ -1,6 +1,6 @@
 """Settings of the bot, read from the environment (or a ``.env`` file) with pydantic-settings.
 
-The variables are the ones fixed in DESIGN.md ("Environment"):
+The variables are the ones of docs/configuration.md (``.env.example`` lists them too):
 
 =========================  =====================================================  ==========================
 variable                   meaning                                                default

@@ -2,7 +2,7 @@
 
 The role-check middleware (:func:`bot.middleware.build_role_check`) and the services that must
 decide more than the middleware can (the owner threshold of a credit-limit approval) ask one
-:class:`Policy`; nothing else compares roles (DESIGN.md, "Rules of the house").
+:class:`Policy`; nothing else compares roles (docs/architecture.md, "Layers").
 
 A :class:`Policy` holds:
 

@@ -1,6 +1,6 @@
 """Roles, the policy table, and the resolution of a Slack user's role.
 
-Follows DESIGN.md ("Roles YAML"): roles are ``owner > manager > member > guest``. A Slack user's
+Follows docs/configuration.md ("Roles"): roles are ``owner > manager > member > guest``. A Slack user's
 e-mail comes from ``users.info`` (scope ``users:read.email``). The roles file lists e-mails,
 Slack user IDs (``U...``/``W...``) or user-group handles (``@group``) per role; the highest
 matching role wins. A user the file does not list but whose e-mail belongs to an organization

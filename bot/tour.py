@@ -254,6 +254,8 @@ def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -
 
 
 MENTION_PROMPT = "read the README and explain the setup"
+NOT_HERS = f'session start computer="Alice\'s dev box" {SESSION_PROMPT}'
+"""carol asks for Alice's dev box, which the demo's roles file keeps for alice: the refusal names her."""
 
 
 def _print_thread(out: TextIO, stack: Stack, channel: str, thread_ts: str, title: str) -> None:
@@ -271,7 +273,9 @@ def _print_thread(out: TextIO, stack: Stack, channel: str, thread_ts: str, title
 
 def session_tour(stack: Stack, out: TextIO) -> None:
     """carol starts a session, the agent answers in the thread, she replies there, the agent answers
-    again; then a mention starts another one. Waits are for the real sandbox and follower."""
+    again; then a mention starts another one; carol asks for Alice's dev box and is refused (the
+    roles file's computer rules: it is alice's), and dave, a guest, may not start one at all. Waits
+    are for the real sandbox and follower."""
     recorder = stack.slack.recorder
     root, reply = session_with_reply(stack)
     _print_reply(out, "carol", f"session start computer=ci {SESSION_PROMPT}", reply, stack)
@@ -284,7 +288,7 @@ def session_tour(stack: Stack, out: TextIO) -> None:
     recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, mention_ts, "You asked"), timeout=30, what="the answer to the mention")
     recorder.wait_for(lambda: "white_check_mark" in recorder.reactions(DEMO_CHANNEL, mention_ts), timeout=10, what="the done reaction")
     _print_thread(out, stack, DEMO_CHANNEL, mention_ts, "bob mentioned @agent in #engineering")
-    for who, text in (("carol", "sessions"), ("dave", f"session start computer=ci {SESSION_PROMPT}")):
+    for who, text in (("carol", "sessions"), ("carol", NOT_HERS), ("dave", f"session start computer=ci {SESSION_PROMPT}")):
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
 
 

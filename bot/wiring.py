@@ -46,6 +46,7 @@ from bot.services.accounts import Accounts, PlatformEndpoint, key_ring
 from bot.services.alerts import AlertKind, AlertService, ComputersKind, ControlsKind
 from bot.services.alerts.readiness import ReadinessKind
 from bot.services.alerts.usage import UsageKind
+from bot.services.computer_rules import ComputerRules
 from bot.services.computers import ComputersService
 from bot.services.digest import DigestService, People
 from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, Home, HomeMarks, HomeRefresher, HomeTab, HomeTabs
@@ -205,6 +206,8 @@ def build_services(
         bot_token=clients.bot_token,
         policy=policy,
         messages=session_messages,
+        rules=ComputerRules.from_roles(roles_file, resolver),  # who may start sessions on which computers
+        people=resolver.resolve,
         on_change=marks.session_changed,
     )
     limits = LimitsWorkflow(

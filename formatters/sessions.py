@@ -34,6 +34,7 @@ from bot.api.models import Computer, Session
 from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
 from bot.policy import SessionAction
 from bot.roles import REPLY_CHANNEL, REPLY_STARTER
+from bot.services.computer_rules import ComputerRefused
 from bot.services.sessions import ACTION_WORDS
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
@@ -45,7 +46,7 @@ from bot.services.sessions.messages import (
     START_VIEW,
     SessionView,
 )
-from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT
+from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, FormChoices
 from formatters.blocks import (
     SECTION_TEXT_MAX,
     Payload,
@@ -61,13 +62,26 @@ from formatters.blocks import (
     number,
     section,
 )
-from formatters.notices import error_message
+from formatters.notices import error_message, outcome_message
 
 MENU_STATUS, MENU_ARCHIVE, MENU_THREAD = "status", "archive", "thread"
 MENU_LABELS = {MENU_STATUS: "Status", MENU_ARCHIVE: "Archive", MENU_THREAD: "Open thread"}
 OPTION_VALUE_MAX = 150
 """Characters at most of an option's ``value`` (Slack doc "Option object")."""
 START_BLOCKS = {"computer": "computer", "cwd": "cwd", "model": "model", "prompt": "prompt"}
+SELECT_OPTIONS_MAX = 100
+"""Options at most in a ``static_select`` (Slack doc "Select menu element")."""
+MODEL_DEFAULT = ":default"
+"""The value of the model select's "default" option: no model is sent (not a model id: those begin
+with a letter or digit)."""
+MODEL_DEFAULT_LABEL = "Default (the platform's)"
+MODEL_CHOICES_HINT = "The models your enterprise controls allow. Default sends none: the platform's default model runs."
+MODEL_UNREADABLE_HINT = (
+    "I could not read your enterprise controls to list the allowed models: type a model id (checked when you "
+    "start), or leave it empty for the default."
+)
+MODEL_UNLISTED_HINT = "Your enterprise controls name no list of allowed models: type a model id, or leave it empty for the default."
+COMPUTERS_HIDDEN = "Only the computers you may use are listed: the bot's roles file keeps {n} other active {noun} for others."
 
 CHUNK_MAX = SECTION_TEXT_MAX - 100
 LONG_TEXT = 6000
@@ -181,10 +195,14 @@ def no_such_session(found: NotFound) -> Payload:
 
 def choice_declined(outcome: Outcome) -> Payload:
     """Why the computer menu's choice started nothing (:meth:`bot.services.sessions.starter.Starter.pick`):
-    the menu expired (a NotFound), it is someone else's (a Refused), it was chosen before (a
+    the menu expired (a NotFound), it is someone else's (a Refused), the computer is not the
+    chooser's to use (a :class:`bot.services.computer_rules.ComputerRefused`: which computer and who
+    may use it, :func:`formatters.notices.outcome_message`), it was chosen before (a
     NothingChanged), or the computer cannot run it (an Invalid)."""
     if isinstance(outcome, NotFound):
         return error_message(CHOICE_EXPIRED, outcome.hint)
+    if isinstance(outcome, ComputerRefused):
+        return outcome_message(outcome)
     if isinstance(outcome, Refused):
         return error_message(NOT_YOURS)
     if isinstance(outcome, NothingChanged | Invalid):
@@ -371,24 +389,64 @@ def form_origin(private_metadata: str) -> tuple[str, str] | None:
     return data["channel"], data["opener"]
 
 
-def start_modal(computers: Sequence[Computer], *, channel: str, opener: str, default_computer: str | None = None) -> dict[str, Any]:
-    """The ``views.open`` modal of ``/agent session start`` with no prompt: computer (select of the
-    active computers), working directory, model, prompt (multi-line). ``private_metadata`` is JSON
-    ``{"channel", "opener"}``: where the session goes and who opened the form (only they may submit
-    it; Slack doc "view_submission payload": ``user`` is who submitted; :func:`form_origin`)."""
-    options = [
-        {"text": {"type": "plain_text", "text": cut(" ".join(str(c.name or c.id).split()) or c.id, 75)}, "value": cut(c.id, 150)}
-        for c in list(computers)[:100]
-    ]
+def _option(value: str, label: str) -> dict[str, Any]:
+    """A select's option: ``label`` on one line, cut to Slack's 75 characters (plain text: nothing to escape)."""
+    return {"text": {"type": "plain_text", "text": cut(" ".join(label.split()) or value, 75)}, "value": value}
+
+
+def model_field(choices: FormChoices) -> dict[str, Any]:
+    """The start form's model input: a ``static_select`` of the models the enterprise controls allow
+    (:attr:`FormChoices.models`; a model id longer than an option's value is left out), first a
+    "default" option (:data:`MODEL_DEFAULT`: no model is sent), chosen at first; a free-text input
+    only when the controls could not be read or name no allowed list, its hint saying which."""
+    block: dict[str, Any] = {
+        "type": "input",
+        "block_id": START_BLOCKS["model"],
+        "optional": True,
+        "label": {"type": "plain_text", "text": "Model"},
+    }
+    models = [_option(value, label) for value, label in choices.models if len(value) <= OPTION_VALUE_MAX]
+    if choices.controls_read and models:
+        default = _option(MODEL_DEFAULT, MODEL_DEFAULT_LABEL)
+        block["element"] = {
+            "type": "static_select",
+            "action_id": "value",
+            "options": [default, *models][:SELECT_OPTIONS_MAX],
+            "initial_option": default,
+        }
+        block["hint"] = {"type": "plain_text", "text": MODEL_CHOICES_HINT}
+        return block
+    block["element"] = {"type": "plain_text_input", "action_id": "value", "max_length": 255}
+    block["hint"] = {"type": "plain_text", "text": MODEL_UNLISTED_HINT if choices.controls_read else MODEL_UNREADABLE_HINT}
+    return block
+
+
+def start_modal(choices: FormChoices, *, channel: str, opener: str) -> dict[str, Any]:
+    """The ``views.open`` modal of ``/agent session start`` with no prompt: computer (a select of
+    the active computers the opener may use, their last one chosen; a hint says so when the roles
+    file keeps others from them), working directory, model (:func:`model_field`), prompt
+    (multi-line). ``private_metadata`` is JSON ``{"channel", "opener"}``: where the session goes and
+    who opened the form (only they may submit it; Slack doc "view_submission payload": ``user`` is
+    who submitted; :func:`form_origin`). Computer names are plain text here: nothing to escape."""
+    options = [_option(cut(c.id, OPTION_VALUE_MAX), str(c.name or c.id)) for c in choices.computers[:SELECT_OPTIONS_MAX]]
     select: dict[str, Any] = {
         "type": "static_select",
         "action_id": "value",
         "options": options,
         "placeholder": {"type": "plain_text", "text": "Choose a computer"},
     }
-    initial = next((o for o in options if o["value"] == default_computer), None)
+    initial = next((o for o in options if o["value"] == choices.last_used), None)
     if initial is not None:
         select["initial_option"] = initial
+    computer: dict[str, Any] = {
+        "type": "input",
+        "block_id": START_BLOCKS["computer"],
+        "label": {"type": "plain_text", "text": "Computer"},
+        "element": select,
+    }
+    if choices.hidden:
+        noun = "computer" if choices.hidden == 1 else "computers"
+        computer["hint"] = {"type": "plain_text", "text": COMPUTERS_HIDDEN.format(n=choices.hidden, noun=noun)}
     return {
         "type": "modal",
         "callback_id": START_VIEW,
@@ -397,7 +455,7 @@ def start_modal(computers: Sequence[Computer], *, channel: str, opener: str, def
         "submit": {"type": "plain_text", "text": "Start"},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
-            {"type": "input", "block_id": START_BLOCKS["computer"], "label": {"type": "plain_text", "text": "Computer"}, "element": select},
+            computer,
             {
                 "type": "input",
                 "block_id": START_BLOCKS["cwd"],
@@ -405,13 +463,7 @@ def start_modal(computers: Sequence[Computer], *, channel: str, opener: str, def
                 "label": {"type": "plain_text", "text": "Working directory"},
                 "element": {"type": "plain_text_input", "action_id": "value", "max_length": INPUT_MAX},
             },
-            {
-                "type": "input",
-                "block_id": START_BLOCKS["model"],
-                "optional": True,
-                "label": {"type": "plain_text", "text": "Model"},
-                "element": {"type": "plain_text_input", "action_id": "value", "max_length": 255},
-            },
+            model_field(choices),
             {
                 "type": "input",
                 "block_id": START_BLOCKS["prompt"],

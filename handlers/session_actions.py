@@ -7,7 +7,8 @@ has the sub-commands).
 - the menu of a row of ``/agent sessions`` (Status, Archive, Open thread: the same code as the
   commands);
 - the menu that chooses a start's computer, and the start form (``session start`` without a
-  prompt): field errors go back on the form, and only the person who opened it may submit it.
+  prompt): field errors go back on the form, and only the person who opened it may submit it; the
+  computer chosen is held to the computer rules again (a crafted choice gets the refusal).
 
 Each listener parses, calls :class:`bot.services.sessions.Sessions`, formats and replies; the role
 check (the action ids and the form's ``callback_id`` are policy keys) ran before, in the middleware.
@@ -22,6 +23,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from bot.errors import reported
 from bot.outcomes import Declined
+from bot.roles import ResolvedUser, Role
 from bot.services.sessions import NewStart, NotAllowed
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
@@ -38,6 +40,7 @@ from formatters.sessions import (
     FORM_STALE,
     MENU_ARCHIVE,
     MENU_STATUS,
+    MODEL_DEFAULT,
     NOT_ARCHIVED,
     START_BLOCKS,
     choice_declined,
@@ -104,8 +107,8 @@ async def on_pick(request: ActionRequest) -> None:
     except ValueError:
         row_id = None
     try:
-        row = await request.services.sessions.pick(row_id, request.value, request.user.user_id)
-    except Declined as exc:  # the menu expired, is someone else's, was chosen before, or the computer cannot run it
+        row = await request.services.sessions.pick(row_id, request.value, request.user)
+    except Declined as exc:  # the menu expired, is someone else's, was chosen before, the computer is not theirs or cannot run it
         await request.reply(choice_declined(exc.outcome))
         return
     payload = start_reply(row)
@@ -121,7 +124,8 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
     def value(block: str) -> str | None:
         element = (values.get(START_BLOCKS[block]) or {}).get("value") or {}
         if element.get("selected_option"):
-            return element["selected_option"].get("value")
+            chosen = element["selected_option"].get("value")
+            return None if chosen == MODEL_DEFAULT else chosen  # the model select's "default": no model sent
         text = element.get("value")
         return text.strip() if isinstance(text, str) and text.strip() else None
 
@@ -133,8 +137,11 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         await ack(response_action="errors", errors={START_BLOCKS["prompt"]: refusal[:FIELD_ERROR_MAX]})
         return
     channel = origin[0]
+    by: ResolvedUser = context.get("agent_user") or ResolvedUser(user_id, None, Role.guest, "not resolved")
     prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
-    found = await services.sessions.starter.form_errors(prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"))
+    found = await services.sessions.starter.form_errors(
+        prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"), by=by, channel=channel or user_id
+    )
     found = {field: cut(error, FIELD_ERROR_MAX) if field == "model" else error for field, error in found.items()}  # a refusal, its hint
     errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
     if errors:
@@ -144,14 +151,14 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
     start = NewStart(
         start_key=f"view:{view.get('id')}",
         slack_user=user_id,
-        user_email=getattr(context.get("agent_user"), "email", None),
+        user_email=by.email,
         channel=channel or user_id,
         origin="modal",
         prompt=prompt,
         cwd=cwd,
         model=value("model"),
     )
-    await start_and_tell(services, start, computer_id)
+    await start_and_tell(services, start, computer_id, by=by)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

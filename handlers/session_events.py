@@ -84,7 +84,7 @@ async def start_from_text(
         model=options.get("model"),
         thread_ts=thread_ts,
     )
-    await start_and_tell(services, start, options.get("computer"), thread_ts=thread_ts)
+    await start_and_tell(services, start, options.get("computer"), by=actor, thread_ts=thread_ts)
 
 
 async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:

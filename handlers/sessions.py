@@ -18,7 +18,10 @@ domain (which computer, the exactly-once start and relay, following) is in
 act on one session (reply in its thread, ``session set``, archive by command or button) is the
 sessions service's to ask of the policy: its reasons (:class:`bot.services.sessions.NotAllowed`, a
 Refused; :class:`bot.services.sessions.NoSuchSession`, a NotFound) are put into words here
-(:func:`answering_reasons`); archiving asks for confirmation first.
+(:func:`answering_reasons`); archiving asks for confirmation first. Which computers a person may
+start sessions on (the roles file's ``computers:`` rules) is the starter's to ask, on its one start
+path (:mod:`bot.services.sessions.starter`); its refusal (a Refused that names the computer and
+who may use it) is said with :func:`formatters.notices.outcome_message`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
+from bot.outcomes import Declined
 from bot.roles import ResolvedUser
 from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NoSuchSession, NotAllowed, StartOutcome
 from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
@@ -42,7 +46,7 @@ from bot.slack import SlackFailure
 from bot.store import DatabaseUnusable
 from formatters.blocks import Payload, message_link
 from formatters.home import dm_hint
-from formatters.notices import error_message
+from formatters.notices import error_message, outcome_message
 from formatters.sessions import (
     SessionRow,
     archive_question,
@@ -72,7 +76,9 @@ START = SubCommand(
     ),
     details=(
         "Without `computer=` I use the computer of your last session, else the only active one, else I "
-        "ask. Without a prompt a form opens. I post one message in the channel; the agent's answers "
+        "ask; only among the computers the roles file lets you use (a computer that is not yours to use "
+        "is refused, naming who may use it). Without a prompt a form opens, offering only those computers "
+        "and the models your enterprise controls allow. I post one message in the channel; the agent's answers "
         "arrive in its thread, and whatever you write in that thread goes to the agent (images, PDFs "
         "and text files too). You can also mention me: `@agent run the tests`."
     ),
@@ -157,16 +163,20 @@ def start_reply(outcome: StartOutcome) -> Payload | None:
     return error_message(ALREADY_STARTED)
 
 
-async def start_and_tell(services: Services, start: NewStart, computer: str | None, *, thread_ts: str | None = None) -> None:
-    """Start from the form or a mention (no ``respond``): the menu, a refusal or a failure goes to
-    the person ephemerally; a session that started says so in its own thread."""
+async def start_and_tell(
+    services: Services, start: NewStart, computer: str | None, *, by: ResolvedUser, thread_ts: str | None = None
+) -> None:
+    """Start from the form, a mention or a DM (no ``respond``), as ``by`` (who asked, as the role
+    check resolved them): the menu, a refusal (a computer that is not theirs to use among them,
+    :func:`formatters.notices.outcome_message`) or a failure goes to the person ephemerally; a
+    session that started says so in its own thread."""
     payload: Payload | None = None
     try:
-        outcome = await services.sessions.start(start, computer)
+        outcome = await services.sessions.start(start, computer, by=by)
         if isinstance(outcome, ChooseComputer) or (outcome.state == FAILED and not outcome.parent_ts):
             payload = start_reply(outcome)  # else it started, or failed where its parent message shows it
-    except UserInputError as exc:
-        payload = error_message(exc.message, exc.hint)
+    except Declined as exc:  # input it cannot use (a UserInputError), or a computer rule's refusal
+        payload = outcome_message(exc.outcome)
     except AgentAPIError as exc:
         payload = error_message(*describe_api_error(exc))
     if payload is not None:
@@ -184,9 +194,9 @@ async def handle_start(request: CommandRequest) -> None:
     prompt, options = split_options(raw)
     services = request.services
     if not prompt:
-        computers, last = await services.sessions.starter.form_choices(request.user.user_id)
+        choices = await services.sessions.starter.form_choices(request.user, request.channel_id)
         trigger_id = str(request.body.get("trigger_id") or "")
-        form = start_modal(computers, channel=request.channel_id, opener=request.user.user_id, default_computer=last)
+        form = start_modal(choices, channel=request.channel_id, opener=request.user.user_id)
         opened = await services.slack.open_view(trigger_id, form)
         if isinstance(opened, SlackFailure):
             raise UserInputError(FORM_NOT_OPENED.format(error=opened.error), FORM_NOT_OPENED_HINT)
@@ -201,7 +211,7 @@ async def handle_start(request: CommandRequest) -> None:
         cwd=options.get("cwd"),
         model=options.get("model"),
     )
-    payload = start_reply(await services.sessions.start(start, options.get("computer")))
+    payload = start_reply(await services.sessions.start(start, options.get("computer"), by=request.user))
     if payload is not None:
         await request.reply(payload)
 

@@ -4,8 +4,8 @@ A :class:`Directory` is plain data; the Web API server answers ``auth.test``, ``
 ``usergroups.*`` and ``conversations.info`` from it, and the client side takes user and channel
 names from it when it builds slash commands and events.
 
-:func:`default_directory` seeds one person per role of the bot's role model (see DESIGN.md,
-"Roles YAML"), all on ``example.com``:
+:func:`default_directory` seeds one person per role of the bot's role model (see docs/configuration.md,
+"Roles"), all on ``example.com``:
 
 | id          | name  | e-mail              | meant as                                   |
 |-------------|-------|---------------------|--------------------------------------------|

@@ -58,12 +58,22 @@ def clean(transcript: str) -> list[str]:
     return [_PROMPTS.sub("", line) for line in transcript.splitlines()]
 
 
+MODELS = (
+    "Default (the platform's)",
+    "claude-sonnet-4-5",
+    "claude-opus-4-1",
+    "claude-haiku-4-5",
+    "gpt-5-codex",
+    "Acme Coder 70B",
+    "Sonnet 4.5 (our cloud account)",
+)
+"""The models the sandbox's enterprise controls allow, as the form's select offers them (the default first)."""
 START_FORM = [
     "Start an agent session (a form)",
     "===============================",
-    "computer: Computer; one of: Alice's dev box | CI sandbox",
+    "computer: Computer; one of: CI sandbox",  # bob's form: Alice's dev box is alice's (the roles file)
     "cwd: Working directory (optional)",
-    "model: Model (optional)",
+    f"model: Model (optional); one of: {' | '.join(MODELS)} = {MODELS[0]}",
     "prompt: What should the agent do? (several lines)",
     "[Start] [Cancel]",
     FORM_HINT,
@@ -208,10 +218,10 @@ def test_a_mention_a_menu_choice_a_thread_reply_and_a_click(own_stack: Any) -> N
     prompt, follow_up = "run the tests for @bob in #engineering", "thanks, now the docs"
 
     def answers(count: int) -> Callable[[], Any]:
-        """``count`` answers of the agent in the thread of carol's mention (the newest mention)."""
+        """``count`` answers of the agent in the thread of alice's mention (the newest mention)."""
 
         def answered() -> bool:
-            mention = [m for m in recorder.messages("C0ENG") if m.user == "U0MEMBER" and not m.is_reply][-1]
+            mention = [m for m in recorder.messages("C0ENG") if m.user == "U0OWNER" and not m.is_reply][-1]
             thread = recorder.messages("C0ENG", thread_ts=mention.ts)
             return sum(render_text(m.as_payload()).startswith("Done. You asked:") for m in thread if m.user == bot) >= count
 
@@ -220,37 +230,37 @@ def test_a_mention_a_menu_choice_a_thread_reply_and_a_click(own_stack: Any) -> N
     clicked_on: list[int] = []  # the number of the session's message when it was clicked
     script, lines = run(
         stack,
-        f"as carol @agent {prompt}",
-        "as carol click 2 CI sandbox",
+        f"as alice @agent {prompt}",  # alice may use Alice's dev box and the CI sandbox: she has a choice
+        "as alice click 2 CI sandbox",
         waits_for(stack, answers(1)),
-        f"as carol reply 1 {follow_up}",
+        f"as alice reply 1 {follow_up}",
         waits_for(stack, answers(2)),
         lambda transcript: (
-            f"click {clicked_on.append(number_after(transcript, '@carol started an agent session')) or clicked_on[-1]} Refresh"
+            f"click {clicked_on.append(number_after(transcript, '@alice started an agent session')) or clicked_on[-1]} Refresh"
         ),
         "quit",
     )
     assert script.printed_by(0) == [
-        HEADER_MESSAGE.format(n=1, who="carol", where="#engineering"),
+        HEADER_MESSAGE.format(n=1, who="alice", where="#engineering"),
         f"@agent {prompt}",
-        HEADER_EPHEMERAL.format(n=2, who=BOT_NAME, viewer="carol", where="#engineering"),
+        HEADER_EPHEMERAL.format(n=2, who=BOT_NAME, viewer="alice", where="#engineering"),
         CHOOSE_COMPUTER,
         "[Choose a computer v]",
         "Only you can choose; this menu expires in 10 minutes.",
         "  menu Choose a computer: Alice's dev box | CI sandbox",
     ]
-    mention = [m for m in recorder.messages("C0ENG") if m.user == "U0MEMBER" and not m.is_reply][-1]
+    mention = [m for m in recorder.messages("C0ENG") if m.user == "U0OWNER" and not m.is_reply][-1]
     assert mention.text == f"<@{bot}> run the tests for <@U0MANAGER> in <#C0ENG|engineering>"  # as Slack sends it
     chosen = script.printed_by(1)
-    assert chosen[:2] == [HEADER_THREAD.format(n=3, who=BOT_NAME, where="#engineering", parent="[1]"), "@carol started an agent session"]
+    assert chosen[:2] == [HEADER_THREAD.format(n=3, who=BOT_NAME, where="#engineering", parent="[1]"), "@alice started an agent session"]
     replied = script.printed_by(3)
     number = int(replied[0][1 : replied[0].index("]")])
-    assert replied[:2] == [HEADER_THREAD.format(n=number, who="carol", where="#engineering", parent="[1]"), follow_up]
+    assert replied[:2] == [HEADER_THREAD.format(n=number, who="alice", where="#engineering", parent="[1]"), follow_up]
     assert f'Done. You asked: "{follow_up}"' in lines
     assert user_texts(stack, follow_up) == 1  # the reply reached the agent, once
     clicked = script.printed_by(5)
     number = int(clicked[0][1 : clicked[0].index("]")])
-    assert clicked[:2] == [HEADER_EDITED.format(n=number, ref=f"[{clicked_on[0]}]"), "@carol started an agent session"]
+    assert clicked[:2] == [HEADER_EDITED.format(n=number, ref=f"[{clicked_on[0]}]"), "@alice started an agent session"]
     assert clicked[-1] == "[Refresh] [Archive]"
 
 

@@ -19,6 +19,7 @@ TOURED = (
     "── the session's thread in #engineering",
     "runs `agent-bot hook`",
     "── bob mentioned @agent in #engineering",
+    '── carol: /agent session start computer="Alice\'s dev box"',
     "── Daily digest:",
     "── Alerts: #engineering hears when something changes (controls, readiness, computers, usage)",
     "── the computer's alert: the same message, edited in place when it recovered",
@@ -41,4 +42,5 @@ def test_the_demo_tours_every_feature_and_exits_0(tmp_path, hostile):
     missing = [part for part in TOURED if part not in done.stdout]
     assert missing == [], done.stdout[-3000:]
     assert "exactly once: nothing is posted twice" in done.stdout
+    assert "You cannot start a session on Alice's dev box: only alice@example.com may start sessions on it." in done.stdout
     assert list(tmp_path.glob("*.png")), "the digest's chart was not saved"

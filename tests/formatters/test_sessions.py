@@ -10,13 +10,21 @@ from bot.services.sessions.messages import (
     ARCHIVE_CONFIRM_ACTION,
     PICK_ACTION,
     REFRESH_ACTION,
+    START_VIEW,
     SessionView,
 )
+from bot.services.sessions.starter import FormChoices
 from formatters.sessions import (
     ARCHIVE_QUESTION,
     CHUNK_MAX,
+    COMPUTERS_HIDDEN,
     FULL_ANSWER_ATTACHED,
     LONG_TEXT,
+    MODEL_CHOICES_HINT,
+    MODEL_DEFAULT,
+    MODEL_DEFAULT_LABEL,
+    MODEL_UNLISTED_HINT,
+    MODEL_UNREADABLE_HINT,
     NOT_ALLOWED_HINT,
     agent_message,
     archive_question,
@@ -147,12 +155,97 @@ def computers(n: int) -> list[Computer]:
 def test_the_choice_menu_and_the_modal_validate(block_kit_validator):
     payload = block_kit_validator(computer_choice(computers(3), 42, minutes=10))
     assert payload["blocks"][0]["block_id"] == "pick:42" and payload["blocks"][0]["accessory"]["action_id"] == PICK_ACTION
-    view = start_modal(computers(2), channel="C1", opener="U0MEMBER", default_computer="cmp-1")
+    view = start_modal(FormChoices(computers(2), last_used="cmp-1"), channel="C1", opener="U0MEMBER")
     block_kit_validator({"text": "modal", "blocks": view["blocks"]})
     assert view["private_metadata"] == '{"channel":"C1","opener":"U0MEMBER"}'
     assert form_origin(view["private_metadata"]) == ("C1", "U0MEMBER")
     assert [form_origin(stale) for stale in ("C1", "", "[]", '{"channel":"C1"}')] == [None] * 4
     assert view["blocks"][0]["element"]["initial_option"]["value"] == "cmp-1"
+
+
+def option(value: str, text: str) -> dict:
+    return {"text": {"type": "plain_text", "text": text}, "value": value}
+
+
+def test_the_start_form_offers_the_usable_computers_and_a_select_of_the_allowed_models(block_kit_validator):
+    choices = FormChoices(
+        computers(2)[1:],
+        hidden=2,
+        last_used="cmp-0",  # not offered: no initial option
+        models=(("claude-sonnet-4-5", "claude-sonnet-4-5"), ("custom:acme", "Acme coder <b>"), ("x" * 151, "too long a value")),
+    )
+    view = start_modal(choices, channel="C0ENG", opener="U0MEMBER")
+    block_kit_validator({"text": "modal", "blocks": view["blocks"]})
+    default = option(MODEL_DEFAULT, MODEL_DEFAULT_LABEL)
+    assert view == {
+        "type": "modal",
+        "callback_id": START_VIEW,
+        "private_metadata": '{"channel":"C0ENG","opener":"U0MEMBER"}',
+        "title": {"type": "plain_text", "text": "Start an agent session"},
+        "submit": {"type": "plain_text", "text": "Start"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "computer",
+                "label": {"type": "plain_text", "text": "Computer"},
+                "element": {
+                    "type": "static_select",
+                    "action_id": "value",
+                    "options": [option("cmp-1", "box 1 <!channel>")],  # plain text: shown as written, pings nobody
+                    "placeholder": {"type": "plain_text", "text": "Choose a computer"},
+                },
+                "hint": {"type": "plain_text", "text": COMPUTERS_HIDDEN.format(n=2, noun="computers")},
+            },
+            {
+                "type": "input",
+                "block_id": "cwd",
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Working directory"},
+                "element": {"type": "plain_text_input", "action_id": "value", "max_length": 3000},
+            },
+            {
+                "type": "input",
+                "block_id": "model",
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Model"},
+                "element": {
+                    "type": "static_select",
+                    "action_id": "value",
+                    "options": [default, option("claude-sonnet-4-5", "claude-sonnet-4-5"), option("custom:acme", "Acme coder <b>")],
+                    "initial_option": default,
+                },
+                "hint": {"type": "plain_text", "text": MODEL_CHOICES_HINT},
+            },
+            {
+                "type": "input",
+                "block_id": "prompt",
+                "label": {"type": "plain_text", "text": "What should the agent do?"},
+                "element": {"type": "plain_text_input", "action_id": "value", "multiline": True, "max_length": 3000},
+            },
+        ],
+    }
+    one_hidden = start_modal(FormChoices(computers(1), hidden=1), channel="C1", opener="U1")["blocks"][0]["hint"]
+    assert one_hidden == {"type": "plain_text", "text": COMPUTERS_HIDDEN.format(n=1, noun="computer")}
+    assert "hint" not in start_modal(FormChoices(computers(1)), channel="C1", opener="U1")["blocks"][0]
+
+
+def test_the_model_is_free_text_only_when_the_controls_cannot_be_read_or_name_no_list(block_kit_validator):
+    free_text = {"type": "plain_text_input", "action_id": "value", "max_length": 255}
+    for choices, hint in (
+        (FormChoices(computers(1), models=(("gpt-5-codex", "gpt-5-codex"),), controls_read=False), MODEL_UNREADABLE_HINT),
+        (FormChoices(computers(1)), MODEL_UNLISTED_HINT),
+    ):
+        view = start_modal(choices, channel="C1", opener="U1")
+        block_kit_validator({"text": "modal", "blocks": view["blocks"]})
+        assert view["blocks"][2] == {
+            "type": "input",
+            "block_id": "model",
+            "optional": True,
+            "label": {"type": "plain_text", "text": "Model"},
+            "element": free_text,
+            "hint": {"type": "plain_text", "text": hint},
+        }
 
 
 def test_session_status_shows_tokens_and_settings(block_kit_validator):
@@ -204,6 +297,7 @@ def test_the_refusal_says_who_may_and_the_archive_question_asks(block_kit_valida
 
 def test_the_sessions_reasons_in_words_escape_the_id_and_keep_the_copy():
     from bot.outcomes import Invalid, NotFound, NothingChanged, Refused
+    from bot.services.computer_rules import ComputerRefused
     from bot.services.sessions.starter import CHOICE_EXPIRED_HINT, CHOICE_MENU, CHOICE_TAKEN
     from formatters.notices import error_message
     from formatters.sessions import (
@@ -224,6 +318,25 @@ def test_the_sessions_reasons_in_words_escape_the_id_and_keep_the_copy():
     assert choice_declined(Refused("choose the computer of this session", who_can_help=("U0OWNER",))) == error_message(NOT_YOURS)
     assert choice_declined(NothingChanged(CHOICE_TAKEN)) == error_message(CHOICE_TAKEN)
     assert choice_declined(Invalid("No computer.", "Name one.")) == error_message("No computer.", "Name one.")
+    refused = ComputerRefused(
+        action="start a session on Alice's <!channel> box",
+        reason="only alice@example.com or U0OWNER may start sessions on it",
+        who_can_help=("U0OWNER",),
+        computer_id="cmp-dev-laptop",
+        computer_name="Alice's <!channel> box",
+        pattern="alice*",
+        allowed=("alice@example.com", "U0OWNER"),
+    )
+    said = (
+        ":no_entry: You cannot start a session on Alice's &lt;!channel&gt; box: only alice@example.com or U0OWNER may start sessions on it."
+    )
+    assert choice_declined(refused) == {
+        "text": f"{said} Who can help: <@U0OWNER>.",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": said}},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": "Who can help: <@U0OWNER>."}]},
+        ],
+    }
     assert reply_not_sent_archived() == error_message(ARCHIVED_REPLY_NOT_SENT, ARCHIVED_REPLY_HINT)
 
 

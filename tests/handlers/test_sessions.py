@@ -28,6 +28,9 @@ from bot.services.sessions.starter import (
 from bot.stack import DEMO_CHANNEL
 from formatters.blocks import message_link
 from formatters.sessions import (
+    COMPUTERS_HIDDEN,
+    MODEL_DEFAULT,
+    MODEL_DEFAULT_LABEL,
     NO_SUCH_SESSION,
     NOT_YOURS,
     SessionRow,
@@ -311,8 +314,29 @@ def test_without_a_prompt_a_form_opens_shows_field_errors_and_a_double_submit_st
     [modal] = [m for m in recorder.modals(START_VIEW) if m.trigger_id == trigger]
     view = modal.view
     block_kit_validator({"text": "form", "blocks": view["blocks"]})
-    options = {o["value"] for o in view["blocks"][0]["element"]["options"]}
-    assert options == {"cmp-dev-laptop", "cmp-ci-sandbox"}  # active computers only
+    # carol may use the CI sandbox only (Alice's dev box is alice's): the only option, her last one,
+    # with a hint that one is hidden; the model is a select of the models the controls allow
+    ci = option("cmp-ci-sandbox", "CI sandbox")
+    default = option(MODEL_DEFAULT, MODEL_DEFAULT_LABEL)
+    models = [
+        *(option(m, m) for m in ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5", "gpt-5-codex")),
+        option("custom:acme-coder-70b-0", "Acme Coder 70B"),  # the sandbox's custom models, by display name
+        option("custom:claude-sonnet-4-5-managed-1", "Sonnet 4.5 (our cloud account)"),
+    ]
+    assert view["blocks"][0]["element"] == {
+        "type": "static_select",
+        "action_id": "value",
+        "options": [ci],
+        "placeholder": {"type": "plain_text", "text": "Choose a computer"},
+        "initial_option": ci,
+    }
+    assert view["blocks"][0]["hint"] == {"type": "plain_text", "text": COMPUTERS_HIDDEN.format(n=1, noun="computer")}
+    assert view["blocks"][2]["element"] == {
+        "type": "static_select",
+        "action_id": "value",
+        "options": [default, *models],
+        "initial_option": default,
+    }
 
     def pick(computer_id):
         return {"type": "static_select", "selected_option": {"value": computer_id}}
@@ -333,6 +357,10 @@ def test_without_a_prompt_a_form_opens_shows_field_errors_and_a_double_submit_st
     assert [r.prompt for r in stack.run(sessions(stack).store.recent(2))].count(link.prompt) == 1
     follow(stack, link.thread_ts)
     assert thread(stack, link.thread_ts)[-1] == answers_of(agent_finished(stack, link.session_id))[-1]
+
+
+def option(value, text):
+    return {"text": {"type": "plain_text", "text": text}, "value": value}
 
 
 def test_a_channel_the_bot_cannot_post_in_starts_nothing_and_says_what_to_do(stack, block_kit_validator):

@@ -120,7 +120,9 @@ def test_the_start_form_shows_a_model_not_allowed_on_its_field(stack):
     [modal] = [m for m in stack.slack.recorder.modals(START_VIEW) if m.trigger_id == trigger]
     values = {
         "computer": {"value": {"type": "static_select", "selected_option": {"value": "cmp-ci-sandbox"}}},
-        "model": {"value": {"type": "plain_text_input", "value": "gpt-9"}},
+        "model": {
+            "value": {"type": "static_select", "selected_option": {"value": "gpt-9"}}
+        },  # crafted: the select offers only allowed models
         "prompt": {"value": {"type": "plain_text_input", "value": "go"}},
     }
     before = started(stack)

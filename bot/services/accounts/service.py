@@ -1,5 +1,5 @@
-"""Linked platform accounts: each person's own Agent platform API key (DESIGN.md, "Who acts on the
-platform"; issue #25).
+"""Linked platform accounts: each person's own Agent platform API key (docs/architecture.md, "Who acts on
+the platform"; issue #25).
 
 ``/agent link`` hands a pasted key to :meth:`Accounts.link`, which checks it with one cheap call made
 with that key (``GET /api/v0/computers``, management-api-v0.md) and stores it encrypted

@@ -104,7 +104,7 @@ known_limits = Table(
 
 # ------------------------------------------------------------------------------------------ config
 class ApprovalsConfig(BaseModel):
-    """The ``approvals:`` section of the config file (DESIGN.md, "Roles YAML"), with its defaults:
+    """The ``approvals:`` section of the config file (docs/guide.md, "Credit limits, approved in a thread"), with its defaults:
     ``approver_role`` (manager) may approve, reject and retry; a request whose total change is
     above ``owner_required_above`` credits (10000) needs an owner; a pending request expires after
     ``expires_after_hours`` (24); requests are posted in ``channel`` (default: where asked)."""

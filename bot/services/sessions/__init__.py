@@ -38,6 +38,7 @@ from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.outcomes import Declined, NotFound, Refused
 from bot.policy import SESSION_ARCHIVE, SESSION_MANAGER_ROLE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
+from bot.services.computer_rules import ComputerRules
 from bot.services.session_settings import check_session_settings
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.messages import SessionMessages
@@ -189,7 +190,10 @@ class Sessions:
     clock), ``follow_hours`` (how long an idle session is still polled), ``bot_token`` (file
     downloads), ``messages`` (what its parts post, and the words of its reasons:
     :class:`bot.services.sessions.messages.SessionMessages`, handed in at wiring), ``policy`` (who
-    may act on a session; the roles file's ``sessions:`` section),
+    may act on a session; the roles file's ``sessions:`` section), ``rules`` (who may start sessions
+    on which computers; the roles file's ``computers:`` section, held on every start path:
+    :mod:`.starter`), ``people`` (a Slack user's resolved role, for a start launched without
+    who asked: :meth:`bot.roles.RoleResolver.resolve`),
     ``on_change`` (told the starter of a session whose status, title or archiving changed: their
     Home tab, :meth:`bot.services.home.HomeMarks.session_changed`). Its parts are public: ``store``
     (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
@@ -204,6 +208,8 @@ class Sessions:
         follow_hours: float,
         bot_token: SecretStr,
         messages: SessionMessages,
+        rules: ComputerRules,
+        people: Callable[[str], Awaitable[ResolvedUser]] | None = None,
         policy: Policy | None = None,
         on_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
@@ -223,7 +229,16 @@ class Sessions:
             reply_mode=self.policy.sessions.reply,
             on_change=on_change,
         )
-        self.starter = Starter(agent=agent, sessions=self.store, follower=self.follower, slack=slack, messages=messages, now=now)
+        self.starter = Starter(
+            agent=agent,
+            sessions=self.store,
+            follower=self.follower,
+            slack=slack,
+            messages=messages,
+            now=now,
+            rules=rules,
+            people=people,
+        )
         self.relay = Relay(
             agent=agent,
             claims=store,
@@ -237,13 +252,13 @@ class Sessions:
 
     # ------------------------------------------------------------------ starting (see .starter)
 
-    async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
-        """:meth:`Starter.start`: resolve the computer, claim, launch once."""
-        return await self.starter.start(start, computer)
+    async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
+        """:meth:`Starter.start`: resolve the computer among those ``by`` may use, claim, launch once."""
+        return await self.starter.start(start, computer, by=by)
 
-    async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
-        """:meth:`Starter.pick`: the menu's choice, started once."""
-        return await self.starter.pick(row_id, computer_id, slack_user)
+    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser) -> SessionLink:
+        """:meth:`Starter.pick`: the menu's choice (by ``by``, held to the computer rules), started once."""
+        return await self.starter.pick(row_id, computer_id, by)
 
     # ------------------------------------------------------------------ one session
 

@@ -7,6 +7,18 @@ else the only ``active`` one; several active and none named: the caller offers a
 (:class:`ChooseComputer`; it expires after :data:`bot.services.sessions.store.CHOICE_TTL`) and
 :meth:`Starter.pick` takes the choice. A computer that is not ``active`` is refused with its status.
 
+Computer rules (the roles file's ``computers:`` section, :class:`bot.services.computer_rules.ComputerRules`,
+handed in at wiring) hold on that one path, before anything is sent to the platform or posted in
+Slack: a computer named (``computer=``, the form's select, the menu's choice) that the person may not
+use is refused with a :class:`bot.services.computer_rules.ComputerRefused` (raised in a
+:class:`bot.outcomes.Declined`: it names the computer and who may use it); the implicit choices (the
+last-used computer, the only active one) and the menu and form's options are only among the
+computers the person may use, and when none of the active ones is theirs the refusal names who may
+use each (:data:`NONE_USABLE_ACTION`). :meth:`Starter.launch` asks the rules once more before its
+first call (a rule or a group could have changed since the menu was offered); a start path added
+later (a message shortcut, an alert's button) goes through :meth:`Starter.start` or
+:meth:`Starter.launch` and so is held to them too.
+
 Then, in :meth:`Starter.launch`: the bot joins a public channel it may not be in
 (``conversations.join``: Slack sends no thread replies from a channel the app is not in, though
 ``chat:write.public`` lets it post there), then one parent message in the channel (edited in place as things
@@ -31,7 +43,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
 
@@ -39,7 +51,9 @@ from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
 from bot.outcomes import Declined, NotFound, NothingChanged, Refused
-from bot.services.session_settings import check_session_settings
+from bot.roles import HELPERS_MAX, ResolvedUser, Role
+from bot.services.computer_rules import ComputerRefused, ComputerRules
+from bot.services.session_settings import check_session_settings, fetch_settings_rules, model_choices
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
@@ -72,6 +86,15 @@ CWD_TOO_LONG = f"The working directory must be 1 to {CWD_MAX} characters long."
 CWD_HINT = "Give a path on the computer, like `~/src/web`."
 FORM_NO_PROMPT = "Tell the agent what to do."
 FORM_NO_COMPUTER = "Choose a computer."
+REFUSED_WORDS = "You cannot {action}: {reason}."
+"""A computer rule's refusal in plain words: the form's field error, the error of a start refused at launch."""
+NONE_USABLE_ACTION: Final = "start a session on any of the active computers"
+""":attr:`Refused.action` when computers are active but none is the person's to use."""
+NONE_USABLE_EACH: Final = "{name}: {reason}"
+""":attr:`Refused.reason` of that refusal, for each active computer (its name cut to 80 characters; joined with ``; ``)."""
+NONE_USABLE_SHOWN: Final = 5
+"""Active computers at most named in that refusal (then ``and N more``)."""
+NONE_USABLE_MORE: Final = "and {n} more"
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
 CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I started no session: I would not see the replies in its thread."
@@ -139,38 +162,52 @@ def split_options(text: str) -> tuple[str, dict[str, str]]:
     return prompt.strip(), options
 
 
+def find_computer(computers: list[Computer], wanted: str, *, one_line: Quote, offered: list[Computer] | None = None) -> Computer:
+    """The computer ``wanted`` names among ``computers``: its id exactly, else its name
+    case-insensitively, else a unique name prefix. Raises :class:`UserInputError` for an unknown or
+    ambiguous name, whose hint names the active computers of ``offered`` (default: ``computers``;
+    the starter passes those the person may use); ``one_line`` as in :func:`resolve_computer`."""
+    active = [c for c in (computers if offered is None else offered) if c.status == "active"]
+    names = ", ".join(f"`{one_line(c.name, 60)}`" for c in active[:10])
+    hint = COMPUTER_HINT.format(names=names or "none")
+    lowered = wanted.lower()
+    found = [c for c in computers if c.id == wanted] or [c for c in computers if (c.name or "").lower() == lowered]
+    if not found:
+        found = [c for c in computers if (c.name or "").lower().startswith(lowered)]
+    if not found:
+        raise UserInputError(UNKNOWN_COMPUTER.format(name=one_line(wanted, 80)), hint)
+    if len(found) > 1:
+        raise UserInputError(
+            AMBIGUOUS_COMPUTER.format(name=one_line(wanted, 80), names=", ".join(f"`{one_line(c.name, 60)}`" for c in found[:10])), hint
+        )
+    return found[0]
+
+
+def must_be_active(computer: Computer, *, one_line: Quote) -> Computer:
+    """``computer`` when it is ``active``; else raises :class:`UserInputError` with its status and what to do."""
+    if computer.status != "active":
+        status = computer.status or "in an unknown state"
+        raise UserInputError(
+            NOT_ACTIVE.format(name=one_line(computer.name, 80), status=one_line(status, 40)),
+            NOT_ACTIVE_HINT.get(computer.status or "", NOT_ACTIVE_OTHER_HINT),
+        )
+    return computer
+
+
 def resolve_computer(computers: list[Computer], wanted: str | None, last_used: str | None, *, one_line: Quote) -> Computer | list[Computer]:
     """The computer to use, or the active ones to choose from (a list of 2 or more).
 
     ``wanted`` (what the person named, or None) matches a computer's id exactly, else its name
-    case-insensitively, else a unique name prefix; ``last_used`` is the id of the person's last
-    computer, used when nothing is named and it is still ``active``; ``one_line`` puts a name into
-    the words of a refusal (:meth:`bot.services.sessions.messages.SessionMessages.one_line`).
+    case-insensitively, else a unique name prefix (:func:`find_computer`); ``last_used`` is the id of
+    the person's last computer, used when nothing is named and it is still ``active``; ``one_line``
+    puts a name into the words of a refusal (:meth:`bot.services.sessions.messages.SessionMessages.one_line`).
+    The computer rules are not asked here: :meth:`Starter.start` passes only the computers the person may use.
 
     Raises :class:`UserInputError` for an unknown, ambiguous or not ``active`` computer (with the
     status and what to do), or when none is active."""
     active = [c for c in computers if c.status == "active"]
-    names = ", ".join(f"`{one_line(c.name, 60)}`" for c in active[:10]) or "none"
     if wanted:
-        lowered = wanted.lower()
-        found = [c for c in computers if c.id == wanted] or [c for c in computers if (c.name or "").lower() == lowered]
-        if not found:
-            found = [c for c in computers if (c.name or "").lower().startswith(lowered)]
-        if not found:
-            raise UserInputError(UNKNOWN_COMPUTER.format(name=one_line(wanted, 80)), COMPUTER_HINT.format(names=names))
-        if len(found) > 1:
-            raise UserInputError(
-                AMBIGUOUS_COMPUTER.format(name=one_line(wanted, 80), names=", ".join(f"`{one_line(c.name, 60)}`" for c in found[:10])),
-                COMPUTER_HINT.format(names=names),
-            )
-        computer = found[0]
-        if computer.status != "active":
-            status = computer.status or "in an unknown state"
-            raise UserInputError(
-                NOT_ACTIVE.format(name=one_line(computer.name, 80), status=one_line(status, 40)),
-                NOT_ACTIVE_HINT.get(computer.status or "", NOT_ACTIVE_OTHER_HINT),
-            )
-        return computer
+        return must_be_active(find_computer(computers, wanted, one_line=one_line), one_line=one_line)
     if last_used:
         previous = next((c for c in active if c.id == last_used), None)
         if previous is not None:
@@ -204,6 +241,31 @@ class ChooseComputer:
     offer: bool
 
 
+@dataclass(frozen=True)
+class FormChoices:
+    """What the start form offers a person (:meth:`Starter.form_choices`): ``computers``, the active
+    ones they may use (the API's order); ``hidden``, how many active ones the computer rules keep
+    from them (the form says some are hidden); ``last_used``, the id of their last computer when it
+    is among ``computers``; ``models``, ``(value, label)`` of the models the enterprise controls
+    allow (:func:`bot.services.session_settings.model_choices`; empty when they name no list);
+    ``controls_read``, False when the controls could not be read (the form keeps a free-text model
+    and says why)."""
+
+    computers: list[Computer]
+    hidden: int = 0
+    last_used: str | None = None
+    models: tuple[tuple[str, str], ...] = ()
+    controls_read: bool = True
+
+
+@dataclass(frozen=True)
+class _RowComputer:
+    """The computer of a start's row, as the computer rules see one (id and name)."""
+
+    id: str
+    name: str
+
+
 StartOutcome = SessionLink | ChooseComputer
 """What :meth:`Starter.start` did: the session's row (``state`` ``started`` or ``failed``; or the row
 of a start claimed before, whatever its state), or a menu to offer."""
@@ -212,7 +274,10 @@ of a start claimed before, whatever its state), or a menu to offer."""
 class Starter:
     """Starts sessions: ``agent`` (the Agent API), ``sessions`` (the rows), ``follower`` (reactions,
     parent edits), ``slack`` (the gateway; the parent message), ``messages`` (what it posts:
-    :class:`bot.services.sessions.messages.SessionMessages`), ``now`` (the aware UTC clock)."""
+    :class:`bot.services.sessions.messages.SessionMessages`), ``now`` (the aware UTC clock),
+    ``rules`` (who may start sessions on which computers: the roles file's ``computers:`` section),
+    ``people`` (a Slack user's :class:`bot.roles.ResolvedUser`, :meth:`bot.roles.RoleResolver.resolve`:
+    whom :meth:`launch` checks when it is not told who asked; None: such a start counts as a guest's)."""
 
     def __init__(
         self,
@@ -223,6 +288,8 @@ class Starter:
         slack: SlackGateway,
         messages: SessionMessages,
         now: Callable[[], dt.datetime],
+        rules: ComputerRules,
+        people: Callable[[str], Awaitable[ResolvedUser]] | None = None,
     ) -> None:
         self.agent = agent
         self.sessions = sessions
@@ -230,13 +297,20 @@ class Starter:
         self.slack = slack
         self.messages = messages
         self.now = now
+        self.rules = rules
+        self.people = people
 
-    async def start(self, start: NewStart, computer: str | None) -> StartOutcome:
-        """Resolve the computer (``computer``: what was asked for, id or name, or None), claim the
-        start and launch it once.
+    async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
+        """Resolve the computer (``computer``: what was asked for, id or name, or None) among those
+        ``by`` (who asked, as the role check resolved them) may use (:meth:`choose`), claim the start
+        and launch it once. The one start path: every way of starting (slash command, form, mention,
+        DM, and any added later) comes through here or :meth:`pick`, so the computer rules hold on each.
 
-        Raises :class:`UserInputError` (no prompt, a ``cwd`` too long, a model the enterprise
-        controls do not allow or that cannot be checked: :mod:`.models`, no usable computer) or
+        Raises :class:`bot.outcomes.Declined` with a :class:`bot.services.computer_rules.ComputerRefused`
+        (or a :class:`bot.outcomes.Refused` naming each active computer) when the computer named, or
+        every active one, is not ``by``'s to use: nothing is claimed, posted or sent. Raises
+        :class:`UserInputError` (no prompt, a ``cwd`` too long, a model the enterprise controls do
+        not allow or that cannot be checked: :mod:`.models`, no usable computer) or
         :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
@@ -244,7 +318,7 @@ class Starter:
         await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
-        chosen = resolve_computer(computers, computer, last_used, one_line=self.messages.one_line)
+        chosen = await self.choose(computers, computer, last_used, by=by, channel=start.channel)
         now = self.now()
         if isinstance(chosen, list):
             row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
@@ -254,21 +328,78 @@ class Starter:
         if not created:
             logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
-        return await self.launch(row)
+        return await self.launch(row, by=by)
 
-    async def check_computer(self, wanted: str) -> Computer:
-        """The ``active`` computer ``wanted`` names (id or name, as :func:`resolve_computer`).
-        Raises :class:`UserInputError` or :class:`bot.api.AgentAPIError`."""
-        chosen = resolve_computer(await self.agent.list_computers(), wanted, None, one_line=self.messages.one_line)
+    async def choose(
+        self, computers: list[Computer], wanted: str | None, last_used: str | None, *, by: ResolvedUser, channel: str | None
+    ) -> Computer | list[Computer]:
+        """:func:`resolve_computer` held to the computer rules for ``by`` starting in ``channel``: a
+        computer named (``wanted``) that ``by`` may not use raises :class:`bot.outcomes.Declined`
+        with its :class:`bot.services.computer_rules.ComputerRefused` (before its status is looked
+        at); without a name, the last-used computer, the only active one and the menu's choices are
+        only among the computers ``by`` may use, and when none of the active ones is, the refusal
+        names who may use each (:meth:`refuse_none_usable`). Raises :class:`UserInputError` as
+        :func:`resolve_computer` does (an unknown name's hint lists only the computers ``by`` may use)."""
+        one_line = self.messages.one_line
+        usable = await self.rules.usable(by, channel, computers)
+        if wanted:
+            found = find_computer(computers, wanted, one_line=one_line, offered=usable)
+            refused = await self.rules.check(by, channel, found)
+            if refused is not None:
+                raise Declined(refused)
+            return must_be_active(found, one_line=one_line)
+        if not any(c.status == "active" for c in usable):
+            await self.refuse_none_usable(computers, by=by, channel=channel)
+        return resolve_computer(usable, None, last_used, one_line=one_line)
+
+    async def refuse_none_usable(self, computers: list[Computer], *, by: ResolvedUser, channel: str | None) -> None:
+        """Raise :class:`bot.outcomes.Declined` when ``computers`` has active ones but none ``by`` may
+        use: the one's :class:`bot.services.computer_rules.ComputerRefused`, or for several a
+        :class:`bot.outcomes.Refused` (:data:`NONE_USABLE_ACTION`) whose reason says who may use each
+        and whose ``who_can_help`` gathers theirs. Returns when no computer is active (the caller
+        says so) or one is usable."""
+        refusals: list[ComputerRefused] = []
+        for computer in (c for c in computers if c.status == "active"):
+            refused = await self.rules.check(by, channel, computer)
+            if refused is None:
+                return
+            refusals.append(refused)
+        if len(refusals) == 1:
+            raise Declined(refusals[0])
+        if refusals:
+            helpers = tuple(dict.fromkeys(h for r in refusals for h in r.who_can_help))[:HELPERS_MAX]
+            each = [NONE_USABLE_EACH.format(name=(r.computer_name or r.computer_id)[:80], reason=r.reason) for r in refusals]
+            if len(each) > NONE_USABLE_SHOWN:
+                each = [*each[:NONE_USABLE_SHOWN], NONE_USABLE_MORE.format(n=len(each) - NONE_USABLE_SHOWN)]
+            reason = "; ".join(each)
+            raise Declined(Refused(NONE_USABLE_ACTION, reason, who_can_help=helpers))
+
+    async def check_computer(self, wanted: str, *, by: ResolvedUser, channel: str | None) -> Computer:
+        """The ``active`` computer ``wanted`` names (id or name, as :func:`resolve_computer`), when
+        ``by`` may use it in ``channel`` (:meth:`choose`). Raises :class:`bot.outcomes.Declined`
+        (a :class:`bot.services.computer_rules.ComputerRefused`), :class:`UserInputError` or
+        :class:`bot.api.AgentAPIError`."""
+        chosen = await self.choose(await self.agent.list_computers(), wanted, None, by=by, channel=channel)
         assert isinstance(chosen, Computer)  # a named computer is one computer or an error
         return chosen
 
-    async def form_errors(self, *, prompt: str, cwd: str | None, computer_id: str | None, model: str | None = None) -> dict[str, str]:
+    async def form_errors(
+        self,
+        *,
+        prompt: str,
+        cwd: str | None,
+        computer_id: str | None,
+        model: str | None = None,
+        by: ResolvedUser,
+        channel: str | None,
+    ) -> dict[str, str]:
         """What is wrong with the start form's fields: ``{field: error}`` for the fields ``prompt``,
         ``cwd``, ``model`` (checked against the enterprise controls: :mod:`.models`) and
-        ``computer``; empty when the session can start. Lists the computers: an Agent API failure
-        is the ``computer`` field's error. The errors are whole (the model's without backticks):
-        the handler shortens them to what a modal field shows."""
+        ``computer`` (checked again with the computer rules for ``by`` in ``channel``, whatever the
+        form offered: a crafted submission gets :data:`REFUSED_WORDS`); empty when the session can
+        start. Lists the computers: an Agent API failure is the ``computer`` field's error. The
+        errors are whole (the model's without backticks): the handler shortens them to what a modal
+        field shows."""
         errors: dict[str, str] = {}
         if not prompt:
             errors["prompt"] = FORM_NO_PROMPT
@@ -282,35 +413,62 @@ class Starter:
         try:
             if not computer_id:
                 raise UserInputError(FORM_NO_COMPUTER)
-            await self.check_computer(computer_id)
+            await self.check_computer(computer_id, by=by, channel=channel)
         except UserInputError as exc:
             errors["computer"] = exc.message
+        except Declined as exc:  # a computer rule's refusal (a UserInputError is a Declined too: caught above)
+            refused = exc.outcome
+            assert isinstance(refused, Refused)
+            errors["computer"] = REFUSED_WORDS.format(action=refused.action, reason=refused.reason)
         except AgentAPIError as exc:
             errors["computer"] = describe_api_error(exc)[0]
         return errors
 
-    async def form_choices(self, slack_user: str) -> tuple[list[Computer], str | None]:
-        """What the start form offers: the ``active`` computers and the id of the user's last one.
-        Raises :class:`UserInputError` when none is active, or :class:`bot.api.AgentAPIError`."""
-        computers = [c for c in await self.agent.list_computers() if c.status == "active"]
-        if not computers:
-            raise UserInputError(NO_ACTIVE, NO_ACTIVE_HINT)
-        return computers, await self.sessions.last_computer(slack_user)
+    async def form_choices(self, by: ResolvedUser, channel: str | None) -> FormChoices:
+        """What the start form offers ``by`` opening it in ``channel`` (:class:`FormChoices`): the
+        ``active`` computers they may use, how many others are hidden, their last one, and the
+        models the enterprise controls allow (controls that cannot be read leave the model free text).
 
-    async def pick(self, row_id: int | None, computer_id: str, slack_user: str) -> SessionLink:
-        """The menu's choice: start the ``choosing`` row ``row_id`` on ``computer_id``, once.
+        Raises :class:`UserInputError` when no computer is active, :class:`bot.outcomes.Declined`
+        when none of the active ones is ``by``'s to use (:meth:`refuse_none_usable`), or
+        :class:`bot.api.AgentAPIError` (listing the computers failed)."""
+        computers = await self.agent.list_computers()
+        active = [c for c in computers if c.status == "active"]
+        if not active:
+            raise UserInputError(NO_ACTIVE, NO_ACTIVE_HINT)
+        usable = await self.rules.usable(by, channel, active)
+        if not usable:
+            await self.refuse_none_usable(active, by=by, channel=channel)
+        last = await self.sessions.last_computer(by.user_id)
+        try:
+            models, read = tuple(model_choices(await fetch_settings_rules(self.agent))), True
+        except AgentAPIError as exc:
+            logger.warning("the start form's models: the enterprise controls could not be read (%s)", type(exc).__name__)
+            models, read = (), False
+        return FormChoices(
+            computers=usable,
+            hidden=len(active) - len(usable),
+            last_used=last if any(c.id == last for c in usable) else None,
+            models=models,
+            controls_read=read,
+        )
+
+    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser) -> SessionLink:
+        """The menu's choice (made by ``by``): start the ``choosing`` row ``row_id`` on ``computer_id``, once.
 
         Raises :class:`bot.outcomes.Declined` when it starts nothing: :class:`bot.outcomes.NotFound`
         (``what`` :data:`CHOICE_MENU`) when the menu expired or is unknown, :class:`bot.outcomes.Refused`
-        when ``slack_user`` is not who asked, :class:`bot.outcomes.NothingChanged` when the choice
-        was already made (a double click), and :class:`UserInputError` for a computer that cannot
-        run it; :class:`bot.api.AgentAPIError` when listing the computers failed."""
+        when ``by`` is not who asked, a :class:`bot.services.computer_rules.ComputerRefused` when the
+        computer is not ``by``'s to use (a crafted value: the menu offered only theirs; the menu
+        stays), :class:`bot.outcomes.NothingChanged` when the choice was already made (a double
+        click), and :class:`UserInputError` for a computer that cannot run it;
+        :class:`bot.api.AgentAPIError` when listing the computers failed."""
         row = await self.sessions.get(row_id) if row_id is not None else None
         if row is None or not computer_id:
             raise Declined(NotFound(CHOICE_MENU, str(row_id), CHOICE_EXPIRED_HINT))
-        if row.slack_user != slack_user:
+        if row.slack_user != by.user_id:
             raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
-        chosen = await self.check_computer(computer_id)
+        chosen = await self.check_computer(computer_id, by=by, channel=row.channel)
         if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
@@ -318,11 +476,17 @@ class Starter:
             raise Declined(NotFound(CHOICE_MENU, str(row.id), CHOICE_EXPIRED_HINT))
         taken = await self.sessions.get(row.id)
         assert taken is not None and taken.state == STARTING
-        return await self.launch(taken)
+        return await self.launch(taken, by=by)
 
-    async def launch(self, row: SessionLink) -> SessionLink:
+    async def launch(self, row: SessionLink, *, by: ResolvedUser | None = None) -> SessionLink:
         """The one path after a claim (``row`` in state ``starting``, its computer set): the parent
         message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt, then follow.
+
+        Before anything (the join, the parent message, any Agent API call) the computer rules are
+        asked once more for who asked (``by``; when not given, ``row.slack_user`` through
+        ``people``): a refusal marks the row ``failed`` (:data:`REFUSED_WORDS`) and raises
+        :class:`bot.outcomes.Declined` with the :class:`bot.services.computer_rules.ComputerRefused`;
+        nothing is joined, posted or sent.
 
         Returns the row as it ends: ``failed`` with ``error`` set when the parent message could not
         be posted (nothing started: nobody would see the session; ``parent_ts`` stays None) or when
@@ -332,6 +496,11 @@ class Starter:
         First the bot joins the channel (:meth:`bot.slack.SlackGateway.join`; a channel ``C…``):
         a join Slack refuses fails the row with :data:`CANNOT_JOIN`, nothing posted or started;
         a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post."""
+        refused = await self._refused_at_launch(row, by)
+        if refused is not None:
+            await self.sessions.mark_failed(row.id, REFUSED_WORDS.format(action=refused.action, reason=refused.reason))
+            logger.warning("session row %s refused at launch by a computer rule (%s); nothing started", row.id, refused.pattern)
+            raise Declined(refused)
         if row.channel.startswith("C"):
             joined = await self.slack.join(row.channel)
             if isinstance(joined, SlackFailure) and joined.error != JOIN_NOT_NEEDED:
@@ -380,6 +549,20 @@ class Starter:
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
         await self.follower.changed(started)  # a new session on its starter's Home tab
         return started
+
+    async def _refused_at_launch(self, row: SessionLink, by: ResolvedUser | None) -> ComputerRefused | None:
+        """The computer rules' refusal of ``row``'s computer for who asked (``by``, else
+        ``row.slack_user`` through ``people``, else a guest), or None. No rules: None, nobody asked."""
+        if not self.rules.configured:
+            return None
+        if by is None:
+            by = (
+                await self.people(row.slack_user)
+                if self.people is not None
+                else ResolvedUser(row.slack_user, None, Role.guest, "not resolved")
+            )
+        computer = _RowComputer(row.computer_id or "", row.computer_name or "")
+        return await self.rules.check(by, row.channel, computer)
 
     async def close_interrupted(self) -> int:
         """Close every start still ``starting`` :data:`STARTING_BOUND` after it began (its process

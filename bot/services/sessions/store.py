@@ -167,6 +167,7 @@ class SessionLink:
     @classmethod
     def from_row(cls, row: Any) -> SessionLink:
         data = dict(row._mapping)
+        data.pop("claim_done", None)  # read with a claim found before (bot.claims): not a column of the row
         data["token_usage"] = json.loads(data["token_usage"]) if data.get("token_usage") else {}
         data["steps"] = json.loads(data["steps"]) if data.get("steps") else []
         for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at"):

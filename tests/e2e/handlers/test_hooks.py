@@ -16,7 +16,7 @@ from bot.services.sessions import agent_sessions
 from bot.stack import DEMO_CHANNEL, HOOK_SECRET
 from formatters.sessions import HOOK_DM, HOOK_WAITING
 from tests.conftest import block_texts, sandbox_get
-from tests.handlers.test_hook_commands import TOKEN_LINE
+from tests.handlers.test_hooks import TOKEN_LINE
 
 pytestmark = pytest.mark.usefixtures("clean_sessions")
 

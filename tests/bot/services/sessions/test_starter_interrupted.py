@@ -12,6 +12,7 @@ import datetime as dt
 import pytest
 
 from bot.api import AgentClient, RetryPolicy
+from bot.services.computer_rules import ComputerRules
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, STARTING_BOUND, Starter
 from bot.services.sessions.store import CHOOSING, FAILED, STARTING, NewStart, SessionStore
@@ -66,7 +67,13 @@ class Replica:
         gateway = SlackGateway(self.slack)
         follower = Follower(sessions=self.sessions, agent=self.agent, slack=gateway, messages=session_messages, now=clock)
         self.starter = Starter(
-            agent=self.agent, sessions=self.sessions, follower=follower, slack=gateway, messages=session_messages, now=clock
+            agent=self.agent,
+            sessions=self.sessions,
+            follower=follower,
+            slack=gateway,
+            messages=session_messages,
+            now=clock,
+            rules=ComputerRules(()),  # none: every computer is everyone's (the rules have their own tests)
         )
 
     async def close(self) -> None:

@@ -1,7 +1,7 @@
 """The alert service with kinds other than controls: filters, incidents updated in place (an update
 posted in its alert's thread and the alert edited), a kind's failure not stopping the others, and
 the shared filter forms. A scripted kind stands in for an Agent API read; Slack is the recording fake
-of ``test_alerts``; SQLite and PostgreSQL."""
+of ``alerts/test_service``; SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bot.services.alerts import AlertService, Detected, Detection, FilterError, 
 from bot.services.alerts.kinds import amount, multiplier, points, repositories, unknown_filters
 from bot.store import Store
 from formatters.alerts import overflow_message
-from tests.bot.services.test_alerts import T0, FakeSlack
+from tests.bot.services.alerts.test_service import T0, FakeSlack
 from tests.conftest import postgres_url
 
 CHANNEL = "C0OPS"

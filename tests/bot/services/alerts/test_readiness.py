@@ -3,7 +3,7 @@ from the present, reports that came while the bot was down, replicas and crashes
 
 The Agent API is the real client on an ``httpx`` transport that serves a listing the test edits
 (``limit`` and ``startAfter`` as the spec says, newest first unless told otherwise) and records every
-request; Slack is the recording fake of ``test_alerts``; the clock is a variable the tests move.
+request; Slack is the recording fake of ``alerts/test_service``; the clock is a variable the tests move.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from bot.store import Store
 from formatters.alerts import overflow_message
 from formatters.alerts_readiness import readiness_alert
 from tests.api_fakes import RecordingTransport, fake_client, json_response, readiness_report_payload
-from tests.bot.services.test_alerts import T0, FakeSlack
+from tests.bot.services.alerts.test_service import T0, FakeSlack
 from tests.conftest import postgres_url
 
 BASE_MS = int(T0.timestamp() * 1000) - 86_400_000

@@ -1,6 +1,6 @@
 """``usage`` alerts against the sandbox Agent API over loopback (its daily batch lands yesterday at
 08:00 UTC; ``POST /_sandbox/usage`` lands it at once with a spiking user and a new model), with the
-recording Slack fake of ``test_alerts``; SQLite and PostgreSQL. A day is alerted once it lands, once;
+recording Slack fake of ``alerts/test_service``; SQLite and PostgreSQL. A day is alerted once it lands, once;
 two replicas post once; a restart or a crash before the state moved posts nothing twice; days that
 landed while the bot was down are alerted after start; the API calls do not depend on the number
 of subscriptions and are the digest's own reads of the day."""
@@ -27,7 +27,7 @@ from formatters.blocks import number
 from formatters.digest import chart_alt_text, digest_message
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import RunningServer, serve_in_thread
-from tests.bot.services.test_alerts import FakeSlack
+from tests.bot.services.alerts.test_service import FakeSlack
 from tests.conftest import postgres_url
 
 NOW = dt.datetime(2026, 11, 22, 6, 0, tzinfo=dt.UTC)  # yesterday (2026-11-21) lands at 08:00

@@ -10,8 +10,8 @@ from bot.services.sessions.follower import TIMEOUT_RETRY, Follower
 from bot.services.sessions.store import LEASE_SECONDS
 from bot.slack import SlackGateway
 from formatters import sessions as session_messages
-from tests.bot.services.test_follower import Clock, Replica, agent_done, answers_in_thread, start_link
-from tests.bot.services.test_follower import world as world  # the module-scoped fixture, re-exported
+from tests.bot.services.sessions.test_follower_clock import Clock, Replica, agent_done, answers_in_thread, start_link
+from tests.bot.services.sessions.test_follower_clock import world as world  # the module-scoped fixture, re-exported
 
 
 class StallingGateway(SlackGateway):

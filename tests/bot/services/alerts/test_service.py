@@ -145,7 +145,7 @@ class World:
             overflow_formatter=overflow_message,
             cap=cap,
             owner=owner,
-            pace=0.0,  # pacing is tested in test_alert_kinds.py
+            pace=0.0,  # pacing is tested in test_kinds.py
         )
 
     def close(self) -> None:

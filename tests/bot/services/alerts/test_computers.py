@@ -5,7 +5,7 @@ from the present, the bot down while things change, a crash between recording an
 two replicas ticking at once, and one list call per tick whatever the number of subscriptions.
 
 The Agent API is a fake fleet (``list_computers``, counted); Slack the recording fake of
-``test_alerts`` (it also keeps each post's payload here); the clock a variable the tests move.
+``alerts/test_service`` (it also keeps each post's payload here); the clock a variable the tests move.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bot.store import Store
 from formatters.alerts import overflow_message
 from formatters.alerts_computers import computer_alert, computer_news
 from sandbox.agent_api import hostile
-from tests.bot.services.test_alerts import T0, FakeSlack
+from tests.bot.services.alerts.test_service import T0, FakeSlack
 from tests.conftest import postgres_url
 
 CHANNEL = "C0OPS"

@@ -1,0 +1,93 @@
+"""docs/architecture.md stays true: every path its command map names exists, every ``/agent``
+sub-command the bot registers has a line there, and every section the code cites is in it.
+
+The sub-commands are read from the router of a bot built by the composition root
+(:func:`bot.wiring.create_bot`, on a SQLite file and an Agent API URL nothing listens on: no network).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.config import Settings
+from bot.wiring import create_bot
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+CODE = ("bot", "handlers", "formatters", "sandbox", "docs")
+
+
+def section(title: str) -> str:
+    """The text of the ``## title`` section of docs/architecture.md (up to the next ``## ``)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    found = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, flags=re.M | re.S)
+    assert found, f"docs/architecture.md has no section {title!r}"
+    return found.group(1)
+
+
+def command_map() -> list[list[str]]:
+    """The rows of the command map's table, each a list of its cells (the header and rule left out)."""
+    rows = [line for line in section("Command map").splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def quoted(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_the_command_map_has_its_columns():
+    rows = command_map()
+    assert rows and all(len(row) == 5 for row in rows), "entry | handler | service | formatter | tests"
+
+
+def test_every_path_in_the_command_map_exists():
+    named = {path for row in command_map() for cell in row[1:] for path in quoted(cell) if "/" in path}
+    assert named, "the map names no path"
+    missing = sorted(path for path in named if not (ROOT / path.split("::")[0]).exists())
+    assert missing == []
+
+
+def test_every_test_path_in_the_command_map_is_a_test():
+    for row in command_map():
+        for path in quoted(row[4]):
+            assert path.startswith("tests/"), path
+            assert path.endswith("/") or Path(path).name.startswith("test_"), path
+
+
+@pytest.fixture
+def router(tmp_path):
+    settings = Settings(
+        _env_file=None,
+        slack_bot_token="xoxb-test",
+        slack_signing_secret="s",
+        agent_api_url="http://127.0.0.1:9",
+        agent_api_key="k",
+        database_url=f"sqlite:///{tmp_path / 'bot.db'}",
+    )
+    bot = create_bot(settings)
+    yield bot.router
+    bot.services.store.close()
+
+
+def test_every_registered_sub_command_has_a_line(router):
+    entries = {name for row in command_map() for name in quoted(row[0])}
+    registered = {spec.name for spec in router.specs}
+    assert registered - entries == set(), "add these to docs/architecture.md's command map"
+    assert {"usage", "session start", "whoami"} <= registered  # the router was read
+
+
+def test_the_sections_the_code_cites_exist():
+    cited = {
+        title
+        for package in CODE
+        for path in (ROOT / package).rglob("*")
+        if path.suffix in {".py", ".md"}
+        for title in re.findall(r'docs/architecture\.md,\s+"([^"]+)"', path.read_text(encoding="utf-8"))
+    }
+    cited = {" ".join(title.split()) for title in cited}  # a title may be broken over two lines
+    assert cited, "nothing cites docs/architecture.md by section"
+    for title in cited:
+        section(title)
