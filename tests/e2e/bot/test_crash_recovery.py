@@ -185,6 +185,42 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
         restarted.stop()
 
 
+def test_a_retry_reaching_a_live_replica_while_the_first_one_works_is_refused_then_dropped_once_done(world: World):
+    """Not a crash: two healthy ``serve`` processes on one database. Every Agent API call takes 1.5 s,
+    so the first replica holds the thread reply's claim for a few seconds (the role check, then the
+    message to the agent). Slack's retry that reaches the other replica meanwhile is answered
+    :data:`HELD_STATUS` (not 200: it cannot know the first one will finish) and does nothing; the
+    retry after the first one finished is answered 200 and does nothing: the reply reaches the agent once."""
+    first, second = world.start_bot("live-first"), world.start_bot("live-second")
+    try:
+        bot_user = world.slack.directory.bot.user_id
+        mention = world.slack.client(first.url, timeout=20).send_mention(
+            f"<@{bot_user}> computer=ci live prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        session = wait_until(lambda: session_with(world.state, "live prompt"), "the session")
+        world.faults(latency_ms=1500)
+        reply = Unsent(world.slack, first.url).send_message(
+            "the reply sent once", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=mention.request.payload["event"]["ts"]
+        )
+        key = f"event:{reply.event_id}"
+        sender = threading.Thread(target=lambda: world.slack.client(first.url, timeout=20).send(reply), daemon=True)
+        sender.start()
+        wait_until(lambda: delivery_row(world.database_url, key), "the first replica's claim")
+        early = world.slack.client(second.url, timeout=20).send(reply, retry_num=1, retry_reason="http_timeout")
+        assert early.status_code == HELD_STATUS and early.body == ""
+        sender.join(20)
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        world.faults(latency_ms=0)
+        late = world.slack.client(second.url, timeout=20).send(reply, retry_num=2, retry_reason="http_timeout")
+        assert late.status_code == 200 and late.body == ""
+        assert user_messages(session) == ["live prompt", "the reply sent once"]
+        assert "its first claim lapsed unfinished" not in second.log_text()
+    finally:
+        world.faults(latency_ms=0)
+        first.stop()
+        second.stop()
+
+
 def test_over_socket_mode_a_retry_inside_the_dead_claim_s_lease_is_not_acked_and_after_it_runs_once(world: World):
     """The same over Socket Mode: the retried envelope that finds the dead process's claim inside its
     lease gets no ack (Bolt acks only a 200), so Slack re-delivers it; once the lease lapsed it is
