@@ -149,6 +149,13 @@ class Settings(BaseSettings):
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")
     )
+    slack_outbox_deadline_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        validation_alias=AliasChoices("AGENT_BOT_SLACK_OUTBOX_DEADLINE_SECONDS", "slack_outbox_deadline_seconds"),
+    )
+    """How long a post may wait in :mod:`bot.outbox` for Slack (rate-limited) before it is given up
+    and the person told; counted in ``agent_bot_slack_outbox_expired_total``."""
     home_refresh_seconds: float = Field(
         default=30.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_HOME_REFRESH_SECONDS", "home_refresh_seconds")
     )

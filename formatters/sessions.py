@@ -46,7 +46,7 @@ from bot.services.sessions.messages import (
     START_VIEW,
     SessionView,
 )
-from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, FormChoices
+from bot.services.sessions.starter import START_DELAYED, START_INTERRUPTED, START_INTERRUPTED_HINT, FormChoices
 from formatters.blocks import (
     SECTION_TEXT_MAX,
     Payload,
@@ -123,6 +123,7 @@ SESSION_STARTED_LINK = ":rocket: Session started on *{computer}*: follow it in <
 NO_SESSIONS = "No agent sessions were started from this workspace yet."
 NO_SESSIONS_HINT = "Start one with `/agent session start <prompt>` or by mentioning me with a task."
 START_INTERRUPTED_TOLD = ":x: Your agent session on *{computer}* did not start:\n>{prompt}"
+START_DELAYED_TOLD = ":hourglass_flowing_sand: Your agent session on *{computer}* waits for Slack:\n>{prompt}"
 
 WHO_MAY = "{starter} (who started it), managers and owners"
 WHO_MAY_NO_STARTER = "managers and owners"
@@ -369,6 +370,21 @@ def start_interrupted_notice(computer: str, prompt: str) -> Payload:
     which start (``computer``, ``prompt``; escaped here), what happened and to start it again."""
     text = START_INTERRUPTED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
     blocks = [section(f"{text}\n{START_INTERRUPTED}"), context(START_INTERRUPTED_HINT)]
+    return message(blocks, f"Your agent session on {one_line(computer, 80)} did not start. {START_INTERRUPTED_HINT}")
+
+
+def start_delayed_notice(computer: str, prompt: str) -> Payload:
+    """Told to the person whose start waits for Slack (a rate limit, not a permission): which start
+    (escaped here) and :data:`bot.services.sessions.starter.START_DELAYED`."""
+    text = START_DELAYED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
+    return message([section(f"{text}\n{START_DELAYED}")], START_DELAYED)
+
+
+def start_not_posted_notice(computer: str, prompt: str, reason: str) -> Payload:
+    """Told to the person whose start was given up (Slack never let its parent message in):
+    which start, ``reason`` (plain text, escaped here) and to start it again."""
+    text = START_INTERRUPTED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
+    blocks = [section(f"{text}\n{esc_text(reason)}"), context(START_INTERRUPTED_HINT)]
     return message(blocks, f"Your agent session on {one_line(computer, 80)} did not start. {START_INTERRUPTED_HINT}")
 
 

@@ -40,7 +40,8 @@ from bot.commands import SubCommand, unescape_slack
 from bot.outcomes import Declined
 from bot.roles import ResolvedUser
 from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NoSuchSession, NotAllowed, StartOutcome
-from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
+from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, invitation_helps, split_options
+from bot.services.sessions.store import WAITING
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from bot.store import DatabaseUnusable
@@ -156,8 +157,11 @@ def start_reply(outcome: StartOutcome) -> Payload | None:
     """What the person who started is told: the menu, the failure, or where the session is."""
     if isinstance(outcome, ChooseComputer):
         return computer_choice(outcome.computers, outcome.row_id, minutes=outcome.minutes) if outcome.offer else None
+    if outcome.state == WAITING:
+        return None  # waits for Slack (a rate limit): the starter told them so (START_DELAYED)
     if outcome.state == FAILED:
-        return error_message(outcome.error or NOT_STARTED, SEE_CHANNEL if outcome.parent_ts else CANNOT_POST_HINT)
+        hint = SEE_CHANNEL if outcome.parent_ts else CANNOT_POST_HINT if invitation_helps(outcome.error) else ""
+        return error_message(outcome.error or NOT_STARTED, hint)
     if outcome.thread_ts:
         return started_notice(outcome.computer_name or outcome.computer_id or "", message_link(outcome.channel, outcome.thread_ts) or "")
     return error_message(ALREADY_STARTED)

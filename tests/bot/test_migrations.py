@@ -223,7 +223,10 @@ FIRST_RELEASE_ROWS: dict[str, dict[str, Any]] = {
     },
     "session_posts": {"session_id": "sess-1", "message_id": "m4", "ts": "1763631000.000500", "claimed_at": T0},
 }
-ADDED_SINCE: dict[str, tuple[str, ...]] = {"deliveries": ("claimed_at", "claimed_by", "done_at")}
+ADDED_SINCE: dict[str, tuple[str, ...]] = {
+    "deliveries": ("claimed_at", "claimed_by", "done_at"),
+    "agent_sessions": ("start_owner", "start_until", "prompt_state"),
+}
 NEW_TABLES = ("hook_tokens", "slack_pauses")
 
 
@@ -384,10 +387,10 @@ def test_db_upgrade_brings_it_to_head_and_current_and_history_say_so(bot_env, da
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == (
         "no revision (an empty database, or one made before migrations), "
-        f"behind head {head} by 8 migration(s): run `agent-bot db upgrade`\n"
+        f"behind head {head} by 9 migration(s): run `agent-bot db upgrade`\n"
     )
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 8 migration(s) run\n"
+    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 9 migration(s) run\n"
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out == f"database already at head {head}\n"
     assert main(["db", "current"]) == 0
@@ -406,7 +409,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0005  alerts: subscriptions, detection state, one claim row per alert, overflow messages\n"
         "0006  home_tabs, home_charts: the App Home's refresh after changes, the first-DM hint, the managers' chart\n"
         "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)\n"
-        "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)  (head)\n"
+        "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)\n"
+        "0010  slack_outbox, and the start lease of agent_sessions  (head)\n"
     )
 
 

@@ -94,3 +94,12 @@ class SessionMessages(Protocol):
     def start_interrupted_notice(self, computer: str, prompt: str) -> Payload:
         """Told to the person whose start (``computer``, ``prompt``: raw values) was interrupted."""
         ...
+
+    def start_delayed_notice(self, computer: str, prompt: str) -> Payload:
+        """Told to the person whose start waits for Slack (its parent message queued: a rate limit)."""
+        ...
+
+    def start_not_posted_notice(self, computer: str, prompt: str, reason: str) -> Payload:
+        """Told to the person whose start was given up because its parent message never got into
+        Slack: ``reason``, the starter's words (plain text)."""
+        ...

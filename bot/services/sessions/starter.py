@@ -40,16 +40,21 @@ called twice for one row, whatever Slack retries, double submits or replicas do.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
+from bot.outbox import EXPIRED_REASON, Continuation, Item, Outbox, Queued
 from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.roles import HELPERS_MAX, ResolvedUser, Role
 from bot.services.computer_rules import ComputerRefused, ComputerRules
@@ -57,8 +62,8 @@ from bot.services.session_settings import check_session_settings, fetch_settings
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
-from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
-from bot.slack import SlackFailure, SlackGateway
+from bot.services.sessions.store import CHOICE_TTL, CHOOSING, CREATED, PROMPTING, STARTING, NewStart, SessionLink, SessionStore
+from bot.slack import Payload, Posted, SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
 
 logger = logging.getLogger(__name__)
@@ -97,14 +102,35 @@ NONE_USABLE_SHOWN: Final = 5
 NONE_USABLE_MORE: Final = "and {n} more"
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
+SLACK_BUSY = (
+    "Slack is slowing us down (it rate-limited my posts in this channel), so I started no session: "
+    "there would be no thread to follow it in."
+)
+SLACK_BUSY_HINT = "Start it again in a minute."
+PARENT_REFUSED = "Slack refused the session's message in this channel (it said `{error}`), so I started no session."
+START_DELAYED = "Slack is slowing us down; your session starts as soon as it lets us."
+"""Told to the person whose start waits for Slack (its parent message queued in :mod:`bot.outbox`)."""
+SLACK_GAVE_UP = (
+    "Slack kept this channel too busy for {minutes} minutes (it rate-limited my posts), so I started no session: "
+    "there would be no thread to follow it in."
+)
+PARENT_KIND: Final = "session.parent"
+"""The :mod:`bot.outbox` kind of a queued parent message; its data ``{"row_id"}``."""
+NOT_IN_CHANNEL_ERRORS: Final = frozenset({"not_in_channel", "channel_not_found"})
+"""Slack's answers to a post in a channel the bot may not post in: an invitation helps (:data:`CANNOT_POST`)."""
 CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I started no session: I would not see the replies in its thread."
 JOIN_NOT_NEEDED: Final = "method_not_supported_for_channel_type"
 """``conversations.join`` of a private channel (or a DM): only an invitation brings the bot in; the
 parent post then tells whether it is there (``channel_not_found`` when not: :data:`CANNOT_POST`)."""
 STARTING_BOUND: Final = dt.timedelta(minutes=3)
-"""How long a start may stay ``starting`` before it counts as interrupted: far longer than a live
-one takes (a Slack post and ``POST /sessions``, whose retries give up within 30 s)."""
-INTERRUPTED_CHECK_SECONDS: Final = 30.0
+"""How long a start made before start leases (no ``start_until``) may stay ``starting`` before it
+counts as interrupted: far longer than a live one takes."""
+START_LEASE: Final = dt.timedelta(seconds=10)
+"""The start lease (:data:`bot.services.sessions.store.START_LEASES`): a start whose process stopped
+is found this long after its last renewal at the latest."""
+START_RENEW_SECONDS: Final = 3.0
+"""How often a running start renews its lease (a third of :data:`START_LEASE`)."""
+INTERRUPTED_CHECK_SECONDS: Final = 5.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
@@ -160,6 +186,24 @@ def split_options(text: str) -> tuple[str, dict[str, str]]:
 
     prompt = _OPTION.sub(take, text)
     return prompt.strip(), options
+
+
+def not_posted_reason(failure: SlackFailure | Posted) -> str:
+    """Why no parent message: the bot is not in the channel (:data:`CANNOT_POST`, an invitation
+    helps), Slack rate-limits it (:data:`SLACK_BUSY`, a rate limit is no permission), or Slack's own
+    refusal (:data:`PARENT_REFUSED`)."""
+    if not isinstance(failure, SlackFailure) or failure.error in NOT_IN_CHANNEL_ERRORS:
+        return CANNOT_POST
+    if failure.error == "ratelimited":
+        return f"{SLACK_BUSY} {SLACK_BUSY_HINT}"
+    return PARENT_REFUSED.format(error=failure.error)
+
+
+def invitation_helps(error: str | None) -> bool:
+    """Whether a start that failed before its parent message (its ``error``) is helped by inviting the
+    bot (:data:`CANNOT_POST_HINT`): not when Slack rate-limited or refused the post itself."""
+    not_a_permission = (SLACK_BUSY, PARENT_REFUSED.split("{", 1)[0], SLACK_GAVE_UP.split("{", 1)[0])
+    return not (error or "").startswith(not_a_permission)
 
 
 def find_computer(computers: list[Computer], wanted: str, *, one_line: Quote, offered: list[Computer] | None = None) -> Computer:
@@ -297,6 +341,10 @@ class Starter:
         self.slack = slack
         self.messages = messages
         self.now = now
+        self.owner = follower.owner
+        """Who holds this process's start leases: the follower's owner name."""
+        self.outbox: Outbox | None = None
+        """Where parent messages wait for Slack (:meth:`use_outbox`); None: posted at once or failed."""
         self.rules = rules
         self.people = people
 
@@ -324,7 +372,7 @@ class Starter:
             row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
             return ChooseComputer(row.id, chosen, int(CHOICE_TTL.total_seconds() // 60), offer=created)
         start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
-        row, created = await self.sessions.claim_start(start, state=STARTING, now=now)
+        row, created = await self.sessions.claim_start(start, state=STARTING, now=now, owner=self.owner, lease=START_LEASE)
         if not created:
             logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
@@ -469,7 +517,10 @@ class Starter:
         if row.slack_user != by.user_id:
             raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
         chosen = await self.check_computer(computer_id, by=by, channel=row.channel)
-        if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
+        taken_choice = await self.sessions.take_choice(
+            row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now(), owner=self.owner, lease=START_LEASE
+        )
+        if not taken_choice:
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
                 raise Declined(NothingChanged(CHOICE_TAKEN))
@@ -495,7 +546,35 @@ class Starter:
 
         First the bot joins the channel (:meth:`bot.slack.SlackGateway.join`; a channel ``C…``):
         a join Slack refuses fails the row with :data:`CANNOT_JOIN`, nothing posted or started;
-        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post."""
+        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post.
+
+        All along, the start lease (:data:`START_LEASE`) is renewed every :data:`START_RENEW_SECONDS`,
+        so that a start whose process died is found by :meth:`close_interrupted` within seconds."""
+        async with self._holding(row.id):
+            return await self._launch(row, by)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, row_id: int) -> AsyncIterator[None]:
+        """Renew the start lease of ``row_id`` in the background while the block runs."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(START_RENEW_SECONDS)
+                try:
+                    if not await self.sessions.renew_start(row_id, owner=self.owner, now=self.now(), lease=START_LEASE):
+                        return  # done, or taken over: nothing left to hold
+                except SQLAlchemyError as exc:
+                    logger.warning("could not renew the start lease of session row %s: %s", row_id, type(exc).__name__)
+
+        task = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _launch(self, row: SessionLink, by: ResolvedUser | None) -> SessionLink:
         refused = await self._refused_at_launch(row, by)
         if refused is not None:
             await self.sessions.mark_failed(row.id, REFUSED_WORDS.format(action=refused.action, reason=refused.reason))
@@ -507,15 +586,35 @@ class Starter:
                 await self.sessions.mark_failed(row.id, CANNOT_JOIN.format(error=joined.error))
                 logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
                 return await self.sessions.get(row.id) or row
-        parent = await self.slack.post(
-            row.channel,
-            self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)),
-            thread_ts=row.thread_ts,
-        )
+        parent = await self._post_parent(row)
+        if isinstance(parent, Queued):  # Slack rate-limits the channel: the start waits for it (state waiting)
+            logger.info("session row %s waits for Slack: its parent message is queued (%s)", row.id, parent.id)
+            await self._tell(row, self.messages.start_delayed_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
+            return await self.sessions.get(row.id) or row
         if isinstance(parent, SlackFailure) or not parent.ts:
-            await self.sessions.mark_failed(row.id, CANNOT_POST)
+            await self.sessions.mark_failed(row.id, not_posted_reason(parent))
             logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
             return await self.sessions.get(row.id) or row
+        return await self._after_parent(row, parent)
+
+    async def _post_parent(self, row: SessionLink) -> Posted | Queued | SlackFailure:
+        """The parent message ("starting"): through the outbox when there is one (queued when Slack
+        rate-limits the channel; its continuation :meth:`_parent_posted` goes on), else at once."""
+        payload = self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode))
+        if self.outbox is None:
+            return await self.slack.post(row.channel, payload, thread_ts=row.thread_ts)
+        return await self.outbox.post(
+            row.channel,
+            payload,
+            kind=PARENT_KIND,
+            data={"row_id": row.id},
+            thread_ts=row.thread_ts,
+            # the row waits before its post is queued: a drainer's continuation never finds it still starting
+            before_queued=lambda: self.sessions.wait_for_slack(row.id, owner=self.owner),
+        )
+
+    async def _after_parent(self, row: SessionLink, parent: Posted) -> SessionLink:
+        """The launch once the parent message is in Slack: ``POST /sessions``, then the prompt."""
         thread_ts = row.thread_ts or parent.ts
         await self.sessions.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent.ts)
         row = replace(row, thread_ts=thread_ts, parent_ts=parent.ts)
@@ -540,15 +639,37 @@ class Starter:
                 "session row %s was closed as interrupted before %s was created; not sending the prompt", row.id, session.session_id
             )
             return await self.sessions.get(row.id) or row
+        if not await self.sessions.claim_prompt(row.id, owner=self.owner):
+            logger.warning("the start of session row %s was taken over before its prompt; the taker sends it", row.id)
+            return await self.sessions.get(row.id) or row
+        return await self._prompted(row, error=await self.send_prompt(row, session.session_id))
+
+    async def send_prompt(self, row: SessionLink, session_id: str) -> str | None:
+        """``POST /sessions/{id}/messages`` with ``row``'s prompt: the one call that sends it (a
+        start, a resumed start). None when it was delivered, else why not
+        (:data:`PROMPT_NOT_DELIVERED`). Called only after the ``created -> prompting`` claim."""
         try:
-            await self.agent.create_message(session_id=session.session_id, text=row.prompt)
+            await self.agent.create_message(session_id=session_id, text=row.prompt)
         except AgentAPIError as exc:
             what, _hint = describe_api_error(exc)
-            await self.sessions.set_error(row.id, PROMPT_NOT_DELIVERED.format(what=what))
+            return PROMPT_NOT_DELIVERED.format(what=what)
+        return None
+
+    async def _prompted(self, row: SessionLink, *, error: str | None) -> SessionLink:
+        """The prompt was sent (or ``error``): ``prompting -> prompted``, the start lease ended, the
+        parent message edited and the starter's Home marked."""
+        if not await self.sessions.prompted(row.id, owner=self.owner, error=error):
+            logger.warning("session row %s: its start lease was taken over while its prompt was sent", row.id)
         started = await self.sessions.get(row.id) or row
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
         await self.follower.changed(started)  # a new session on its starter's Home tab
         return started
+
+    def use_outbox(self, outbox: Outbox) -> None:
+        """Post parent messages through ``outbox`` and register the continuation of
+        :data:`PARENT_KIND` (at wiring)."""
+        self.outbox = outbox
+        outbox.handle(PARENT_KIND, Continuation(posted=self._parent_posted, gave_up=self._parent_gave_up))
 
     async def _refused_at_launch(self, row: SessionLink, by: ResolvedUser | None) -> ComputerRefused | None:
         """The computer rules' refusal of ``row``'s computer for who asked (``by``, else
@@ -564,36 +685,104 @@ class Starter:
         computer = _RowComputer(row.computer_id or "", row.computer_name or "")
         return await self.rules.check(by, row.channel, computer)
 
-    async def close_interrupted(self) -> int:
-        """Close every start still ``starting`` :data:`STARTING_BOUND` after it began (its process
-        stopped during it); returns how many this replica closed.
+    async def _parent_posted(self, item: Item, parent: Posted) -> None:
+        """A queued parent message is in Slack: ``waiting -> starting`` (one conditional UPDATE, so a
+        rerun after a crash starts nothing twice) and the launch goes on."""
+        row_id = int(item.data["row_id"])
+        if not await self.sessions.resume_waiting(row_id, owner=self.owner, now=self.now(), lease=START_LEASE):
+            return  # resumed before (a rerun of the continuation), or closed meanwhile
+        row = await self.sessions.get(row_id)
+        assert row is not None
+        async with self._holding(row_id):
+            await self._after_parent(row, parent)
 
-        Each is marked ``failed`` by a conditional UPDATE, so with several replicas one closes it;
-        that one edits the parent message (when there is one) to say what happened and to start
-        again, sets the error reaction, and tells the person who asked (an ephemeral message in the
-        channel, else a DM). Slack failures are logged (by the gateway and here), never raised."""
+    async def _parent_gave_up(self, item: Item, reason: str) -> None:
+        """A queued parent message never got into Slack (``reason``: the deadline, or Slack's
+        refusal): the start is closed ``failed`` once and its starter told in words."""
+        row_id = int(item.data["row_id"])
+        if reason == EXPIRED_REASON and self.outbox is not None:
+            error = SLACK_GAVE_UP.format(minutes=max(1, round(self.outbox.deadline.total_seconds() / 60)))
+        else:
+            error = not_posted_reason(SlackFailure("chat.postMessage", reason, True))
+        if not await self.sessions.give_up_waiting(row_id, error=error):
+            return
+        failed = await self.sessions.get(row_id)
+        assert failed is not None
+        logger.warning("session row %s: its parent message never got into Slack (%s); closed as failed", row_id, reason)
+        await self._tell(
+            failed, self.messages.start_not_posted_notice(failed.computer_name or failed.computer_id or "unknown", failed.prompt, error)
+        )
+
+    async def close_interrupted(self) -> int:
+        """Finish every start whose lease lapsed (its process stopped during it; a row made before
+        start leases: still ``starting`` :data:`STARTING_BOUND` after it began); returns how many
+        this replica closed or resumed.
+
+        - Still ``starting`` (``POST /sessions`` not answered, or never sent): nothing can be resumed
+          (the API cannot list sessions). Marked ``failed`` by a conditional UPDATE, so with several
+          replicas one closes it; that one edits the parent message (when there is one) to say what
+          happened and to start again, sets the error reaction, and tells the person who asked (an
+          ephemeral message in the channel, else a DM).
+        - Created (the session's id recorded) but not prompted: resumed (:meth:`_resume`).
+
+        Slack failures are logged (by the gateway and here), never raised."""
         now = self.now()
         before = now - STARTING_BOUND
-        closed = 0
-        for row in await self.sessions.stale_starts(before, limit=INTERRUPTED_BATCH):
-            if not await self.sessions.close_start(row.id, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
+        finished = 0
+        for row in await self.sessions.stale_starts(now, before, limit=INTERRUPTED_BATCH):
+            if row.state != STARTING:
+                finished += await self._resume(row, now=now, before=before)
+                continue
+            if not await self.sessions.close_start(row.id, now=now, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
                 continue  # another replica closed it, or it started after all
-            closed += 1
-            logger.warning("session start row %s was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
+            finished += 1
+            logger.warning("session row %s: its start was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
             failed = await self.sessions.get(row.id) or row
             await self.follower.show_parent(failed, status="failed")  # a failed edit is logged by the gateway
             await self.follower.set_reaction(failed, REACTIONS["error"])
             await self._tell_interrupted(failed)
-        return closed
+        return finished
+
+    async def _resume(self, row: SessionLink, *, now: dt.datetime, before: dt.datetime) -> bool:
+        """Send the prompt of a created session whose start was interrupted, exactly once.
+
+        The claim sits *before* the call: one conditional UPDATE takes the lapsed start lease and
+        moves ``created`` (or a lapsed ``prompting``) to ``prompting``; of every replica one wins,
+        and only it calls the API. A claim after the call would let two replicas both send it
+        (the agent would do the work twice). The price of "before" is a process killed between the
+        claim and the answer, leaving ``prompting`` unconfirmed: its taker asks the platform first
+        (the session's user messages, ``GET /sessions/{id}/messages?role=user``) and sends the
+        prompt only when none arrived; the dead process's request ended with it, seconds before the
+        lease lapsed. When that question fails, the lease is left to lapse and the next pass asks
+        again. Then the parent message is edited as after a live start."""
+        assert row.session_id is not None and row.prompt_state in (CREATED, PROMPTING)
+        if not await self.sessions.take_prompt(row.id, was=row.prompt_state, owner=self.owner, now=now, before=before, lease=START_LEASE):
+            return False  # another replica took it
+        logger.warning("session row %s: its start was interrupted before the prompt (%s); resuming it", row.id, row.prompt_state)
+        if row.prompt_state == PROMPTING:
+            try:
+                arrived = bool((await self.agent.list_messages(session_id=row.session_id, role="user", limit=1)).messages)
+            except AgentAPIError as exc:
+                what = type(exc).__name__
+                logger.warning("session row %s: could not tell whether its prompt arrived (%s); asks again later", row.id, what)
+                return False
+            if arrived:
+                await self._prompted(row, error=None)
+                return True
+        await self._prompted(row, error=await self.send_prompt(row, row.session_id))
+        return True
 
     async def _tell_interrupted(self, row: SessionLink) -> None:
-        """Tell the person who asked that their start was interrupted: ephemeral in the channel (in
-        its thread when there is one), else by DM."""
-        notice = self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt)
+        """Tell the person who asked that their start was interrupted (:meth:`_tell`)."""
+        await self._tell(row, self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
+
+    async def _tell(self, row: SessionLink, notice: Payload) -> None:
+        """Tell the person who asked about their start: ephemeral in the channel (in its thread when
+        there is one), else by DM."""
         told = await self.slack.ephemeral(row.channel, row.slack_user, notice, thread_ts=row.thread_ts)
         if not isinstance(told, SlackFailure):
             return
         dm = await self.slack.open_dm(row.slack_user)
         posted = dm if isinstance(dm, SlackFailure) else await self.slack.post(dm, notice)
         if isinstance(posted, SlackFailure):
-            logger.warning("could not tell %s that session row %s was interrupted: %s", row.slack_user, row.id, posted.error)
+            logger.warning("could not tell %s about session row %s: %s", row.slack_user, row.id, posted.error)
