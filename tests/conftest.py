@@ -223,3 +223,24 @@ def block_texts(payload):
 
     walk(payload.get("blocks", []))
     return found
+
+
+def wait_claim_done(stack, key: str, timeout: float = 10.0) -> None:
+    """Wait (bounded) until the delivery ``key``'s claim is done on the loopback ``stack``: its
+    listener finished after the ack the test already has. A Slack retry sent before that is answered
+    ``503`` (:data:`bot.middleware.HELD_STATUS`: the first delivery still holds the claim), so a
+    test of a retry that finds the work done waits for this first."""
+    import time
+
+    from sqlalchemy import select
+
+    from bot.store import deliveries
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with stack.bot.services.store.engine.connect() as conn:
+            row = conn.execute(select(deliveries.c.done_at).where(deliveries.c.key == key)).first()
+        if row is not None and row.done_at is not None:
+            return
+        assert time.monotonic() < deadline, f"the claim of {key} was not done within {timeout} s"
+        time.sleep(0.01)

@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy
 from sqlalchemy import select, update
 
-from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.middleware import DELIVERY_LEASE_SECONDS, HELD_STATUS
 from bot.outbox import slack_outbox, slack_outbox_channels
 from bot.services.sessions.follower import view_of
 from bot.services.sessions.starter import START_DELAYED, START_LEASE
@@ -34,7 +34,7 @@ from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackClientSide, SlackEmulator, SlackRequest
-from tests.bot.bot_processes import BotProcess, bot_environment, start_serve
+from tests.bot.bot_processes import BotProcess, bot_environment, start_serve, start_socket
 from tests.conftest import postgres_url
 
 WAIT = 20.0
@@ -178,10 +178,12 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
     world.faults(hang_rate=0.0)
     restarted = world.start_bot("restarted")
     try:
-        # within the lease the retry is not processed (the first attempt may still be working) ...
+        # within the lease the retry is not processed (the first attempt may still be working), and
+        # not acknowledged either: a 200 would be Slack's last word, and the reply would be lost ...
         early = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=1, retry_reason="http_error")
-        assert early.status_code == 200 and early.body == ""
+        assert early.status_code == HELD_STATUS and early.body == ""
         assert user_messages(session) == ["crash prompt"]
+        assert delivery_row(world.database_url, key).claimed_by == claimed.claimed_by
         # ... once the lease lapsed, Slack's next retry takes the dead process's claim over
         move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
         retry = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=2, retry_reason="http_error")
@@ -194,6 +196,88 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
         time.sleep(0.3)
         assert user_messages(session) == ["crash prompt", "the reply that must arrive"]
         assert "its first claim lapsed unfinished" in restarted.log_text()
+    finally:
+        restarted.stop()
+
+
+def test_a_retry_reaching_a_live_replica_while_the_first_one_works_is_refused_then_dropped_once_done(world: World):
+    """Not a crash: two healthy ``serve`` processes on one database. Every Agent API call takes 1.5 s,
+    so the first replica holds the thread reply's claim for a few seconds (the role check, then the
+    message to the agent). Slack's retry that reaches the other replica meanwhile is answered
+    :data:`HELD_STATUS` (not 200: it cannot know the first one will finish) and does nothing; the
+    retry after the first one finished is answered 200 and does nothing: the reply reaches the agent once."""
+    first, second = world.start_bot("live-first"), world.start_bot("live-second")
+    try:
+        bot_user = world.slack.directory.bot.user_id
+        mention = world.slack.client(first.url, timeout=20).send_mention(
+            f"<@{bot_user}> computer=ci live prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        session = wait_until(lambda: session_with(world.state, "live prompt"), "the session")
+        world.faults(latency_ms=1500)
+        reply = Unsent(world.slack, first.url).send_message(
+            "the reply sent once", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=mention.request.payload["event"]["ts"]
+        )
+        key = f"event:{reply.event_id}"
+        sender = threading.Thread(target=lambda: world.slack.client(first.url, timeout=20).send(reply), daemon=True)
+        sender.start()
+        wait_until(lambda: delivery_row(world.database_url, key), "the first replica's claim")
+        early = world.slack.client(second.url, timeout=20).send(reply, retry_num=1, retry_reason="http_timeout")
+        assert early.status_code == HELD_STATUS and early.body == ""
+        sender.join(20)
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        world.faults(latency_ms=0)
+        late = world.slack.client(second.url, timeout=20).send(reply, retry_num=2, retry_reason="http_timeout")
+        assert late.status_code == 200 and late.body == ""
+        assert user_messages(session) == ["live prompt", "the reply sent once"]
+        assert "its first claim lapsed unfinished" not in second.log_text()
+    finally:
+        world.faults(latency_ms=0)
+        first.stop()
+        second.stop()
+
+
+def test_over_socket_mode_a_retry_inside_the_dead_claim_s_lease_is_not_acked_and_after_it_runs_once(world: World):
+    """The same over Socket Mode: the retried envelope that finds the dead process's claim inside its
+    lease gets no ack (Bolt acks only a 200), so Slack re-delivers it; once the lease lapsed it is
+    processed, once."""
+    bot = start_socket(world.env, world.tmp / "socket-first.log", world.slack)
+    try:
+        client = world.slack.socket_client(timeout=20)
+        bot_user = world.slack.directory.bot.user_id
+        mention = client.send_mention(
+            f"<@{bot_user}> computer=ci socket crash prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        thread_ts = mention.request.payload["event"]["ts"]
+        session = wait_until(lambda: session_with(world.state, "socket crash prompt"), "the session")
+
+        world.faults(hang_rate=1.0, hang_seconds=60.0)
+        reply = Unsent(world.slack, "unused").send_message(
+            "the socket reply that must arrive", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=thread_ts
+        )
+        key = f"event:{reply.event_id}"
+        world.slack.socket_mode.deliver("events_api", reply.payload, retry_attempt=0)  # the bot hangs before its ack
+        claimed = wait_until(lambda: delivery_row(world.database_url, key), "the delivery claim")
+        kill(bot)
+        assert claimed.done_at is None
+    finally:
+        bot.stop()
+
+    world.faults(hang_rate=0.0)
+    restarted = start_socket(world.env, world.tmp / "socket-restarted.log", world.slack)
+    try:
+        hub = world.slack.socket_mode
+        early = hub.deliver("events_api", reply.payload, retry_attempt=1, retry_reason="timeout")
+        wait_until(lambda: "Unsuccessful Bolt execution result (status: 503" in restarted.log_text(), "the retry refused")
+        assert hub.acks_of(early.envelope_id) == []
+        assert user_messages(session) == ["socket crash prompt"]
+        move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
+        late = hub.deliver("events_api", reply.payload, retry_attempt=2, retry_reason="timeout")
+        hub.wait_ack(late.envelope_id, timeout=WAIT)
+        wait_until(lambda: "the socket reply that must arrive" in user_messages(session), "the reply at the agent")
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        again = hub.deliver("events_api", reply.payload, retry_attempt=3, retry_reason="timeout")
+        hub.wait_ack(again.envelope_id, timeout=WAIT)  # done: acked, nothing done again
+        assert user_messages(session) == ["socket crash prompt", "the socket reply that must arrive"]
     finally:
         restarted.stop()
 
