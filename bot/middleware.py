@@ -19,7 +19,8 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    (Slack doc "Events API", retries). Each delivery has a key: an event's ``event_id``, a slash
    command's or a button click's ``trigger_id``. The first delivery of a key claims it in the store
    (atomic across replicas, :meth:`bot.store.Store.claim_delivery`), and the claim is marked done when
-   its listener has finished (:class:`FinishDelivery`, after the ack *and* the work). A later delivery
+   its listener has finished (:class:`FinishDelivery`, after the ack *and* the work; meanwhile the claim
+   is renewed while the listener runs, :class:`KeepDelivery`, so slow work keeps it). A later delivery
    of the same key is not processed while the claim is done (answered ``200``: the work is done) or
    still within its lease (:data:`DELIVERY_LEASE_SECONDS`; answered :data:`HELD_STATUS`, a ``503``
    that Slack retries, unacked in Socket Mode: the holder may have died, and a ``200`` would lose the
@@ -53,6 +54,7 @@ What the middleware says is worded by the :class:`MiddlewareMessages` each build
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -62,6 +64,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.listener.async_listener_completion_handler import AsyncListenerCompletionHandler
+from slack_bolt.listener.async_listener_start_handler import AsyncListenerStartHandler
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from sqlalchemy.exc import SQLAlchemyError
@@ -204,7 +207,29 @@ Slack re-delivers the envelope). The holder may finish the work (the next retry 
 answered ``200``) or have died (its lease lapses and the next retry takes the claim over): a ``200``
 here would lose the delivery in the second case, since Slack never re-sends what it saw acknowledged."""
 DELIVERY_CLAIM = "delivery_claim"
-"""The request context key of the claim (``(key, owner)``) that :class:`FinishDelivery` marks done."""
+"""The request context key of the claim (``(key, owner, lease seconds)``) that :class:`KeepDelivery`
+renews while its listener runs and :class:`FinishDelivery` marks done."""
+DELIVERY_KEEPER = "delivery_keeper"
+"""The request context key of the task that renews the claim while the work runs (:func:`keep_claim`)."""
+DELIVERY_KEPT_SECONDS = 420.0
+"""How long at most a running listener keeps renewing its claim: past Slack's last retry (about five
+minutes after the first delivery), after which no retry can come to run the work twice."""
+
+
+async def keep_claim(store: Store, key: str, owner: str, lease: float, *, kept: float = DELIVERY_KEPT_SECONDS) -> None:
+    """Renew ``owner``'s claim of ``key`` every third of ``lease`` seconds while the listener works
+    (a slow Agent API can keep it past the lease; a retry then would take the claim over and run the
+    work twice), for at most ``kept`` seconds; :class:`FinishDelivery` cancels it. Stops when the claim
+    is no longer ``owner``'s; a database failure is logged and retried at the next turn."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + kept
+    while loop.time() < until:
+        await asyncio.sleep(lease / 3)
+        try:
+            if not await store.renew_delivery(key, owner=owner, lease=lease):
+                return
+        except (SQLAlchemyError, DatabaseUnusable) as exc:
+            logger.warning("could not renew the claim of delivery %s: %s", key, type(exc).__name__)
 
 
 def build_dedupe(store: Store, *, messages: MiddlewareMessages, lease: float = DELIVERY_LEASE_SECONDS) -> Middleware:
@@ -247,7 +272,7 @@ def build_dedupe(store: Store, *, messages: MiddlewareMessages, lease: float = D
             return BoltResponse(status=HELD_STATUS, body="", headers={"Retry-After": str(max(1, round(lease)))})
         if claim is Claim.TAKEN_OVER:
             logger.warning("delivery %s (retry %s): its first claim lapsed unfinished; processing it now", key, retry)
-        context[DELIVERY_CLAIM] = (key, owner)
+        context[DELIVERY_CLAIM] = (key, owner, lease)
         return await next()
 
     return dedupe_deliveries
@@ -362,6 +387,22 @@ async def database_down(body: Mapping[str, Any], ack: AsyncAck, respond: AsyncRe
     return BoltResponse(status=503, body="")
 
 
+class KeepDelivery(AsyncListenerStartHandler):
+    """Bolt's listener start handler (it runs when a listener starts, so only for a delivery whose
+    work really runs; a refused or unhandled one keeps nothing): renews the request's delivery claim
+    while the listener works (:func:`keep_claim`), until :class:`FinishDelivery` cancels it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def handle(self, request: AsyncBoltRequest, response: BoltResponse | None) -> None:
+        claim = request.context.get(DELIVERY_CLAIM)
+        if not claim or request.context.get(DELIVERY_KEEPER) is not None:
+            return
+        key, owner, lease = claim
+        request.context[DELIVERY_KEEPER] = asyncio.create_task(keep_claim(self.store, key, owner, lease), name=f"keep {key}")
+
+
 class FinishDelivery(AsyncListenerCompletionHandler):
     """Bolt's listener completion handler (it runs when a listener has finished, after its ack and
     its work, whether it succeeded or raised): marks the request's delivery claim done in ``store``
@@ -375,7 +416,10 @@ class FinishDelivery(AsyncListenerCompletionHandler):
         claim = request.context.get(DELIVERY_CLAIM)
         if not claim:
             return
-        key, owner = claim
+        keeper = request.context.get(DELIVERY_KEEPER)
+        if isinstance(keeper, asyncio.Task):
+            keeper.cancel()  # the work is over: the claim is marked done below, or lapses
+        key, owner, _lease = claim
         try:
             if not await self.store.finish(key, owner=owner):
                 logger.info("delivery %s was taken over before it finished here", key)

@@ -163,6 +163,18 @@ class Store:
 
         return await self.run(work)
 
+    async def renew_delivery(self, key: str, *, owner: str, lease: float) -> bool:
+        """Extend ``owner``'s claim of the delivery ``key`` to ``lease`` seconds from now (the work
+        is still running); False when the claim is done or no longer ``owner``'s.
+        Raises ``sqlalchemy.exc.SQLAlchemyError`` when the database fails."""
+
+        def work() -> bool:
+            return DELIVERY_CLAIMS.renew(
+                self.engine, deliveries.c.key == key[:255], owner=owner[:64], now=self._now(), lease=dt.timedelta(seconds=lease)
+            )
+
+        return await self.run(work)
+
     async def finish(self, key: str, *, owner: str) -> bool:
         """Mark the delivery ``key`` done, if ``owner`` still holds its claim (one that was taken
         over is the new owner's to finish); True when it did."""

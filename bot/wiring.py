@@ -38,7 +38,7 @@ from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, use_apology
 from bot.identity import Identity
 from bot.metrics import MeteredApp
-from bot.middleware import FinishDelivery, Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
+from bot.middleware import FinishDelivery, Installation, KeepDelivery, build_dedupe, build_role_check, build_workspace_check, tag_request
 from bot.outbox import DRAIN_SECONDS, Outbox
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
@@ -340,6 +340,7 @@ def build_app(
     app.middleware(build_dedupe(services.store, messages=notices))
     # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
     # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced
+    app.listener_runner.listener_start_handler = KeepDelivery(services.store)  # renews the claim while the work runs
     app.listener_runner.listener_completion_handler = FinishDelivery(services.store)
     app.middleware(
         build_role_check(

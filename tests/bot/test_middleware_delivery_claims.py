@@ -66,3 +66,37 @@ def test_a_retry_while_another_holds_the_claim_is_refused_so_slack_retries_and_o
     assert row.claimed_by != "a dead process" and row.done_at is not None
     again = stack.send(request, retry_num=3, retry_reason="http_error")
     assert (again.status, again.body, again.responses) == (200, "", late.responses)
+
+
+async def test_a_slow_listener_keeps_its_claim_so_a_late_retry_does_not_run_the_work_twice(tmp_path):
+    """Issue #26 (1), what was left: a live process whose listener works longer than the lease (a
+    slow Agent API) lost its claim to the retry, which ran the work a second time. The holder now
+    renews its lease while the work runs, and lets it go when the listener has finished."""
+    import asyncio
+
+    from slack_bolt.request.async_request import AsyncBoltRequest
+
+    from bot.middleware import FinishDelivery, KeepDelivery, build_dedupe
+    from bot.store import Claim, Store
+    from formatters import notices
+
+    store = Store(f"sqlite:///{tmp_path / 'claims.db'}")
+    lease = 0.3
+    dedupe = build_dedupe(store, messages=notices, lease=lease)
+    body = {"type": "event_callback", "event_id": "Ev0SLOW", "team_id": "T1", "api_app_id": "A1", "event": {"type": "message"}}
+    request = AsyncBoltRequest(body="{}", mode="socket_mode")
+    request.body = body
+
+    async def next_() -> None:
+        return None
+
+    async def ack(*_args: object, **_kwargs: object) -> None:
+        return None
+
+    await dedupe(body=body, request=request, context=request.context, ack=ack, respond=None, next=next_)
+    await KeepDelivery(store).handle(request, None)  # Bolt starts the listener
+    await asyncio.sleep(lease * 4)  # the listener is still working, well past one lease
+    assert await store.claim_delivery("event:Ev0SLOW", owner="the retry", lease=lease) is Claim.WORKING
+    await FinishDelivery(store).handle(request, None)  # the listener has finished
+    assert await store.claim_delivery("event:Ev0SLOW", owner="a later retry", lease=lease) is Claim.DONE
+    store.close()

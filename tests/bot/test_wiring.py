@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.config import Settings
-from bot.middleware import FinishDelivery
+from bot.middleware import FinishDelivery, KeepDelivery
 from bot.services.computers import ComputersService
 from bot.wiring import DIGEST_JOB, OUTBOX_JOB, alert_job, check_settings, create_bot
 
@@ -43,6 +43,7 @@ def test_the_jobs_in_the_order_the_scheduler_starts_them(bot):
 
 def test_a_finished_listener_finishes_its_delivery_through_bolts_public_runner(bot):
     assert isinstance(bot.app.listener_runner.listener_completion_handler, FinishDelivery)
+    assert isinstance(bot.app.listener_runner.listener_start_handler, KeepDelivery)
 
 
 def test_every_service_is_built_once_and_shared(bot):
