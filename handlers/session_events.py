@@ -30,9 +30,10 @@ from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
 from bot.services.sessions import LinkNeeded, NewStart, NotAllowed, SessionArchived, ThreadReply
-from bot.services.sessions.starter import DM_HELP, dm_request, split_options
+from bot.services.sessions.starter import DM_HELP, DM_HELP_WORDS, dm_request, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
+from formatters.blocks import Payload
 from formatters.help import help_message
 from formatters.sessions import not_allowed, reply_not_sent_archived
 from handlers.router import Router
@@ -62,13 +63,25 @@ async def on_dm(services: Services, router: Router | None, event: dict[str, Any]
     await hint_once(services, actor.user_id, channel)
     if dm_request(event) == DM_HELP:
         if router is not None:
-            policy = services.policy
-            hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
-            await send_dm(services, channel, help_message(router.specs, hidden=hidden), "help")
+            await send_dm(services, channel, help_for(services, router, actor), "help")
         return
     await start_from_text(
         services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts, team_id=team_id
     )
+
+
+def help_for(services: Services, router: Router, actor: ResolvedUser) -> Payload:
+    """``/agent help`` as ``actor``'s role sees it (what they may not use said with the role it needs)."""
+    policy = services.policy
+    hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
+    return help_message(router.specs, hidden=hidden)
+
+
+def asks_for_help(text: str) -> bool:
+    """Whether a mention's words (the bot's mention taken out) ask for help, as a DM may
+    (:data:`bot.services.sessions.starter.DM_HELP_WORDS`: nothing, ``help``, ``?``; case aside):
+    such a mention answers the help and starts no session (it would spend the agent's tokens)."""
+    return text.strip().lower() in DM_HELP_WORDS
 
 
 def team_of_event(event: dict[str, Any], context: AsyncBoltContext | None = None) -> str:
@@ -136,6 +149,11 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     if event.get("type") != "app_mention":
         return
     ts = str(event.get("ts") or "")
+    if asks_for_help(text) and router is not None:  # to this person only, in the mention's thread
+        told = await services.slack.ephemeral(channel, actor.user_id, help_for(services, router, actor), thread_ts=thread_ts or ts)
+        if isinstance(told, SlackFailure):
+            logger.info("could not answer %s's help mention: %s", actor.user_id, told.error)
+        return
     await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts, team_id=team_id)
 
 
