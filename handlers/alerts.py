@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand, in_code
+from bot.outcomes import Declined, NothingChanged
 from bot.services.alerts import (
     AlertKind,
     AlertSubscription,
@@ -123,6 +124,8 @@ NOT_A_CHANNEL_HINT = "Pick the channel from Slack's #-autocomplete (so Slack sen
 NO_SUBSCRIPTION_ID = "There is no alert subscription {id}."
 NO_SUBSCRIPTION = "{where} has no `{kind}` alert subscription."
 LIST_HINT = "`/agent alerts list [#channel]` shows the subscriptions and their ids."
+NOT_MUTED = "Subscription {id} (`{kind}` alerts) is not muted: its alerts are posted as they come."
+NOT_MUTED_HINT = "`/agent alerts mute <kind|id> for=2h` mutes it; `/agent alerts list` shows which are muted."
 MUTE_FOR = "How long? `for=` is missing."
 MUTE_FOR_HINT = "Usage: `{usage}`; durations: 30m, 2h, 1d, 1w (at most 30 days)."
 NEEDS_ROLE = "`{kind}` alerts need the {role} role (policy key `{key}`)."
@@ -279,6 +282,8 @@ async def handle_unmute(request: CommandRequest) -> None:
     _no_options(request, "", UNMUTE.usage)
     sub = await _subscription(request, UNMUTE.usage)
     repo = request.services.alerts.repo
+    if not sub.muted(request.services.now()) and not (await repo.counts(sub.id)).get("muted"):
+        raise Declined(NothingChanged(NOT_MUTED.format(id=sub.id, kind=sub.kind), NOT_MUTED_HINT))
     await repo.set_mute(sub.id, None)
     await request.reply(unmuted(sub, await repo.take_muted(sub.id)))
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import delete
 
+from bot.outcomes import NothingChanged
 from bot.services.alerts import alert_events, alert_state, alert_subscriptions
 from formatters.alerts import sample_posted, subscribed, unmuted
-from formatters.notices import error_message
+from formatters.notices import error_message, outcome_message
 from handlers.alerts import (
     KINDS_HINT,
     MUTE,
@@ -17,6 +18,8 @@ from handlers.alerts import (
     NO_FILTERS,
     NOT_IN_CHANNEL,
     NOT_IN_CHANNEL_HINT,
+    NOT_MUTED,
+    NOT_MUTED_HINT,
     SUBSCRIBE,
     UNKNOWN_KIND,
 )
@@ -108,6 +111,14 @@ def test_mute_needs_a_duration_and_unmute_lists_what_came(stack):
     assert held.state == "listed"
     assert whole(reply) == unmuted(sub, [held])
     assert stack.slack.recorder.messages("C0ENG") == []
+
+
+def test_unmute_of_a_subscription_never_muted_changes_nothing(stack):
+    stack.command("alerts subscribe controls", user="U0MANAGER", channel="C0ENG")
+    [sub] = subs(stack)
+    reply = stack.command("alerts unmute controls", user="U0MANAGER", channel="C0ENG")
+    assert whole(reply) == outcome_message(NothingChanged(NOT_MUTED.format(id=sub.id, kind="controls"), NOT_MUTED_HINT))
+    assert reply.last["blocks"][0]["text"]["text"].startswith(":information_source: Subscription")
 
 
 def test_test_posts_a_marked_sample_into_the_channel(stack):
