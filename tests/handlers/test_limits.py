@@ -218,7 +218,7 @@ def test_bad_input_names_every_bad_entry_and_files_nothing(stack, block_kit_vali
     block_kit_validator(reply.last)
     problems = [
         "`oops` has no credits after it.",
-        "`carol@example.com`: credits must be a whole number of 0 or more, not `-5`.",
+        "`carol@example.com`: credits must be a whole number from 0 to 1,000,000,000,000, not `-5`.",
         TWICE.format(email="bob@example.com"),
         NOT_ORG_USER.format(email="nobody@example.com"),
     ]
