@@ -2,6 +2,7 @@
 asks the running sandbox Agent API; replies are read where Slack would get them (response_url)."""
 
 from bot.roles import Role
+from bot.services.periods import MAX_RELATIVE_DAYS, PERIOD_HELP
 from formatters.blocks import number
 from formatters.help import help_message
 from formatters.usage import NO_USER_USAGE, NO_USER_USAGE_HINT, UNKNOWN_USER, UNKNOWN_USER_HINT
@@ -139,3 +140,10 @@ def test_everyone_sees_their_own_usage_and_only_managers_see_anyones(stack, bloc
     other = stack.command("usage user alice@example.com 7d", user="U0MEMBER")
     assert other.payloads == [error_reply(OTHERS_USAGE.format(role="manager"), OWN_USAGE_HINT)]
     assert stack.command("usage me", user="U0GUEST").ack == demo_refusal("usage me", "U0GUEST")
+
+
+def test_a_period_of_too_many_days_gets_the_same_answer_however_many(stack):
+    for text in ("367d", "999999d"):
+        reply = stack.command(f"usage {text}", user="U0MANAGER")
+        message = f"`{text}` is not a period: N in `Nd` runs from 1 to {MAX_RELATIVE_DAYS}. {PERIOD_HELP}"
+        assert reply.payloads == [error_reply(message)]
