@@ -116,6 +116,12 @@ def refusal_message(
     return message([section(f"{head}\n{you}"), context(hint)], f"{head} {you} {hint}")
 
 
+def people_text(helpers: Sequence[str]) -> str:
+    """Who can help, as mrkdwn: mentions for Slack user IDs, ``@group`` handles as written, at most
+    :data:`PEOPLE_MAX`."""
+    return ", ".join(_person(h) for h in helpers[:PEOPLE_MAX])
+
+
 def _person(helper: str) -> str:
     """A helper as mrkdwn: ``<@U123>`` for a Slack user ID, an ``@group`` handle as written (escaped)."""
     return f"<@{helper}>" if _SLACK_USER.match(helper) else esc(helper)

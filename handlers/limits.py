@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from bot.commands import SubCommand, in_code
@@ -40,6 +40,7 @@ from bot.services.limits import (
     LimitRequest,
     LimitsWorkflow,
     Refusal,
+    Refused,
     check_entries,
     credits_too_large,
     parse_credits,
@@ -232,6 +233,8 @@ async def on_click(click: ActionRequest) -> None:
     loaded = await workflow.load(click.value)
     outcome = loaded if isinstance(loaded, Refusal) else await ACTS[click.action_id](workflow, loaded, click)
     if isinstance(outcome, Refusal):
+        if outcome.reason is Refused.OWNER_NEEDED:  # name the people who can approve this one
+            outcome = replace(outcome, who_can_help=await click.services.resolver.who_can(Role.owner))
         await click.reply(fmt.refusal_notice(outcome))
 
 
