@@ -95,7 +95,7 @@ async def _user_usage(request: CommandRequest, email: str, words: list[str]) -> 
     usage = await fetch_user_usage(request.services.agent, period, email)
     if usage is None:
         known = await request.services.resolver.is_organization_email(email)
-        raise UserInputError(*no_user_usage(email, period.label(), known=known))
+        raise UserInputError(*no_user_usage(email, period, known=known))
     await request.reply(user_usage(usage))
 
 

@@ -73,7 +73,10 @@ def test_an_organization_user_without_usage_is_told_apart_from_an_unknown_one(st
     members = [u["email"] for u in sandbox_get(stack, "/api/v0/organization/users", limit="100")["users"] if u.get("email")]
     idle = next(email for email in members if email not in used)
     reply = stack.command(f"usage user {idle} {day}")
-    assert reply.payloads == [error_reply(NO_USER_USAGE.format(email=idle, period=day), NO_USER_USAGE_HINT)]
+    assert reply.payloads == [error_reply(NO_USER_USAGE.format(email=idle, period=f"on {day}"), NO_USER_USAGE_HINT)]
+    assert NO_USER_USAGE.format(email="e", period="on 1") == "e is an organization user but did not use the Agent platform on 1."
+    week = stack.command(f"usage user {idle} 2026-11-21..2026-11-21")
+    assert week.payloads == reply.payloads
 
 
 def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):
