@@ -37,8 +37,9 @@ from bot.services.alerts import (
     UnknownKindError,
     parse_duration,
 )
+from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
 from bot.slack import SlackFailure
-from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
+from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unknown_alert_repository, unmuted, unsubscribed
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -244,8 +245,23 @@ async def handle_subscribe(request: CommandRequest) -> None:
     _check_policy(request, kind.name)
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
+    unknown = await _unknown_repository(request, filters)
+    if unknown is not None:
+        await request.reply(unknown_alert_repository(unknown))
+        return
     sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters)
     await request.reply(subscribed(sub, new=new))
+
+
+async def _unknown_repository(request: CommandRequest, filters: dict[str, object]) -> UnknownRepository | None:
+    """The first repository of a ``repo=`` filter that no readiness report names (an alert for it
+    would never come), as ``/agent reports <repo>`` looks it up; None when all are known."""
+    repos = filters.get("repo")
+    for repo in repos if isinstance(repos, list) else ():
+        found = await find_repository_reports(request.services.agent, RepoQuery.parse(str(repo)))
+        if isinstance(found, UnknownRepository):
+            return found
+    return None
 
 
 async def handle_unsubscribe(request: CommandRequest) -> None:
