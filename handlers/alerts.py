@@ -129,8 +129,8 @@ NOT_MUTED = "Subscription {id} (`{kind}` alerts) is not muted: its alerts are po
 NOT_MUTED_HINT = "`/agent alerts mute <kind|id> for=2h` mutes it; `/agent alerts list` shows which are muted."
 MUTE_FOR = "How long? `for=` is missing."
 MUTE_FOR_HINT = "Usage: `{usage}`; durations: 30m, 2h, 1d, 1w (at most 30 days)."
-NEEDS_ROLE = "`{kind}` alerts need the {role} role (policy key `{key}`)."
-NEEDS_ROLE_HINT = "Ask a {role} to subscribe the channel, or whoever runs the bot to change the policy."
+NEEDS_ROLE = "`{kind}` alerts need the {role} role."
+NEEDS_ROLE_HINT = "Ask a {role} to do it, or whoever runs the bot to change the policy key `{key}` in its roles file."
 NOT_IN_CHANNEL = "I am not a member of the private channel <#{channel}>, so I cannot post alerts there."
 NOT_IN_CHANNEL_HINT = "Invite me with `/invite @agent` in that channel, then try again."
 CHANNEL_UNKNOWN = "I cannot see the channel `{channel}`."
@@ -187,7 +187,7 @@ def _check_policy(request: CommandRequest, kind: str) -> None:
     policy = request.services.policy
     if not policy.allows(request.user, key):
         role = policy.minimum(key).name
-        raise UserInputError(NEEDS_ROLE.format(kind=kind, role=role, key=key), NEEDS_ROLE_HINT.format(role=role))
+        raise UserInputError(NEEDS_ROLE.format(kind=kind, role=role, key=key), NEEDS_ROLE_HINT.format(role=role, key=key))
 
 
 async def _where(request: CommandRequest, words: list[str], what: str) -> str:

@@ -65,7 +65,8 @@ def test_subscribe_starts_from_the_newest_revision(stack):
             "alerts subscribe controls",
             "U0MEMBER",
             error_message(
-                NEEDS_ROLE.format(kind="controls", role="manager", key="alerts.controls"), NEEDS_ROLE_HINT.format(role="manager")
+                NEEDS_ROLE.format(kind="controls", role="manager", key="alerts.controls"),
+                NEEDS_ROLE_HINT.format(role="manager", key="alerts.controls"),
             ),
         ),
         (
@@ -84,6 +85,14 @@ def test_subscribe_starts_from_the_newest_revision(stack):
 def test_refusals_say_what_and_save_nothing(stack, text, user, expected):
     assert whole(stack.command(text, user=user, channel="C0ENG")) == expected
     assert subs(stack) == []
+
+
+def test_a_role_refusal_says_it_in_words_and_the_policy_key_in_its_context_line(stack):
+    reply = stack.command("alerts subscribe controls", user="U0MEMBER", channel="C0ENG")
+    assert [b["text"]["text"] if b["type"] == "section" else b["elements"][0]["text"] for b in reply.last["blocks"]] == [
+        ":warning: `controls` alerts need the manager role.",
+        "Ask a manager to do it, or whoever runs the bot to change the policy key `alerts.controls` in its roles file.",
+    ]
 
 
 def test_in_a_dm_a_person_subscribes_themselves(stack):
