@@ -33,7 +33,7 @@ from formatters.blocks import (
     message,
     section,
 )
-from formatters.reports import DETAILS_ACTION, DETAILS_BUTTON, SHORT_HASH, fraction, percent, timestamp
+from formatters.reports import DETAILS_ACTION, DETAILS_BUTTON, SHORT_HASH, criterion_words, fraction, percent, timestamp
 
 if TYPE_CHECKING:
     from bot.services.alerts.readiness import ReadinessAlert
@@ -103,7 +103,7 @@ def _rate_text(alert: ReadinessAlert) -> str:
 
 
 def _line(change: CriterionChange) -> str:
-    name = f"*{esc(change.id)}*"
+    name = f"*{esc(criterion_words(change.id))}*"
     after = fraction(change.after) if change.after else "?"
     if change.before is None:
         return cut(f"{name} (new) {after}", LINE_MAX)
