@@ -154,14 +154,17 @@ def usage_summary(summary: UsageSummary, people: Mapping[str, SlackPerson] | Non
     return message(blocks, fallback)
 
 
-def usage_breakdown(breakdown: Breakdown) -> Payload:
-    """The reply to ``/agent usage <period> by model|client|tool|user``."""
+def usage_breakdown(breakdown: Breakdown, people: Mapping[str, SlackPerson] | None = None) -> Payload:
+    """The reply to ``/agent usage <period> by model|client|tool|user``; ``people``: e-mail -> Slack
+    person (``by user``: those Slack knows are mentioned, as in :func:`usage_summary`)."""
     fmt = "tokens" if breakdown.measure == "billable tokens" else "avg" if "average" in breakdown.measure else "plain"
     title = f"Agent usage by {breakdown.dimension}: {breakdown.period.label()}"
     total = number(breakdown.total, compact=fmt == "tokens") if fmt != "avg" else f"{breakdown.total:,.1f}"
     blocks: list = [
         header(title),
-        section(f"*{esc(breakdown.measure.capitalize())}*, total {total}\n" + _ranked_lines(breakdown.rows, fmt)),
+        section(
+            f"*{esc(breakdown.measure.capitalize())}*, total {total}\n" + _ranked_lines(breakdown.rows, fmt, label=mention_of(people or {}))
+        ),
     ]
     if not breakdown.rows:
         blocks.append(context("No data for this period."))
