@@ -127,6 +127,13 @@ def _person(helper: str) -> str:
     return f"<@{helper}>" if _SLACK_USER.match(helper) else esc(helper)
 
 
+def who_you_are(role: str, source: str, email: str | None) -> tuple[str, str]:
+    """``(why the person has role, what to do about it)`` as a refusal of a member's action says
+    them (the App Home of a guest says them too); the hint is never empty."""
+    you, hint = _why(Role.member, role, source, email)
+    return you, hint or HINT_ROLE.format(needed=Role.member.name)
+
+
 def _why(need: Role, role: str, source: str, email: str | None) -> tuple[str, str]:
     """Why the person has ``role`` (a sentence), and what to do when the reason is the Agent
     platform's organization and the action is a member's (else ``""``: the caller says it)."""
