@@ -285,6 +285,16 @@ def _apps_text(report: Report) -> str:
     return f"{title}\n{bullet_list(lines, limit=SECTION_TEXT_MAX - len(title) - 1)}"
 
 
+SHORT_ID = 8
+"""How much of a long id (a report's UUID) people see; the Details view shows it whole."""
+
+
+def short_id(value: str) -> str:
+    """The first :data:`SHORT_ID` characters of a long id (a UUID), as a commit hash is shortened;
+    a short id whole."""
+    return value[:SHORT_ID] if len(value) > SHORT_ID + 4 else value
+
+
 def criterion_words(criterion_id: str) -> str:
     """A criterion's id as words for people (``ci_pipeline`` -> ``CI pipeline``); the id itself is
     shown where an operator needs it (the Details view). Not escaped."""
@@ -369,7 +379,7 @@ def report_message(result: RepositoryReports, now: datetime) -> Payload:
     if result.walk.hit_page_bound:
         bottom.append(context(_bound_note(result.walk, BOUND_REPORT.format(repo=esc(repo)))))
     bottom += _details_button(report)
-    bottom.append(context(REPORT_FOOTER.format(report_id=esc(report.report_id), help=PASS_RATE_HELP)))
+    bottom.append(context(REPORT_FOOTER.format(report_id=esc(short_id(report.report_id)), help=PASS_RATE_HELP)))
 
     sections = _criteria_sections(report, outcomes=("failing", "partial"))
     budget = MAX_BLOCKS - len(top) - len(bottom)

@@ -323,3 +323,11 @@ def test_criterion_ids_read_as_words():
         "README",
         "API docs",
     ]
+
+
+def test_a_report_uuid_is_shortened_for_people_and_whole_in_the_details():
+    rid = "0f3c9a1e-5b7d-4c2a-9e8f-1a2b3c4d5e6f"
+    report = make_report({"readme": (1, 1, "ok")}, rid=rid)
+    blocks = report_message(result(report, None), NOW)["blocks"]
+    assert blocks[-1]["elements"][0]["text"] == REPORT_FOOTER.format(report_id="0f3c9a1e", help=PASS_RATE_HELP)
+    assert rid in block_texts(details_messages(report, NOW)[0])[1]  # the exact id where an operator needs it
