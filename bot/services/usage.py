@@ -430,8 +430,7 @@ async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> U
     if not ids:  # analytics may send them without an e-mail: the organization's list has it
         without = {u.user_id for r in tokens for u in r.by_user or () if not u.user_email}
         ids = {user_id for user_id, found in (await organization_emails(client, without)).items() if found.lower() == wanted}
-    ids = sorted(ids)
-    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in ids))
+    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in sorted(ids)))
     rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:
         return None
