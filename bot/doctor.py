@@ -353,6 +353,12 @@ def check_encryption_key(settings: Settings) -> Check:
     if ring is None:
         return Check(name, "warn", ENCRYPTION_KEY_UNSET, FIX_ENCRYPTION_KEY_MISSING)
     keys = f"{ring.count} Fernet key{'s' if ring.count != 1 else ''}" + (" (the first encrypts)" if ring.count > 1 else "")
+    try:
+        missing = _missing_sqlite_file(settings.database_url)
+    except ArgumentError:
+        missing = None
+    if missing is not None:  # opening it would create it: a check writes nothing
+        return Check(name, "ok", f"{keys}; no linked key stored yet (no database file yet)")
     store: Store | None = None
     try:
         store = Store(settings.database_url, auto_upgrade=False)

@@ -195,6 +195,8 @@ def test_database_check_creates_no_file(tmp_path, monkeypatch):
     settings = Settings(_env_file=None)
     assert settings.database_url == "sqlite:///agent-bot.db"
     assert check_database(settings).line() == f"ok   database: sqlite:///agent-bot.db: {DATABASE_CREATED_AT_START}"
+    keyed = settings.model_copy(update={"encryption_key": secret("a0Y5a2p4cG9tQ1pDZ0x3cmJtTnVsYnJhcW1kRWVaQ2s=")})
+    assert check_encryption_key(keyed).line() == "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -336,6 +338,10 @@ def test_encryption_key_unset_malformed_or_not_decrypting_the_stored_keys(tmp_pa
         "FAIL encryption key: key 2 of 2 is not a Fernet key (32 bytes, URL-safe base64: 44 characters); "
         f"make one with Fernet.generate_key() -> {FIX_ENCRYPTION_KEY}"
     )
+    assert check_encryption_key(Settings(database_url=url, encryption_key=secret(old))).line() == (
+        "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)"
+    )
+    (tmp_path / "keys.db").touch()  # an empty database: its schema is behind
     assert check_encryption_key(Settings(database_url=url, encryption_key=secret(old))).line() == (
         "ok   encryption key: 1 Fernet key; no linked key stored yet (the database schema is behind this version)"
     )
