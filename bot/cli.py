@@ -67,7 +67,8 @@ def _serve(args: argparse.Namespace) -> int:
     # before it; with the default one the process would die of it (exit 143) after a clean stop
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, _stopped)
-    uvicorn.run(bot.asgi(), host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False)
+    # log_config=None: uvicorn's lines go through the root handler (its format, JSON too, and redaction)
+    uvicorn.run(bot.asgi(), host=args.host, port=args.port, log_level=settings.log_level.lower(), access_log=False, log_config=None)
     return 0
 
 
@@ -77,9 +78,9 @@ def _stopped(signum: int, _frame: object) -> None:
 
 
 def _socket(_args: argparse.Namespace) -> int:
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-    from bot.app import ConfigurationError, settle_heap
+    from bot.app import DRAIN_SECONDS, ConfigurationError, settle_heap
+    from bot.errors import drain_listeners
+    from bot.socket_mode import SocketModeHandler
     from bot.wiring import create_bot
 
     settings = Settings()
@@ -100,17 +101,20 @@ def _socket(_args: argparse.Namespace) -> int:
         await bot.check_installation()  # auth.test: a bad token or URL is one line and exit 2
         bot.scheduler.start()
         listeners = [asyncio.create_task(serve) for serve in _socket_listeners(bot, settings)]
+        # a ping after ping_interval without a frame, closed when its pong is half an interval late, and
+        # replaced at once, the next connection opened before the old one is closed (bot.socket_mode)
+        handler = SocketModeHandler(bot.app, settings.required("slack_app_token"), ping_interval=settings.socket_ping_seconds)
         try:
-            # slack_sdk's aiohttp client pings every ping_interval (aiohttp heartbeat) and closes a connection
-            # whose pong is half an interval late; its monitor then opens a new one: a connection lost
-            # without a close frame (NAT, network) is replaced within about 2-3 intervals
-            handler = AsyncSocketModeHandler(bot.app, settings.required("slack_app_token"), ping_interval=settings.socket_ping_seconds)
             await handler.start_async()
-        finally:
+        finally:  # as serve's lifespan: take no more envelopes, finish acked work, close every client
+            with contextlib.suppress(Exception):  # the connection may be gone already; its session is closed regardless
+                await handler.close_async()  # the WebSocket, its aiohttp session, the monitor and receiver tasks
             bot.scheduler.shutdown()
             for listener in listeners:
                 listener.cancel()
+            await drain_listeners(DRAIN_SECONDS)
             await bot.services.sessions.follower.release()
+            await bot.services.agent.aclose()
             await bot.services.accounts.aclose()  # people's cached platform clients
 
     with contextlib.suppress(asyncio.CancelledError):
@@ -129,7 +133,7 @@ def _socket_listeners(bot: Any, settings: Settings) -> list[Coroutine[Any, Any, 
         apps.append((bot.metrics_asgi(hooks=settings.hook_port == settings.metrics_port), settings.metrics_port))
     if settings.hook_port and settings.hook_port != settings.metrics_port:  # agent hooks need HTTP even in Socket Mode
         apps.append((bot.hooks_asgi(), settings.hook_port))
-    configs = [uvicorn.Config(app, host="0.0.0.0", port=port, lifespan="off", access_log=False) for app, port in apps]
+    configs = [uvicorn.Config(app, host="0.0.0.0", port=port, lifespan="off", access_log=False, log_config=None) for app, port in apps]
     return [uvicorn.Server(config).serve() for config in configs]
 
 
@@ -155,7 +159,7 @@ def _sandbox(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     configure_logging("INFO", [config.api_key, config.member_key])
     print(f"sandbox Agent API on http://{args.host}:{args.port} (owner key and member key as given)", flush=True)
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning", log_config=None)
     return 0
 
 

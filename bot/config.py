@@ -48,8 +48,9 @@ AGENT_BOT_HOOK_USER        the developer's e-mail (for ``agent-bot hook``)      
 AGENT_BOT_HOOK_TIMEOUT     seconds ``agent-bot hook`` may take in all (above 0,   ``3``
                            below the hooks configuration's ``timeout`` of 10)
 AGENT_BOT_HOOK_PORT        Socket Mode: port of the small hook listener           none
-AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: seconds between pings; a connection   ``10``
-                           that misses a pong is replaced (about 2-3 of them)
+AGENT_BOT_SOCKET_PING_SECONDS  Socket Mode: a ping after this many seconds without  ``2``
+                           a frame; a connection whose pong is half of it late
+                           is replaced at once (:mod:`bot.socket_mode`)
 AGENT_BOT_ENCRYPTION_KEY   Fernet key(s) that encrypt people's linked platform    none (``/agent link``
                            API keys at rest; several comma-separated for          is refused)
                            rotation: the first encrypts, all decrypt
@@ -148,6 +149,13 @@ class Settings(BaseSettings):
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")
     )
+    slack_outbox_deadline_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        validation_alias=AliasChoices("AGENT_BOT_SLACK_OUTBOX_DEADLINE_SECONDS", "slack_outbox_deadline_seconds"),
+    )
+    """How long a post may wait in :mod:`bot.outbox` for Slack (rate-limited) before it is given up
+    and the person told; counted in ``agent_bot_slack_outbox_expired_total``."""
     home_refresh_seconds: float = Field(
         default=30.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_HOME_REFRESH_SECONDS", "home_refresh_seconds")
     )
@@ -160,7 +168,7 @@ class Settings(BaseSettings):
     )
     hook_port: int | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_HOOK_PORT", "hook_port"))
     socket_ping_seconds: float = Field(
-        default=10.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")
+        default=2.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")
     )
     encryption_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_ENCRYPTION_KEY", "encryption_key"))
     sessions_as: Literal["person", "bot"] = Field(default="person", validation_alias=AliasChoices("AGENT_BOT_SESSIONS_AS", "sessions_as"))

@@ -25,7 +25,8 @@ hide the others):
 6. **hook secret** (``AGENT_BOT_HOOK_SECRET``): set or not, and what that means (:mod:`bot.services.hooks`).
 7. **roles file** (``AGENT_BOT_CONFIG``): parsed, and every owner it lists found in Slack (an e-mail
    with ``users.lookupByEmail``, a user ID with ``users.info``, a ``@handle`` with ``usergroups.list``).
-8. **encryption key** (``AGENT_BOT_ENCRYPTION_KEY``): set or not (unset: ``/agent link`` is refused),
+8. **encryption key** (``AGENT_BOT_ENCRYPTION_KEY``): set or not (unset: ``/agent link`` is refused;
+   a failure under ``AGENT_BOT_SESSIONS_AS=person``, where nobody could then start a session),
    how many Fernet keys, and whether they decrypt every linked key stored (and how many still wait
    for re-encryption with the first key, :mod:`bot.services.accounts.crypto`).
 9. **computer rules** (the roles file's ``computers:`` section, :mod:`bot.services.computer_rules`):
@@ -105,6 +106,15 @@ FIX_ENCRYPTION_KEY_LOST: Final = (
     "put the key they were encrypted with back after the first one (NEW,OLD), or have those people run /agent link again"
 )
 ENCRYPTION_KEY_UNSET: Final = "AGENT_BOT_ENCRYPTION_KEY is not set: /agent link is refused, nobody can link their own platform key"
+ENCRYPTION_KEY_UNSET_PERSON: Final = (
+    "AGENT_BOT_ENCRYPTION_KEY is not set while AGENT_BOT_SESSIONS_AS=person: nobody can link their own "
+    "platform key, so nobody can start or steer an agent session"
+)
+FIX_ENCRYPTION_KEY_PERSON: Final = (
+    "set AGENT_BOT_ENCRYPTION_KEY (make one with `python3 -c 'from cryptography.fernet import Fernet; "
+    "print(Fernet.generate_key().decode())'`), or set AGENT_BOT_SESSIONS_AS=bot to run sessions with the bot's key "
+    "(docs/configuration.md)"
+)
 MAX_ROWS_CHECKED: Final = 10_000
 """How many stored linked keys the encryption-key check tries to decrypt at most."""
 ROLES_UNSET: Final = "AGENT_BOT_CONFIG is not set: nobody is a manager or owner, so usage, controls and approvals are refused to all"
@@ -351,6 +361,8 @@ def check_encryption_key(settings: Settings) -> Check:
     except EncryptionKeyError as exc:
         return Check(name, "fail", str(exc).removeprefix("AGENT_BOT_ENCRYPTION_KEY: "), FIX_ENCRYPTION_KEY)
     if ring is None:
+        if settings.sessions_as == "person":  # nobody can link, so nobody can start or steer a session
+            return Check(name, "fail", ENCRYPTION_KEY_UNSET_PERSON, FIX_ENCRYPTION_KEY_PERSON)
         return Check(name, "warn", ENCRYPTION_KEY_UNSET, FIX_ENCRYPTION_KEY_MISSING)
     keys = f"{ring.count} Fernet key{'s' if ring.count != 1 else ''}" + (" (the first encrypts)" if ring.count > 1 else "")
     try:

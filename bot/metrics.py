@@ -32,6 +32,10 @@ metric                                                      what it means
 ``agent_bot_claim_conflicts_total{claim}``                  database claims that lost: ``delivery`` (a Slack
                                                             retry or a second replica got a delivery already
                                                             claimed)
+``agent_bot_slack_outbox_queued_total{kind}``               posts queued to wait for Slack (rate-limited beyond
+                                                            the in-line retries; :mod:`bot.outbox`), by kind
+``agent_bot_slack_outbox_expired_total{kind}``              queued posts given up at their deadline (the person
+                                                            was told), by kind
 ``process_resident_memory_bytes`` (and ``process_*``)       prometheus-client's process collector (Linux)
 ==========================================================  =====================================================
 
@@ -51,6 +55,8 @@ Example alert rules (Prometheus)::
       for: 10m
     - alert: AgentBotNoDigest             # digests are posted every morning
       expr: increase(agent_bot_digests_posted_total[26h]) == 0
+    - alert: AgentBotSlackOutboxExpired   # work that waited for Slack past its deadline
+      expr: increase(agent_bot_slack_outbox_expired_total[15m]) > 0
     - alert: AgentBotMemory
       expr: process_resident_memory_bytes{job="agent-bot"} > 1.5e9
 
@@ -89,6 +95,8 @@ LAG_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 REQUEST_KINDS: Final = frozenset({"command", "action", "view", "event", "options", "other", "unparsed"})
 DECISIONS: Final = frozenset({"applied", "approved_not_applied", "rejected", "cancelled", "expired"})
 CLAIMS: Final = frozenset({"delivery"})
+OUTBOX_KINDS: Final = frozenset({"session.parent", "session.answer", "limits.outcome"})
+"""The continuation kinds of :mod:`bot.outbox` (any other is counted as ``other``)."""
 
 _FIXED_ENDPOINTS: Final = frozenset(
     {
@@ -132,6 +140,8 @@ class Metrics:
     digests_posted: Counter
     decisions: Counter
     claim_conflicts: Counter
+    outbox_queued: Counter
+    outbox_expired: Counter
 
     @classmethod
     def create(cls, *, process: bool = True) -> Metrics:
@@ -178,6 +188,18 @@ class Metrics:
                 "agent_bot_credit_limit_decisions", "Credit-limit requests decided, by outcome", ("outcome",), registry=registry
             ),
             claim_conflicts=Counter("agent_bot_claim_conflicts", "Database claims that lost, by claim", ("claim",), registry=registry),
+            outbox_queued=Counter(
+                "agent_bot_slack_outbox_queued",
+                "Posts queued to wait for Slack (rate-limited beyond the in-line retries), by kind",
+                ("kind",),
+                registry=registry,
+            ),
+            outbox_expired=Counter(
+                "agent_bot_slack_outbox_expired",
+                "Queued posts given up at their deadline (the person was told), by kind",
+                ("kind",),
+                registry=registry,
+            ),
         )
 
 
@@ -292,6 +314,16 @@ def digest_posted() -> None:
 def credit_limit_decision(outcome: str) -> None:
     """A credit-limit request was decided and published with status ``outcome``."""
     current().decisions.labels(outcome=_bounded(outcome, DECISIONS)).inc()
+
+
+def slack_outbox_queued(kind: str) -> None:
+    """A post of ``kind`` was queued in the outbox (:mod:`bot.outbox`)."""
+    current().outbox_queued.labels(kind=_bounded(kind, OUTBOX_KINDS)).inc()
+
+
+def slack_outbox_expired(kind: str) -> None:
+    """A queued post of ``kind`` waited past its deadline and was given up (:mod:`bot.outbox`)."""
+    current().outbox_expired.labels(kind=_bounded(kind, OUTBOX_KINDS)).inc()
 
 
 def claim_conflict(claim: str) -> None:

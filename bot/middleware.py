@@ -20,12 +20,14 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    command's or a button click's ``trigger_id``. The first delivery of a key claims it in the store
    (atomic across replicas, :meth:`bot.store.Store.claim_delivery`), and the claim is marked done when
    its listener has finished (:class:`FinishDelivery`, after the ack *and* the work). A later delivery
-   of the same key is answered ``200`` with no processing while the claim is done or still within its
-   lease (:data:`DELIVERY_LEASE_SECONDS`), so a side effect happens once; a claim that is not done
-   after its lease belongs to a process that died first, and the retry takes it over and does the
-   work. When the database cannot be reached, nothing is processed: a command, click or form is
-   answered ``200`` with a message that says so (:meth:`MiddlewareMessages.database_down_message`), an event
-   ``503`` so that Slack delivers it again later.
+   of the same key is not processed while the claim is done (answered ``200``: the work is done) or
+   still within its lease (:data:`DELIVERY_LEASE_SECONDS`; answered :data:`HELD_STATUS`, a ``503``
+   that Slack retries, unacked in Socket Mode: the holder may have died, and a ``200`` would lose the
+   delivery for good), so a side effect happens once; a claim that is not done after its lease
+   belongs to a process that died first, and the retry takes it over and does the work. When the
+   database cannot be reached, nothing is processed: a command, click or form is answered ``200``
+   with a message that says so (:meth:`MiddlewareMessages.database_down_message`), an event ``503``
+   so that Slack delivers it again later.
 2. :func:`build_role_check`: finds the policy key of the request (sub-command, button ``action_id``,
    a modal's ``callback_id``, or for an event what ``event_policy`` says: ``thread_reply`` in a
    session's thread, ``session start`` for a mention), resolves the user's role and asks the
@@ -201,6 +203,12 @@ DELIVERY_LEASE_SECONDS = 10.0
 """How long a delivery's claim protects unfinished work from a retry. Longer than Slack's 3 s to ack
 (a live process acks well within it, after which Slack does not retry), so a retry that finds the
 claim unfinished after this died with it."""
+HELD_STATUS = 503
+"""The answer to a delivery whose claim another process holds within its lease: not a 2xx, so Slack
+sends it again later (after about a minute, then five; in Socket Mode a non-200 is not acked and
+Slack re-delivers the envelope). The holder may finish the work (the next retry is then ``DONE`` and
+answered ``200``) or have died (its lease lapses and the next retry takes the claim over): a ``200``
+here would lose the delivery in the second case, since Slack never re-sends what it saw acknowledged."""
 DELIVERY_CLAIM = "delivery_claim"
 """The request context key of the claim (``(key, owner)``) that :class:`FinishDelivery` marks done."""
 
@@ -229,10 +237,20 @@ def build_dedupe(store: Store, *, messages: MiddlewareMessages, lease: float = D
             return await database_down(body, ack, respond, messages.database_down_message())
         retries = request.headers.get("x-slack-retry-num")
         retry = retries[0] if retries else None
-        if not claim.mine:
+        if claim is Claim.DONE:
             metrics.claim_conflict("delivery")
             logger.info("duplicate delivery %s (retry %s) answered without processing (the first one: %s)", key, retry, claim.value)
             return BoltResponse(status=200, body="")
+        if not claim.mine:  # another process holds it within its lease: it may finish it, or have died
+            metrics.claim_conflict("delivery")
+            logger.info(
+                "duplicate delivery %s (retry %s) answered without processing (the first one: %s); %s so that Slack sends it again",
+                key,
+                retry,
+                claim.value,
+                HELD_STATUS,
+            )
+            return BoltResponse(status=HELD_STATUS, body="", headers={"Retry-After": str(max(1, round(lease)))})
         if claim is Claim.TAKEN_OVER:
             logger.warning("delivery %s (retry %s): its first claim lapsed unfinished; processing it now", key, retry)
         context[DELIVERY_CLAIM] = (key, owner)

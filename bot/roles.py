@@ -181,6 +181,7 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "limits.cancel": "cancel a credit-limit request",
     "link": "link your own platform API key (`/agent link`)",
     "link.submit": "link your own platform API key",
+    "link.open": "open the form that links your own platform API key",
     "unlink": "unlink your platform API key (`/agent unlink`)",
     "whoami": "see your role and linked platform account (`/agent whoami`)",
 }

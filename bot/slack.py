@@ -11,6 +11,8 @@ Error policy (the same for handlers, the session follower, the digest and the li
 2. **Transient failures** (HTTP 500/503, a dropped connection): retried by slack_sdk's
    ``AsyncServerErrorRetryHandler`` / ``AsyncConnectionErrorRetryHandler``, :data:`SERVER_RETRIES`
    and :data:`CONNECTION_RETRIES` times (python-slack-sdk, ``http_retry/builtin_async_handlers.py``).
+   A post that must reach Slack goes through :mod:`bot.outbox` instead: a 429 still there after
+   these retries queues it in the database, to be posted when Slack lets it (never dropped).
 3. Whatever still fails is **returned**, never raised and never ``None``: a :class:`SlackFailure`
    with Slack's error code (``channel_not_found``, ``not_in_channel``, ``is_archived``,
    ``msg_too_long``, ``invalid_blocks``, ``token_revoked``, ...) and whether it is
@@ -206,18 +208,24 @@ def _retry_after(response: HttpResponse) -> float:
     return 1.0
 
 
-def retry_handlers(sleep: Sleep = asyncio.sleep) -> list[AsyncRetryHandler]:
-    """The retry handlers of the error policy (see the module docstring), for an ``AsyncWebClient``."""
+def retry_handlers(sleep: Sleep = asyncio.sleep, *, rate_limit_retries: int = RATE_LIMIT_RETRIES) -> list[AsyncRetryHandler]:
+    """The retry handlers of the error policy (see the module docstring), for an ``AsyncWebClient``;
+    ``rate_limit_retries`` 0: a 429 is returned at once (the outbox's drain honours it itself)."""
     return [
-        RateLimitRetry(sleep=sleep),
+        *([RateLimitRetry(max_retry_count=rate_limit_retries, sleep=sleep)] if rate_limit_retries > 0 else []),
         AsyncServerErrorRetryHandler(max_retry_count=SERVER_RETRIES),
         AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
     ]
 
 
-def web_client(token: str, base_url: str, *, sleep: Sleep = asyncio.sleep, timeout: int = 30) -> AsyncWebClient:
-    """The bot's Web API client with the retry handlers of the error policy attached."""
-    return AsyncWebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=retry_handlers(sleep))
+def web_client(
+    token: str, base_url: str, *, sleep: Sleep = asyncio.sleep, timeout: int = 30, rate_limit_retries: int = RATE_LIMIT_RETRIES
+) -> AsyncWebClient:
+    """The bot's Web API client with the retry handlers of the error policy attached
+    (``rate_limit_retries``: see :func:`retry_handlers`)."""
+    return AsyncWebClient(
+        token=token, base_url=base_url, timeout=timeout, retry_handlers=retry_handlers(sleep, rate_limit_retries=rate_limit_retries)
+    )
 
 
 def failure_of(method: str, exc: BaseException) -> SlackFailure:

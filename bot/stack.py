@@ -29,24 +29,29 @@ starts everyone else's sessions on the CI sandbox.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime as dt
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cryptography.fernet import Fernet
+from pydantic import SecretStr
 
 from bot.api import AgentClient, RetryPolicy
 from bot.app import Bot, utc_today
 from bot.config import Settings
+from bot.services.accounts import Linked
+from bot.services.sessions.acting import SessionsAs
 from bot.wiring import create_bot
 from sandbox.agent_api import SandboxConfig, create_app
+from sandbox.agent_api.keys import KEY_PREFIX
 from sandbox.server import RunningServer, serve_in_thread
 from sandbox.slack_emulator import SlackEmulator
 from sandbox.slack_emulator.directory import DEFAULT_USERS, default_directory
@@ -54,6 +59,9 @@ from sandbox.slack_emulator.render import render_text
 
 GUEST_EMAIL = "dave@contractor.example"
 PEOPLE = {"alice": "U0OWNER", "bob": "U0MANAGER", "carol": "U0MEMBER", "dave": "U0GUEST"}
+DEMO_LINKED = ("alice", "bob", "carol")
+"""The demo people whose own platform keys a stack links at start (:func:`link_people`): their
+sessions run as them (issue #25); dave is a guest and links nothing."""
 ROLES_YAML = (
     "roles:\n  owners: [alice@example.com]\n  managers: [bob@example.com]\n"
     "computers:  # who may start sessions on which computer: the first pattern that matches decides\n"
@@ -147,6 +155,9 @@ def start_stack(
     serve_bot: bool = True,
     slack_host: str = "127.0.0.1",
     slack_port: int | None = None,
+    linked: Sequence[str] = DEMO_LINKED,
+    sessions_as: SessionsAs = "person",
+    roles_yaml: str | None = None,
 ) -> Stack:
     """Start sandbox, emulator and bot on loopback; the caller must ``close()`` the stack.
 
@@ -157,7 +168,10 @@ def start_stack(
     ``serve_bot=False``: build the bot but do not serve it (``bot_server`` and ``client`` are
     ``None``), for tests that dispatch requests to ``bot.app`` in their own process and loop.
     ``slack_host``/``slack_port``: where the Slack emulator listens (``demo --web`` serves the console
-    there); by default a free port of 127.0.0.1. Raises ``RuntimeError`` when it cannot listen there."""
+    there); by default a free port of 127.0.0.1. ``linked``: the demo people (:data:`PEOPLE` names)
+    whose own sandbox keys (``sandbox-key-<name>``) are linked at start, as ``/agent link`` does (so
+    their sessions run as them, ``AGENT_BOT_SESSIONS_AS`` being ``sessions_as``); ``roles_yaml``: the
+    roles file (:data:`ROLES_YAML` by default). Raises ``RuntimeError`` when it cannot listen there."""
     workdir = Path(tempfile.mkdtemp(prefix="agent-bot-demo-"))
     options = dict(sandbox_options or {})
     if now is not None and today is None:
@@ -173,7 +187,7 @@ def start_stack(
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     roles = workdir / "roles.yaml"
-    roles.write_text(ROLES_YAML)
+    roles.write_text(ROLES_YAML if roles_yaml is None else roles_yaml)
     settings = Settings(
         SLACK_BOT_TOKEN=slack.bot_token,
         SLACK_SIGNING_SECRET=slack.signing_secret,
@@ -184,6 +198,7 @@ def start_stack(
         config_file=str(roles),
         hook_secret=HOOK_SECRET,
         encryption_key=Fernet.generate_key().decode(),  # people's linked keys (/agent link), this run only
+        sessions_as=sessions_as,
     )
     clock = (lambda: today) if today else (lambda: now().date()) if now else utc_today
     agent = AgentClient(
@@ -196,10 +211,27 @@ def start_stack(
     )
     bot = create_bot(settings, agent=agent, today=clock, **({"now": now} if now else {}))
     bot.run_jobs = run_jobs  # tests that move time tick the jobs themselves
+    link_people(bot, slack.directory.team.id, linked)
     bot_server = serve_in_thread(bot.asgi()) if serve_bot else None
     stack = Stack(sandbox, sandbox_app.state.sandbox if sandbox_app else None, slack, bot, bot_server, workdir)
     stack.client = slack.client(bot_server.url) if bot_server else None
     return stack
+
+
+def link_people(bot: Bot, team_id: str, names: Sequence[str]) -> None:
+    """Link each demo person's own sandbox key (``sandbox-key-<name>``: :mod:`sandbox.agent_api.keys`)
+    as ``/agent link`` would (:meth:`bot.services.accounts.Accounts.link`: checked with the platform,
+    stored encrypted). Raises ``RuntimeError`` when one is not linked."""
+
+    async def link_all() -> None:
+        for name in names:
+            linked = await bot.services.accounts.link(team_id, PEOPLE[name], SecretStr(f"{KEY_PREFIX}{name}"))
+            if not isinstance(linked, Linked):
+                raise RuntimeError(f"could not link {name}'s sandbox key: {linked}")
+
+    if names:  # on a loop of its own, in a thread: start_stack may be called from a running loop
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, link_all()).result()
 
 
 @contextmanager

@@ -39,6 +39,8 @@ from bot.stack import (
     tick_digests,
     tick_home,
 )
+from sandbox.agent_api.keys import KEY_PREFIX
+from sandbox.slack_emulator import dm_channel_id
 from sandbox.slack_emulator.recorder import WaitTimeout
 from sandbox.slack_emulator.render import render_text
 
@@ -269,6 +271,46 @@ def _print_thread(out: TextIO, stack: Stack, channel: str, thread_ts: str, title
         marks = " ".join(f":{name}:" for name in reactions)
         out.write(f"[{who}]{' ' + marks if marks else ''}\n{render_text(message.as_payload(), users=None)}\n")
     out.flush()
+
+
+TOUR_LINKED = ("alice", "bob")
+"""The people whose own keys the tour's stack links at start; carol links hers in the tour (:func:`link_step`)."""
+
+
+def link_step(stack: Stack, out: TextIO) -> None:
+    """Act as the person (issue #25): carol has not linked her own platform key, so her session
+    start is answered with why and a link button, and nothing reaches the platform; she runs
+    ``/agent link``, pastes her key in the private form (never shown again), gets the DM, and
+    ``/agent whoami`` says her sessions now run as her. Without ``carol`` unlinked (another
+    stack), it only shows ``whoami``."""
+    carol = PEOPLE["carol"]
+    recorder = stack.slack.recorder
+    if stack.bot.services.settings.sessions_as != "person" or _linked(stack, carol):
+        _print_reply(out, "carol", "whoami", stack.command("whoami", user=carol), stack)
+        return
+    text = f"session start computer=ci {SESSION_PROMPT}"
+    out.write("\n(carol has not linked her own platform key yet: under AGENT_BOT_SESSIONS_AS=person nothing is sent as anyone else)")
+    _print_reply(out, "carol", text, stack.command(text, user=carol), stack)
+    forms = len(recorder.modals())
+    assert stack.client is not None
+    opened = stack.client.send_slash_command("link", user_id=carol, channel_id=DEMO_CHANNEL)  # answered by a form, not a reply
+    out.write(f"\n\u2500\u2500 carol: /agent link\n(HTTP {opened.status_code}: a private form opens; she pastes her own key there)\n")
+    recorder.wait_for(lambda: len(recorder.modals()) > forms, timeout=10, what="the link form")
+    modal = recorder.modals()[forms]
+    [field] = [b for b in modal.view.get("blocks", []) if b.get("type") == "input"]
+    dm = dm_channel_id(carol)
+    before = len(recorder.messages(dm))
+    stack.client.send_view_submission(
+        {**modal.view, "id": modal.view_id}, {field["block_id"]: {field["element"]["action_id"]: f"{KEY_PREFIX}carol"}}, user_id=carol
+    )
+    told = recorder.wait_for(lambda: recorder.messages(dm)[before:], timeout=10, what="the link's confirmation")
+    out.write(f"\n\u2500\u2500 carol's DM from the bot\n{render_text(told[-1].as_payload(), users=None)}\n")
+    _print_reply(out, "carol", "whoami", stack.command("whoami", user=carol), stack)
+
+
+def _linked(stack: Stack, user: str) -> bool:
+    team = stack.slack.directory.team.id
+    return asyncio.run(stack.bot.services.accounts.status(team, user)).usable
 
 
 def session_tour(stack: Stack, out: TextIO) -> None:
@@ -533,6 +575,8 @@ def run_demo(
     options: dict[str, Any] = {"analytics_cache_ttl": 300.0, **(stack_options or {})}
     if hostile:
         options["sandbox_options"] = {**options.get("sandbox_options", {}), "hostile": True}
+    if tour or not interactive:
+        options.setdefault("linked", TOUR_LINKED)  # carol links her own key in the tour
     with running_stack(users=users, seed=seed, **options) as stack:
         out.write(
             f"sandbox API {stack.sandbox.url} | Slack emulator {stack.slack.url} | bot {stack.bot_url}\n"
@@ -551,6 +595,7 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     for who, text in TOUR:
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
     try:
+        link_step(stack, out)
         session_tour(stack, out)
     except WaitTimeout as exc:  # a demo step that did not happen is reported, not a traceback
         out.write(f"\n(the session tour stopped: {exc})\n")

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from bot.api import errors as api_errors
 from bot.outcomes import Declined, Invalid
 
@@ -24,10 +26,27 @@ class UserInputError(Declined):
         return self.message
 
 
-def describe_api_error(exc: api_errors.AgentAPIError) -> tuple[str, str]:
-    """What an Agent API failure means for the person who asked, and what to do: ``(what, hint)``."""
+YOUR_KEY_REFUSED: Final = "The platform refused your API key; link it again with `/agent link`."
+YOUR_KEY_REFUSED_HINT: Final = (
+    "Make a new key in the web application's API-key settings if yours was revoked; nothing was sent with another key."
+)
+REFUSED_FOR_YOU: Final = "The platform refused this for you: {message}"
+REFUSED_FOR_YOU_HINT: Final = "Your role on the platform decides what your key may do; ask the session's starter, a manager or an owner."
+
+
+def describe_api_error(exc: api_errors.AgentAPIError, *, your_key: bool = False) -> tuple[str, str]:
+    """What an Agent API failure means for the person who asked, and what to do: ``(what, hint)``
+    (plain text: the formatter escapes it). ``your_key``: the request went with the person's own
+    linked key (:mod:`bot.services.sessions.acting`), so a 401 is their key refused
+    (:data:`YOUR_KEY_REFUSED`) and a 403 the platform's own refusal of them, its message quoted
+    (:data:`REFUSED_FOR_YOU`); otherwise both are about the bot's key."""
     if isinstance(exc, api_errors.AgentAPIValidationError):
         return str(exc), "Check the value and try again; `/agent help` shows the syntax."
+    if your_key and isinstance(exc, api_errors.UnauthorizedError):
+        return YOUR_KEY_REFUSED, YOUR_KEY_REFUSED_HINT
+    if your_key and isinstance(exc, api_errors.ForbiddenError):
+        said = getattr(exc, "detail", None) or getattr(exc, "title", None) or "it gave no reason"
+        return REFUSED_FOR_YOU.format(message=" ".join(str(said).split())[:300]), REFUSED_FOR_YOU_HINT
     if isinstance(exc, api_errors.UnauthorizedError):
         return "The Agent platform refused the bot's API key.", "Whoever runs the bot should check AGENT_API_KEY."
     if isinstance(exc, api_errors.ForbiddenError):

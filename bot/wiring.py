@@ -39,6 +39,7 @@ from bot.errors import apologize, use_apology
 from bot.identity import Identity
 from bot.metrics import MeteredApp
 from bot.middleware import FinishDelivery, Installation, build_dedupe, build_role_check, build_workspace_check, tag_request
+from bot.outbox import DRAIN_SECONDS, Outbox
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
 from bot.scheduler import PeriodicJob, Scheduler
@@ -96,6 +97,8 @@ FOLLOW_SECONDS = 1.0
 """How often the session follower looks for sessions due to be polled."""
 DELIVERY_KEEP = dt.timedelta(days=1)
 """How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
+OUTBOX_JOB = "slack.outbox"
+"""The periodic job that drains :mod:`bot.outbox` (posts waiting for Slack)."""
 DIGEST_JOB = "digest"
 """The periodic job of the daily digest (:meth:`bot.services.digest.DigestService.tick`)."""
 
@@ -197,6 +200,7 @@ def build_services(
     policy = Policy.from_roles_file(roles_file, approver_role=approvals.approver_role, owner_required_above=approvals.owner_required_above)
     home_tabs = HomeTabs(store)
     marks = HomeMarks(home_tabs, policy, now)  # what changes a Home marks it for the refresh job
+    accounts = build_accounts(settings, store, now)
     sessions = Sessions(
         agent=agent,
         store=store,
@@ -209,7 +213,12 @@ def build_services(
         rules=ComputerRules.from_roles(roles_file, resolver),  # who may start sessions on which computers
         people=resolver.resolve,
         on_change=marks.session_changed,
+        accounts=accounts,  # people's own keys: what a person does to the agent goes with theirs
+        sessions_as=settings.sessions_as,
     )
+    outbox = slack_outbox(settings, clients, store, now, owner=sessions.follower.owner)
+    sessions.starter.use_outbox(outbox)  # session parents and agent answers wait for Slack (issue #26)
+    sessions.follower.use_outbox(outbox)
     limits = LimitsWorkflow(
         agent=agent,
         store=LimitsStore(store),
@@ -220,6 +229,7 @@ def build_services(
         messages=limits_messages,
         on_change=marks.request_changed,
     )
+    limits.use_outbox(outbox)  # a decision's outcome waits for Slack too
     hook_receiver = HookReceiver(
         store=store,
         sessions=sessions,
@@ -246,11 +256,20 @@ def build_services(
         hooks=hook_receiver,
         home=home_tabs,
         computers=ComputersService(agent=agent, store=store),
-        accounts=build_accounts(settings, store, now),
+        accounts=accounts,
         today=today,
         now=now,
         jobs=[],
     )
+
+
+def slack_outbox(settings: Settings, clients: Clients, store: Store, now: Callable[[], dt.datetime], *, owner: str) -> Outbox:
+    """The durable outbox of posts that wait for Slack (:mod:`bot.outbox`), drained through a client
+    that does not wait out a 429 in-line (the queue honours ``Retry-After`` itself); posts wait at
+    most ``AGENT_BOT_SLACK_OUTBOX_DEADLINE_SECONDS``. ``owner`` names this process in its leases."""
+    drain = SlackGateway(web_client(clients.bot_token.get_secret_value(), settings.slack_api_url, rate_limit_retries=0))
+    deadline = dt.timedelta(seconds=settings.slack_outbox_deadline_seconds)
+    return Outbox(store=store, slack=clients.slack, drain_slack=drain, now=now, deadline=deadline, owner=owner)
 
 
 def build_accounts(settings: Settings, store: Store, now: Callable[[], dt.datetime]) -> Accounts:
@@ -266,8 +285,8 @@ def build_accounts(settings: Settings, store: Store, now: Callable[[], dt.dateti
 
 
 def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
-    """The periodic jobs, in the order the scheduler starts them: the sessions follower and the
-    interrupted starts, credit-limit expiry, the digest, one per alert kind (:func:`alert_intervals`),
+    """The periodic jobs, in the order the scheduler starts them: the sessions follower, the
+    interrupted starts and the Slack outbox's drain, credit-limit expiry, the digest, one per alert kind (:func:`alert_intervals`),
     the pruning of de-duplication records, the Slack token check, the Home refresh. Every job that
     posts skips its ticks while Slack said stop (:class:`bot.services.lifecycle.SlackLifecycle`)."""
     store, now = services.store, services.now
@@ -279,11 +298,14 @@ def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
     async def prune_deliveries() -> None:
         removed = await store.prune(now() - DELIVERY_KEEP)
         logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
+        if services.sessions.starter.outbox is not None:  # and the outbox's finished posts
+            await services.sessions.starter.outbox.prune(now() - DELIVERY_KEEP)
 
     sessions, alerts = services.sessions, services.alerts
     return [
         gated("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
         gated("sessions.interrupted_starts", INTERRUPTED_CHECK_SECONDS, sessions.starter.close_interrupted),
+        *([gated(OUTBOX_JOB, DRAIN_SECONDS, sessions.starter.outbox.tick)] if sessions.starter.outbox is not None else []),
         gated(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, services.limits.tick),
         gated(DIGEST_JOB, settings.digest_check_seconds, services.digest.tick),
         *(

@@ -16,13 +16,15 @@ from slack_sdk.models.blocks import Block
 from bot.outcomes import Invalid, Refused
 from bot.roles import ResolvedUser, Role
 from bot.services.accounts import Linked, LinkStatus
-from formatters.blocks import Payload, context, cut, esc, header, message, section
+from formatters.blocks import Payload, actions, button, context, cut, esc, esc_text, header, message, section
 from formatters.notices import _why, error_message  # _why: the refusal's own words for why a role is what it is
 
 SessionsAs = Literal["person", "bot"]
 
 LINK_CALLBACK: Final = "link.submit"
 """The modal's ``callback_id``; also its policy key (falls back to ``link``: :func:`bot.roles.minimum_role`)."""
+LINK_OPEN_ACTION: Final = "link.open"
+"""The button that opens the link modal (under a "link first" answer); its policy key falls back to ``link``."""
 LINK_BLOCK: Final = "link_key"
 LINK_INPUT: Final = "key"
 MODAL_TITLE: Final = "Link your account"
@@ -76,6 +78,9 @@ REFUSED_DM: Final = (
 )
 REFUSED_DM_HINT: Final = "Make a new key in the web application's API-key settings, then run `/agent link` to link it."
 LINKING_OFF_WHAT: Final = "I cannot link platform accounts: {reason}."
+LINK_NEEDED: Final = ":link: Nothing was done on the platform: {reason}."
+LINK_NEEDED_HINT: Final = "Link your own API key with `/agent link` (or the button), then ask again."
+LINK_BUTTON: Final = "Link your account"
 
 
 def ending(fingerprint: str) -> str:
@@ -165,6 +170,15 @@ def whoami_message(user: ResolvedUser, status: LinkStatus, sessions_as: Sessions
     else:
         sessions = SESSIONS_PERSON_LINKED if usable else SESSIONS_PERSON_UNLINKED
     return message([header(WHOAMI_TITLE), section(you), section(link), context(sessions)], f"{you} {link} {sessions}")
+
+
+def link_needed(refused: Refused) -> Payload:
+    """The answer to someone who must link their own key before the agent is asked anything in
+    their name (:class:`bot.services.sessions.LinkNeeded`): why (its reason, escaped), what to do,
+    and a button that opens the link form (:data:`LINK_OPEN_ACTION`)."""
+    text = LINK_NEEDED.format(reason=esc_text(refused.reason))
+    blocks: list[Block] = [section(text), context(LINK_NEEDED_HINT), actions(button(LINK_BUTTON, LINK_OPEN_ACTION, style="primary"))]
+    return message(blocks, f"{text} {LINK_NEEDED_HINT}")
 
 
 def key_refused_dm(fingerprint: str) -> Payload:

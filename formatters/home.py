@@ -71,6 +71,8 @@ SESSIONS_TITLE: Final = "Your agent sessions"
 NO_SESSIONS: Final = "You have no agent sessions started from Slack."
 NO_SESSIONS_HINT: Final = "`/agent session start <prompt>`, or a mention of the bot with a task, starts one."
 SESSION_LINE: Final = "*{title}*\n{status} \u00b7 {computer} \u00b7 {thread}"
+SESSION_BOT_KEY: Final = " \u00b7 with the bot's key"
+SESSION_STEERED: Final = " \u00b7 steered by {who}"
 NO_THREAD: Final = "no thread"
 
 REQUESTS_TITLE: Final = "Your credit-limit requests"
@@ -133,7 +135,8 @@ def _entries(request: LimitRequest) -> str:
 
 def session_blocks(sessions: Sequence[HomeSession] | Fault) -> list[Any]:
     """My sessions, in the order given (running first: :func:`bot.services.home.session_rank`): one
-    section each with its status, computer, thread link and an Archive button while it can be archived."""
+    section each with its status, computer, thread link (and that it runs with the bot's key, and
+    who else steered it last, when so) and an Archive button while it can be archived."""
     blocks: list[Any] = [header(SESSIONS_TITLE)]
     if isinstance(sessions, Fault):
         return blocks + _fault(sessions)
@@ -147,6 +150,10 @@ def session_blocks(sessions: Sequence[HomeSession] | Fault) -> list[Any]:
             computer=one_line(session.computer, 80),
             thread=f"<{link}|thread>" if link else NO_THREAD,
         )
+        if session.bot_key:
+            text += SESSION_BOT_KEY
+        if session.steered_by:
+            text += SESSION_STEERED.format(who=f"<@{esc(session.steered_by)}>")
         archivable = session.session_id and session.status not in ARCHIVABLE_NOT
         blocks.append(section(text, accessory=archive_button(session.session_id) if archivable and session.session_id else None))
     return blocks

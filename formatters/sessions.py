@@ -46,7 +46,8 @@ from bot.services.sessions.messages import (
     START_VIEW,
     SessionView,
 )
-from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, FormChoices
+from bot.services.sessions.starter import START_DELAYED, START_INTERRUPTED, START_INTERRUPTED_HINT, FormChoices
+from formatters import accounts as account_messages
 from formatters.blocks import (
     SECTION_TEXT_MAX,
     Payload,
@@ -102,11 +103,20 @@ STATUS_LABEL = {
     "gone": ":grey_question: no longer on the platform",
 }
 WAITING_FOR = ":speech_balloon: waiting for {who}"
+WAITING_REPLY = ":speech_balloon: waiting for a reply"
+"""The ``idle`` status of a session whose starter the bot does not know (started elsewhere)."""
 """The ``idle`` status where everyone in a channel reads it (the parent message): whom it waits for."""
 ARCHIVED_NO_REPLIES = (
     "archived: nobody's replies in this thread go to the agent any more; start a new session with `/agent session start <prompt>`"
 )
 STARTED_BY = "*{who}* started an agent session"
+STARTED_BY_BOT_KEY = "*{who}* started an agent session with the bot's key"
+"""The parent message of a session started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``, the starter not linked)."""
+STEERED_BY = "Last steered by {who}"
+STEERED_WITH_BOT_KEY = " with the bot's key"
+LISTED_BOT_KEY = " with the bot's key"
+LISTED_STEERED = "steered by {who}"
+STATUS_STARTED_BY = "started by {who}"
 PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
 WORKING = ":gear: Working… {count} step{s} so far"
 WORKED = ":white_check_mark: Ran {count} step{s}"
@@ -123,6 +133,7 @@ SESSION_STARTED_LINK = ":rocket: Session started on *{computer}*: follow it in <
 NO_SESSIONS = "No agent sessions were started from this workspace yet."
 NO_SESSIONS_HINT = "Start one with `/agent session start <prompt>` or by mentioning me with a task."
 START_INTERRUPTED_TOLD = ":x: Your agent session on *{computer}* did not start:\n>{prompt}"
+START_DELAYED_TOLD = ":hourglass_flowing_sand: Your agent session on *{computer}* waits for Slack:\n>{prompt}"
 
 WHO_MAY = "{starter} (who started it), managers and owners"
 WHO_MAY_NO_STARTER = "managers and owners"
@@ -241,20 +252,33 @@ def archive_question(session_id: str, title: str) -> Payload:
     )
 
 
-def status_label(status: str | None, *, waiting_for: str | None = None) -> str:
-    """The status with its emoji; ``idle`` says whom it waits for when ``waiting_for`` (a Slack
-    user ID) is given: a message everyone in a channel reads must not say "waiting for you"."""
-    if status == "idle" and waiting_for:
+def status_label(status: str | None, *, waiting_for: str | None = None, viewer: str | None = None) -> str:
+    """The status with its emoji. An ``idle`` session waits for its starter ``waiting_for`` (a Slack
+    user ID): "waiting for you" only when ``viewer`` (who reads an ephemeral reply) is that starter,
+    else it names them; a message everyone in a channel reads (``viewer`` None) names them too. With
+    a ``viewer`` and no known starter (a session started elsewhere): :data:`WAITING_REPLY`."""
+    if status == "idle" and waiting_for and waiting_for != viewer:
         return WAITING_FOR.format(who=f"<@{esc(waiting_for)}>")
+    if status == "idle" and viewer is not None and not waiting_for:
+        return WAITING_REPLY
     if not status:
         return ":grey_question: unknown"
     return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
 
 
+def steered_by(starter: str, steerer: str | None, *, bot_key: bool = False) -> str:
+    """``Last steered by <@U…>`` (``with the bot's key`` when so), or ``""`` when nobody but the
+    starter steered the session since it started (a session's starter is named already)."""
+    if not steerer or steerer == starter:
+        return ""
+    return STEERED_BY.format(who=f"<@{esc(steerer)}>") + (STEERED_WITH_BOT_KEY if bot_key else "")
+
+
 def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
-    """The parent message of a session's thread (public): who, the prompt, computer, status (an
-    ``idle`` one names the starter it waits for), id; counts and who may reply, or, once archived,
-    that nobody's replies go to the agent and how to start a new session."""
+    """The parent message of a session's thread (public): who started it (and that it was with the
+    bot's key, when so), the prompt, computer, status (an ``idle`` one names the starter it waits
+    for), id; who steered it last, when someone else did; counts and who may reply, or, once
+    archived, that nobody's replies go to the agent and how to start a new session."""
     prompt = one_line(view.prompt, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
@@ -265,7 +289,11 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
         pairs.append(("Directory", f"`{one_line(view.cwd, 200)}`"))
     if view.model:
         pairs.append(("Model", one_line(view.model, 100)))
-    blocks: list[Any] = [section(f"{STARTED_BY.format(who=f'<@{view.slack_user}>')}\n>{prompt}"), *fields(pairs)]
+    started = (STARTED_BY_BOT_KEY if view.bot_key else STARTED_BY).format(who=f"<@{esc(view.slack_user)}>")
+    blocks: list[Any] = [section(f"{started}\n>{prompt}"), *fields(pairs)]
+    steered = steered_by(view.slack_user, view.steered_by, bot_key=view.steered_with_bot_key)
+    if steered:
+        blocks.append(context(steered))
     if view.error:
         blocks.append(section(f":warning: {one_line(view.error, 500)}"))
     replies = (
@@ -369,6 +397,21 @@ def start_interrupted_notice(computer: str, prompt: str) -> Payload:
     which start (``computer``, ``prompt``; escaped here), what happened and to start it again."""
     text = START_INTERRUPTED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
     blocks = [section(f"{text}\n{START_INTERRUPTED}"), context(START_INTERRUPTED_HINT)]
+    return message(blocks, f"Your agent session on {one_line(computer, 80)} did not start. {START_INTERRUPTED_HINT}")
+
+
+def start_delayed_notice(computer: str, prompt: str) -> Payload:
+    """Told to the person whose start waits for Slack (a rate limit, not a permission): which start
+    (escaped here) and :data:`bot.services.sessions.starter.START_DELAYED`."""
+    text = START_DELAYED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
+    return message([section(f"{text}\n{START_DELAYED}")], START_DELAYED)
+
+
+def start_not_posted_notice(computer: str, prompt: str, reason: str) -> Payload:
+    """Told to the person whose start was given up (Slack never let its parent message in):
+    which start, ``reason`` (plain text, escaped here) and to start it again."""
+    text = START_INTERRUPTED_TOLD.format(computer=one_line(computer, 100), prompt=one_line(prompt, PROMPT_SHOWN))
+    blocks = [section(f"{text}\n{esc_text(reason)}"), context(START_INTERRUPTED_HINT)]
     return message(blocks, f"Your agent session on {one_line(computer, 80)} did not start. {START_INTERRUPTED_HINT}")
 
 
@@ -476,7 +519,8 @@ def start_modal(choices: FormChoices, *, channel: str, opener: str) -> dict[str,
 
 @dataclass(frozen=True)
 class SessionRow:
-    """One line of ``/agent sessions``: title or prompt, status, computer, who, the thread's link,
+    """One line of ``/agent sessions``: title or prompt, status, computer, who started it (``bot_key``:
+    with the bot's key), who steered it last (``steered_by``, a Slack user ID), the thread's link,
     the session id (shown short: :func:`short_id`)."""
 
     title: str
@@ -486,6 +530,8 @@ class SessionRow:
     link: str | None
     created_at: dt.datetime | None
     session_id: str | None = None
+    bot_key: bool = False
+    steered_by: str | None = None
 
 
 def menu_value(choice: str, session_id: str) -> str:
@@ -515,21 +561,25 @@ def row_menu(row: SessionRow) -> OverflowMenuElement | None:
     return OverflowMenuElement(action_id=MENU_ACTION, options=options)
 
 
-def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
-    """``/agent sessions``: newest first; each row shows the first :data:`SHORT_ID` characters
-    of its session id (what ``session status|set|archive`` take) and has a menu (:func:`row_menu`)."""
+def sessions_list(rows: Sequence[SessionRow], *, viewer: str | None = None, total_shown_limit: int = MAX_SESSIONS_LISTED) -> Payload:
+    """``/agent sessions`` as ``viewer`` (a Slack user ID) reads it: newest first; each row shows the
+    first :data:`SHORT_ID` characters of its session id (what ``session status|set|archive`` take),
+    whom an idle one waits for (:func:`status_label`), and has a menu (:func:`row_menu`)."""
     if not rows:
         return message([section(f":information_source: {NO_SESSIONS}"), context(NO_SESSIONS_HINT)], NO_SESSIONS)
     blocks: list[Any] = [header("Agent sessions")]
     for row in rows[:total_shown_limit]:
         title = one_line(row.title, 120) or "_untitled_"
         where = f"<{row.link}|thread>" if row.link else "no thread"
+        status = status_label(row.status, waiting_for=row.slack_user, viewer=viewer)
         when = row.created_at.strftime("%Y-%m-%d %H:%M UTC") if row.created_at else ""
         ident = f"`{short_id(row.session_id)}` \u00b7 " if row.session_id else ""
+        who = f"<@{esc(row.slack_user)}>" + (LISTED_BOT_KEY if row.bot_key else "")
+        if row.steered_by and row.steered_by != row.slack_user:
+            who += " \u00b7 " + LISTED_STEERED.format(who=f"<@{esc(row.steered_by)}>")
         blocks.append(
             section(
-                f"*{title}*\n{ident}{status_label(row.status)} \u00b7 {one_line(row.computer, 80)} \u00b7 <@{row.slack_user}> "
-                f"\u00b7 {when} \u00b7 {where}",
+                f"*{title}*\n{ident}{status} \u00b7 {one_line(row.computer, 80)} \u00b7 {who} \u00b7 {when} \u00b7 {where}",
                 accessory=row_menu(row),
             )
         )
@@ -538,11 +588,24 @@ def sessions_list(rows: Sequence[SessionRow], *, total_shown_limit: int = MAX_SE
     return message(blocks, f"{len(rows)} agent sessions")
 
 
-def session_status(session: Session, *, computer: str | None = None, link: str | None = None, note: str | None = None) -> Payload:
-    """``/agent session status <id>`` and ``session set``: one session as the API returned it."""
+def session_status(
+    session: Session,
+    *,
+    computer: str | None = None,
+    link: str | None = None,
+    note: str | None = None,
+    started_by: str | None = None,
+    bot_key: bool = False,
+    steered: str | None = None,
+    viewer: str | None = None,
+) -> Payload:
+    """``/agent session status <id>`` and ``session set``: one session as the API returned it; for a
+    session started here, ``started_by`` (a Slack user ID; ``bot_key``: with the bot's key) and
+    ``steered`` (who steered it last, when not its starter) in its last line; ``viewer``, who reads
+    it (an idle session waits for "you" only when that is its starter: :func:`status_label`)."""
     settings = session.session_settings
     pairs = [
-        ("Status", status_label(session.status)),
+        ("Status", status_label(session.status, waiting_for=started_by, viewer=viewer)),
         ("Computer", one_line(computer or session.computer_id or "unknown", 150)),
         ("Messages", number(session.message_count)),
         ("Created", _ms(session.created_at)),
@@ -573,6 +636,10 @@ def session_status(session: Session, *, computer: str | None = None, link: str |
     if shown:
         blocks.append(section("*Settings*\n" + "\n".join(shown)))
     tail = [f"Session `{one_line(session.session_id, 100)}`"]
+    if started_by:
+        tail.append(STATUS_STARTED_BY.format(who=f"<@{esc(started_by)}>") + (LISTED_BOT_KEY if bot_key else ""))
+        if steered and steered != started_by:
+            tail.append(LISTED_STEERED.format(who=f"<@{esc(steered)}>"))
     if link:
         tail.append(f"<{link}|thread>")
     blocks.append(context(" \u00b7 ".join(tail)))
@@ -623,6 +690,12 @@ def hook_dm(name: str, event: dict[str, Any]) -> Payload:
 def thread_note(text: str) -> Payload:
     """A short note in a session's thread (a skipped file, a failed reply)."""
     return message([section(text)], text)
+
+
+def key_refused_dm(fingerprint: str) -> Payload:
+    """The one DM to a person whose linked key the platform refused
+    (:func:`formatters.accounts.key_refused_dm`), for the sessions service."""
+    return account_messages.key_refused_dm(fingerprint)
 
 
 def archived_note(by_user: str) -> Payload:

@@ -5,11 +5,14 @@
     /agent unlink    deletes it
     /agent whoami    one's role and why, whether one is linked (since when, or refused), and what
                      ``AGENT_BOT_SESSIONS_AS`` means for one's sessions
+    "Link your account" button   under a "link first" answer of the sessions (:func:`formatters.accounts.link_needed`):
+                     opens the same modal
 
 Parse, call :class:`bot.services.accounts.Accounts` (``services.accounts``), format
 (:mod:`formatters.accounts`), reply. The key is read from the modal's state once and handed to the
 service as a ``SecretStr``; it is never echoed, logged or put in a reply. Role checks are the
-middleware's (policy keys ``link``, ``unlink``, ``whoami``; the modal's ``link.submit`` falls back to ``link``).
+middleware's (policy keys ``link``, ``unlink``, ``whoami``; the modal's ``link.submit`` and the
+button's ``link.open`` fall back to ``link``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from bot.services.accounts import Linked
 from bot.services.accounts.service import LINKING_OFF_HINT
 from bot.slack import SlackFailure
 from formatters import accounts as fmt
-from handlers.router import CommandRequest, Router, UserInputError
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -76,13 +79,24 @@ async def handle_link(request: CommandRequest) -> None:
     """``link``: the modal, or why linking is off. A key typed after ``/agent link`` is not read
     (it went through Slack's command text: it should be revoked), and the person is told so."""
     _no_arguments(request, LINK)
+    await open_link_form(request, str(request.body.get("trigger_id") or ""), request.channel_id)
+
+
+async def on_link_open(request: ActionRequest) -> None:
+    """The "Link your account" button: the same modal as ``/agent link``."""
+    await open_link_form(request, request.trigger_id, request.channel_id)
+
+
+async def open_link_form(request: CommandRequest | ActionRequest, trigger_id: str, channel: str) -> None:
+    """Open the link modal with ``trigger_id`` (valid 3 s), or say why linking is off. Raises
+    :class:`UserInputError` when Slack did not open it."""
     services = request.services
     refusal = services.accounts.refusal
     if refusal is not None:
         await request.reply(fmt.linking_off_message(refusal, LINKING_OFF_HINT))
         return
-    view = fmt.link_modal(app_url=services.settings.agent_app_url, channel=request.channel_id)
-    opened = await services.slack.open_view(str(request.body.get("trigger_id") or ""), view)
+    view = fmt.link_modal(app_url=services.settings.agent_app_url, channel=channel)
+    opened = await services.slack.open_view(trigger_id, view)
     if isinstance(opened, SlackFailure):
         raise UserInputError(VIEW_FAILED.format(error=opened.error), VIEW_FAILED_HINT)
 
@@ -128,3 +142,4 @@ def register(app: Any, router: Router, services: Services) -> None:
     for spec, handler in ((LINK, handle_link), (UNLINK, handle_unlink), (WHOAMI, handle_whoami)):
         router.add(spec, handler)
     app.view(fmt.LINK_CALLBACK)(link_listener(services))
+    app.action(fmt.LINK_OPEN_ACTION)(action_listener(services, on_link_open))

@@ -24,7 +24,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from bot.errors import reported
 from bot.outcomes import Declined
 from bot.roles import ResolvedUser, Role
-from bot.services.sessions import NewStart, NotAllowed
+from bot.services.sessions import LinkNeeded, NewStart, NotAllowed
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
@@ -49,8 +49,9 @@ from formatters.sessions import (
     not_allowed,
     thread_note,
 )
+from handlers.accounts import team_of
 from handlers.router import ActionRequest, Router, UserInputError, action_listener
-from handlers.sessions import answering_reasons, archive_ask, start_and_tell, start_reply, status_reply
+from handlers.sessions import answering_reasons, archive_ask, reason_message, start_and_tell, start_reply, status_reply
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -70,13 +71,13 @@ async def on_refresh(request: ActionRequest) -> None:
 
 async def on_archive(request: ActionRequest) -> None:
     """The parent message's Archive button (Slack asked for confirmation before sending the click)."""
-    await request.services.sessions.archive(request.value, request.user)
+    await request.services.sessions.archive(request.value, request.user, team_id=team_of(request.body))
 
 
 async def on_archive_confirm(request: ActionRequest) -> None:
     """The Archive button of the archive command's question: archive, and the question says so."""
     try:
-        await request.services.sessions.archive(request.value, request.user)
+        await request.services.sessions.archive(request.value, request.user, team_id=team_of(request.body))
     except NotAllowed as exc:
         await request.replace(not_allowed(exc.action, exc.starter))
         return
@@ -92,7 +93,7 @@ async def on_menu(request: ActionRequest) -> None:
         raise UserInputError(MENU_STALE, MENU_STALE_HINT)
     choice, session_id = chosen
     if choice == MENU_STATUS:
-        await request.reply(await status_reply(request.services, session_id))
+        await request.reply(await status_reply(request.services, session_id, request.user.user_id))
     elif choice == MENU_ARCHIVE:
         await request.reply(await archive_ask(request.services, session_id, request.user))
 
@@ -107,7 +108,10 @@ async def on_pick(request: ActionRequest) -> None:
     except ValueError:
         row_id = None
     try:
-        row = await request.services.sessions.pick(row_id, request.value, request.user)
+        row = await request.services.sessions.pick(row_id, request.value, request.user, team_id=team_of(request.body))
+    except LinkNeeded as exc:  # nothing started: they link first, then choose again
+        await request.reply(reason_message(exc))
+        return
     except Declined as exc:  # the menu expired, is someone else's, was chosen before, the computer is not theirs or cannot run it
         await request.reply(choice_declined(exc.outcome))
         return
@@ -157,6 +161,7 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         prompt=prompt,
         cwd=cwd,
         model=value("model"),
+        team_id=team_of(body),
     )
     await start_and_tell(services, start, computer_id, by=by)
 

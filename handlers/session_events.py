@@ -12,7 +12,9 @@ The role check (policy keys ``session start``, ``thread_reply``) ran before, in 
 event it did not pass on as the act of someone (``context["agent_user"]``: a person, or an app that
 ``sessions.allow_bots`` names) starts and steers nothing here. Who may reply in a session's thread
 is the sessions service's to ask of the policy (:class:`bot.services.sessions.NotAllowed`); the
-refusal, and a reply in an archived session's thread, are told to the writer only.
+refusal, and a reply in an archived session's thread, are told to the writer only. A reply goes to
+the platform with its writer's own key (:mod:`bot.services.sessions.acting`), not the starter's; a
+writer who must link first is told so, with the link button, in the thread, to them only.
 """
 
 from __future__ import annotations
@@ -27,14 +29,14 @@ from bot.commands import unescape_slack
 from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
-from bot.services.sessions import NewStart, NotAllowed, SessionArchived, ThreadReply
+from bot.services.sessions import LinkNeeded, NewStart, NotAllowed, SessionArchived, ThreadReply
 from bot.services.sessions.starter import DM_HELP, dm_request, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from formatters.help import help_message
 from formatters.sessions import not_allowed, reply_not_sent_archived
 from handlers.router import Router
-from handlers.sessions import hint_once, send_dm, start_and_tell
+from handlers.sessions import hint_once, reason_message, send_dm, start_and_tell
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -51,10 +53,11 @@ async def prompt_of(services: Services, event: dict[str, Any]) -> str:
     return unescape_slack(await readable_for_agent(unmentioned, services.identity))
 
 
-async def on_dm(services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser) -> None:
+async def on_dm(services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser, *, team_id: str) -> None:
     """A message in ``actor``'s DM with the bot (:func:`bot.services.sessions.starter.dm_request`):
     the first one gets the hint; ``help`` gets the help (what ``actor``'s role may use, as ``/agent
-    help``); a prompt starts a session like a mention, followed in this message's thread."""
+    help``); a prompt starts a session like a mention (with the key of ``actor`` of ``team_id``),
+    followed in this message's thread."""
     channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
     await hint_once(services, actor.user_id, channel)
     if dm_request(event) == DM_HELP:
@@ -63,15 +66,22 @@ async def on_dm(services: Services, router: Router | None, event: dict[str, Any]
             hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
             await send_dm(services, channel, help_message(router.specs, hidden=hidden), "help")
         return
-    await start_from_text(services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts)
+    await start_from_text(
+        services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts, team_id=team_id
+    )
+
+
+def team_of_event(event: dict[str, Any], context: AsyncBoltContext | None = None) -> str:
+    """The Slack team of an event: its envelope's (Bolt's ``context.team_id``), else the event's own ``team``."""
+    return str((context.team_id if context is not None else None) or event.get("team") or event.get("user_team") or "")
 
 
 async def start_from_text(
-    services: Services, actor: ResolvedUser, text: str, *, channel: str, origin: str, ts: str, thread_ts: str
+    services: Services, actor: ResolvedUser, text: str, *, channel: str, origin: str, ts: str, thread_ts: str, team_id: str
 ) -> None:
     """Start the session a mention or a DM asks for: ``text`` is the prompt with its options
     (``computer=``, ``cwd=``, ``model=``); exactly once per message (start key ``<origin>:<channel>:<ts>``),
-    followed in ``thread_ts``'s thread."""
+    followed in ``thread_ts``'s thread, with the key of ``actor`` of Slack team ``team_id``."""
     prompt, options = split_options(text)
     start = NewStart(
         start_key=f"{origin}:{channel}:{ts}",
@@ -83,6 +93,7 @@ async def start_from_text(
         cwd=options.get("cwd"),
         model=options.get("model"),
         thread_ts=thread_ts,
+        team_id=team_id,
     )
     await start_and_tell(services, start, options.get("computer"), by=actor, thread_ts=thread_ts)
 
@@ -95,9 +106,10 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     actor: ResolvedUser | None = context.get("agent_user")
     if actor is None:
         return  # no policy key, or an app's message sessions.allow_bots does not name: nothing to do
+    team_id = team_of_event(event, context)
     if event.get("type") == "message" and not is_thread_message(event):
         if dm_request(event) is not None:
-            await on_dm(services, router, event, actor)
+            await on_dm(services, router, event, actor, team_id=team_id)
         return
     channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
     text = await prompt_of(services, event)
@@ -107,7 +119,11 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
             if is_thread_message(event):
                 reply = ThreadReply(channel, str(event.get("ts") or ""), text.strip(), event.get("files") or ())
                 try:
-                    await services.sessions.forward(reply, link, actor)
+                    await services.sessions.forward(reply, link, actor, team_id=team_id)
+                except LinkNeeded as exc:  # nothing sent; told to this person only, with the link button
+                    told = await services.slack.ephemeral(channel, actor.user_id, reason_message(exc), thread_ts=thread_ts)
+                    if isinstance(told, SlackFailure):
+                        logger.info("could not tell %s to link their key: %s", actor.user_id, told.error)
                 except NotAllowed as exc:  # who may reply, told to this person only
                     told = await services.slack.ephemeral(channel, actor.user_id, not_allowed(exc.action, exc.starter), thread_ts=thread_ts)
                     if isinstance(told, SlackFailure):
@@ -120,7 +136,7 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     if event.get("type") != "app_mention":
         return
     ts = str(event.get("ts") or "")
-    await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts)
+    await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts, team_id=team_id)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

@@ -22,6 +22,13 @@ Refused; :class:`bot.services.sessions.NoSuchSession`, a NotFound) are put into 
 start sessions on (the roles file's ``computers:`` rules) is the starter's to ask, on its one start
 path (:mod:`bot.services.sessions.starter`); its refusal (a Refused that names the computer and
 who may use it) is said with :func:`formatters.notices.outcome_message`.
+
+What a person asks of the agent goes to the platform with their own key
+(:mod:`bot.services.sessions.acting`); each handler hands the service the request's Slack team
+(:func:`handlers.accounts.team_of`), under which ``/agent link`` keeps keys. Someone who must link
+first (:class:`bot.services.sessions.LinkNeeded`) is told why with a button that opens the link
+form (:func:`formatters.accounts.link_needed`); the platform's own refusal of them
+(:class:`bot.services.sessions.PlatformRefused`) is said in words as any refusal.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from slack_bolt.async_app import AsyncApp
 from sqlalchemy.exc import SQLAlchemyError
@@ -39,11 +46,13 @@ from bot.api import AgentAPIError
 from bot.commands import SubCommand, unescape_slack
 from bot.outcomes import Declined
 from bot.roles import ResolvedUser
-from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, NewStart, NoSuchSession, NotAllowed, StartOutcome
-from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, split_options
+from bot.services.sessions import FAILED, SET_USAGE, ChooseComputer, LinkNeeded, NewStart, NoSuchSession, NotAllowed, StartOutcome
+from bot.services.sessions.starter import CANNOT_POST_HINT, START_POLICY_KEY, START_USAGE, invitation_helps, split_options
+from bot.services.sessions.store import WAITING, SessionLink
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from bot.store import DatabaseUnusable
+from formatters.accounts import link_needed
 from formatters.blocks import Payload, message_link
 from formatters.home import dm_hint
 from formatters.notices import error_message, outcome_message
@@ -58,6 +67,7 @@ from formatters.sessions import (
     start_modal,
     started_notice,
 )
+from handlers.accounts import team_of
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, describe_api_error
 
 if TYPE_CHECKING:
@@ -129,24 +139,27 @@ FORM_NOT_OPENED_HINT = f"Run the command again, or give the prompt inline: `{STA
 Answering = TypeVar("Answering", CommandRequest, ActionRequest)
 
 
-def reason_message(exc: NotAllowed | NoSuchSession) -> Payload:
-    """A sessions service's reason in words: who may act on the session (a Refused), or that
-    nobody knows it (a NotFound)."""
+def reason_message(exc: NotAllowed | NoSuchSession | LinkNeeded) -> Payload:
+    """A sessions service's reason in words: who may act on the session (a Refused), that nobody
+    knows it (a NotFound), or that the person must link their own key first (with the button)."""
     if isinstance(exc, NotAllowed):
         return not_allowed(exc.action, exc.starter)
+    if isinstance(exc, LinkNeeded):
+        return link_needed(exc.refused_outcome)
     return no_such_session(exc.found)
 
 
 def answering_reasons(handler: Callable[[Answering], Awaitable[None]]) -> Callable[[Answering], Awaitable[None]]:
     """``handler``, whose sessions-service reasons (:class:`bot.services.sessions.NotAllowed`,
-    :class:`bot.services.sessions.NoSuchSession`) are replied to the person (:func:`reason_message`)
-    as its answers are; everything else goes on to the router (:mod:`handlers.router`)."""
+    :class:`bot.services.sessions.NoSuchSession`, :class:`bot.services.sessions.LinkNeeded`) are
+    replied to the person (:func:`reason_message`) as its answers are; everything else goes on to
+    the router (:mod:`handlers.router`)."""
 
     @functools.wraps(handler)
     async def answering(request: Answering) -> None:
         try:
             await handler(request)
-        except (NotAllowed, NoSuchSession) as exc:
+        except (NotAllowed, NoSuchSession, LinkNeeded) as exc:
             await request.reply(reason_message(exc))
 
     return answering
@@ -156,8 +169,11 @@ def start_reply(outcome: StartOutcome) -> Payload | None:
     """What the person who started is told: the menu, the failure, or where the session is."""
     if isinstance(outcome, ChooseComputer):
         return computer_choice(outcome.computers, outcome.row_id, minutes=outcome.minutes) if outcome.offer else None
+    if outcome.state == WAITING:
+        return None  # waits for Slack (a rate limit): the starter told them so (START_DELAYED)
     if outcome.state == FAILED:
-        return error_message(outcome.error or NOT_STARTED, SEE_CHANNEL if outcome.parent_ts else CANNOT_POST_HINT)
+        hint = SEE_CHANNEL if outcome.parent_ts else CANNOT_POST_HINT if invitation_helps(outcome.error) else ""
+        return error_message(outcome.error or NOT_STARTED, hint)
     if outcome.thread_ts:
         return started_notice(outcome.computer_name or outcome.computer_id or "", message_link(outcome.channel, outcome.thread_ts) or "")
     return error_message(ALREADY_STARTED)
@@ -175,7 +191,9 @@ async def start_and_tell(
         outcome = await services.sessions.start(start, computer, by=by)
         if isinstance(outcome, ChooseComputer) or (outcome.state == FAILED and not outcome.parent_ts):
             payload = start_reply(outcome)  # else it started, or failed where its parent message shows it
-    except Declined as exc:  # input it cannot use (a UserInputError), or a computer rule's refusal
+    except LinkNeeded as exc:  # nothing was claimed or sent: they link first
+        payload = reason_message(exc)
+    except Declined as exc:  # input it cannot use (a UserInputError), a computer rule's refusal, linking off in person mode
         payload = outcome_message(exc.outcome)
     except AgentAPIError as exc:
         payload = error_message(*describe_api_error(exc))
@@ -210,6 +228,7 @@ async def handle_start(request: CommandRequest) -> None:
         prompt=prompt,
         cwd=options.get("cwd"),
         model=options.get("model"),
+        team_id=team_of(request.body),
     )
     payload = start_reply(await services.sessions.start(start, options.get("computer"), by=request.user))
     if payload is not None:
@@ -227,10 +246,12 @@ async def handle_list(request: CommandRequest) -> None:
             link=message_link(r.channel, r.thread_ts),
             created_at=r.created_at,
             session_id=r.session_id,
+            bot_key=r.bot_key,
+            steered_by=r.steered_by,
         )
         for r in rows
     ]
-    await request.reply(sessions_list(shown, total_shown_limit=SESSIONS_LISTED))
+    await request.reply(sessions_list(shown, viewer=request.user.user_id, total_shown_limit=SESSIONS_LISTED))
 
 
 async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
@@ -242,13 +263,28 @@ async def session_id_arg(request: CommandRequest, spec: SubCommand) -> str:
     return await request.services.sessions.resolve_id(request.command.args[0])
 
 
-async def status_reply(services: Services, session_id: str) -> Payload:
-    """One session's status (``session status`` and the list menu's Status). Raises
+async def status_reply(services: Services, session_id: str, viewer: str) -> Payload:
+    """One session's status (``session status`` and the list menu's Status) as ``viewer`` (a Slack
+    user ID) reads it. Raises
     :class:`bot.services.sessions.NoSuchSession` for a session the platform does not know, and the
     Agent API's errors."""
     session, row = await services.sessions.status(session_id)
-    link = message_link(row.channel, row.thread_ts) if row else None
-    return session_status(session, computer=row.computer_name if row else None, link=link)
+    return session_status(session, viewer=viewer, **status_of(row))
+
+
+def status_of(row: SessionLink | None) -> dict[str, Any]:
+    """What ``session status`` shows of a session's row besides the platform's answer: its
+    computer's name, thread, starter (and with which key) and last steerer; nothing for a session
+    not started here."""
+    if row is None:
+        return {}
+    return {
+        "computer": row.computer_name,
+        "link": message_link(row.channel, row.thread_ts),
+        "started_by": row.slack_user,
+        "bot_key": row.bot_key,
+        "steered": row.steered_by,
+    }
 
 
 async def archive_ask(services: Services, session_id: str, by: ResolvedUser) -> Payload:
@@ -262,14 +298,15 @@ async def archive_ask(services: Services, session_id: str, by: ResolvedUser) -> 
 
 
 async def handle_status(request: CommandRequest) -> None:
-    await request.reply(await status_reply(request.services, await session_id_arg(request, STATUS)))
+    await request.reply(await status_reply(request.services, await session_id_arg(request, STATUS), request.user.user_id))
 
 
 async def handle_set(request: CommandRequest) -> None:
     session_id = await session_id_arg(request, SET)
-    session, row = await request.services.sessions.update_settings(session_id, request.command.options, request.user)
-    link = message_link(row.channel, row.thread_ts) if row else None
-    await request.reply(session_status(session, computer=row.computer_name if row else None, link=link, note=SET_DONE))
+    session, row = await request.services.sessions.update_settings(
+        session_id, request.command.options, request.user, team_id=team_of(request.body)
+    )
+    await request.reply(session_status(session, note=SET_DONE, viewer=request.user.user_id, **status_of(row)))
 
 
 async def handle_archive(request: CommandRequest) -> None:

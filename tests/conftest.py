@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,26 @@ MADE_BY_MIGRATIONS = (
     "home_tabs",
     "home_charts",
     "linked_accounts",
+    "slack_outbox",
+    "slack_outbox_channels",
 )
+COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
+    "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")
+}
+"""Columns of the tables made before migrations that only a later migration adds (0009): a database
+those releases made has none of them."""
+
+
+def drop_columns_added_by_migrations(engine: Any) -> None:
+    """Make tables created from today's models look as the releases before migrations made them."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        for table, columns in COLUMNS_ADDED_BY_MIGRATIONS.items():
+            for column in columns:
+                conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+
+
 """Tables that came after migrations (0005 on): no start before Alembic created them, so a test
 that builds a database "made before migrations" leaves them out."""
 
@@ -203,3 +223,24 @@ def block_texts(payload):
 
     walk(payload.get("blocks", []))
     return found
+
+
+def wait_claim_done(stack, key: str, timeout: float = 10.0) -> None:
+    """Wait (bounded) until the delivery ``key``'s claim is done on the loopback ``stack``: its
+    listener finished after the ack the test already has. A Slack retry sent before that is answered
+    ``503`` (:data:`bot.middleware.HELD_STATUS`: the first delivery still holds the claim), so a
+    test of a retry that finds the work done waits for this first."""
+    import time
+
+    from sqlalchemy import select
+
+    from bot.store import deliveries
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with stack.bot.services.store.engine.connect() as conn:
+            row = conn.execute(select(deliveries.c.done_at).where(deliveries.c.key == key)).first()
+        if row is not None and row.done_at is not None:
+            return
+        assert time.monotonic() < deadline, f"the claim of {key} was not done within {timeout} s"
+        time.sleep(0.01)

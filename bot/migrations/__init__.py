@@ -11,7 +11,7 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by 
 - ``0004`` ``slack_pauses`` (Slack said stop: token revoked, app rate-limited).
 - ``0005`` the alerts' tables; ``0006`` ``home_tabs`` and ``home_charts`` (the App Home's refresh,
   first-DM hint and chart); ``0007`` alert filters and incidents; ``0008`` ``linked_accounts`` (people's
-  own platform API keys, encrypted).
+  own platform API keys, encrypted); ``0010`` the start lease of ``agent_sessions`` and ``slack_outbox``.
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any
@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 
 TABLE_MODULES = (
     "bot.db",
+    "bot.outbox",
     "bot.services.accounts.store",
     "bot.services.alerts",
     "bot.services.digest",
@@ -84,7 +86,39 @@ class _OnlyMigrations(logging.Filter):
         return not record.getMessage().startswith(("Context impl", "Will assume"))
 
 
-logging.getLogger("alembic.runtime.migration").addFilter(_OnlyMigrations())
+MIGRATION_LOGGER = logging.getLogger("alembic.runtime.migration")
+MIGRATION_LOGGER.addFilter(_OnlyMigrations())
+
+
+class _Held(logging.Filter):
+    """Holds back the records this thread logs (Alembic's ``Running upgrade ...`` lines) until
+    :func:`_held_migration_lines` knows whether the upgrade committed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thread = threading.get_ident()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.thread != self.thread:
+            return True
+        self.records.append(record)
+        return False
+
+
+@contextmanager
+def _held_migration_lines() -> Iterator[None]:
+    """Alembic's lines about the migrations it runs are logged once they are committed: an upgrade
+    that fails is rolled back, and its one line (:class:`DatabaseUnusable`) is all there is to say;
+    lines naming migrations that did not happen would only mislead."""
+    held = _Held()
+    MIGRATION_LOGGER.addFilter(held)
+    try:
+        yield
+    finally:
+        MIGRATION_LOGGER.removeFilter(held)
+    for record in held.records:  # reached only when the upgrade committed
+        MIGRATION_LOGGER.handle(record)
 
 
 class SchemaBehind(DatabaseUnusable):
@@ -202,7 +236,7 @@ def upgrade(engine: Engine) -> tuple[SchemaState, SchemaState]:
     if before.at_head:
         return before, before
     try:
-        with _locked(engine) as connection:
+        with _held_migration_lines(), _locked(engine) as connection:
             locked_before = schema_state(connection)
             if not locked_before.at_head:
                 _run_migrations(connection)

@@ -83,6 +83,10 @@ class Relay:
             self._open.add(number)
         try:
             await asyncio.gather(self._carry(number, reader, target_writer), self._carry(number, target_reader, writer))
+        except asyncio.CancelledError:
+            # stop() cancels the links: end as a finished task, since asyncio's stream callback (3.11)
+            # asks a cancelled one for its exception and logs the CancelledError as an error
+            pass
         finally:
             with self._lock:
                 self._open.discard(number)

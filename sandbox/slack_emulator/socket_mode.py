@@ -31,9 +31,10 @@ connection (:meth:`SocketModeHub.drop`) is closed with a WebSocket close frame (
 aiohttp client reconnects on a CLOSE at once (``receive_messages`` -> ``connect_to_new_endpoint``: a
 new ``apps.connections.open``, a new URL), and on a ``disconnect`` message with ``force=True``; a
 connection lost without a close frame is only noticed by pings: slack_sdk's aiohttp client closes a
-connection whose pong is half a ``ping_interval`` late and opens a new one at its next check
-(``AGENT_BOT_SOCKET_PING_SECONDS``); :meth:`SocketModeHub.silence` plays that loss through a
-:class:`.relay.Relay` set as :attr:`SocketModeHub.relay`.
+connection whose pong is half a ``ping_interval`` late and opens a new one at its next check (the
+bot's own client, ``bot/socket_mode.py``, at once); :meth:`SocketModeHub.silence` plays that loss
+through a :class:`.relay.Relay` set as :attr:`SocketModeHub.relay` (``benchmarks/socket_silence.py``
+measures how long the app is deaf).
 
 Threads: the WebSocket endpoint runs on the emulator server's event loop; the test-side methods
 (``deliver``, ``wait_ack``, ``drop``...) are blocking and thread-safe, and hand their sends to that

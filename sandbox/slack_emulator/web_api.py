@@ -31,6 +31,10 @@ shared (:meth:`WebApi.host_file`): the bytes for the bot token, Slack's HTML sig
 
 Scripted failures (:meth:`WebApi.fail_next`): the next N calls of a method answer an error of your
 choice (``internal_error``, or HTTP 429 ``ratelimited`` with ``Retry-After``) without doing anything.
+A long rate limit (:meth:`WebApi.rate_limit`, a switch; a busy workspace): every call of a method
+answers HTTP 429 ``ratelimited`` with ``Retry-After`` until it is switched off (``POST
+{url}/_emulator/rate_limit`` with ``{"method": ..., "retry_after": N}``, ``null`` to switch it off,
+does the same from another process).
 
 ``views.open`` needs a ``trigger_id`` and a modal ``view``. A ``trigger_id`` the client side issued
 (:meth:`WebApi.issue_trigger`) is valid for :data:`TRIGGER_LIFETIME` seconds of the emulator's
@@ -302,12 +306,16 @@ class WebApi:
         self.hosted_objects: dict[str, dict[str, Any]] = {}
         self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
         self._scripted_lock = threading.Lock()
+        self._rate_limited: dict[str, int] = {}
+        self.rate_limited_calls: dict[str, int] = defaultdict(int)
+        """How many calls of each method the :meth:`rate_limit` switch answered 429."""
         self.app = Starlette(
             routes=[
                 Route("/api/{method}", self._api_endpoint, methods=["GET", "POST"]),
                 Route("/upload/{file_id}", self._upload_endpoint, methods=["POST", "PUT"]),
                 Route("/response/{response_url_id}", self._response_url_endpoint, methods=["POST"]),
                 Route("/files-pri/{file_id}/{name}", self._hosted_file_endpoint, methods=["GET"]),
+                Route("/_emulator/rate_limit", self._rate_limit_endpoint, methods=["POST"]),
                 *([WebSocketRoute(LINK_PATH, socket_mode.endpoint)] if socket_mode else []),
             ]
         )
@@ -322,8 +330,26 @@ class WebApi:
             for _ in range(times):
                 self._scripted[method].append(SlackApiError(error, status=status, headers=headers))
 
+    def rate_limit(self, method: str, retry_after: int | None) -> None:
+        """Switch a long rate limit of ``method`` on (every call answers HTTP 429 ``ratelimited``,
+        ``Retry-After: retry_after``, and does nothing) or off (``None``)."""
+        with self._scripted_lock:
+            if retry_after is None:
+                self._rate_limited.pop(method, None)
+            else:
+                self._rate_limited[method] = int(retry_after)
+
+    async def _rate_limit_endpoint(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        retry_after = body.get("retry_after")
+        self.rate_limit(str(body["method"]), None if retry_after is None else int(retry_after))
+        return JSONResponse({"ok": True})
+
     def _scripted_failure(self, method: str) -> SlackApiError | None:
         with self._scripted_lock:
+            if (retry_after := self._rate_limited.get(method)) is not None:
+                self.rate_limited_calls[method] += 1
+                return SlackApiError("ratelimited", status=429, headers={"Retry-After": str(retry_after)})
             queue = self._scripted.get(method)
             return queue.popleft() if queue else None
 
@@ -339,6 +365,8 @@ class WebApi:
         return issued is not None and self._clock() - issued > TRIGGER_LIFETIME
 
     def reset_rate_limits(self) -> None:
+        with self._scripted_lock:
+            self._rate_limited.clear()
         if self._rate_limiter:
             self._rate_limiter.clear()
 

@@ -43,6 +43,7 @@ def bot_environment(
         "AGENT_API_KEY": agent_api_key,
         "AGENT_BOT_DATABASE_URL": database_url,
         "AGENT_BOT_CONFIG": str(roles_file),
+        "AGENT_BOT_SESSIONS_AS": "bot",  # nobody links a key in these processes: their sessions use the bot's, as before #25
         **extra,
     }
 

@@ -12,6 +12,7 @@ import pytest
 from bot.app import READY_TIMEOUT
 from bot.commands import SubCommand
 from formatters.notices import INTERNAL_ERROR
+from tests.conftest import wait_claim_done
 
 
 def test_bad_signature_is_refused_with_401(stack):
@@ -30,6 +31,7 @@ def test_a_retried_delivery_is_answered_200_and_processed_once(stack):
     first = stack.client.send_slash_command("help", user_id="U0MANAGER", channel_id="C0ENG")
     assert first.status_code == 200
     stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(first.response_url_id))
+    wait_claim_done(stack, f"command:{first.request.payload['trigger_id']}")
     retry = stack.client.send(first.request, retry_num=1)
     assert retry.status_code == 200
     assert retry.body in ("", b"")
@@ -39,6 +41,7 @@ def test_a_retried_delivery_is_answered_200_and_processed_once(stack):
 
 def test_a_retried_event_runs_no_handler_twice(stack):
     sent = stack.client.send_message("hello", user_id="U0MEMBER", channel_id="C0ENG", thread_ts="1700000000.000100")
+    wait_claim_done(stack, f"event:{sent.request.event_id}")  # before: the retry is answered 503 (held)
     again = stack.client.send(sent.request, retry_num=1, retry_reason="http_timeout")
     assert sent.status_code == again.status_code == 200
     assert stack.bot.services.store.engine  # the store recorded the delivery once

@@ -20,6 +20,7 @@ from bot.doctor import (
     COMPUTER_RULES_UNREAD,
     DATABASE_CREATED_AT_START,
     ENCRYPTION_KEY_UNSET,
+    ENCRYPTION_KEY_UNSET_PERSON,
     FIX_API_KEY_INVALID,
     FIX_API_KEY_ROLE,
     FIX_APP_TOKEN,
@@ -31,6 +32,7 @@ from bot.doctor import (
     FIX_ENCRYPTION_KEY,
     FIX_ENCRYPTION_KEY_LOST,
     FIX_ENCRYPTION_KEY_MISSING,
+    FIX_ENCRYPTION_KEY_PERSON,
     FIX_OWNERS,
     FIX_ROLES,
     FIX_ROLES_MISSING,
@@ -312,7 +314,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"ok   database: sqlite:///{tmp_path / 'cli.db'}: {DATABASE_CREATED_AT_START}",
         f"ok   hook secret: {HOOK_SECRET_UNSET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
-        f"warn encryption key: {ENCRYPTION_KEY_UNSET} -> {FIX_ENCRYPTION_KEY_MISSING}",
+        f"FAIL encryption key: {ENCRYPTION_KEY_UNSET_PERSON} -> {FIX_ENCRYPTION_KEY_PERSON}",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
     ]
     assert MEMBER_KEY not in "\n".join(lines) and stack.slack.bot_token not in "\n".join(lines)
@@ -330,8 +332,12 @@ def test_encryption_key_unset_malformed_or_not_decrypting_the_stored_keys(tmp_pa
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     url = f"sqlite:///{tmp_path / 'keys.db'}"
     assert (
-        check_encryption_key(Settings(database_url=url)).line()
+        check_encryption_key(Settings(database_url=url, sessions_as="bot")).line()
         == f"warn encryption key: {ENCRYPTION_KEY_UNSET} -> {FIX_ENCRYPTION_KEY_MISSING}"
+    )
+    assert (  # the default, person: without a key nobody can start a session
+        check_encryption_key(Settings(database_url=url)).line()
+        == f"FAIL encryption key: {ENCRYPTION_KEY_UNSET_PERSON} -> {FIX_ENCRYPTION_KEY_PERSON}"
     )
     malformed = check_encryption_key(Settings(database_url=url, encryption_key=secret(f"{new},not-a-key"))).line()
     assert malformed == (

@@ -15,6 +15,7 @@ from bot import metrics
 from bot.metrics import Metrics, endpoint_of
 from bot.slack import SlackFailure, SlackGateway, web_client
 from bot.stack import DEMO_CHANNEL
+from tests.conftest import wait_claim_done
 
 METRIC_LINE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -124,6 +125,7 @@ def test_a_request_refused_before_bolt_and_a_duplicate_delivery_are_counted(stac
     )
     assert forged.status_code == 401
     first = stack.client.send_slash_command("help", user_id="U0MANAGER", channel_id=DEMO_CHANNEL)
+    wait_claim_done(stack, f"command:{first.request.payload['trigger_id']}")  # before: the retry is answered 503 (held)
     again = stack.client.send(first.request, retry_num=1)
     assert (first.status_code, again.status_code) == (200, 200)
     lines = scrape(stack)

@@ -18,7 +18,7 @@ from bot.app import create_bot
 from bot.cli import main
 from bot.config import Settings
 from bot.store import Store
-from tests.conftest import MADE_BY_MIGRATIONS, postgres_url
+from tests.conftest import MADE_BY_MIGRATIONS, drop_columns_added_by_migrations, postgres_url
 
 T0 = dt.datetime(2026, 11, 20, 9, 30, tzinfo=dt.UTC)
 
@@ -223,7 +223,12 @@ FIRST_RELEASE_ROWS: dict[str, dict[str, Any]] = {
     },
     "session_posts": {"session_id": "sess-1", "message_id": "m4", "ts": "1763631000.000500", "claimed_at": T0},
 }
-ADDED_SINCE: dict[str, tuple[str, ...]] = {"deliveries": ("claimed_at", "claimed_by", "done_at")}
+ADDED_SINCE: dict[str, tuple[str, ...]] = {
+    "deliveries": ("claimed_at", "claimed_by", "done_at"),
+    "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at", "start_owner", "start_until", "prompt_state"),
+}
+ADDED_VALUES: dict[str, dict[str, Any]] = {"agent_sessions": {"started_as": "bot"}}
+"""What a migration fills in for the rows before it: 0009, sessions started before it went with the bot's key."""
 NEW_TABLES = ("hook_tokens", "slack_pauses")
 
 
@@ -268,7 +273,10 @@ def test_a_first_release_database_upgrades_to_head_with_every_row_intact(databas
     with store.engine.connect() as conn:
         after = {name: [dict(r._mapping) for r in conn.execute(select(models.tables[name]))] for name in before}
         assert {name: conn.execute(select(models.tables[name])).all() for name in NEW_TABLES} == {name: [] for name in NEW_TABLES}
-    expected = {name: [{**row, **dict.fromkeys(ADDED_SINCE.get(name, ()))} for row in rows] for name, rows in before.items()}
+    expected = {
+        name: [{**row, **dict.fromkeys(ADDED_SINCE.get(name, ())), **ADDED_VALUES.get(name, {})} for row in rows]
+        for name, rows in before.items()
+    }
     assert after == expected
     assert differences(store.engine) == []
     store.close()
@@ -280,6 +288,7 @@ def test_a_database_made_before_migrations_by_the_latest_code_is_adopted(databas
     models = migrations.target_metadata()
     engine = sqlalchemy.create_engine(database_url)
     models.create_all(engine, tables=[t for t in models.sorted_tables if t.name not in MADE_BY_MIGRATIONS])
+    drop_columns_added_by_migrations(engine)  # that code had no such columns
     with engine.begin() as conn:
         conn.execute(insert(models.tables["slack_pauses"]).values(kind="revoked", reason="tokens_revoked", since=T0, until=None))
     engine.dispose()
@@ -384,10 +393,10 @@ def test_db_upgrade_brings_it_to_head_and_current_and_history_say_so(bot_env, da
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == (
         "no revision (an empty database, or one made before migrations), "
-        f"behind head {head} by 8 migration(s): run `agent-bot db upgrade`\n"
+        f"behind head {head} by 10 migration(s): run `agent-bot db upgrade`\n"
     )
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 8 migration(s) run\n"
+    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 10 migration(s) run\n"
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out == f"database already at head {head}\n"
     assert main(["db", "current"]) == 0
@@ -406,7 +415,9 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0005  alerts: subscriptions, detection state, one claim row per alert, overflow messages\n"
         "0006  home_tabs, home_charts: the App Home's refresh after changes, the first-DM hint, the managers' chart\n"
         "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)\n"
-        "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)  (head)\n"
+        "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)\n"
+        "0009  agent_sessions: which key started a session, and who last steered it\n"
+        "0010  slack_outbox, and the start lease of agent_sessions  (head)\n"
     )
 
 

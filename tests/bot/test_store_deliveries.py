@@ -8,7 +8,7 @@ import sqlalchemy
 from sqlalchemy import Column, DateTime, MetaData, String, Table, insert, inspect, select
 
 from bot.store import Claim, Store, deliveries, metadata
-from tests.conftest import MADE_BY_MIGRATIONS, postgres_url
+from tests.conftest import MADE_BY_MIGRATIONS, drop_columns_added_by_migrations, postgres_url
 
 T0 = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
 LEASE = 10.0
@@ -107,6 +107,7 @@ def test_replicas_starting_together_on_an_old_database_both_upgrade_it(database_
     engine = sqlalchemy.create_engine(database_url)  # the other tables exist already: only the upgrade races
     old = [t for t in metadata.sorted_tables if t.name != "deliveries" and t.name not in MADE_BY_MIGRATIONS]
     metadata.create_all(engine, tables=old)
+    drop_columns_added_by_migrations(engine)
     engine.dispose()
     from concurrent.futures import ThreadPoolExecutor
 

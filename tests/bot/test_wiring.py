@@ -8,7 +8,7 @@ import pytest
 from bot.config import Settings
 from bot.middleware import FinishDelivery
 from bot.services.computers import ComputersService
-from bot.wiring import DIGEST_JOB, alert_job, check_settings, create_bot
+from bot.wiring import DIGEST_JOB, OUTBOX_JOB, alert_job, check_settings, create_bot
 
 
 @pytest.fixture
@@ -30,6 +30,7 @@ def test_the_jobs_in_the_order_the_scheduler_starts_them(bot):
     assert [job.name for job in bot.scheduler.jobs] == [
         "sessions.follow",
         "sessions.interrupted_starts",
+        OUTBOX_JOB,
         "limits.expire",
         DIGEST_JOB,
         *(alert_job(kind) for kind in ("controls", "readiness", "computers", "usage")),

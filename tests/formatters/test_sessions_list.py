@@ -23,7 +23,7 @@ def test_a_row_shows_its_short_id_and_a_menu_and_an_archived_one_has_no_archive_
         SessionRow("old work", "archived", "CI sandbox", "U0OWNER", None, WHEN, "abcdef12-old"),
         SessionRow("no id yet", "pending", "CI sandbox", "U0OWNER", None, None),
     ]
-    payload = block_kit_validator(sessions_list(rows))
+    payload = block_kit_validator(sessions_list(rows, viewer="U0MEMBER"))  # carol reads her own list
     assert payload == {
         "text": "3 agent sessions",
         "blocks": [

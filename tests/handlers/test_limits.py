@@ -552,3 +552,26 @@ async def test_a_member_reads_their_own_limit_and_a_manager_everyones():
     request, store, _ = show_request(ResolvedUser("U0MANAGER", None, Role.manager, "roles file"))
     await handle_show(request)
     assert store.asked == [None]
+
+
+def test_an_outcome_while_slack_rate_limits_waits_for_slack_and_is_posted_once(stack, clock, people):
+    """Issue #26: an approval's outcome (in the request's thread, by DM) is not dropped by a long
+    429: it waits in the outbox and is posted once Slack lets us (moved clock, no sleeping)."""
+    email = next(people)
+    _reply, message = ask(stack, f'limits set {email} 1250 reason="busy day"', "U0MANAGER")
+    before = thread_and_dm(stack, message, "U0MANAGER")
+    stack.slack.web_api.rate_limit("chat.postMessage", 31)  # longer than the in-line retries wait
+    try:
+        click(stack, fmt.APPROVE_ACTION, message, "U0OWNER")
+        done = stored(stack, request_id_of(message))
+        assert done.state == APPLIED and shown(stack, message) == fmt.request_message(done)  # chat.update is not limited
+        assert thread_and_dm(stack, message, "U0MANAGER") == before  # waiting, not posted
+    finally:
+        stack.slack.web_api.rate_limit("chat.postMessage", None)
+    outbox = stack.bot.services.limits.outbox
+    assert outbox is not None
+    for _ in range(4):
+        clock.now += dt.timedelta(seconds=32)
+        stack.run(outbox.tick())
+    replies, dms = thread_and_dm(stack, message, "U0MANAGER")
+    assert replies == [*before[0], fmt.outcome_notice(done)] and dms == [*before[1], fmt.outcome_notice(done)]

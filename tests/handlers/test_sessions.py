@@ -285,18 +285,24 @@ def test_sessions_list_status_and_set(stack, block_kit_validator):
     thread_link = message_link(DEMO_CHANNEL, link.thread_ts)
     listing = block_kit_validator(stack.command("sessions", user="U0MEMBER").last)
     row = SessionRow(link.title or link.prompt, link.status, "CI sandbox", "U0MEMBER", thread_link, link.created_at, link.session_id)
-    assert listing["blocks"][1] == sessions_list([row])["blocks"][1]  # the newest first
+    assert listing["blocks"][1] == sessions_list([row], viewer="U0MEMBER")["blocks"][1]  # the newest first
+    others = block_kit_validator(stack.command("sessions", user="U0MANAGER").last)  # #29: bob reads whom it waits for
+    assert others["blocks"][1] == sessions_list([row], viewer="U0MANAGER")["blocks"][1] != listing["blocks"][1]
     agent = stack.bot.services.agent
     status = block_kit_validator(stack.command(f"session status {link.session_id}", user="U0MEMBER").last)
     session = stack.run(agent.get_session(session_id=link.session_id))
-    assert status == ephemeral(session_status(session, computer="CI sandbox", link=thread_link))
+    assert status == ephemeral(session_status(session, computer="CI sandbox", link=thread_link, started_by="U0MEMBER", viewer="U0MEMBER"))
     changed = block_kit_validator(
         stack.command(f"session set {link.session_id} model=claude-haiku-4-5 reasoningEffort=high", user="U0MEMBER").last
     )
     settings = sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["sessionSettings"]
     assert (settings["model"], settings["reasoningEffort"]) == ("claude-haiku-4-5", "high")
     session = stack.run(agent.get_session(session_id=link.session_id))
-    assert changed == ephemeral(session_status(session, computer="CI sandbox", link=thread_link, note=SET_DONE))
+    assert changed == ephemeral(
+        session_status(
+            session, computer="CI sandbox", link=thread_link, note=SET_DONE, started_by="U0MEMBER", steered="U0MEMBER", viewer="U0MEMBER"
+        )
+    )
     bad = stack.command(f"session set {link.session_id} colour=blue", user="U0MEMBER")
     keys = ", ".join(f"`{name}`" for name in sorted(SETTABLE_MEMBERS))
     assert bad.payloads == [error_reply(SET_UNKNOWN.format(names="colour", keys=keys), f"Usage: `{SET_USAGE}`")]

@@ -25,6 +25,7 @@ from bot.api.models import Computer
 from bot.outcomes import Declined, Refused
 from bot.roles import RolesFile
 from bot.services.computer_rules import ComputerRefused, ComputerRules
+from bot.services.sessions.acting import Person
 from bot.services.sessions.messages import PICK_ACTION, START_VIEW
 from bot.services.sessions.starter import NONE_USABLE_ACTION, REFUSED_WORDS
 from bot.services.sessions.store import FAILED, STARTING, NewStart, agent_sessions
@@ -36,7 +37,10 @@ from sandbox.slack_emulator import dm_channel_id
 from tests.conftest import sandbox_get
 from tests.inprocess import inprocess_fixture
 
-stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0})
+stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0}, sessions_as="bot", linked=())
+"""The bot's own computer rules, alone: its sessions go with the bot's key (nobody linked), so the
+platform's rules for a person's key (carol may not use Alice's dev box there either) do not mix in;
+those are tests/handlers/test_sessions_as_person.py's."""
 
 ALICE, BOB, CAROL = "U0OWNER", "U0MANAGER", "U0MEMBER"
 DEV_BOX, CI, GPU = "cmp-dev-laptop", "cmp-ci-sandbox", "cmp-gpu-box"
@@ -295,7 +299,8 @@ def test_the_launch_asks_the_rules_again_before_anything_is_posted_or_sent(stack
     row, created = stack.run(sessions.store.claim_start(start, state=STARTING, now=sessions.now()))
     assert created
     with nothing_started(stack, DEMO_CHANNEL, claims=False), pytest.raises(Declined) as refused:
-        stack.run(sessions.starter.launch(row))  # who asked is resolved from the row: carol, a member
+        acting = stack.run(sessions.identities.acting_for(Person("T0EMULATED", CAROL)))  # the bot's key (this module's stack)
+        stack.run(sessions.starter.launch(row, acting))  # who asked is resolved from the row: carol, a member
     outcome = refused.value.outcome
     assert isinstance(outcome, ComputerRefused) and (outcome.computer_id, outcome.reason) == (
         DEV_BOX,

@@ -64,7 +64,8 @@ def test_a_unique_prefix_names_the_session_in_status_set_and_archive(stack):
     link = start(stack, "fix the flaky login test")
     whole = stack.command(f"session status {link.session_id}", user="U0MEMBER")
     session = stack.run(stack.bot.services.agent.get_session(session_id=link.session_id))
-    expected = ephemeral(session_status(session, computer="CI sandbox", link=message_link(DEMO_CHANNEL, link.thread_ts)))
+    thread = message_link(DEMO_CHANNEL, link.thread_ts)
+    expected = ephemeral(session_status(session, computer="CI sandbox", link=thread, started_by="U0MEMBER", viewer="U0MEMBER"))
     assert whole.payloads == [expected]
     assert stack.command(f"session status {link.session_id[:8]}", user="U0MEMBER").payloads == [expected]
     stack.command(f"session set {link.session_id[:8]} reasoningEffort=high", user="U0MEMBER")
@@ -110,7 +111,7 @@ def test_the_list_shows_each_sessions_short_id(stack, block_kit_validator):
         )
         for r in rows(stack, 21)
     ]
-    assert listing == ephemeral(sessions_list(shown))
+    assert listing == ephemeral(sessions_list(shown, viewer="U0MEMBER"))
 
 
 def test_each_listed_row_has_a_menu_whose_choices_run_the_commands(stack, block_kit_validator):
@@ -135,7 +136,7 @@ def test_each_listed_row_has_a_menu_whose_choices_run_the_commands(stack, block_
         return stack.click(MENU_ACTION, value, user=user, message=listing)
 
     status = choose(f"status:{link.session_id}")
-    command = stack.command(f"session status {link.session_id}", user="U0MEMBER").last
+    command = stack.command(f"session status {link.session_id}", user="U0OWNER").last  # the same reader as the click
     assert status.payloads == [clicked({"text": command["text"], "blocks": command["blocks"]})]
     assert choose(f"thread:{link.session_id}").payloads == []  # Slack opened the thread; nothing to say
     # Archive asks first, as the command does, and only whoever may archive is asked

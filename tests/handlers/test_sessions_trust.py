@@ -90,6 +90,7 @@ def test_an_app_named_in_allow_bots_may_start_a_session(stack, allow_rss):
     assert sessions_on_platform(stack) == sessions + 1
     link = stack.run(stack.bot.services.sessions.recent(1))[0]
     assert (link.slack_user, link.prompt) == (RSS_BOT_USER, "triage the new issue")
+    assert link.started_as == "bot"  # an app has no key of its own: the bot's, as the operator allowed it
 
 
 # ---------------------------------------------------------------------- session ownership
@@ -138,8 +139,8 @@ def test_only_the_starter_managers_and_owners_reply_to_the_agent_the_others_are_
 
 
 def test_with_reply_channel_anyone_allowed_to_reply_may_steer(stack, reply_channel):
-    link = start_session(stack, "sort the imports", "U0MANAGER")
-    reply_in_thread(stack, link, "and the tests too", "U0MEMBER")
+    link = start_session(stack, "sort the imports", "U0MEMBER")
+    reply_in_thread(stack, link, "and the tests too", "U0MANAGER")  # with bob's own key: a manager may
     assert user_messages(stack, link.session_id) == ["sort the imports", "and the tests too"]
 
 

@@ -91,8 +91,9 @@ class Fault:
 @dataclass(frozen=True)
 class HomeSession:
     """One of my agent sessions: ``title`` (or the prompt), ``status`` (the API's, ``archived`` once
-    archived from Slack), ``computer`` (its name or id), the thread (``channel``, ``thread_ts``) and
-    ``session_id``."""
+    archived from Slack), ``computer`` (its name or id), the thread (``channel``, ``thread_ts``),
+    ``session_id``, ``bot_key`` (started with the bot's key) and ``steered_by`` (the Slack user who
+    steered it last, when not me)."""
 
     session_id: str | None
     title: str
@@ -101,6 +102,8 @@ class HomeSession:
     channel: str
     thread_ts: str | None
     created_at: dt.datetime | None = None
+    bot_key: bool = False
+    steered_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -272,6 +275,8 @@ class HomeService:
                 channel=row.channel,
                 thread_ts=row.thread_ts,
                 created_at=row.created_at,
+                bot_key=row.bot_key,
+                steered_by=row.steered_by if row.steered_by != slack_user else None,
             )
             for row in rows
         ]

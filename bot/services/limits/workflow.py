@@ -46,6 +46,7 @@ from bot import metrics, outcomes
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import PartialLimitsUpdateError
 from bot.api.models import CreditLimitUpdateResult
+from bot.outbox import Continuation, Item, Outbox, Queued
 from bot.policy import Policy
 from bot.roles import ResolvedUser, Role
 from bot.services.limits.actions import APPROVE_ACTION, CONFIRM_ACTION, REJECT_ACTION, RETRY_ACTION, ButtonRoles
@@ -59,11 +60,14 @@ from bot.services.limits.store import (
     Outcome,
     TransitionRefused,
 )
-from bot.slack import Payload, SlackFailure, SlackGateway
+from bot.slack import Payload, Posted, SlackFailure, SlackGateway
 from bot.user_errors import describe_api_error
 
 logger = logging.getLogger(__name__)
 
+OUTCOME_KIND: Final = "limits.outcome"
+"""The :mod:`bot.outbox` kind of a decision's outcome (in the request's thread, by DM) waiting for
+Slack; its data ``{"request_id"}``; nothing waits for it."""
 EXPIRY_JOB: Final = "limits.expire"
 EXPIRY_CHECK_SECONDS: Final = 60.0
 STALL_MINUTES: Final = 15
@@ -191,6 +195,8 @@ class LimitsWorkflow:
         self.policy = policy
         self.messages = messages
         self.on_change = on_change
+        self.outbox: Outbox | None = None
+        """Where a decision's outcome waits for Slack when it rate-limits (:meth:`use_outbox`)."""
 
     def button_roles(self) -> ButtonRoles:
         """Who may press the request message's buttons, from the policy (shown on the message)."""
@@ -415,12 +421,33 @@ class LimitsWorkflow:
         await self._show(request)
         notice = self.messages.outcome_notice(request)
         if request.channel and request.message_ts:
-            posted = await self.slack.post(request.channel, notice, thread_ts=request.message_ts)
+            posted = await self._post_outcome(request, request.channel, notice, thread_ts=request.message_ts)
             if isinstance(posted, SlackFailure):
                 logger.warning("outcome of credit-limit request %s not posted in its thread: %s", request.id, posted.error)
-        sent = await self.slack.post(request.requester_id, notice)
+        sent = await self._post_outcome(request, request.requester_id, notice)
         if isinstance(sent, SlackFailure):
             logger.warning("outcome of credit-limit request %s not sent to %s: %s", request.id, request.requester_id, sent.error)
+
+    async def _post_outcome(
+        self, request: LimitRequest, channel: str, notice: Payload, *, thread_ts: str | None = None
+    ) -> Posted | Queued | SlackFailure:
+        """Post an outcome: through the outbox when there is one (it waits there while Slack
+        rate-limits ``channel``), else at once. The posted message or queue row, or a SlackFailure."""
+        if self.outbox is None:
+            return await self.slack.post(channel, notice, thread_ts=thread_ts)
+        return await self.outbox.post(channel, notice, kind=OUTCOME_KIND, data={"request_id": request.id}, thread_ts=thread_ts)
+
+    def use_outbox(self, outbox: Outbox) -> None:
+        """Post outcomes through ``outbox`` and register :data:`OUTCOME_KIND` (at wiring)."""
+        self.outbox = outbox
+
+        async def posted(_item: Item, _where: Posted) -> None:
+            return None  # nothing waits for an outcome
+
+        async def gave_up(item: Item, reason: str) -> None:
+            logger.warning("outcome of credit-limit request %s never got into %s: %s", item.data.get("request_id"), item.channel, reason)
+
+        outbox.handle(OUTCOME_KIND, Continuation(posted=posted, gave_up=gave_up))
 
     # ------------------------------------------------------------------ the periodic job
     async def _expire(self, request: LimitRequest) -> None:

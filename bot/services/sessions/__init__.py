@@ -7,7 +7,10 @@ Modules (the facade :class:`Sessions` ties them together; ``create_bot`` builds 
 - :mod:`.starter`: which computer, the start claim, ``POST /sessions`` and the prompt, the
   parent message;
 - :mod:`.relay`: a person's thread reply (and its files) sent to the agent once;
-- :mod:`.follower`: polls the followed sessions and brings the agent's work into the threads.
+- :mod:`.follower`: polls the followed sessions and brings the agent's work into the threads;
+- :mod:`.acting`: whose key each platform write a person causes goes with (their own linked key,
+  or the bot's where ``AGENT_BOT_SESSIONS_AS=bot`` says so): start, prompt, thread replies,
+  ``session set``, archive. The follower's polls and ``session status`` are reads: the bot's key.
 
 Every Slack call goes through the one gateway (:class:`bot.slack.SlackGateway`); the Agent API
 calls follow management-api-v0.md ("Endpoints", "Session", "Message").
@@ -32,14 +35,16 @@ from typing import Any, Final
 
 from pydantic import SecretStr
 
-from bot.api import AgentClient, NotFoundError
+from bot.api import AgentAPIError, AgentClient, NotFoundError
 from bot.api.models import Session
 from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.outcomes import Declined, NotFound, Refused
 from bot.policy import SESSION_ARCHIVE, SESSION_MANAGER_ROLE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
 from bot.roles import ResolvedUser
+from bot.services.accounts import Accounts
 from bot.services.computer_rules import ComputerRules
 from bot.services.session_settings import check_session_settings
+from bot.services.sessions.acting import Acting, Identities, LinkNeeded, Person, PlatformRefused, SessionsAs
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
@@ -68,9 +73,12 @@ __all__ = [
     "STARTED",
     "STARTING",
     "ChooseComputer",
+    "LinkNeeded",
     "NewStart",
     "NoSuchSession",
     "NotAllowed",
+    "Person",
+    "PlatformRefused",
     "SessionArchived",
     "SessionLink",
     "SessionStore",
@@ -195,8 +203,10 @@ class Sessions:
     :mod:`.starter`), ``people`` (a Slack user's resolved role, for a start launched without
     who asked: :meth:`bot.roles.RoleResolver.resolve`),
     ``on_change`` (told the starter of a session whose status, title or archiving changed: their
-    Home tab, :meth:`bot.services.home.HomeMarks.session_changed`). Its parts are public: ``store``
-    (:class:`SessionStore`), ``follower``, ``starter``, ``relay``."""
+    Home tab, :meth:`bot.services.home.HomeMarks.session_changed`), ``accounts`` (people's linked
+    platform keys; None: nobody is linked) and ``sessions_as`` (``AGENT_BOT_SESSIONS_AS``): whose
+    key the writes a person causes go with (:mod:`bot.services.sessions.acting`). Its parts are
+    public: ``store`` (:class:`SessionStore`), ``follower``, ``starter``, ``relay``, ``identities``."""
 
     def __init__(
         self,
@@ -212,8 +222,11 @@ class Sessions:
         people: Callable[[str], Awaitable[ResolvedUser]] | None = None,
         policy: Policy | None = None,
         on_change: Callable[[str], Awaitable[None]] | None = None,
+        accounts: Accounts | None = None,
+        sessions_as: SessionsAs = "person",
     ) -> None:
         self.agent = agent
+        self.identities = Identities(bot=agent, accounts=accounts, sessions_as=sessions_as, slack=slack, messages=messages)
         self.now = now
         self.messages = messages
         self.policy = policy or Policy()
@@ -238,6 +251,7 @@ class Sessions:
             now=now,
             rules=rules,
             people=people,
+            identities=self.identities,
         )
         self.relay = Relay(
             agent=agent,
@@ -248,6 +262,7 @@ class Sessions:
             messages=messages,
             now=now,
             bot_token=bot_token,
+            identities=self.identities,
         )
 
     # ------------------------------------------------------------------ starting (see .starter)
@@ -256,9 +271,10 @@ class Sessions:
         """:meth:`Starter.start`: resolve the computer among those ``by`` may use, claim, launch once."""
         return await self.starter.start(start, computer, by=by)
 
-    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser) -> SessionLink:
-        """:meth:`Starter.pick`: the menu's choice (by ``by``, held to the computer rules), started once."""
-        return await self.starter.pick(row_id, computer_id, by)
+    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser, *, team_id: str) -> SessionLink:
+        """:meth:`Starter.pick`: the menu's choice (by ``by``, held to the computer rules), started
+        once with the key of ``by`` of Slack team ``team_id``."""
+        return await self.starter.pick(row_id, computer_id, by, team_id=team_id)
 
     # ------------------------------------------------------------------ one session
 
@@ -271,8 +287,10 @@ class Sessions:
         if not self.policy.may_act_on_session(by, starter, action):
             raise NotAllowed(action, starter)
 
-    async def forward(self, reply: ThreadReply, link: SessionLink, by: ResolvedUser) -> bool:
-        """:meth:`Relay.forward`: a thread reply written by ``by``, sent to the session once.
+    async def forward(self, reply: ThreadReply, link: SessionLink, by: ResolvedUser, *, team_id: str) -> bool:
+        """:meth:`Relay.forward`: a thread reply written by ``by`` (of Slack team ``team_id``), sent
+        to the session once with ``by``'s key (:mod:`.acting`; :class:`LinkNeeded` when they must
+        link first, raised once per reply).
 
         Raises :class:`NotAllowed` when ``by`` may not reply in this session's thread, once per
         reply (its two deliveries, ``app_mention`` and ``message``, and Slack's retries claim
@@ -287,7 +305,7 @@ class Sessions:
             if await self.claims.claim(f"refused:{reply.channel}:{reply.ts}"):
                 raise NotAllowed(SESSION_REPLY, link.slack_user)
             return False
-        return await self.relay.forward(reply, link)
+        return await self.relay.forward(reply, link, Person.of(team_id, by))
 
     async def resolve_id(self, given: str) -> str:
         """The whole session id that ``given`` (as typed: a whole id or any prefix of at least
@@ -329,22 +347,29 @@ class Sessions:
             raise NoSuchSession(session_id, NO_SUCH_SESSION_HINT) from None
         return session, await self.store.by_session_id(session.session_id)
 
-    async def update_settings(self, session_id: str, options: Mapping[str, str], by: ResolvedUser) -> tuple[Session, SessionLink | None]:
+    async def update_settings(
+        self, session_id: str, options: Mapping[str, str], by: ResolvedUser, *, team_id: str
+    ) -> tuple[Session, SessionLink | None]:
         """``PATCH /sessions/{id}`` with only the settings named in ``options`` (``key=value`` as
-        typed, see :func:`settings_changes`), asked by ``by``; the session as returned, and its row.
+        typed, see :func:`settings_changes`), asked by ``by`` of Slack team ``team_id`` and sent
+        with their key (:mod:`.acting`); the session as returned, and its row (which records them
+        as its last steerer, its parent message edited to say so).
         Raises :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`UserInputError`
         for no or unknown settings, a value the enterprise controls do not allow or that cannot be
-        checked (:mod:`bot.services.session_settings`; nothing is sent), :class:`NoSuchSession` for an
+        checked (:mod:`bot.services.session_settings`; nothing is sent), :class:`LinkNeeded` (link
+        first, or their key was refused just now: nothing sent, or nothing done),
+        :class:`PlatformRefused` (the platform's 403 to their key), :class:`NoSuchSession` for an
         unknown session, and the other :class:`bot.api.AgentAPIError`."""
         changes = settings_changes(options, one_line=self.messages.one_line)
         row = await self.store.by_session_id(session_id) if session_id else None
         self.check(by, row.slack_user if row else None, SESSION_SET)
         await check_session_settings(self.agent, changes, done="changed")  # values the platform names, within its limits
-        try:
-            session = await self.agent.update_session(session_id=session_id, session_settings=changes)
-        except NotFoundError:
-            raise NoSuchSession(session_id) from None
-        return session, await self.store.by_session_id(session.session_id)
+        acting = await self.identities.acting_for(Person.of(team_id, by))
+        session = await self._patch(acting, session_id, changes, SESSION_SET)
+        fresh = await self._steered(session.session_id, acting)
+        if fresh is not None:
+            await self.follower.show_parent(fresh)  # who steered it last; a failed edit is logged by the gateway
+        return session, fresh
 
     async def refresh(self, session_id: str) -> SessionLink:
         """Follow the session again and poll it now (the Refresh button); the row afterwards, its
@@ -365,20 +390,20 @@ class Sessions:
         self.check(by, row.slack_user if row else None, SESSION_ARCHIVE)
         return row
 
-    async def archive(self, session_id: str, by: ResolvedUser) -> SessionLink | None:
-        """Archive a session (``PATCH /sessions/{id}``, ``archivedAt`` = now, ISO 8601 UTC) and stop
-        following it; when it was started here, its parent shows it and a note in its thread says
-        who (``by``). The row, or None for a session not started here. Raises :class:`NotAllowed`
-        when ``by`` may not (nothing is sent), :class:`NoSuchSession` for a session the platform
-        does not know, and the other :class:`bot.api.AgentAPIError`."""
+    async def archive(self, session_id: str, by: ResolvedUser, *, team_id: str) -> SessionLink | None:
+        """Archive a session (``PATCH /sessions/{id}``, ``archivedAt`` = now, ISO 8601 UTC, sent with
+        the key of ``by`` of Slack team ``team_id``: :mod:`.acting`) and stop following it; when it
+        was started here, its parent shows it (and ``by`` as its last steerer) and a note in its
+        thread says who. The row, or None for a session not started here. Raises
+        :class:`NotAllowed` when ``by`` may not (nothing is sent), :class:`LinkNeeded` and
+        :class:`PlatformRefused` as :meth:`update_settings`, :class:`NoSuchSession` for a session
+        the platform does not know, and the other :class:`bot.api.AgentAPIError`."""
         await self.may_archive(session_id, by)
         by_user = by.user_id
+        acting = await self.identities.acting_for(Person.of(team_id, by))
         stamp = self.now().isoformat().replace("+00:00", "Z")
-        try:
-            await self.agent.update_session(session_id=session_id, session_settings={"archivedAt": stamp})
-        except NotFoundError:
-            raise NoSuchSession(session_id) from None
-        row = await self.store.by_session_id(session_id)
+        await self._patch(acting, session_id, {"archivedAt": stamp}, SESSION_ARCHIVE)
+        row = await self._steered(session_id, acting)
         if row is None:
             return None
         await self.store.stop_following(row.id, archived=True)
@@ -387,6 +412,30 @@ class Sessions:
         await self.follower.post_in_thread(archived, self.messages.archived_note(by_user))
         await self.follower.changed(archived)
         return archived
+
+    async def _patch(self, acting: Acting, session_id: str, changes: Mapping[str, Any], action: SessionAction) -> Session:
+        """``PATCH /sessions/{id}`` with ``changes``, sent as ``acting`` (logged, never the key);
+        a person's 401/403 become :class:`LinkNeeded` / :class:`PlatformRefused` (the 401 marks
+        their key and DMs them once), a 404 :class:`NoSuchSession`."""
+        try:
+            acting.log_write("PATCH", f"/api/v0/sessions/{session_id}")
+            return await acting.client.update_session(session_id=session_id, session_settings=changes)
+        except NotFoundError:
+            raise NoSuchSession(session_id) from None
+        except AgentAPIError as exc:
+            instead = await self.identities.refusal(acting, exc, ACTION_WORDS[action])
+            if instead is not None:
+                raise instead from None
+            raise
+
+    async def _steered(self, session_id: str, acting: Acting) -> SessionLink | None:
+        """Record ``acting``'s person as the last steerer of ``session_id``'s row (when it was
+        started here); the row afterwards."""
+        row = await self.store.by_session_id(session_id)
+        if row is None:
+            return None
+        await self.store.steered(row.id, by=acting.person.user_id, steered_as=acting.started_as, now=self.now())
+        return await self.store.get(row.id) or row
 
     async def recent(self, limit: int) -> list[SessionLink]:
         """The sessions started from this workspace, newest first, at most ``limit``."""

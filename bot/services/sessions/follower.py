@@ -62,6 +62,7 @@ from typing import Any
 from bot import metrics
 from bot.api import AgentAPIError, AgentClient, NotFoundError, RateLimitedError
 from bot.api.models import Message, Session, ms_to_datetime
+from bot.outbox import EXPIRED_REASON, Continuation, Item, Outbox, Queued
 from bot.roles import REPLY_STARTER
 from bot.services.sessions.messages import Payload, SessionMessages, SessionView
 from bot.services.sessions.store import SessionLink, SessionStore, last_steps, total_tokens
@@ -90,6 +91,16 @@ PAGE_SIZE = 100
 MAX_PAGES_PER_POLL = 20
 STEPS_KEPT = 5
 POST_METADATA_TYPE = "agent_session_message"
+ANSWER_KIND = "session.answer"
+"""The :mod:`bot.outbox` kind of an agent answer waiting for Slack; its data ``{"session_id",
+"message_id", "row_id", "attach"}`` (``attach``: the full text to upload after it, or None)."""
+QUEUED_TS = "queued"
+"""``session_posts.ts`` of an agent answer waiting in :mod:`bot.outbox`: handled (no later poll posts
+it again); its Slack ``ts`` replaces it once posted."""
+ANSWER_NOT_POSTED = (
+    "Slack kept this channel too busy for {minutes} minutes (it rate-limited my posts), so one of the agent's "
+    "answers was not posted in this thread. Reply here to ask the agent to repeat it."
+)
 
 REACTIONS = {"running": "hourglass_flowing_sand", "done": "white_check_mark", "error": "x"}
 SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped following it."
@@ -113,6 +124,9 @@ def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_
         error=link.error,
         title=link.title,
         reply=reply,
+        bot_key=link.bot_key,
+        steered_by=link.steered_by,
+        steered_with_bot_key=link.steered_as == "bot",
     )
 
 
@@ -204,6 +218,34 @@ class Follower:
         self.tick_wait = tick_wait
         self._semaphore = asyncio.Semaphore(CONCURRENCY)
         self._inflight: dict[int, asyncio.Task[bool]] = {}
+        self.outbox: Outbox | None = None
+        """Where agent answers wait for Slack (:meth:`use_outbox`); None: a 429 fails the poll."""
+
+    def use_outbox(self, outbox: Outbox) -> None:
+        """Post agent answers through ``outbox`` and register the continuation of :data:`ANSWER_KIND` (at wiring)."""
+        self.outbox = outbox
+        outbox.handle(ANSWER_KIND, Continuation(posted=self._answer_posted, gave_up=self._answer_gave_up))
+
+    async def _answer_posted(self, item: Item, posted: Posted) -> None:
+        """A queued agent answer is in Slack: its ``ts`` recorded (once: only over :data:`QUEUED_TS`),
+        then the full text attached when it was long."""
+        data = item.data
+        if not await self.sessions.confirm_queued_post(str(data["session_id"]), str(data["message_id"]), posted.ts):
+            return  # confirmed before (a rerun of the continuation)
+        if data.get("attach"):
+            await self._attach(item.channel, item.thread_ts, str(data["message_id"]), str(data["attach"]), row_id=data.get("row_id"))
+
+    async def _answer_gave_up(self, item: Item, reason: str) -> None:
+        """A queued agent answer never got into Slack: the session's starter is told in its thread
+        (ephemeral), in words, and the answer left unposted (the platform keeps it)."""
+        row = await self.sessions.get(int(item.data["row_id"]))
+        if row is None or self.outbox is None:
+            return
+        minutes = max(1, round(self.outbox.deadline.total_seconds() / 60))
+        text = ANSWER_NOT_POSTED.format(minutes=minutes) if reason == EXPIRED_REASON else f"Slack refused an answer of the agent: {reason}."
+        told = await self.slack.ephemeral(row.channel, row.slack_user, self.messages.thread_note(text), thread_ts=row.thread_ts)
+        if isinstance(told, SlackFailure):
+            logger.warning("could not tell %s that an answer of session row %s was not posted: %s", row.slack_user, row.id, told.error)
 
     async def tick(self) -> int:
         """One pass over the due sessions; returns how many this replica polled within ``tick_wait``
@@ -435,28 +477,37 @@ class Follower:
                 return
         text = message_text(msg)
         payload, attach = self.messages.agent_message(text, is_error=bool(msg.is_error))
-        result = await self.slack.post(
-            link.channel,
-            payload,
-            thread_ts=link.thread_ts,
-            metadata={"event_type": POST_METADATA_TYPE, "event_payload": {"session_id": link.session_id, "message_id": msg.id}},
-        )
+        metadata = {"event_type": POST_METADATA_TYPE, "event_payload": {"session_id": link.session_id, "message_id": msg.id}}
+        result: Posted | Queued | SlackFailure
+        if self.outbox is not None:
+            data = {"session_id": link.session_id, "message_id": msg.id, "row_id": link.id, "attach": text if attach else None}
+            result = await self.outbox.post(link.channel, payload, kind=ANSWER_KIND, data=data, thread_ts=link.thread_ts, metadata=metadata)
+        else:
+            result = await self.slack.post(link.channel, payload, thread_ts=link.thread_ts, metadata=metadata)
         if isinstance(result, SlackFailure):
             raise SlackPostFailed(result)
+        if isinstance(result, Queued):  # Slack rate-limits the channel: the outbox posts it, in order
+            await self.sessions.record_post(link.session_id, msg.id, QUEUED_TS)
+            posted[msg.id] = QUEUED_TS
+            return
         await self.sessions.record_post(link.session_id, msg.id, result.ts)
         posted[msg.id] = result.ts
         metrics.relay_lag((self.now() - ms_to_datetime(msg.created_at)).total_seconds())  # created -> posted
         if attach:
-            uploaded = await self.slack.upload(
-                link.channel,
-                thread_ts=link.thread_ts,
-                content=text,
-                filename=f"agent-answer-{msg.id[:40]}.md",
-                title="The agent's full answer",
-                snippet_type="markdown",
-            )
-            if isinstance(uploaded, SlackFailure):  # the message (with its first part) is posted and recorded
-                logger.warning("the full answer of message %s of session row %s was not attached: %s", msg.id, link.id, uploaded.error)
+            await self._attach(link.channel, link.thread_ts, msg.id, text, row_id=link.id)
+
+    async def _attach(self, channel: str, thread_ts: str | None, message_id: str, text: str, *, row_id: object) -> None:
+        """Upload an agent answer's full ``text`` into its thread (after its first part was posted)."""
+        uploaded = await self.slack.upload(
+            channel,
+            thread_ts=thread_ts,
+            content=text,
+            filename=f"agent-answer-{message_id[:40]}.md",
+            title="The agent's full answer",
+            snippet_type="markdown",
+        )
+        if isinstance(uploaded, SlackFailure):  # the message (with its first part) is posted and recorded
+            logger.warning("the full answer of message %s of session row %s was not attached: %s", message_id, row_id, uploaded.error)
 
     async def _already_in_thread(self, link: SessionLink, message_id: str) -> str | None:
         """The ``ts`` of the thread reply that carries this agent message's metadata, or None.

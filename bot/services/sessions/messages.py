@@ -3,7 +3,8 @@
 As the digest and the alerts take their formatter at construction, :class:`bot.services.sessions.Sessions`
 (and through it the follower, the starter and the relay) takes a :class:`SessionMessages`: the few
 formatting calls they make when they post or edit on their own (the parent message, the agent's
-messages, the working message, notes in a thread, the notice of an interrupted start) and the one
+messages, the working message, notes in a thread, the notice of an interrupted start, the one DM
+of a refused key) and the one
 that puts an API or user value into the words of a reason (:meth:`SessionMessages.one_line`).
 :mod:`formatters.sessions` satisfies it as a module; ``create_bot`` passes it.
 
@@ -44,7 +45,10 @@ class SessionView:
     """What the parent message shows: who started it (Slack user id), the prompt, the computer,
     ``status`` (a key of :data:`formatters.sessions.STATUS_LABEL` or an API status), the session id
     (None before the API answered), counts, token usage total, the working directory and model, an
-    error text, the title, and who may reply (:data:`bot.roles.REPLY_STARTER` or :data:`bot.roles.REPLY_CHANNEL`)."""
+    error text, the title, and who may reply (:data:`bot.roles.REPLY_STARTER` or :data:`bot.roles.REPLY_CHANNEL`);
+    ``bot_key``: started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``), which the message says;
+    ``steered_by``: the Slack user whose reply, ``session set`` or archive the platform took last
+    (``steered_with_bot_key``: sent with the bot's key)."""
 
     slack_user: str
     prompt: str
@@ -58,6 +62,9 @@ class SessionView:
     error: str | None = None
     title: str | None = None
     reply: str = REPLY_STARTER
+    bot_key: bool = False
+    steered_by: str | None = None
+    steered_with_bot_key: bool = False
 
 
 class SessionMessages(Protocol):
@@ -93,4 +100,18 @@ class SessionMessages(Protocol):
 
     def start_interrupted_notice(self, computer: str, prompt: str) -> Payload:
         """Told to the person whose start (``computer``, ``prompt``: raw values) was interrupted."""
+        ...
+
+    def start_delayed_notice(self, computer: str, prompt: str) -> Payload:
+        """Told to the person whose start waits for Slack (its parent message queued: a rate limit)."""
+        ...
+
+    def start_not_posted_notice(self, computer: str, prompt: str, reason: str) -> Payload:
+        """Told to the person whose start was given up because its parent message never got into
+        Slack: ``reason``, the starter's words (plain text)."""
+        ...
+
+    def key_refused_dm(self, fingerprint: str) -> Payload:
+        """The one DM to a person whose linked key the platform refused (401): nothing was done with
+        another key, and how to link again; ``fingerprint``: the key's last 4 characters."""
         ...

@@ -7,6 +7,12 @@ same words arrive twice (as ``app_mention`` and as ``message``) and Slack retrie
 ``forward:<channel>:<ts>`` claim row decides who sends it. The reply is marked :eyes: while it
 goes, then :white_check_mark:, or :x: with a note in the thread saying why.
 
+The reply goes with the key of whoever wrote it (:mod:`bot.services.sessions.acting`), not the
+starter's: their own linked key, or the bot's where ``AGENT_BOT_SESSIONS_AS=bot`` says so for an
+unlinked person. The platform's own permissions then apply (a member may only write to their own
+sessions: its 403 is said in the note); a 401 marks their key refused and DMs them once. The row
+records who steered it last (:meth:`bot.services.sessions.store.SessionStore.steered`).
+
 Attached images, PDFs and text files are downloaded with the bot token (Slack doc "Working with
 files": ``url_private`` needs the token and the ``files:read`` scope, else Slack answers its HTML
 sign-in page, which is an error here, not a file) and sent as base64, :data:`MAX_FILE_BYTES` at most
@@ -35,6 +41,7 @@ import httpx
 from pydantic import SecretStr
 
 from bot.api import AgentAPIError, AgentClient
+from bot.services.sessions.acting import Identities, Person
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.store import SessionLink, SessionStore
@@ -60,7 +67,7 @@ DOWNLOAD_FAILED = "the download failed ({error})"
 SIGN_IN_PAGE = "Slack answered with a web page instead of the file (the bot needs the files:read scope)"
 NOT_SLACK_HOST = "its download address is not on Slack's file host, and I send my Slack token only to Slack"
 FILE_INFO_FAILED = "Slack did not describe this shared file ({error})"
-REPLY_FAILED = ":x: I could not pass your reply to the agent: {what}"
+REPLY_FAILED = ":x: <@{user}>, I could not pass your reply to the agent: {what}"
 FILE_SKIPPED = ":paperclip: I did not send `{name}` to the agent: {why}."
 CHECK_FILE_INFO: Final = "check_file_info"
 """``file_access`` of a Slack Connect file: the event has only its id; ``files.info`` has the rest."""
@@ -100,7 +107,8 @@ class Relay:
     holds the ``forward:`` claims), ``sessions`` (the rows; a reply wakes the follower),
     ``follower`` (notes in the thread), ``slack`` (the gateway; reactions), ``messages`` (a note's
     words name a file with :meth:`bot.services.sessions.messages.SessionMessages.one_line`), ``now``
-    (the aware UTC clock), ``bot_token`` (downloads of ``url_private``)."""
+    (the aware UTC clock), ``bot_token`` (downloads of ``url_private``), ``identities`` (whose key
+    a reply goes with; by default always the bot's, for callers that build a relay alone)."""
 
     def __init__(
         self,
@@ -113,8 +121,10 @@ class Relay:
         messages: SessionMessages,
         now: Callable[[], dt.datetime],
         bot_token: SecretStr,
+        identities: Identities | None = None,
     ) -> None:
         self.agent = agent
+        self.identities = identities or Identities(bot=agent, accounts=None, sessions_as="bot", slack=slack, messages=messages)
         self.claims = claims
         self.sessions = sessions
         self.follower = follower
@@ -123,14 +133,18 @@ class Relay:
         self.bot_token = bot_token
         self.one_line = messages.one_line
 
-    async def forward(self, reply: ThreadReply, link: SessionLink) -> bool:
-        """Send ``reply`` to the session of ``link`` once; True when this call sent it.
+    async def forward(self, reply: ThreadReply, link: SessionLink, by: Person) -> bool:
+        """Send ``reply``, written by ``by``, to the session of ``link`` once, with ``by``'s key
+        (:meth:`bot.services.sessions.acting.Identities.acting_for`); True when this call sent it.
 
         False when it was claimed before (the other delivery of the same words), when there was
         nothing to send (no text, no usable file), or when the Agent API refused it (then the
-        reply is marked :x: and a note in the thread says why; the person may write it again)."""
+        reply is marked :x: and a note in the thread says why; the person may write it again).
+        Raises :class:`bot.services.sessions.acting.LinkNeeded` (once per reply: after the claim)
+        when ``by`` must link their key first: nothing is sent."""
         if not await self.claims.claim(f"forward:{reply.channel}:{reply.ts}"):
             return False
+        acting = await self.identities.acting_for(by)
         await self._mark(reply, add=SEEN)
         attached = await self.attachments(reply.files)
         for note in attached.notes:
@@ -140,19 +154,24 @@ class Relay:
             return False
         assert link.session_id is not None  # a thread's row is a started session
         try:
-            await self.agent.create_message(
+            acting.log_write("POST", f"/api/v0/sessions/{link.session_id}/messages")
+            await acting.client.create_message(
                 session_id=link.session_id,
                 text=reply.text or EMPTY_TEXT_WITH_FILES,
                 images=attached.images or None,
                 files=attached.files or None,
             )
         except AgentAPIError as exc:
-            what, hint = describe_api_error(exc)
+            await self.identities.failed(acting, exc)
+            what, hint = describe_api_error(exc, your_key=acting.as_person)
             logger.warning("forwarding a reply to session row %s failed: %s", link.id, type(exc).__name__)
             await self._mark(reply, remove=SEEN, add=FAILED)
-            await self.follower.note(link, REPLY_FAILED.format(what=self.one_line(f"{what} {hint}", 500)))
+            await self.follower.note(
+                link, REPLY_FAILED.format(user=self.one_line(by.user_id, 40), what=self.one_line(f"{what} {hint}", 500))
+            )
             return False
         await self._mark(reply, remove=SEEN, add=SENT)
+        await self.sessions.steered(link.id, by=by.user_id, steered_as=acting.started_as, now=self.now())
         await self.sessions.wake(link.id, self.now())
         return True
 

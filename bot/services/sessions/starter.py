@@ -40,25 +40,31 @@ called twice for one row, whatever Slack retries, double submits or replicas do.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.api import AgentAPIError, AgentClient
 from bot.api.models import Computer
 from bot.middleware import is_bot_authored
+from bot.outbox import EXPIRED_REASON, Continuation, Item, Outbox, Queued
 from bot.outcomes import Declined, NotFound, NothingChanged, Refused
 from bot.roles import HELPERS_MAX, ResolvedUser, Role
 from bot.services.computer_rules import ComputerRefused, ComputerRules
 from bot.services.session_settings import check_session_settings, fetch_settings_rules, model_choices
+from bot.services.sessions.acting import NOT_LINKED, Acting, Identities, LinkNeeded, Person
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
-from bot.services.sessions.store import CHOICE_TTL, CHOOSING, STARTING, NewStart, SessionLink, SessionStore
-from bot.slack import SlackFailure, SlackGateway
+from bot.services.sessions.store import CHOICE_TTL, CHOOSING, CREATED, PROMPTING, STARTING, NewStart, SessionLink, SessionStore
+from bot.slack import Payload, Posted, SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
 
 logger = logging.getLogger(__name__)
@@ -97,16 +103,38 @@ NONE_USABLE_SHOWN: Final = 5
 NONE_USABLE_MORE: Final = "and {n} more"
 CANNOT_POST = "I cannot post in this channel, so I started no session (there would be no thread to follow it in)."
 CANNOT_POST_HINT = "Invite me with `/invite @agent`, or start the session in a channel I am in."
+SLACK_BUSY = (
+    "Slack is slowing us down (it rate-limited my posts in this channel), so I started no session: "
+    "there would be no thread to follow it in."
+)
+SLACK_BUSY_HINT = "Start it again in a minute."
+PARENT_REFUSED = "Slack refused the session's message in this channel (it said `{error}`), so I started no session."
+START_DELAYED = "Slack is slowing us down; your session starts as soon as it lets us."
+"""Told to the person whose start waits for Slack (its parent message queued in :mod:`bot.outbox`)."""
+SLACK_GAVE_UP = (
+    "Slack kept this channel too busy for {minutes} minutes (it rate-limited my posts), so I started no session: "
+    "there would be no thread to follow it in."
+)
+PARENT_KIND: Final = "session.parent"
+"""The :mod:`bot.outbox` kind of a queued parent message; its data ``{"row_id"}``."""
+NOT_IN_CHANNEL_ERRORS: Final = frozenset({"not_in_channel", "channel_not_found"})
+"""Slack's answers to a post in a channel the bot may not post in: an invitation helps (:data:`CANNOT_POST`)."""
 CANNOT_JOIN = "I could not join this channel (Slack said `{error}`), so I started no session: I would not see the replies in its thread."
 JOIN_NOT_NEEDED: Final = "method_not_supported_for_channel_type"
 """``conversations.join`` of a private channel (or a DM): only an invitation brings the bot in; the
 parent post then tells whether it is there (``channel_not_found`` when not: :data:`CANNOT_POST`)."""
 STARTING_BOUND: Final = dt.timedelta(minutes=3)
-"""How long a start may stay ``starting`` before it counts as interrupted: far longer than a live
-one takes (a Slack post and ``POST /sessions``, whose retries give up within 30 s)."""
-INTERRUPTED_CHECK_SECONDS: Final = 30.0
+"""How long a start made before start leases (no ``start_until``) may stay ``starting`` before it
+counts as interrupted: far longer than a live one takes."""
+START_LEASE: Final = dt.timedelta(seconds=10)
+"""The start lease (:data:`bot.services.sessions.store.START_LEASES`): a start whose process stopped
+is found this long after its last renewal at the latest."""
+START_RENEW_SECONDS: Final = 3.0
+"""How often a running start renews its lease (a third of :data:`START_LEASE`)."""
+INTERRUPTED_CHECK_SECONDS: Final = 5.0
 """How often each replica looks for interrupted starts (:meth:`Starter.close_interrupted`)."""
 INTERRUPTED_BATCH: Final = 50
+NOT_AS_STARTER = "Nothing was sent with another key: the starter's own platform key is no longer usable"
 PROMPT_NOT_DELIVERED = "The prompt was not delivered: {what} Reply in this thread to send it again."
 CHOICE_MENU: Final = "computer menu"
 """What a :class:`bot.outcomes.NotFound` of :meth:`Starter.pick` names: the menu (its key: the start's row id)."""
@@ -160,6 +188,24 @@ def split_options(text: str) -> tuple[str, dict[str, str]]:
 
     prompt = _OPTION.sub(take, text)
     return prompt.strip(), options
+
+
+def not_posted_reason(failure: SlackFailure | Posted) -> str:
+    """Why no parent message: the bot is not in the channel (:data:`CANNOT_POST`, an invitation
+    helps), Slack rate-limits it (:data:`SLACK_BUSY`, a rate limit is no permission), or Slack's own
+    refusal (:data:`PARENT_REFUSED`)."""
+    if not isinstance(failure, SlackFailure) or failure.error in NOT_IN_CHANNEL_ERRORS:
+        return CANNOT_POST
+    if failure.error == "ratelimited":
+        return f"{SLACK_BUSY} {SLACK_BUSY_HINT}"
+    return PARENT_REFUSED.format(error=failure.error)
+
+
+def invitation_helps(error: str | None) -> bool:
+    """Whether a start that failed before its parent message (its ``error``) is helped by inviting the
+    bot (:data:`CANNOT_POST_HINT`): not when Slack rate-limited or refused the post itself."""
+    not_a_permission = (SLACK_BUSY, PARENT_REFUSED.split("{", 1)[0], SLACK_GAVE_UP.split("{", 1)[0])
+    return not (error or "").startswith(not_a_permission)
 
 
 def find_computer(computers: list[Computer], wanted: str, *, one_line: Quote, offered: list[Computer] | None = None) -> Computer:
@@ -272,12 +318,15 @@ of a start claimed before, whatever its state), or a menu to offer."""
 
 
 class Starter:
-    """Starts sessions: ``agent`` (the Agent API), ``sessions`` (the rows), ``follower`` (reactions,
-    parent edits), ``slack`` (the gateway; the parent message), ``messages`` (what it posts:
-    :class:`bot.services.sessions.messages.SessionMessages`), ``now`` (the aware UTC clock),
-    ``rules`` (who may start sessions on which computers: the roles file's ``computers:`` section),
-    ``people`` (a Slack user's :class:`bot.roles.ResolvedUser`, :meth:`bot.roles.RoleResolver.resolve`:
-    whom :meth:`launch` checks when it is not told who asked; None: such a start counts as a guest's)."""
+    """Starts sessions: ``agent`` (the Agent API with the bot's key: the reads), ``sessions`` (the
+    rows), ``follower`` (reactions, parent edits), ``slack`` (the gateway; the parent message),
+    ``messages`` (what it posts: :class:`bot.services.sessions.messages.SessionMessages`), ``now``
+    (the aware UTC clock), ``rules`` (who may start sessions on which computers: the roles file's
+    ``computers:`` section), ``people`` (a Slack user's :class:`bot.roles.ResolvedUser`,
+    :meth:`bot.roles.RoleResolver.resolve`: whom :meth:`launch` checks when it is not told who
+    asked; None: such a start counts as a guest's), ``identities`` (whose key ``POST /sessions``
+    and the prompt go with: :mod:`bot.services.sessions.acting`; by default always the bot's, for
+    callers that build a starter alone)."""
 
     def __init__(
         self,
@@ -290,6 +339,7 @@ class Starter:
         now: Callable[[], dt.datetime],
         rules: ComputerRules,
         people: Callable[[str], Awaitable[ResolvedUser]] | None = None,
+        identities: Identities | None = None,
     ) -> None:
         self.agent = agent
         self.sessions = sessions
@@ -297,38 +347,50 @@ class Starter:
         self.slack = slack
         self.messages = messages
         self.now = now
+        self.owner = follower.owner
+        """Who holds this process's start leases: the follower's owner name."""
+        self.outbox: Outbox | None = None
+        """Where parent messages wait for Slack (:meth:`use_outbox`); None: posted at once or failed."""
         self.rules = rules
         self.people = people
+        self.identities = identities or Identities(bot=agent, accounts=None, sessions_as="bot", slack=slack, messages=messages)
 
     async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None) among those
         ``by`` (who asked, as the role check resolved them) may use (:meth:`choose`), claim the start
-        and launch it once. The one start path: every way of starting (slash command, form, mention,
-        DM, and any added later) comes through here or :meth:`pick`, so the computer rules hold on each.
+        and launch it once, with the key of ``by`` of ``start.team_id``
+        (:meth:`bot.services.sessions.acting.Identities.acting_for`, decided before anything is
+        claimed). The one start path: every way of starting (slash command, form, mention, DM, and
+        any added later) comes through here or :meth:`pick`, so the computer rules hold on each.
 
         Raises :class:`bot.outcomes.Declined` with a :class:`bot.services.computer_rules.ComputerRefused`
         (or a :class:`bot.outcomes.Refused` naming each active computer) when the computer named, or
         every active one, is not ``by``'s to use: nothing is claimed, posted or sent. Raises
-        :class:`UserInputError` (no prompt, a ``cwd`` too long, a model the enterprise controls do
-        not allow or that cannot be checked: :mod:`.models`, no usable computer) or
-        :class:`bot.api.AgentAPIError` (listing the computers failed) for the caller to show."""
+        :class:`bot.services.sessions.acting.LinkNeeded` when ``by`` must link their key first
+        (nothing claimed, nothing sent), :class:`UserInputError` (no prompt, a ``cwd`` too long, a
+        model the enterprise controls do not allow or that cannot be checked: :mod:`.models`, no
+        usable computer) or :class:`bot.api.AgentAPIError` (listing the computers failed) for the
+        caller to show."""
         if not start.prompt.strip():
             raise UserInputError(NO_PROMPT, f"Usage: `{START_USAGE}`")
         start = replace(start, cwd=check_cwd(start.cwd))
+        acting = await self.identities.acting_for(Person.of(start.team_id, by))
         await check_session_settings(self.agent, {"model": start.model} if start.model else {}, done="started")
         computers = await self.agent.list_computers()
         last_used = await self.sessions.last_computer(start.slack_user)
         chosen = await self.choose(computers, computer, last_used, by=by, channel=start.channel)
         now = self.now()
         if isinstance(chosen, list):
-            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now)
+            row, created = await self.sessions.claim_start(start, state=CHOOSING, now=now, started_as=acting.started_as)
             return ChooseComputer(row.id, chosen, int(CHOICE_TTL.total_seconds() // 60), offer=created)
         start = replace(start, computer_id=chosen.id, computer_name=chosen.name)
-        row, created = await self.sessions.claim_start(start, state=STARTING, now=now)
+        row, created = await self.sessions.claim_start(
+            start, state=STARTING, now=now, owner=self.owner, lease=START_LEASE, started_as=acting.started_as
+        )
         if not created:
             logger.info("start %s was claimed before; not starting again", start.start_key)
             return row
-        return await self.launch(row, by=by)
+        return await self.launch(row, acting, by=by)
 
     async def choose(
         self, computers: list[Computer], wanted: str | None, last_used: str | None, *, by: ResolvedUser, channel: str | None
@@ -453,12 +515,15 @@ class Starter:
             controls_read=read,
         )
 
-    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser) -> SessionLink:
-        """The menu's choice (made by ``by``): start the ``choosing`` row ``row_id`` on ``computer_id``, once.
+    async def pick(self, row_id: int | None, computer_id: str, by: ResolvedUser, *, team_id: str = "") -> SessionLink:
+        """The menu's choice (made by ``by``): start the ``choosing`` row ``row_id`` on
+        ``computer_id``, once, with the key of ``by`` of ``team_id`` as it is now
+        (:mod:`bot.services.sessions.acting`).
 
         Raises :class:`bot.outcomes.Declined` when it starts nothing: :class:`bot.outcomes.NotFound`
         (``what`` :data:`CHOICE_MENU`) when the menu expired or is unknown, :class:`bot.outcomes.Refused`
-        when ``by`` is not who asked, a :class:`bot.services.computer_rules.ComputerRefused` when the
+        when ``by`` is not who asked, :class:`bot.services.sessions.acting.LinkNeeded` when they must
+        link their key first, a :class:`bot.services.computer_rules.ComputerRefused` when the
         computer is not ``by``'s to use (a crafted value: the menu offered only theirs; the menu
         stays), :class:`bot.outcomes.NothingChanged` when the choice was already made (a double
         click), and :class:`UserInputError` for a computer that cannot run it;
@@ -468,19 +533,32 @@ class Starter:
             raise Declined(NotFound(CHOICE_MENU, str(row_id), CHOICE_EXPIRED_HINT))
         if row.slack_user != by.user_id:
             raise Declined(Refused(CHOICE_ACTION, CHOICE_NOT_YOURS, who_can_help=(row.slack_user,)))
+        acting = await self.identities.acting_for(Person.of(team_id, by))
         chosen = await self.check_computer(computer_id, by=by, channel=row.channel)
-        if not await self.sessions.take_choice(row.id, computer_id=chosen.id, computer_name=chosen.name, now=self.now()):
+        taken_choice = await self.sessions.take_choice(
+            row.id,
+            computer_id=chosen.id,
+            computer_name=chosen.name,
+            now=self.now(),
+            owner=self.owner,
+            lease=START_LEASE,
+            started_as=acting.started_as,
+        )
+        if not taken_choice:
             fresh = await self.sessions.get(row.id)
             if fresh is not None and fresh.state != CHOOSING:
                 raise Declined(NothingChanged(CHOICE_TAKEN))
             raise Declined(NotFound(CHOICE_MENU, str(row.id), CHOICE_EXPIRED_HINT))
         taken = await self.sessions.get(row.id)
         assert taken is not None and taken.state == STARTING
-        return await self.launch(taken, by=by)
+        return await self.launch(taken, acting, by=by)
 
-    async def launch(self, row: SessionLink, *, by: ResolvedUser | None = None) -> SessionLink:
+    async def launch(self, row: SessionLink, acting: Acting, *, by: ResolvedUser | None = None) -> SessionLink:
         """The one path after a claim (``row`` in state ``starting``, its computer set): the parent
-        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt, then follow.
+        message, ``POST /sessions``, ``POST /sessions/{id}/messages`` with the prompt (both with
+        ``acting``'s client: the person's key, or the bot's; each logged, never the key), then follow.
+        A 401 to a person's key marks it refused and DMs them once
+        (:meth:`bot.services.sessions.acting.Identities.failed`); nothing is retried with another key.
 
         Before anything (the join, the parent message, any Agent API call) the computer rules are
         asked once more for who asked (``by``; when not given, ``row.slack_user`` through
@@ -495,7 +573,35 @@ class Starter:
 
         First the bot joins the channel (:meth:`bot.slack.SlackGateway.join`; a channel ``C…``):
         a join Slack refuses fails the row with :data:`CANNOT_JOIN`, nothing posted or started;
-        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post."""
+        a private channel (:data:`JOIN_NOT_NEEDED`) goes on to the post.
+
+        All along, the start lease (:data:`START_LEASE`) is renewed every :data:`START_RENEW_SECONDS`,
+        so that a start whose process died is found by :meth:`close_interrupted` within seconds."""
+        async with self._holding(row.id):
+            return await self._launch(row, acting, by)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, row_id: int) -> AsyncIterator[None]:
+        """Renew the start lease of ``row_id`` in the background while the block runs."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(START_RENEW_SECONDS)
+                try:
+                    if not await self.sessions.renew_start(row_id, owner=self.owner, now=self.now(), lease=START_LEASE):
+                        return  # done, or taken over: nothing left to hold
+                except SQLAlchemyError as exc:
+                    logger.warning("could not renew the start lease of session row %s: %s", row_id, type(exc).__name__)
+
+        task = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _launch(self, row: SessionLink, acting: Acting, by: ResolvedUser | None) -> SessionLink:
         refused = await self._refused_at_launch(row, by)
         if refused is not None:
             await self.sessions.mark_failed(row.id, REFUSED_WORDS.format(action=refused.action, reason=refused.reason))
@@ -507,27 +613,49 @@ class Starter:
                 await self.sessions.mark_failed(row.id, CANNOT_JOIN.format(error=joined.error))
                 logger.warning("could not join %s for session row %s (%s); nothing started", row.channel, row.id, joined.error)
                 return await self.sessions.get(row.id) or row
-        parent = await self.slack.post(
-            row.channel,
-            self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode)),
-            thread_ts=row.thread_ts,
-        )
+        parent = await self._post_parent(row)
+        if isinstance(parent, Queued):  # Slack rate-limits the channel: the start waits for it (state waiting)
+            logger.info("session row %s waits for Slack: its parent message is queued (%s)", row.id, parent.id)
+            await self._tell(row, self.messages.start_delayed_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
+            return await self.sessions.get(row.id) or row
         if isinstance(parent, SlackFailure) or not parent.ts:
-            await self.sessions.mark_failed(row.id, CANNOT_POST)
+            await self.sessions.mark_failed(row.id, not_posted_reason(parent))
             logger.warning("no parent message for session row %s in %s; nothing started", row.id, row.channel)
             return await self.sessions.get(row.id) or row
+        return await self._after_parent(row, parent, acting)
+
+    async def _post_parent(self, row: SessionLink) -> Posted | Queued | SlackFailure:
+        """The parent message ("starting"): through the outbox when there is one (queued when Slack
+        rate-limits the channel; its continuation :meth:`_parent_posted` goes on), else at once."""
+        payload = self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode))
+        if self.outbox is None:
+            return await self.slack.post(row.channel, payload, thread_ts=row.thread_ts)
+        return await self.outbox.post(
+            row.channel,
+            payload,
+            kind=PARENT_KIND,
+            data={"row_id": row.id},
+            thread_ts=row.thread_ts,
+            # the row waits before its post is queued: a drainer's continuation never finds it still starting
+            before_queued=lambda: self.sessions.wait_for_slack(row.id, owner=self.owner),
+        )
+
+    async def _after_parent(self, row: SessionLink, parent: Posted, acting: Acting) -> SessionLink:
+        """The launch once the parent message is in Slack: ``POST /sessions``, then the prompt, both as ``acting``."""
         thread_ts = row.thread_ts or parent.ts
         await self.sessions.set_thread(row.id, thread_ts=thread_ts, parent_ts=parent.ts)
         row = replace(row, thread_ts=thread_ts, parent_ts=parent.ts)
         assert row.computer_id is not None
         try:
-            session = await self.agent.create_session(
+            acting.log_write("POST", "/api/v0/sessions")
+            session = await acting.client.create_session(
                 computer_id=row.computer_id,
                 cwd=row.cwd,
                 session_settings={"model": row.model} if row.model else None,
             )
         except AgentAPIError as exc:
-            what, hint = describe_api_error(exc)
+            await self.identities.failed(acting, exc)
+            what, hint = describe_api_error(exc, your_key=acting.as_person)
             await self.sessions.mark_failed(row.id, f"{what} {hint}")
             logger.warning("POST /sessions failed for row %s: %s", row.id, type(exc).__name__)
             failed = await self.sessions.get(row.id) or row
@@ -540,15 +668,40 @@ class Starter:
                 "session row %s was closed as interrupted before %s was created; not sending the prompt", row.id, session.session_id
             )
             return await self.sessions.get(row.id) or row
+        if not await self.sessions.claim_prompt(row.id, owner=self.owner):
+            logger.warning("the start of session row %s was taken over before its prompt; the taker sends it", row.id)
+            return await self.sessions.get(row.id) or row
+        return await self._prompted(row, error=await self.send_prompt(row, session.session_id, acting))
+
+    async def send_prompt(self, row: SessionLink, session_id: str, acting: Acting) -> str | None:
+        """``POST /sessions/{id}/messages`` with ``row``'s prompt: the one call that sends it (a
+        start, a resumed start). None when it was delivered, else why not
+        (:data:`PROMPT_NOT_DELIVERED`). Called only after the ``created -> prompting`` claim. Sent
+        as ``acting`` (a 401 to a person's key marks it and DMs them once)."""
         try:
-            await self.agent.create_message(session_id=session.session_id, text=row.prompt)
+            acting.log_write("POST", f"/api/v0/sessions/{session_id}/messages")
+            await acting.client.create_message(session_id=session_id, text=row.prompt)
         except AgentAPIError as exc:
-            what, _hint = describe_api_error(exc)
-            await self.sessions.set_error(row.id, PROMPT_NOT_DELIVERED.format(what=what))
+            await self.identities.failed(acting, exc)
+            what, _hint = describe_api_error(exc, your_key=acting.as_person)
+            return PROMPT_NOT_DELIVERED.format(what=what)
+        return None
+
+    async def _prompted(self, row: SessionLink, *, error: str | None) -> SessionLink:
+        """The prompt was sent (or ``error``): ``prompting -> prompted``, the start lease ended, the
+        parent message edited and the starter's Home marked."""
+        if not await self.sessions.prompted(row.id, owner=self.owner, error=error):
+            logger.warning("session row %s: its start lease was taken over while its prompt was sent", row.id)
         started = await self.sessions.get(row.id) or row
         await self.follower.show_parent(started)  # a failed edit is shown by the follower's next one
         await self.follower.changed(started)  # a new session on its starter's Home tab
         return started
+
+    def use_outbox(self, outbox: Outbox) -> None:
+        """Post parent messages through ``outbox`` and register the continuation of
+        :data:`PARENT_KIND` (at wiring)."""
+        self.outbox = outbox
+        outbox.handle(PARENT_KIND, Continuation(posted=self._parent_posted, gave_up=self._parent_gave_up))
 
     async def _refused_at_launch(self, row: SessionLink, by: ResolvedUser | None) -> ComputerRefused | None:
         """The computer rules' refusal of ``row``'s computer for who asked (``by``, else
@@ -564,36 +717,131 @@ class Starter:
         computer = _RowComputer(row.computer_id or "", row.computer_name or "")
         return await self.rules.check(by, row.channel, computer)
 
-    async def close_interrupted(self) -> int:
-        """Close every start still ``starting`` :data:`STARTING_BOUND` after it began (its process
-        stopped during it); returns how many this replica closed.
+    async def _parent_posted(self, item: Item, parent: Posted) -> None:
+        """A queued parent message is in Slack: ``waiting -> starting`` (one conditional UPDATE, so a
+        rerun after a crash starts nothing twice) and the launch goes on."""
+        row_id = int(item.data["row_id"])
+        if not await self.sessions.resume_waiting(row_id, owner=self.owner, now=self.now(), lease=START_LEASE):
+            return  # resumed before (a rerun of the continuation), or closed meanwhile
+        row = await self.sessions.get(row_id)
+        assert row is not None
+        try:
+            acting = await self.acting_of(row)
+        except Declined as exc:  # unlinked, or their key refused, while the parent waited: nothing sent
+            reason = getattr(exc.outcome, "reason", "") or str(exc.outcome)
+            await self.sessions.mark_failed(row.id, f"{NOT_AS_STARTER} ({reason}).")
+            failed = await self.sessions.get(row.id) or row
+            await self.follower.show_parent(failed, status="failed")
+            return
+        async with self._holding(row_id):
+            await self._after_parent(row, parent, acting)
 
-        Each is marked ``failed`` by a conditional UPDATE, so with several replicas one closes it;
-        that one edits the parent message (when there is one) to say what happened and to start
-        again, sets the error reaction, and tells the person who asked (an ephemeral message in the
-        channel, else a DM). Slack failures are logged (by the gateway and here), never raised."""
+    async def _parent_gave_up(self, item: Item, reason: str) -> None:
+        """A queued parent message never got into Slack (``reason``: the deadline, or Slack's
+        refusal): the start is closed ``failed`` once and its starter told in words."""
+        row_id = int(item.data["row_id"])
+        if reason == EXPIRED_REASON and self.outbox is not None:
+            error = SLACK_GAVE_UP.format(minutes=max(1, round(self.outbox.deadline.total_seconds() / 60)))
+        else:
+            error = not_posted_reason(SlackFailure("chat.postMessage", reason, True))
+        if not await self.sessions.give_up_waiting(row_id, error=error):
+            return
+        failed = await self.sessions.get(row_id)
+        assert failed is not None
+        logger.warning("session row %s: its parent message never got into Slack (%s); closed as failed", row_id, reason)
+        await self._tell(
+            failed, self.messages.start_not_posted_notice(failed.computer_name or failed.computer_id or "unknown", failed.prompt, error)
+        )
+
+    async def close_interrupted(self) -> int:
+        """Finish every start whose lease lapsed (its process stopped during it; a row made before
+        start leases: still ``starting`` :data:`STARTING_BOUND` after it began); returns how many
+        this replica closed or resumed.
+
+        - Still ``starting`` (``POST /sessions`` not answered, or never sent): nothing can be resumed
+          (the API cannot list sessions). Marked ``failed`` by a conditional UPDATE, so with several
+          replicas one closes it; that one edits the parent message (when there is one) to say what
+          happened and to start again, sets the error reaction, and tells the person who asked (an
+          ephemeral message in the channel, else a DM).
+        - Created (the session's id recorded) but not prompted: resumed (:meth:`_resume`).
+
+        Slack failures are logged (by the gateway and here), never raised."""
         now = self.now()
         before = now - STARTING_BOUND
-        closed = 0
-        for row in await self.sessions.stale_starts(before, limit=INTERRUPTED_BATCH):
-            if not await self.sessions.close_start(row.id, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
+        finished = 0
+        for row in await self.sessions.stale_starts(now, before, limit=INTERRUPTED_BATCH):
+            if row.state != STARTING:
+                finished += await self._resume(row, now=now, before=before)
+                continue
+            if not await self.sessions.close_start(row.id, now=now, before=before, error=f"{START_INTERRUPTED} {START_INTERRUPTED_HINT}"):
                 continue  # another replica closed it, or it started after all
-            closed += 1
-            logger.warning("session start row %s was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
+            finished += 1
+            logger.warning("session row %s: its start was interrupted (starting since %s); closed as failed", row.id, row.last_activity_at)
             failed = await self.sessions.get(row.id) or row
             await self.follower.show_parent(failed, status="failed")  # a failed edit is logged by the gateway
             await self.follower.set_reaction(failed, REACTIONS["error"])
             await self._tell_interrupted(failed)
-        return closed
+        return finished
+
+    async def _resume(self, row: SessionLink, *, now: dt.datetime, before: dt.datetime) -> bool:
+        """Send the prompt of a created session whose start was interrupted, exactly once.
+
+        The claim sits *before* the call: one conditional UPDATE takes the lapsed start lease and
+        moves ``created`` (or a lapsed ``prompting``) to ``prompting``; of every replica one wins,
+        and only it calls the API. A claim after the call would let two replicas both send it
+        (the agent would do the work twice). The price of "before" is a process killed between the
+        claim and the answer, leaving ``prompting`` unconfirmed: its taker asks the platform first
+        (the session's user messages, ``GET /sessions/{id}/messages?role=user``) and sends the
+        prompt only when none arrived; the dead process's request ended with it, seconds before the
+        lease lapsed. When that question fails, the lease is left to lapse and the next pass asks
+        again. Then the parent message is edited as after a live start."""
+        assert row.session_id is not None and row.prompt_state in (CREATED, PROMPTING)
+        if not await self.sessions.take_prompt(row.id, was=row.prompt_state, owner=self.owner, now=now, before=before, lease=START_LEASE):
+            return False  # another replica took it
+        logger.warning("session row %s: its start was interrupted before the prompt (%s); resuming it", row.id, row.prompt_state)
+        if row.prompt_state == PROMPTING:
+            try:
+                arrived = bool((await self.agent.list_messages(session_id=row.session_id, role="user", limit=1)).messages)
+            except AgentAPIError as exc:
+                what = type(exc).__name__
+                logger.warning("session row %s: could not tell whether its prompt arrived (%s); asks again later", row.id, what)
+                return False
+            if arrived:
+                await self._prompted(row, error=None)
+                return True
+        try:
+            acting = await self.acting_of(row)
+        except Declined as exc:  # unlinked, or their key refused, since: the prompt goes with no other key
+            reason = getattr(exc.outcome, "reason", "") or str(exc.outcome)
+            await self._prompted(row, error=PROMPT_NOT_DELIVERED.format(what=f"{NOT_AS_STARTER} ({reason})."))
+            return True
+        await self._prompted(row, error=await self.send_prompt(row, row.session_id, acting))
+        return True
+
+    async def acting_of(self, row: SessionLink) -> Acting:
+        """The identity of a start's writes when its starter is not asking right now (a parent
+        message that waited for Slack, a resumed start): as the row recorded it (``started_as``:
+        the starter's own key, looked up again, or the bot's). Raises
+        :class:`bot.services.sessions.acting.LinkNeeded` when the starter's key is gone or refused since."""
+        person = Person(row.team_id or "", row.slack_user)
+        if row.started_as == "person":
+            acting = await self.identities.acting_for(person)
+            if acting.as_person:
+                return acting
+            raise LinkNeeded(NOT_LINKED)
+        return Acting(self.agent, False, person)
 
     async def _tell_interrupted(self, row: SessionLink) -> None:
-        """Tell the person who asked that their start was interrupted: ephemeral in the channel (in
-        its thread when there is one), else by DM."""
-        notice = self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt)
+        """Tell the person who asked that their start was interrupted (:meth:`_tell`)."""
+        await self._tell(row, self.messages.start_interrupted_notice(row.computer_name or row.computer_id or "unknown", row.prompt))
+
+    async def _tell(self, row: SessionLink, notice: Payload) -> None:
+        """Tell the person who asked about their start: ephemeral in the channel (in its thread when
+        there is one), else by DM."""
         told = await self.slack.ephemeral(row.channel, row.slack_user, notice, thread_ts=row.thread_ts)
         if not isinstance(told, SlackFailure):
             return
         dm = await self.slack.open_dm(row.slack_user)
         posted = dm if isinstance(dm, SlackFailure) else await self.slack.post(dm, notice)
         if isinstance(posted, SlackFailure):
-            logger.warning("could not tell %s that session row %s was interrupted: %s", row.slack_user, row.id, posted.error)
+            logger.warning("could not tell %s about session row %s: %s", row.slack_user, row.id, posted.error)

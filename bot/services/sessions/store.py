@@ -12,7 +12,12 @@ endpoint, so the bot owns this record. Tables (SQLAlchemy Core, on :data:`bot.db
   a conditional UPDATE, and a late :meth:`SessionStore.record_session` then changes nothing). After that the row
   holds the thread (``channel``, ``thread_ts``, the parent message ``parent_ts``), what the follower
   has seen (``page_cursor`` = the cursor of the page being read, ``last_message_id`` = the last
-  message handled in it), the working message, and the follower's schedule and lease.
+  message handled in it), the working message, and the follower's schedule and lease. Who acted
+  (:mod:`bot.services.sessions.acting`): ``slack_user`` started it, ``started_as`` with which key
+  (``person``: their own; ``bot``: the bot's; set when the start is claimed, and again when a menu's
+  choice starts it) and ``team_id`` (their Slack team, whose linked key a resumed start looks up);
+  ``steered_by`` / ``steered_as`` / ``steered_at``: the last person whose reply, ``session set`` or
+  archive the platform took, and with which key. Never a key itself.
 - ``session_posts``: one row per relayed agent message, primary key ``(session_id, message_id)``,
   inserted before the post and given the Slack ``ts`` after it: a message is posted at most once,
   whatever restarts or replicas do.
@@ -46,6 +51,8 @@ from sqlalchemy import (
     case,
     insert,
     literal,
+    not_,
+    or_,
     select,
     update,
 )
@@ -100,6 +107,14 @@ agent_sessions = Table(
     Column("lease_until", DateTime(timezone=True)),
     Column("archived", Boolean, nullable=False, default=False),
     Column("hooks", Boolean, nullable=False, default=False),
+    Column("start_owner", String(64)),
+    Column("start_until", DateTime(timezone=True)),
+    Column("prompt_state", String(16)),
+    Column("started_as", String(8)),
+    Column("team_id", String(32)),
+    Column("steered_by", String(64)),
+    Column("steered_as", String(8)),
+    Column("steered_at", DateTime(timezone=True)),
 )
 
 session_posts = Table(
@@ -112,11 +127,31 @@ session_posts = Table(
 )
 
 STARTING, STARTED, FAILED, CHOOSING = "starting", "started", "failed", "choosing"
+WAITING = "waiting"
+"""A start whose parent message waits in :mod:`bot.outbox` for Slack (rate-limited): no process
+holds it; the outbox's continuation moves it ``waiting -> starting`` once the parent is posted
+(:meth:`SessionStore.resume_waiting`), or closes it ``failed`` (:meth:`SessionStore.give_up_waiting`)."""
+CREATED, PROMPTING, PROMPTED = "created", "prompting", "prompted"
+"""``prompt_state`` of a start whose ``POST /sessions`` answered (:meth:`SessionStore.record_session`):
+``created`` (the session exists, its prompt is not claimed), ``prompting`` (claimed by the start
+lease's owner, ``POST /sessions/{id}/messages`` in flight or done but not confirmed), ``prompted``
+(sent, or failed with ``error`` set). NULL: not created yet, or a row made before this column."""
 
 START_CLAIMS = Lease(agent_sessions, since=agent_sessions.c.last_activity_at, done=agent_sessions.c.state != STARTING)
 """Session starts as claims (:mod:`bot.claims`): the row inserted on ``start_key`` is the claim, done
 once it leaves ``starting``; one still ``starting`` after its bound is taken over and closed
 ``failed`` (:meth:`SessionStore.close_start`), never started twice."""
+START_LEASES = Lease(
+    agent_sessions,
+    owner=agent_sessions.c.start_owner,
+    until=agent_sessions.c.start_until,
+    done=not_(or_(agent_sessions.c.state == STARTING, agent_sessions.c.prompt_state.in_((CREATED, PROMPTING)))),
+)
+"""The lease of a start in progress (:mod:`bot.claims`): ``start_owner`` (the process, its follower's
+owner name) holds it from the claim until the prompt is sent, renewing ``start_until`` while it works.
+A start whose lease lapsed (its process died) is taken over by one replica
+(:meth:`SessionStore.close_start`: not created yet, closed ``failed``; :meth:`SessionStore.take_prompt`:
+created, its prompt sent by the taker). Open while ``starting`` or ``created``/``prompting``."""
 FOLLOW_LEASES = Lease(agent_sessions, owner=agent_sessions.c.lease_owner, until=agent_sessions.c.lease_until)
 """The follow leases of ``agent_sessions`` (:mod:`bot.claims`): taken or renewed by each poll, released on a graceful stop."""
 
@@ -163,6 +198,19 @@ class SessionLink:
     lease_until: dt.datetime | None = None
     archived: bool = False
     hooks: bool = False
+    start_owner: str | None = None
+    start_until: dt.datetime | None = None
+    prompt_state: str | None = None
+    started_as: str | None = None
+    team_id: str | None = None
+    steered_by: str | None = None
+    steered_as: str | None = None
+    steered_at: dt.datetime | None = None
+
+    @property
+    def bot_key(self) -> bool:
+        """Whether the session was started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``)."""
+        return self.started_as == "bot"
 
     @classmethod
     def from_row(cls, row: Any) -> SessionLink:
@@ -170,14 +218,16 @@ class SessionLink:
         data.pop("claim_done", None)  # read with a claim found before (bot.claims): not a column of the row
         data["token_usage"] = json.loads(data["token_usage"]) if data.get("token_usage") else {}
         data["steps"] = json.loads(data["steps"]) if data.get("steps") else []
-        for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at"):
+        for name in ("created_at", "last_activity_at", "next_poll_at", "lease_until", "working_edited_at", "start_until", "steered_at"):
             data[name] = aware(data.get(name))
         return cls(**data)
 
 
 @dataclass(frozen=True)
 class NewStart:
-    """What a start request asks for, before the API is called (``origin``: command, modal, mention, menu)."""
+    """What a start request asks for, before the API is called (``origin``: command, modal, mention,
+    menu); ``team_id`` is the Slack team of the request, whose linked key the start goes with
+    (:mod:`bot.services.sessions.acting`; kept on the row for a start resumed later)."""
 
     start_key: str
     slack_user: str
@@ -190,6 +240,7 @@ class NewStart:
     cwd: str | None = None
     model: str | None = None
     thread_ts: str | None = None
+    team_id: str = ""
 
 
 class SessionStore:
@@ -200,9 +251,20 @@ class SessionStore:
 
     # ------------------------------------------------------------------ starting
 
-    async def claim_start(self, start: NewStart, *, state: str, now: dt.datetime) -> tuple[SessionLink, bool]:
-        """Insert the row of ``start`` in ``state`` (``starting`` or ``choosing``); returns
-        ``(row, True)`` the first time and ``(existing row, False)`` when ``start_key`` was claimed before."""
+    async def claim_start(
+        self,
+        start: NewStart,
+        *,
+        state: str,
+        now: dt.datetime,
+        owner: str | None = None,
+        lease: dt.timedelta | None = None,
+        started_as: str | None = None,
+    ) -> tuple[SessionLink, bool]:
+        """Insert the row of ``start`` in ``state`` (``starting`` or ``choosing``), ``started_as``
+        (``person`` or ``bot``: which key its writes go with); returns ``(row, True)`` the first
+        time and ``(existing row, False)`` when ``start_key`` was claimed before. ``owner`` and
+        ``lease``: the start lease (:data:`START_LEASES`) its claimant holds from ``now``."""
 
         def work() -> tuple[SessionLink, bool]:
             values = {
@@ -227,7 +289,11 @@ class SessionStore:
                 "archived": False,
                 "hooks": False,
                 "working_dirty": False,
+                "started_as": started_as,
+                "team_id": start.team_id or None,
             }
+            if owner is not None and lease is not None:
+                values.update(start_owner=owner, start_until=now + lease)
             key = agent_sessions.c.start_key == values["start_key"]
             claimed = START_CLAIMS.claim(self.store.engine, key, now=now, insert_values=values, take_over=False, read=True)
             assert claimed.row is not None  # inserted, or found: a start row is never deleted
@@ -235,10 +301,23 @@ class SessionStore:
 
         return await self.store.run(work)
 
-    async def take_choice(self, row_id: int, *, computer_id: str, computer_name: str, now: dt.datetime) -> bool:
+    async def take_choice(
+        self,
+        row_id: int,
+        *,
+        computer_id: str,
+        computer_name: str,
+        now: dt.datetime,
+        owner: str | None = None,
+        lease: dt.timedelta | None = None,
+        started_as: str | None = None,
+    ) -> bool:
         """Move a ``choosing`` row made less than :data:`CHOICE_TTL` ago to ``starting`` with the
-        chosen computer; True for the one caller that did it (a double click gets False)."""
+        chosen computer (and ``owner``'s start lease of ``lease`` from ``now``) and ``started_as``
+        (the key it starts with, decided at the choice); True for the one caller that did it (a
+        double click gets False)."""
         oldest = now - CHOICE_TTL
+        held = {"start_owner": owner, "start_until": now + lease} if owner is not None and lease is not None else {}
         return await self._update_where(
             and_(
                 agent_sessions.c.id == row_id,
@@ -249,13 +328,24 @@ class SessionStore:
             computer_id=computer_id,
             computer_name=computer_name,
             last_activity_at=now,  # a starting row's last_activity_at is when it began to start
+            **held,
+            **({"started_as": started_as} if started_as else {}),
+        )
+
+    async def renew_start(self, row_id: int, *, owner: str, now: dt.datetime, lease: dt.timedelta) -> bool:
+        """Extend ``owner``'s start lease to ``lease`` from ``now``; False when it no longer holds it
+        (the start is done, or another replica took it over)."""
+        return await self.store.run(
+            lambda: START_LEASES.renew(self.store.engine, agent_sessions.c.id == row_id, owner=owner, now=now, lease=lease)
         )
 
     async def record_session(self, row_id: int, *, session_id: str, status: str, now: dt.datetime) -> bool:
-        """The API created the session: remember its id and start following it. False when the row
-        is no longer ``starting`` (:meth:`close_start` closed it as interrupted meanwhile)."""
+        """The API created the session: remember its id (``prompt_state`` ``created``: its prompt is
+        to be sent, :meth:`claim_prompt`) and start following it. False when the row is no longer
+        ``starting`` (:meth:`close_start` closed it as interrupted meanwhile)."""
         values = {
             "state": STARTED,
+            "prompt_state": CREATED,
             "session_id": session_id,
             "status": status,
             "following": True,
@@ -264,14 +354,22 @@ class SessionStore:
         }
         return await self.store.run(lambda: START_CLAIMS.finish(self.store.engine, agent_sessions.c.id == row_id, values=values))
 
-    async def stale_starts(self, before: dt.datetime, *, limit: int) -> list[SessionLink]:
-        """Rows still ``starting`` that began to start before ``before`` (their ``last_activity_at``),
-        oldest first, at most ``limit``: a start whose process stopped during it."""
+    @staticmethod
+    def _start_lapsed(now: dt.datetime, before: dt.datetime) -> Any:
+        """Starts whose lease lapsed at ``now``; a row without a lease (made before leases) counts as
+        lapsed once it began to start before ``before``."""
+        c = agent_sessions.c
+        return or_(and_(c.start_until.is_not(None), c.start_until <= now), and_(c.start_until.is_(None), c.last_activity_at < before))
+
+    async def stale_starts(self, now: dt.datetime, before: dt.datetime, *, limit: int) -> list[SessionLink]:
+        """Starts in progress (``starting``, or ``created``/``prompting``: :data:`START_LEASES`)
+        whose lease lapsed at ``now`` (:meth:`_start_lapsed`), oldest first, at most ``limit``: a
+        start whose process stopped during it."""
 
         def work() -> list[SessionLink]:
             query = (
                 select(agent_sessions)
-                .where(and_(agent_sessions.c.state == STARTING, agent_sessions.c.last_activity_at < before))
+                .where(and_(START_LEASES.open(), self._start_lapsed(now, before)))
                 .order_by(agent_sessions.c.last_activity_at, agent_sessions.c.id)
                 .limit(limit)
             )
@@ -280,17 +378,70 @@ class SessionStore:
 
         return await self.store.run(work)
 
-    async def close_start(self, row_id: int, *, before: dt.datetime, error: str) -> bool:
-        """Mark a start that is still ``starting`` and began before ``before`` ``failed`` with
-        ``error``, with one conditional UPDATE: True for the one caller (of every replica) that did."""
-        values = {"state": FAILED, "error": error[:2000], "following": False}
-        lapsed = agent_sessions.c.last_activity_at < before
+    async def close_start(self, row_id: int, *, now: dt.datetime, before: dt.datetime, error: str) -> bool:
+        """Mark a start that is still ``starting`` and whose lease lapsed (:meth:`_start_lapsed`)
+        ``failed`` with ``error``, with one conditional UPDATE: True for the one caller (of every
+        replica) that did."""
+        values = {"state": FAILED, "error": error[:2000], "following": False, "start_owner": None, "start_until": None}
+        lapsed = and_(agent_sessions.c.state == STARTING, self._start_lapsed(now, before))
         return await self.store.run(
             lambda: START_CLAIMS.take_over(self.store.engine, agent_sessions.c.id == row_id, lapsed=lapsed, values=values)
         )
 
+    async def claim_prompt(self, row_id: int, *, owner: str) -> bool:
+        """``created -> prompting`` for ``owner``, who holds the start lease: one conditional UPDATE
+        before ``POST /sessions/{id}/messages``. False when the lease was taken over (then the taker
+        sends the prompt) or the prompt was claimed already."""
+        c = agent_sessions.c
+        return await self._update_where(and_(c.id == row_id, c.prompt_state == CREATED, c.start_owner == owner), prompt_state=PROMPTING)
+
+    async def take_prompt(self, row_id: int, *, was: str, owner: str, now: dt.datetime, before: dt.datetime, lease: dt.timedelta) -> bool:
+        """Take over the prompt of a created session whose start lease lapsed (its process died):
+        ``was`` (``created`` or ``prompting``, as read) ``-> prompting``, with ``owner``'s lease of
+        ``lease`` from ``now``, by one conditional UPDATE. True for the one replica that did."""
+        c = agent_sessions.c
+        lapsed = and_(c.prompt_state == was, self._start_lapsed(now, before))
+        values = {"prompt_state": PROMPTING}
+        return await self.store.run(
+            lambda: START_LEASES.take_over(
+                self.store.engine, c.id == row_id, lapsed=lapsed, values=values, owner=owner, now=now, lease=lease
+            )
+        )
+
+    async def prompted(self, row_id: int, *, owner: str, error: str | None = None) -> bool:
+        """``prompting -> prompted`` (``error``: why the prompt was not delivered) and the start
+        lease ended, while ``owner`` holds it; True when it did."""
+        c = agent_sessions.c
+        values: dict[str, Any] = {"prompt_state": PROMPTED, "start_owner": None, "start_until": None}
+        if error is not None:
+            values["error"] = error[:2000]
+        return await self._update_where(and_(c.id == row_id, c.prompt_state == PROMPTING, c.start_owner == owner), **values)
+
+    async def wait_for_slack(self, row_id: int, *, owner: str) -> bool:
+        """``starting -> waiting`` (its parent message queued), the start lease given up, while
+        ``owner`` holds it; True when it did."""
+        c = agent_sessions.c
+        return await self._update_where(
+            and_(c.id == row_id, c.state == STARTING, c.start_owner == owner), state=WAITING, start_owner=None, start_until=None
+        )
+
+    async def resume_waiting(self, row_id: int, *, owner: str, now: dt.datetime, lease: dt.timedelta) -> bool:
+        """``waiting -> starting`` with ``owner``'s start lease from ``now`` (its parent message is
+        posted): one conditional UPDATE, True for the one caller that did (a rerun gets False)."""
+        c = agent_sessions.c
+        return await self._update_where(
+            and_(c.id == row_id, c.state == WAITING), state=STARTING, start_owner=owner, start_until=now + lease, last_activity_at=now
+        )
+
+    async def give_up_waiting(self, row_id: int, *, error: str) -> bool:
+        """``waiting -> failed`` with ``error`` (Slack never let its parent message in); True once."""
+        c = agent_sessions.c
+        return await self._update_where(and_(c.id == row_id, c.state == WAITING), state=FAILED, error=error[:2000], following=False)
+
     async def mark_failed(self, row_id: int, error: str) -> None:
-        await self._update_where(agent_sessions.c.id == row_id, state=FAILED, error=error[:2000], following=False)
+        await self._update_where(
+            agent_sessions.c.id == row_id, state=FAILED, error=error[:2000], following=False, start_owner=None, start_until=None
+        )
 
     async def set_error(self, row_id: int, error: str | None) -> None:
         await self._update_where(agent_sessions.c.id == row_id, error=None if error is None else error[:2000])
@@ -428,6 +579,11 @@ class SessionStore:
             values["hooks"] = hooks
         await self._update_where(and_(agent_sessions.c.id == row_id, agent_sessions.c.archived.is_(False)), **values)
 
+    async def steered(self, row_id: int, *, by: str, steered_as: str, now: dt.datetime) -> None:
+        """Record that the platform took a reply, ``session set`` or archive of ``by`` (a Slack user
+        ID) sent with ``steered_as``'s key (``person`` or ``bot``), at ``now``."""
+        await self._update_where(agent_sessions.c.id == row_id, steered_by=by, steered_as=steered_as, steered_at=now)
+
     async def stop_following(self, row_id: int, *, archived: bool = False) -> None:
         values: dict[str, Any] = {"following": False, "lease_owner": None, "lease_until": None}
         if archived:
@@ -459,6 +615,22 @@ class SessionStore:
                 )
 
         await self.store.run(work)
+
+    async def confirm_queued_post(self, session_id: str, message_id: str, ts: str) -> bool:
+        """Record the Slack ``ts`` of a relayed message whose post waited in :mod:`bot.outbox` (its
+        ``ts`` still ``queued``): one conditional UPDATE, True once."""
+
+        def work() -> bool:
+            c = session_posts.c
+            with self.store.engine.begin() as conn:
+                changed = conn.execute(
+                    update(session_posts)
+                    .where(and_(c.session_id == session_id, c.message_id == message_id, c.ts == "queued"))
+                    .values(ts=ts)
+                )
+                return bool(changed.rowcount == 1)
+
+        return await self.store.run(work)
 
     async def posted(self, session_id: str) -> dict[str, str | None]:
         """``message_id -> ts`` of every claimed post of a session (``None``: claimed, not confirmed)."""

@@ -240,3 +240,21 @@ def test_a_public_channel_the_bot_is_not_in_gets_its_digest_after_a_failed_post(
     assert digest_log(caplog) == [
         (logging.INFO, f"digest of {DAY} into {outside}: {NOT_A_MEMBER}"),
     ]
+
+
+def test_a_long_rate_limit_leaves_the_digest_to_retry_and_it_is_posted_once_when_slack_lets_us(stack):
+    """Issue #26: a busy workspace answers 429 for longer than the in-line retries, tick after tick;
+    each tick releases the claim (nothing dropped), and the first tick Slack lets through posts it once."""
+    stack.slack.web_api.rate_limit("chat.postMessage", int(MAX_RETRY_AFTER) + 1)
+    try:
+        waits = Waits()
+        for _ in range(3):
+            report = tick(stack, waits)
+            assert (report.posted, report.failed) == ([], [CHANNEL])
+        assert waits.seconds == [] and not [c for c in stack.slack.recorder.calls("chat.postMessage") if c.ok]
+    finally:
+        stack.slack.web_api.rate_limit("chat.postMessage", None)
+    report = tick(stack, waits)
+    assert (report.posted, report.failed) == ([CHANNEL], [])
+    assert len([c for c in stack.slack.recorder.calls("chat.postMessage") if c.ok]) == 1
+    assert tick(stack, waits).posted == []  # posted once: a later tick finds it done

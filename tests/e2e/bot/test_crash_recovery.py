@@ -23,17 +23,19 @@ import pytest
 import sqlalchemy
 from sqlalchemy import select, update
 
-from bot.middleware import DELIVERY_LEASE_SECONDS
+from bot.middleware import DELIVERY_LEASE_SECONDS, HELD_STATUS
+from bot.outbox import slack_outbox, slack_outbox_channels
 from bot.services.sessions.follower import view_of
-from bot.services.sessions.starter import STARTING_BOUND
-from bot.services.sessions.store import FAILED, STARTING, SessionLink, agent_sessions
+from bot.services.sessions.starter import START_DELAYED, START_LEASE
+from bot.services.sessions.store import FAILED, PROMPTED, STARTED, STARTING, WAITING, SessionLink, agent_sessions
 from bot.stack import DEMO_CHANNEL, ROLES_YAML, demo_directory
 from bot.store import deliveries
 from formatters.sessions import parent_message, start_interrupted_notice
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import SlackClientSide, SlackEmulator, SlackRequest
-from tests.bot.bot_processes import BotProcess, bot_environment, start_serve
+from tests.bot.bot_processes import BotProcess, bot_environment, start_serve, start_socket
+from tests.conftest import postgres_url
 
 WAIT = 20.0
 
@@ -64,13 +66,26 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
+    with world_on(tmp_path, f"sqlite:///{tmp_path / 'bot.db'}") as made:
+        yield made
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_world(request, tmp_path: Path) -> Iterator[World]:
+    """A :func:`world` on SQLite, or on PostgreSQL (upgraded first, as replicas expect it)."""
+    url = f"sqlite:///{tmp_path / 'bot.db'}" if request.param == "sqlite" else postgres_url(upgraded=True)
+    with world_on(tmp_path, url) as made:
+        yield made
+
+
+@contextlib.contextmanager
+def world_on(tmp_path: Path, database_url: str) -> Iterator[World]:
     config = SandboxConfig(seed=7, users=20)
     sandbox_app = create_app(config)
     sandbox = serve_in_thread(sandbox_app)
     slack = SlackEmulator(directory=demo_directory()).start()
     roles = tmp_path / "roles.yaml"
     roles.write_text(ROLES_YAML)
-    database_url = f"sqlite:///{tmp_path / 'bot.db'}"
     # no cache of roles: every request asks the Agent API who is a member, so a hanging API holds the
     # request in the role check, after its delivery claim and before its ack
     env = bot_environment(
@@ -163,10 +178,12 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
     world.faults(hang_rate=0.0)
     restarted = world.start_bot("restarted")
     try:
-        # within the lease the retry is not processed (the first attempt may still be working) ...
+        # within the lease the retry is not processed (the first attempt may still be working), and
+        # not acknowledged either: a 200 would be Slack's last word, and the reply would be lost ...
         early = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=1, retry_reason="http_error")
-        assert early.status_code == 200 and early.body == ""
+        assert early.status_code == HELD_STATUS and early.body == ""
         assert user_messages(session) == ["crash prompt"]
+        assert delivery_row(world.database_url, key).claimed_by == claimed.claimed_by
         # ... once the lease lapsed, Slack's next retry takes the dead process's claim over
         move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
         retry = world.slack.client(restarted.url, timeout=20).send(reply, retry_num=2, retry_reason="http_error")
@@ -183,6 +200,88 @@ def test_a_thread_reply_claimed_by_a_killed_bot_is_processed_by_slacks_retry(wor
         restarted.stop()
 
 
+def test_a_retry_reaching_a_live_replica_while_the_first_one_works_is_refused_then_dropped_once_done(world: World):
+    """Not a crash: two healthy ``serve`` processes on one database. Every Agent API call takes 1.5 s,
+    so the first replica holds the thread reply's claim for a few seconds (the role check, then the
+    message to the agent). Slack's retry that reaches the other replica meanwhile is answered
+    :data:`HELD_STATUS` (not 200: it cannot know the first one will finish) and does nothing; the
+    retry after the first one finished is answered 200 and does nothing: the reply reaches the agent once."""
+    first, second = world.start_bot("live-first"), world.start_bot("live-second")
+    try:
+        bot_user = world.slack.directory.bot.user_id
+        mention = world.slack.client(first.url, timeout=20).send_mention(
+            f"<@{bot_user}> computer=ci live prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        session = wait_until(lambda: session_with(world.state, "live prompt"), "the session")
+        world.faults(latency_ms=1500)
+        reply = Unsent(world.slack, first.url).send_message(
+            "the reply sent once", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=mention.request.payload["event"]["ts"]
+        )
+        key = f"event:{reply.event_id}"
+        sender = threading.Thread(target=lambda: world.slack.client(first.url, timeout=20).send(reply), daemon=True)
+        sender.start()
+        wait_until(lambda: delivery_row(world.database_url, key), "the first replica's claim")
+        early = world.slack.client(second.url, timeout=20).send(reply, retry_num=1, retry_reason="http_timeout")
+        assert early.status_code == HELD_STATUS and early.body == ""
+        sender.join(20)
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        world.faults(latency_ms=0)
+        late = world.slack.client(second.url, timeout=20).send(reply, retry_num=2, retry_reason="http_timeout")
+        assert late.status_code == 200 and late.body == ""
+        assert user_messages(session) == ["live prompt", "the reply sent once"]
+        assert "its first claim lapsed unfinished" not in second.log_text()
+    finally:
+        world.faults(latency_ms=0)
+        first.stop()
+        second.stop()
+
+
+def test_over_socket_mode_a_retry_inside_the_dead_claim_s_lease_is_not_acked_and_after_it_runs_once(world: World):
+    """The same over Socket Mode: the retried envelope that finds the dead process's claim inside its
+    lease gets no ack (Bolt acks only a 200), so Slack re-delivers it; once the lease lapsed it is
+    processed, once."""
+    bot = start_socket(world.env, world.tmp / "socket-first.log", world.slack)
+    try:
+        client = world.slack.socket_client(timeout=20)
+        bot_user = world.slack.directory.bot.user_id
+        mention = client.send_mention(
+            f"<@{bot_user}> computer=ci socket crash prompt", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, as_message_too=False
+        )
+        thread_ts = mention.request.payload["event"]["ts"]
+        session = wait_until(lambda: session_with(world.state, "socket crash prompt"), "the session")
+
+        world.faults(hang_rate=1.0, hang_seconds=60.0)
+        reply = Unsent(world.slack, "unused").send_message(
+            "the socket reply that must arrive", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=thread_ts
+        )
+        key = f"event:{reply.event_id}"
+        world.slack.socket_mode.deliver("events_api", reply.payload, retry_attempt=0)  # the bot hangs before its ack
+        claimed = wait_until(lambda: delivery_row(world.database_url, key), "the delivery claim")
+        kill(bot)
+        assert claimed.done_at is None
+    finally:
+        bot.stop()
+
+    world.faults(hang_rate=0.0)
+    restarted = start_socket(world.env, world.tmp / "socket-restarted.log", world.slack)
+    try:
+        hub = world.slack.socket_mode
+        early = hub.deliver("events_api", reply.payload, retry_attempt=1, retry_reason="timeout")
+        wait_until(lambda: "Unsuccessful Bolt execution result (status: 503" in restarted.log_text(), "the retry refused")
+        assert hub.acks_of(early.envelope_id) == []
+        assert user_messages(session) == ["socket crash prompt"]
+        move_claim_back(world.database_url, key, DELIVERY_LEASE_SECONDS + 1)
+        late = hub.deliver("events_api", reply.payload, retry_attempt=2, retry_reason="timeout")
+        hub.wait_ack(late.envelope_id, timeout=WAIT)
+        wait_until(lambda: "the socket reply that must arrive" in user_messages(session), "the reply at the agent")
+        wait_until(lambda: (row := delivery_row(world.database_url, key)) is not None and row.done_at is not None, "the claim done")
+        again = hub.deliver("events_api", reply.payload, retry_attempt=3, retry_reason="timeout")
+        hub.wait_ack(again.envelope_id, timeout=WAIT)  # done: acked, nothing done again
+        assert user_messages(session) == ["socket crash prompt", "the socket reply that must arrive"]
+    finally:
+        restarted.stop()
+
+
 def session_row(database_url: str, prompt: str):
     engine = sqlalchemy.create_engine(database_url)
     try:
@@ -192,13 +291,14 @@ def session_row(database_url: str, prompt: str):
         engine.dispose()
 
 
-def move_start_back(database_url: str, row_id: int, delta: dt.timedelta) -> None:
-    """Let ``delta`` pass for a start (its bound runs on the row's ``last_activity_at``)."""
+def lapse_start_lease(database_url: str, row_id: int) -> None:
+    """Let the start lease of ``row_id`` lapse (its ``start_until`` moved :data:`START_LEASE` back)."""
     engine = sqlalchemy.create_engine(database_url)
     try:
         with engine.begin() as conn:
-            row = conn.execute(select(agent_sessions.c.last_activity_at).where(agent_sessions.c.id == row_id)).one()
-            conn.execute(update(agent_sessions).where(agent_sessions.c.id == row_id).values(last_activity_at=row.last_activity_at - delta))
+            row = conn.execute(select(agent_sessions.c.start_until).where(agent_sessions.c.id == row_id)).one()
+            assert row.start_until is not None
+            conn.execute(update(agent_sessions).where(agent_sessions.c.id == row_id).values(start_until=row.start_until - START_LEASE))
     finally:
         engine.dispose()
 
@@ -225,7 +325,7 @@ def test_a_start_killed_during_post_sessions_is_closed_after_the_restart(world: 
     assert row is not None and row.state == STARTING and row.parent_ts == parent.ts
 
     world.faults(latency_ms=0)
-    move_start_back(world.database_url, row.id, STARTING_BOUND + dt.timedelta(seconds=1))
+    lapse_start_lease(world.database_url, row.id)
     restarted = world.start_bot("restarted")  # its periodic jobs run once at start
     try:
         notice = start_interrupted_notice("CI sandbox", prompt)
@@ -242,6 +342,108 @@ def test_a_start_killed_during_post_sessions_is_closed_after_the_restart(world: 
         assert edited is not None and (edited.text, edited.blocks) == (expected["text"], expected["blocks"])
     finally:
         restarted.stop()
+
+
+def test_a_start_killed_after_post_sessions_gets_its_prompt_once_after_the_restart(any_world: World):
+    """Killed once ``POST /sessions`` answered, while the prompt is being sent: after the restart
+    (two replicas on PostgreSQL) the session has its prompt exactly once and the parent says so."""
+    world, prompt = any_world, "a start killed before its prompt"
+    bot = world.start_bot("first")
+    try:
+        world.faults(latency_ms=1500)  # every API call takes 1.5 s: POST /sessions/{id}/messages is in flight
+        world.slack.client(bot.url, timeout=20).send_slash_command(
+            f"session start computer=ci {prompt}", user_id="U0MANAGER", channel_id=DEMO_CHANNEL
+        )
+        row = wait_until(lambda: (r := session_row(world.database_url, prompt)) is not None and r.session_id and r, "the session recorded")
+        kill(bot)
+    finally:
+        bot.stop()
+    row = session_row(world.database_url, prompt)
+    assert row.state == STARTED and row.prompt_state in ("created", "prompting")
+    time.sleep(2.0)  # whatever the killed process sent has reached the platform (or never will)
+    world.faults(latency_ms=0)
+    lapse_start_lease(world.database_url, row.id)
+    replicas = [world.start_bot(name) for name in (("a", "b") if world.database_url.startswith("postgresql") else ("a",))]
+    try:
+        resumed = wait_until(lambda: (r := session_row(world.database_url, prompt)).prompt_state == PROMPTED and r, "the start resumed")
+        session = world.state.sessions.sessions[row.session_id]
+        time.sleep(0.5)
+        assert user_messages(session) == [prompt]
+        assert resumed.start_owner is None and resumed.error is None
+        parent = world.slack.recorder.message(DEMO_CHANNEL, row.parent_ts)
+        starting = parent_message(view_of(SessionLink.from_row(row), status="starting"))
+        assert parent is not None and parent.edited and parent.blocks != starting["blocks"]
+        assert sum("resuming it" in r.log_text() for r in replicas) == 1
+    finally:
+        for replica in replicas:
+            replica.stop()
+
+
+def outbox_rows(database_url: str) -> list:
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            return list(conn.execute(select(slack_outbox).order_by(slack_outbox.c.id)))
+    finally:
+        engine.dispose()
+
+
+def slack_lets_us_now(database_url: str) -> None:
+    """The Retry-After the queues wait for is over (moved in the rows, not slept through)."""
+    engine = sqlalchemy.create_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(update(slack_outbox_channels).values(not_before=None))
+    finally:
+        engine.dispose()
+
+
+def test_a_bot_killed_with_starts_waiting_for_slack_starts_each_once_and_in_order_after_the_restart(any_world: World):
+    world = any_world
+    prompts = [f"queued start {n}" for n in range(3)]
+    world.slack.web_api.rate_limit("chat.postMessage", 31)  # a Retry-After longer than the in-line retries wait
+    bot = world.start_bot("first")
+    try:
+        client = world.slack.client(bot.url, timeout=20)
+        for prompt in prompts:
+            client.send_slash_command(f"session start computer=ci {prompt}", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
+        wait_until(lambda: len(outbox_rows(world.database_url)) == 3, "three parent messages queued")
+        world.slack.recorder.wait_for(
+            lambda: len([e for e in world.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MEMBER") if e.text == START_DELAYED]) == 3,
+            timeout=WAIT,
+            what="each person told that Slack is slowing us down",
+        )
+        kill(bot)  # with the three starts waiting for Slack
+    finally:
+        bot.stop()
+    rows = [session_row(world.database_url, p) for p in prompts]
+    assert [r.state for r in rows] == [WAITING] * 3
+    assert not [e for e in world.slack.recorder.ephemerals(DEMO_CHANNEL, "U0MEMBER") if "/invite" in e.text]
+
+    world.slack.web_api.rate_limit("chat.postMessage", None)
+    slack_lets_us_now(world.database_url)
+    replicas = [world.start_bot(name) for name in (("a", "b") if world.database_url.startswith("postgresql") else ("a",))]
+    try:
+        for prompt in prompts:
+            wait_until(lambda prompt=prompt: session_with(world.state, prompt), f"the session of {prompt!r}")
+        started = [session_row(world.database_url, p) for p in prompts]
+        assert [(r.state, r.prompt_state) for r in started] == [(STARTED, PROMPTED)] * 3
+        time.sleep(0.5)
+        counts = [sum(p in user_messages(s) for s in list(world.state.sessions.sessions.values())) for p in prompts]
+        assert counts == [1, 1, 1]  # each start once, across the restart and the replicas
+        bot_user = world.slack.directory.bot.user_id
+        parents = [
+            m
+            for m in world.slack.recorder.messages(DEMO_CHANNEL)
+            if m.user == bot_user and not m.is_reply and any(p in m.text for p in prompts)
+        ]
+        assert [next(p for p in prompts if p in m.text) for m in parents] == prompts  # one parent each, in order
+        assert [r.state for r in outbox_rows(world.database_url) if r.kind == "session.parent"] == ["done"] * 3
+        # the agent's answers that came while parents still waited were queued behind them, in order
+        wait_until(lambda: all(r.state == "done" for r in outbox_rows(world.database_url)), "the queue drained")
+    finally:
+        for replica in replicas:
+            replica.stop()
 
 
 def _send_ignoring_timeout(client, request) -> None:

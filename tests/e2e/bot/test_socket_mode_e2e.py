@@ -96,6 +96,18 @@ def dropped(bot, key: str, timeout: float = 10.0) -> str:
     return found.group(1)
 
 
+def redelivered(slack, request, **delivery):
+    """Slack's re-deliveries of ``request`` in new envelopes until one is acked (the bot does not ack
+    one whose claim the first delivery still holds, :data:`bot.middleware.HELD_STATUS`); returns the
+    acked one's answer and the client that sent it (``last_envelope``)."""
+    deadline = time.monotonic() + 20
+    while True:
+        client = slack.socket_client(timeout=1)
+        sent = client.send(request, **delivery)
+        if sent.status_code == 200 or time.monotonic() > deadline:
+            return sent, client
+
+
 def sessions_with_prompt(state, prompt: str) -> list:
     return [s for s in list(state.sessions.sessions.values()) if any(prompt in text for text in user_messages(s))]
 
@@ -140,10 +152,10 @@ def test_a_click_over_the_socket_retries_install_once_and_its_redelivery_is_drop
     assert computer.generation == 1
 
     # Slack re-delivers the very same click (same trigger_id) in a new envelope: acked, nothing done
-    again = client.send(click.request)
+    again, redelivering = redelivered(slack, click.request)
     assert again.status_code == 200 and again.body == ""
-    assert client.last_envelope.envelope_id != first_envelope.envelope_id
-    assert client.last_envelope.payload == first_envelope.payload
+    assert redelivering.last_envelope.envelope_id != first_envelope.envelope_id
+    assert redelivering.last_envelope.payload == first_envelope.payload
     dropped(socket_bot, f"action:{click.request.payload['trigger_id']}")  # answered without running the handler
     notices = [r for r in slack.recorder.responses(click.response_url_id) if ALREADY_RETRYING.split("{")[0] in r.text]
     assert notices == [] and computer.generation == 1
@@ -178,9 +190,9 @@ def test_a_mention_and_thread_replies_over_a_dropped_connection_reach_the_agent_
     assert new.id > old.id and old.closed_by == "emulator"
 
     # Slack re-delivers the reply on the new connection (retry_attempt 1, same event_id): dropped
-    retried = client.send(reply.request, retry_num=1)
-    assert retried.status_code == 200 and client.last_envelope.connection_id == new.id
-    assert client.last_envelope.retry_attempt == 1
+    retried, redelivering = redelivered(slack, reply.request, retry_num=1)
+    assert retried.status_code == 200 and redelivering.last_envelope.connection_id == new.id
+    assert redelivering.last_envelope.retry_attempt == 1
     slack.recorder.wait_for(
         lambda: (
             len(
@@ -203,7 +215,7 @@ def test_a_mention_and_thread_replies_over_a_dropped_connection_reach_the_agent_
     hub.wait_connected(after=new.id, timeout=20)
     started = client.send_slash_command("session start computer=ci tidy the socket fixtures", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
     assert started.status_code == 200
-    assert client.send(started.request).status_code == 200
+    assert redelivered(slack, started.request)[0].status_code == 200
     slack.recorder.wait_for(lambda: sessions_with_prompt(state, "tidy the socket fixtures"), timeout=20, what="the session")
     dropped(socket_bot, f"command:{started.request.payload['trigger_id']}")  # the second delivery: answered, not run
     assert len(sessions_with_prompt(state, "tidy the socket fixtures")) == 1
@@ -246,10 +258,13 @@ def test_agent_hooks_reach_the_thread_through_the_socket_mode_hook_listener(worl
 
 def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_command_runs_once(tmp_path):
     """Its own emulator (so that its connections are the only ones) routed through a relay that can go
-    silent. The bot pings every second (``AGENT_BOT_SOCKET_PING_SECONDS``): a ping without a pong within
-    half of that closes the connection, and the next check opens a new one, well within the 8 s waited
-    here (with the default 10 s it takes 15-25 s, and this test fails). A shorter interval (0.2 s, a
-    0.1 s pong deadline) made a busy machine miss pongs of the healthy connection before the silence."""
+    silent, and the bot's default settings (issue #26, part 4). A ping goes out after
+    ``AGENT_BOT_SOCKET_PING_SECONDS`` (2 s) without a frame; a pong half of that late closes the
+    connection and :mod:`bot.socket_mode` opens the next at once, before it lets the old one go. The
+    command Slack sent into the silence is lost (no ack: Slack shows the person an error); its retry,
+    on the new connection, runs once. How long the bot is deaf is measured in
+    ``benchmarks/socket_silence.py`` (about 3 s; 20 s with the former default of 10 s and slack_sdk's
+    reconnection, past this test's bound), not asserted here."""
     config = SandboxConfig(seed=7, users=40)
     sandbox_app = create_app(config)
     sandbox = serve_in_thread(sandbox_app)
@@ -264,7 +279,6 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         agent_api_key=config.api_key,
         database_url=f"sqlite:///{tmp_path / 'socket.db'}",
         roles_file=roles,
-        AGENT_BOT_SOCKET_PING_SECONDS="1.0",
     )
     bot = start_socket(env, tmp_path / "socket.log", slack)
     try:
@@ -276,7 +290,7 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         unheard = quick.send_slash_command("session start computer=ci after the silence", user_id="U0MEMBER", channel_id=DEMO_CHANNEL)
         assert unheard.status_code == 0 and hub.acks_of(quick.last_envelope.envelope_id) == []
         assert quick.last_envelope.connection_id == lost.id
-        new = hub.wait_connected(after=lost.id, timeout=8)
+        new = hub.wait_connected(after=lost.id, timeout=15)
         assert new.id > lost.id and lost.closed_at is None  # no close frame was ever heard
         # Slack retries the envelope; it reaches the bot on the new connection and runs once
         assert client.send(unheard.request).status_code == 200 and client.last_envelope.connection_id == new.id
@@ -285,7 +299,13 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         )
         time.sleep(0.5)
         assert len(sessions_with_prompt(sandbox_app.state.sandbox, "after the silence")) == 1
-        assert "Reconnecting" in bot.log_text()
+        log = bot.log_text()
+        assert "Reconnecting now" in log
+        # the next connection was open before the old one was let go
+        assert log.index("has been established", log.index("Reconnecting now")) < log.index("The old session")
+        assert bot.stop() == 0  # and the stop after a reconnection leaves nothing behind
+        for noise in ("Task was destroyed", "Unclosed client session", "Event loop is closed", "Traceback"):
+            assert noise not in bot.log_text(), bot.log_text()[-3000:]
     finally:
         bot.stop()
         relay.stop()

@@ -316,3 +316,18 @@ def test_unsubscribe_drops_alerts_not_posted(world):
     world.slack.fail = 0
     run(service.tick())
     assert world.slack.posts == []
+
+
+def test_a_long_rate_limit_leaves_the_alert_to_retry_tick_after_tick_and_it_is_posted_once(world):
+    """Issue #26: 429 for longer than the in-line retries, tick after tick: the alert stays claimed
+    by nobody (released each time), and is posted once when Slack lets us."""
+    service = world.service()
+    run(service.subscribe(CONTROLS, CHANNEL, "U0MANAGER"))
+    world.agent.newest = 6
+    world.slack.fail = 4
+    for _ in range(4):
+        report = run(service.tick())
+        assert (report.posted, report.failed) == ([], [f"{CHANNEL}:controls:revision:6"])
+    report = run(service.tick())
+    assert report.posted == [f"{CHANNEL}:controls:revision:6"]
+    assert run(service.tick()).posted == [] and len(world.slack.alerts()) == 1

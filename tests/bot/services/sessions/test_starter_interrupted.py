@@ -14,8 +14,8 @@ import pytest
 from bot.api import AgentClient, RetryPolicy
 from bot.services.computer_rules import ComputerRules
 from bot.services.sessions.follower import REACTIONS, Follower, view_of
-from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, STARTING_BOUND, Starter
-from bot.services.sessions.store import CHOOSING, FAILED, STARTING, NewStart, SessionStore
+from bot.services.sessions.starter import START_INTERRUPTED, START_INTERRUPTED_HINT, START_LEASE, STARTING_BOUND, Starter
+from bot.services.sessions.store import CHOOSING, CREATED, FAILED, PROMPTED, PROMPTING, STARTED, STARTING, NewStart, SessionStore
 from bot.slack import SlackGateway
 from bot.store import Store
 from formatters import sessions as session_messages
@@ -100,14 +100,16 @@ async def test_a_start_interrupted_during_post_sessions_is_closed_once_and_its_s
     a, b = Replica(database_url, world, clock), Replica(database_url, world, clock)
     try:
         # replica A claimed the start and posted the parent, then died during POST /sessions
-        row, created = await a.sessions.claim_start(new_start("command:T-crash", "fix the <build> & ship"), state=STARTING, now=clock())
+        row, created = await a.sessions.claim_start(
+            new_start("command:T-crash", "fix the <build> & ship"), state=STARTING, now=clock(), owner="dead", lease=START_LEASE
+        )
         assert created
         parent = await a.slack.chat_postMessage(channel=CHANNEL, text="starting")
         await a.sessions.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
 
-        clock.advance(STARTING_BOUND - dt.timedelta(seconds=1))
-        assert await b.starter.close_interrupted() == 0  # a live start may still take this long
-        clock.advance(dt.timedelta(seconds=2))
+        clock.advance(START_LEASE - dt.timedelta(seconds=1))
+        assert await b.starter.close_interrupted() == 0  # within its lease: a live start, renewing it
+        clock.advance(dt.timedelta(seconds=1))  # seconds after its process died, not STARTING_BOUND
         assert sorted(await asyncio.gather(a.starter.close_interrupted(), b.starter.close_interrupted())) == [0, 1]
 
         closed = await b.sessions.get(row.id)
@@ -141,6 +143,105 @@ async def test_a_start_chosen_from_the_menu_is_timed_from_the_choice(world, data
         assert (await a.sessions.get(row.id)).state == STARTING
     finally:
         await a.close()
+
+
+async def test_a_start_made_before_start_leases_is_closed_after_starting_bound(world, database_url):
+    clock = Clock()
+    a = Replica(database_url, world, clock)
+    try:
+        row, _ = await a.sessions.claim_start(new_start("command:T-old", "an old start"), state=STARTING, now=clock())
+        assert row.start_until is None
+        clock.advance(STARTING_BOUND - dt.timedelta(seconds=1))
+        assert await a.starter.close_interrupted() == 0
+        clock.advance(dt.timedelta(seconds=2))
+        assert await a.starter.close_interrupted() == 1
+        assert (await a.sessions.get(row.id)).state == FAILED
+    finally:
+        await a.close()
+
+
+async def created_then_killed(replica: Replica, clock: Clock, key: str, prompt: str, *, prompting: bool = False):
+    """A start whose process died after POST /sessions answered (and, with ``prompting``, after it
+    claimed the prompt): its row, its session id and its parent message's ts."""
+    row, _ = await replica.sessions.claim_start(new_start(key, prompt), state=STARTING, now=clock(), owner="dead", lease=START_LEASE)
+    parent = await replica.slack.chat_postMessage(channel=CHANNEL, text="starting")
+    await replica.sessions.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
+    session = await replica.agent.create_session(computer_id="cmp-ci-sandbox")
+    assert await replica.sessions.record_session(row.id, session_id=session.session_id, status=session.status, now=clock())
+    if prompting:
+        assert await replica.sessions.claim_prompt(row.id, owner="dead")
+    return row, session.session_id, parent["ts"]
+
+
+async def user_texts(replica: Replica, session_id: str) -> list[str]:
+    page = await replica.agent.list_messages(session_id=session_id, role="user", limit=100)
+    return [m.text for m in page.messages]
+
+
+async def test_a_start_killed_before_its_prompt_is_resumed_once_by_two_replicas(world, database_url):
+    _sandbox, slack = world
+    clock = Clock()
+    a, b = Replica(database_url, world, clock), Replica(database_url, world, clock)
+    try:
+        row, session_id, parent_ts = await created_then_killed(a, clock, "command:T-created", "resume me once")
+        assert (await a.sessions.get(row.id)).prompt_state == CREATED
+        clock.advance(START_LEASE - dt.timedelta(seconds=1))
+        assert await b.starter.close_interrupted() == 0
+        assert await user_texts(a, session_id) == []
+
+        clock.advance(dt.timedelta(seconds=1))
+        assert sorted(await asyncio.gather(a.starter.close_interrupted(), b.starter.close_interrupted())) == [0, 1]
+        assert await user_texts(a, session_id) == ["resume me once"]
+        resumed = await a.sessions.get(row.id)
+        assert resumed is not None and (resumed.state, resumed.prompt_state, resumed.error) == (STARTED, PROMPTED, None)
+        assert (resumed.start_owner, resumed.start_until) == (None, None)
+        edited = slack.recorder.message(CHANNEL, parent_ts)
+        assert edited is not None and (edited.text, edited.blocks) == tuple(parent_message(view_of(resumed)).values())
+
+        # done for good: later passes, and the dead process's own claim, send nothing more
+        clock.advance(START_LEASE * 3)
+        assert await a.starter.close_interrupted() == await b.starter.close_interrupted() == 0
+        assert not await a.sessions.claim_prompt(row.id, owner="dead")
+        assert await user_texts(a, session_id) == ["resume me once"]
+    finally:
+        await a.close()
+        await b.close()
+
+
+@pytest.mark.parametrize("arrived", [True, False])
+async def test_a_start_killed_while_sending_its_prompt_sends_it_only_if_it_did_not_arrive(world, database_url, arrived):
+    clock = Clock()
+    a, b = Replica(database_url, world, clock), Replica(database_url, world, clock)
+    try:
+        row, session_id, _ = await created_then_killed(a, clock, f"command:T-prompting-{arrived}", "maybe sent", prompting=True)
+        if arrived:  # the dead process's POST /sessions/{id}/messages reached the platform
+            await a.agent.create_message(session_id=session_id, text="maybe sent")
+        clock.advance(START_LEASE)
+        assert sorted(await asyncio.gather(a.starter.close_interrupted(), b.starter.close_interrupted())) == [0, 1]
+        assert await user_texts(a, session_id) == ["maybe sent"]
+        assert (await a.sessions.get(row.id)).prompt_state == PROMPTED
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_live_start_renewing_its_lease_is_left_alone(world, database_url):
+    clock = Clock()
+    a, b = Replica(database_url, world, clock), Replica(database_url, world, clock)
+    try:
+        row, _ = await a.sessions.claim_start(
+            new_start("command:T-live", "slow"), state=STARTING, now=clock(), owner="live", lease=START_LEASE
+        )
+        for _ in range(5):
+            clock.advance(START_LEASE / 2)
+            assert await a.sessions.renew_start(row.id, owner="live", now=clock(), lease=START_LEASE)
+            assert await b.starter.close_interrupted() == 0
+        assert (await a.sessions.get(row.id)).state == STARTING
+        assert not await b.sessions.claim_prompt(row.id, owner="live")  # not created yet: nothing to claim
+        assert (await b.sessions.get(row.id)).prompt_state not in (CREATED, PROMPTING)
+    finally:
+        await a.close()
+        await b.close()
 
 
 def test_the_notice_names_the_start_escaped_and_says_to_start_again(block_kit_validator):
