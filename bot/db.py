@@ -49,6 +49,9 @@ class DatabaseUnusable(RuntimeError):
     (never the URL, which may hold a password)."""
 
 
+SQLITE_CANNOT_OPEN = "cannot open the SQLite database file: check the path in AGENT_BOT_DATABASE_URL and that its folder exists"
+
+
 def describe_database_error(exc: OperationalError) -> str:
     """One line for an operator: what a database failure means and what to do."""
     detail = str(getattr(exc, "orig", None) or exc).splitlines()[0][:200]
@@ -64,7 +67,7 @@ def describe_database_error(exc: OperationalError) -> str:
             "(AGENT_BOT_DATABASE_URL=postgresql+psycopg://...) to run several bots on one database"
         )
     if "unable to open database file" in lowered:
-        return "cannot open the SQLite database file: check the path in AGENT_BOT_DATABASE_URL and that its folder exists"
+        return SQLITE_CANNOT_OPEN
     if "connection" in lowered or "could not connect" in lowered or "timeout" in lowered:
         return f"cannot reach the database server ({detail}): check AGENT_BOT_DATABASE_URL and that the server runs"
     return f"the database refused the bot ({detail})"

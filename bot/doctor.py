@@ -57,6 +57,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import AgentAPITransportError, ForbiddenError, NotFoundError, UnauthorizedError
 from bot.config import Settings
+from bot.db import SQLITE_CANNOT_OPEN
 from bot.migrations import SchemaBehind
 from bot.roles import CATCH_ALL, Role, RolesConfigError, RolesFile
 from bot.services.accounts import EncryptionKeyError, key_ring, linked_accounts
@@ -254,8 +255,19 @@ async def check_readiness(settings: Settings, agent: AgentClient | None) -> Chec
     return Check(name, "ok", f"{settings.agent_app_url} answers readiness reports")
 
 
+DATABASE_CREATED_AT_START = "no file yet; start-up creates it (its folder exists)"
 SCHEMA_UPGRADED_AT_START = "its schema is behind this version; start-up upgrades it (AGENT_BOT_DB_AUTO_UPGRADE)"
 FIX_SCHEMA = "back the database up, then run `agent-bot db upgrade` once (docs/operations.md, Upgrading)"
+
+
+def _missing_sqlite_file(database_url: str) -> Path | None:
+    """The file of an SQLite URL when it does not exist yet (SQLite would create it on connect);
+    None for an existing file, an in-memory database or another database."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" or url.database.startswith("file:"):
+        return None
+    path = Path(url.database)
+    return None if path.exists() else path
 
 
 def check_database(settings: Settings) -> Check:
@@ -267,6 +279,11 @@ def check_database(settings: Settings) -> Check:
         shown = make_url(settings.database_url).render_as_string(hide_password=True)
     except ArgumentError:
         return Check(name, "fail", "AGENT_BOT_DATABASE_URL is not an SQLAlchemy URL", FIX_DATABASE)
+    missing = _missing_sqlite_file(settings.database_url)
+    if missing is not None:  # opening it would create it: a check writes nothing
+        if missing.parent.is_dir():
+            return Check(name, "ok", f"{shown}: {DATABASE_CREATED_AT_START}")
+        return Check(name, "fail", f"{shown}: {SQLITE_CANNOT_OPEN}", FIX_DATABASE)
     store: Store | None = None
     try:
         store = Store(settings.database_url, auto_upgrade=False)
@@ -348,6 +365,12 @@ def check_encryption_key(settings: Settings) -> Check:
             return Check(name, "fail", ENCRYPTION_KEY_UNSET_PERSON, FIX_ENCRYPTION_KEY_PERSON)
         return Check(name, "warn", ENCRYPTION_KEY_UNSET, FIX_ENCRYPTION_KEY_MISSING)
     keys = f"{ring.count} Fernet key{'s' if ring.count != 1 else ''}" + (" (the first encrypts)" if ring.count > 1 else "")
+    try:
+        missing = _missing_sqlite_file(settings.database_url)
+    except ArgumentError:
+        missing = None
+    if missing is not None:  # opening it would create it: a check writes nothing
+        return Check(name, "ok", f"{keys}; no linked key stored yet (no database file yet)")
     store: Store | None = None
     try:
         store = Store(settings.database_url, auto_upgrade=False)

@@ -178,6 +178,12 @@ def is_thread_reply(body: Mapping[str, Any]) -> bool:
 EventPolicy = Callable[[Mapping[str, Any]], Awaitable[str | None]]
 
 
+ActionNeeds = Callable[[str, str], Awaitable[Role | None]]
+"""``(policy key, the clicked button's value) -> the role that acting on that object needs`` when it
+is more than the key's minimum (a credit-limit request above the owner threshold needs an owner),
+else ``None``; used to name, in a refusal, only the people who could do it."""
+
+
 async def default_event_policy(body: Mapping[str, Any]) -> str | None:
     """Without a sessions feature: every thread reply is ``thread_reply``; other events have no key."""
     return THREAD_REPLY if is_thread_reply(body) else None
@@ -435,11 +441,13 @@ def build_role_check(
     event_policy: EventPolicy = default_event_policy,
     *,
     messages: MiddlewareMessages,
+    action_needs: ActionNeeds | None = None,
 ) -> Middleware:
     """The role-check middleware (see the module docstring). ``resolver`` gives the user's role,
     ``policy`` the minimum role per key; ``slack`` (the gateway) sends an event's refusal;
     ``policy_key_of_command`` maps slash-command text to its policy key; ``event_policy`` gives an
-    event's (``None``: not the bot's business, no check); ``messages`` words the refusal. On success ``context["agent_user"]`` is
+    event's (``None``: not the bot's business, no check); ``messages`` words the refusal;
+    ``action_needs`` raises the role a refusal names for a button whose object needs more. On success ``context["agent_user"]`` is
     the :class:`bot.roles.ResolvedUser`."""
 
     async def policy_key(body: Mapping[str, Any]) -> str | None:
@@ -481,6 +489,9 @@ def build_role_check(
         if policy.allows(user, key):
             return await next()
         needed = policy.minimum(key)
+        if action_needs is not None and body.get("type") == "block_actions":
+            more = await action_needs(key, str(body["actions"][0].get("value") or ""))
+            needed = max(needed, more) if more is not None else needed
         logger.warning("refused %s to %s (role %s from %s, needs %s)", key, user_id, user.role.name, user.source, needed.name)
         helpers = await resolver.who_can(needed) if needed > Role.member else ()
         payload = messages.refusal_message(key, needed.name, user.role.name, source=user.source, email=user.email, helpers=helpers)

@@ -344,7 +344,13 @@ def build_app(
     app.listener_runner.listener_completion_handler = FinishDelivery(services.store)
     app.middleware(
         build_role_check(
-            services.resolver, services.policy, services.slack, router.policy_key, services.sessions.event_policy, messages=notices
+            services.resolver,
+            services.policy,
+            services.slack,
+            router.policy_key,
+            services.sessions.event_policy,
+            messages=notices,
+            action_needs=services.limits.role_needed,
         )
     )
     use_apology(notices.internal_error_message)  # how reported listeners and _on_unhandled word an apology

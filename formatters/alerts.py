@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 from formatters.blocks import MAX_BLOCKS, SECTION_TEXT_MAX, Payload, bullet_list, context, cut, esc, esc_text, header, message, section
 from formatters.controls import change_line
+from formatters.reports import unknown_repository_message
 
 if TYPE_CHECKING:
     from bot.services.alerts import AlertEvent, AlertSubscription, ControlsAlert
+    from bot.services.readiness import UnknownRepository
 
 CONTROLS_TITLE = "Enterprise controls changed: revision {revision}"
 TEST_TITLE = "Test alert: enterprise controls, revision {revision}"
@@ -209,3 +211,16 @@ def unmuted(sub: AlertSubscription, held: Sequence[AlertEvent]) -> Payload:
 def sample_posted(kind: str, channel_id: str) -> Payload:
     """The reply to ``/agent alerts test``."""
     return _one(TEST_POSTED.format(kind=esc(kind), target=target(channel_id)))
+
+
+UNKNOWN_ALERT_REPO = (
+    ":warning: The Agent platform has no readiness report for `{repo}`, so an alert for it would never come; nothing was saved."
+)
+
+
+def unknown_alert_repository(result: UnknownRepository) -> Payload:
+    """``alerts subscribe readiness repo=`` named a repository no readiness report names: say so
+    (nothing was saved) and list the known ones, as ``/agent reports <repo>`` does."""
+    head = UNKNOWN_ALERT_REPO.format(repo=esc(result.query.text))
+    known = unknown_repository_message(result)
+    return message([section(head), *known["blocks"][1:]], cut(head, 500))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from bot.services.alerts.computers import FAILED, FLAPPED, RECOVERED
 from formatters.blocks import BUTTON_VALUE_MAX, Payload, button, context, cut, esc, esc_text, header, message, section
-from formatters.computers import NAME_MAX, RETRY_ACTION, RETRY_LABEL, STEP_ERROR_MAX, retried_notice, status_label
+from formatters.computers import NAME_MAX, RETRY_ACTION, RETRY_LABEL, STEP_ERROR_MAX, retried_notice, status_words
 
 if TYPE_CHECKING:
     from bot.api import Computer
@@ -48,7 +48,7 @@ FLAPPED_LINE = (
     ":large_yellow_circle: *{name}* failed at {since} and was active again by {until}: it failed and recovered "
     "between two checks (for instance while the bot was down)."
 )
-REMOVED_LINE = ":wastebasket: *{name}* is no longer listed by the Agent platform (seen {until}); its last status was {status}."
+REMOVED_LINE = ":wastebasket: *{name}* is no longer listed by the Agent platform (seen {until}); it was last {status}."
 REMOVED_OPEN_LINE = ":wastebasket: *{name}* was in error since {since} and is no longer listed by the Agent platform (seen {until})."
 STEP_LINE = "*Failing step:* {step}"
 STEP_WAS_LINE = "*The step that failed:* {step}"
@@ -130,7 +130,7 @@ def computer_alert(alert: ComputerAlert, *, test: bool = False) -> Payload:
     blocks: list = [header((TEST_PREFIX if test else "") + title)]
     if test:
         blocks.append(context(TEST_NOTE))
-    lines = [line.format(name=name, since=since, until=until, status=status_label(alert.status))]
+    lines = [line.format(name=name, since=since, until=until, status=status_words(alert.status))]
     details = _details(alert.computer)
     if details:
         lines.append(details)

@@ -33,7 +33,7 @@ from formatters.blocks import (
     message,
     section,
 )
-from formatters.reports import DETAILS_ACTION, DETAILS_BUTTON, SHORT_HASH, fraction, percent, timestamp
+from formatters.reports import DETAILS_ACTION, DETAILS_BUTTON, SHORT_HASH, criterion_words, fraction, percent, short_id, timestamp
 
 if TYPE_CHECKING:
     from bot.services.alerts.readiness import ReadinessAlert
@@ -103,7 +103,7 @@ def _rate_text(alert: ReadinessAlert) -> str:
 
 
 def _line(change: CriterionChange) -> str:
-    name = f"*{esc(change.id)}*"
+    name = f"*{esc(criterion_words(change.id))}*"
     after = fraction(change.after) if change.after else "?"
     if change.before is None:
         return cut(f"{name} (new) {after}", LINE_MAX)
@@ -170,7 +170,7 @@ def readiness_alert(alert: ReadinessAlert | None, *, test: bool = False, reposit
     if notes:
         blocks.append(context(" ".join(notes)))
     blocks.append(
-        context(EVALUATED.format(when=timestamp(report.created_at), where=_where(report), report_id=cut(esc(report.report_id), 200)))
+        context(EVALUATED.format(when=timestamp(report.created_at), where=_where(report), report_id=esc(short_id(report.report_id))))
     )
     if len(report.report_id) <= BUTTON_VALUE_MAX:
         blocks.append(actions(button(DETAILS_BUTTON, DETAILS_ACTION, report.report_id), block_id=DETAILS_ACTION))

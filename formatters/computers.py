@@ -29,7 +29,10 @@ NO_COMPUTERS = "No computers are registered with the Agent platform."
 NO_COMPUTERS_HINT = "Computers show up here once they are registered with the Agent platform."
 MORE_COMPUTERS = "and {n} more computers not shown"
 MORE_STEPS = "and {n} more steps"
-RETRIED = ":arrows_counterclockwise: {who} retried the dependency install of *{name}*: now {status}."
+RETRIED = ":arrows_counterclockwise: {who} retried the dependency install of *{name}*: it is {status}."
+STATUS_WORDS = {"active": "active", "provisioning": "being set up", "error": "in error"}
+"""A status as a sentence says it ("it is being set up"); another status is quoted as sent."""
+RETRIED_STATUS = {"provisioning": "being set up again"}
 ALREADY_RETRYING = "The install of `{computer_id}` is already being retried from this message; I did not start it again."
 ALREADY_RETRYING_HINT = "Run `/agent computers` to see how it is going."
 RETRY_FAILED_BEFORE = "The earlier retry of `{computer_id}` from this message failed, so this button is spent."
@@ -54,6 +57,14 @@ STEP_EMOJI = {
 UNKNOWN_STEP_EMOJI = ":grey_question:"
 _ATTENTION = {"error": 0, "provisioning": 1}
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+def status_words(status: str | None) -> str:
+    """A computer's status inside a sentence: ``in error``, ``being set up``, ``active``; another
+    status as `code`; ``in an unknown state`` when the API sent none."""
+    if not status:
+        return "in an unknown state"
+    return STATUS_WORDS.get(status) or f"in the state `{esc(status).replace('`', '')}`"
 
 
 def status_label(status: str | None) -> str:
@@ -115,7 +126,8 @@ def mention(user_id: str | None) -> str:
 
 def retried_notice(computer: Computer, user_id: str | None) -> str:
     """The line on top of the updated message after a click: who retried which computer, its status."""
-    return RETRIED.format(who=mention(user_id), name=esc(cut(computer.name, NAME_MAX)), status=esc(computer.status or "unknown"))
+    status = RETRIED_STATUS.get(computer.status or "") or status_words(computer.status)
+    return RETRIED.format(who=mention(user_id), name=esc(cut(computer.name, NAME_MAX)), status=status)
 
 
 def computer_list(

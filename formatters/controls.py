@@ -114,7 +114,32 @@ def _value(value: Any, people: Mapping[str, str] | None = None) -> str:
         return f"{value:,}"
     if isinstance(value, str) and value.strip() and len(value) <= VALUE_MAX and "\n" not in value:
         return esc(value)
+    if isinstance(value, dict):
+        return _object(value)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return _items(value, people)
     return _code(compact(value))
+
+
+OBJECT_NAMES: Final = ("displayName", "name", "title", "model", "id")
+"""The members that name an object (a custom model, a server), first found first."""
+OBJECT_SETTINGS: Final = "{n} setting{s}: {keys}"
+OBJECT_KEYS_SHOWN = 4
+
+
+def _object(value: dict[str, Any]) -> str:
+    """An object in words: what names it and its ``id`` (``Acme Coder 70B (`custom:acme-0`)``), else
+    how many settings it has and the first of them in words; never raw JSON cut mid-key."""
+    name = next((value[k] for k in OBJECT_NAMES if isinstance(value.get(k), str) and value[k].strip()), None)
+    if name is not None:
+        ident = value.get("id")
+        shown = cut(esc(name), VALUE_MAX)
+        return f"{shown} ({_code(ident)})" if isinstance(ident, str) and ident and ident != name else shown
+    keys = [setting_label(str(k)).lower() for k in list(value)[:OBJECT_KEYS_SHOWN]]
+    more = f" +{len(value) - OBJECT_KEYS_SHOWN} more" if len(value) > OBJECT_KEYS_SHOWN else ""
+    if not value:
+        return "an empty object"
+    return OBJECT_SETTINGS.format(n=len(value), s="" if len(value) == 1 else "s", keys=", ".join(keys) + more)
 
 
 _ACRONYMS: Final = {

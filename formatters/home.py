@@ -53,6 +53,7 @@ from formatters.blocks import (
     section,
 )
 from formatters.limits import APPROVE_ACTION, REJECT_ACTION, STATE_LABELS, credits, signed, when, who
+from formatters.notices import who_you_are
 from formatters.reports import age, percent
 from formatters.sessions import archive_button, one_line, status_label
 from formatters.usage import NO_PREVIOUS
@@ -313,11 +314,20 @@ def controls_blocks(history: ControlsHistory | Fault) -> list[Any]:
     return [section(LAST_CONTROLS + "\n" + text)]
 
 
+def guest_blocks(home: Home) -> list[Any]:
+    """What a guest's Home says instead of sections they may not see: who they are to the bot, why,
+    and who can change it (as a refusal says it, :func:`formatters.notices.who_you_are`)."""
+    you, hint = who_you_are(home.role, home.source, home.email)
+    return [section(f"{GUEST_HEAD}\n{you}"), context(hint)]
+
+
 def home_view(home: Home) -> dict[str, Any]:
     """The Home tab of ``home.user_id`` (module docstring): the sections their role shows, in the
     order sessions, requests, approvals, alert subscriptions, organization; at most
     :data:`MAX_HOME_BLOCKS` blocks."""
     blocks: list[Any] = [header(TITLE), context(REFRESHED.format(when=when(home.now)))]
+    if home.role == "guest":
+        blocks += [divider(), *guest_blocks(home)]
     if home.sessions is not None:
         blocks += [divider(), *session_blocks(home.sessions)]
     if home.requests is not None:
@@ -344,6 +354,7 @@ def home_view(home: Home) -> dict[str, Any]:
     return {"type": "home", "callback_id": HOME_CALLBACK, "blocks": rendered}
 
 
+GUEST_HEAD: Final = "*Only people of the organization can use me here.*"
 DM_HINT_TITLE: Final = "Hi! Write me a task and I start an agent session for you."
 DM_HINT_LINES: Final = (
     "Write what the agent should do, e.g. `fix the flaky login test`: it runs on your computer and I follow it "

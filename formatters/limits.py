@@ -47,7 +47,7 @@ from bot.services.limits.store import (
 )
 from bot.services.limits.workflow import POST_FAILED, POST_FAILED_HINT, TAMPERED, VIEW_FAILED, VIEW_FAILED_HINT, Refusal, Refused
 from formatters.blocks import Payload, actions, bullet_list, button, context, divider, esc, esc_text, header, message, section
-from formatters.notices import ROLE_HOLDERS, error_message, refusal_message
+from formatters.notices import ROLE_HOLDERS, error_message, people_text, refusal_message
 
 REJECT_BLOCK, REJECT_INPUT = "reason", "text"
 FILE_BLOCK, FILE_INPUT, FILE_REASON_BLOCK = "csv", "text", "reason"
@@ -83,6 +83,7 @@ SELF_APPROVAL_HINT = "Ask another approver to look at it; you may cancel it inst
 SELF_REJECTION = "You asked for request #{id}; to withdraw it, press Cancel."
 OWNER_NEEDED = "Request #{id} changes {size} credits, more than {threshold}: it needs an owner's approval."
 OWNER_NEEDED_HINT = "Ask an owner of the bot to approve it."
+OWNER_NEEDED_WHO = "Owners of the bot who can approve it: {people}."
 ONLY_REQUESTER = "Only {who}, who asked for request #{id}, can cancel it."
 ONLY_REQUESTER_HINT = "Approvers can reject it instead."
 NOT_RETRYABLE = "Request #{id} is {state}; there is nothing to retry."
@@ -293,9 +294,14 @@ def self_rejection(request: LimitRequest) -> Payload:
     return error_message(SELF_REJECTION.format(id=request.id), icon=":no_entry:")
 
 
-def owner_needed(request: LimitRequest, threshold: int) -> Payload:
+def owner_needed(request: LimitRequest, threshold: int, *, owners: Sequence[str] = ()) -> Payload:
+    """An approver below owner pressed Approve on a request above ``threshold`` credits: why not,
+    and ``owners`` (Slack user IDs or ``@group`` handles), the people who can approve it."""
     text = OWNER_NEEDED.format(id=request.id, size=f"{request.size:,}", threshold=f"{threshold:,}")
-    return error_message(text, OWNER_NEEDED_HINT, icon=":no_entry:")
+    if not owners:
+        return error_message(text, OWNER_NEEDED_HINT, icon=":no_entry:")
+    who = OWNER_NEEDED_WHO.format(people=people_text(owners))
+    return message([section(f":no_entry: {esc_text(text)}"), context(who)], f"{esc_text(text)} {who}")
 
 
 def only_requester(request: LimitRequest) -> Payload:
@@ -442,7 +448,7 @@ def refusal_notice(refusal: Refusal) -> Payload:
         return refusal_message(refusal.key, refusal.needs or "manager", user.role.name, source=user.source, email=user.email)
     request = _about(refusal)
     if reason is Refused.OWNER_NEEDED:
-        return owner_needed(request, refusal.threshold or 0)
+        return owner_needed(request, refusal.threshold or 0, owners=refusal.who_can_help)
     notices = {
         Refused.DECIDED: decided_before,
         Refused.EXPIRED: expired_notice,

@@ -116,9 +116,22 @@ def refusal_message(
     return message([section(f"{head}\n{you}"), context(hint)], f"{head} {you} {hint}")
 
 
+def people_text(helpers: Sequence[str]) -> str:
+    """Who can help, as mrkdwn: mentions for Slack user IDs, ``@group`` handles as written, at most
+    :data:`PEOPLE_MAX`."""
+    return ", ".join(_person(h) for h in helpers[:PEOPLE_MAX])
+
+
 def _person(helper: str) -> str:
     """A helper as mrkdwn: ``<@U123>`` for a Slack user ID, an ``@group`` handle as written (escaped)."""
     return f"<@{helper}>" if _SLACK_USER.match(helper) else esc(helper)
+
+
+def who_you_are(role: str, source: str, email: str | None) -> tuple[str, str]:
+    """``(why the person has role, what to do about it)`` as a refusal of a member's action says
+    them (the App Home of a guest says them too); the hint is never empty."""
+    you, hint = _why(Role.member, role, source, email)
+    return you, hint or HINT_ROLE.format(needed=Role.member.name)
 
 
 def _why(need: Role, role: str, source: str, email: str | None) -> tuple[str, str]:

@@ -88,7 +88,10 @@ PASS_RATE_HELP = (
 APPS_TITLE = "*Applications evaluated* ({n})"
 NO_APPS = "*Applications evaluated*: none listed"
 MORE_CRITERIA = "and {n} more criteria not passing, not shown here: press *Details* for every criterion in full"
-PASSING_LINE = ":white_check_mark: {n} passing: {names}. *Details* shows every rationale."
+PASSING_LINE = ":white_check_mark: {n} more criteria pass: *Details* lists them, with every rationale."
+CRITERION_NAMES = {"agents_md": "AGENTS.md", "env_example": ".env example", "pre_commit_hooks": "Pre-commit hooks"}
+"""Criterion ids whose words are not their parts' (the rest: :func:`criterion_words`)."""
+CRITERION_ACRONYMS = {"ci": "CI", "cd": "CD", "api": "API", "mcp": "MCP", "sdk": "SDK", "readme": "README", "codeowners": "CODEOWNERS"}
 ALL_PASS = ":white_check_mark: *Every criterion passes.*"
 CHANGES_TITLE = "*Since the previous report* ({when}, {gap} earlier)"
 CHANGES_COUNTS = "{improved} improved, {regressed} regressed, {new} new, {removed} removed, {unchanged} unchanged"
@@ -282,6 +285,30 @@ def _apps_text(report: Report) -> str:
     return f"{title}\n{bullet_list(lines, limit=SECTION_TEXT_MAX - len(title) - 1)}"
 
 
+SHORT_ID = 8
+"""How much of a long id (a report's UUID) people see; the Details view shows it whole."""
+
+
+def short_id(value: str) -> str:
+    """The first :data:`SHORT_ID` characters of a long id (a UUID), as a commit hash is shortened;
+    a short id whole."""
+    return value[:SHORT_ID] if len(value) > SHORT_ID + 4 else value
+
+
+def criterion_words(criterion_id: str) -> str:
+    """A criterion's id as words for people (``ci_pipeline`` -> ``CI pipeline``); the id itself is
+    shown where an operator needs it (the Details view). Not escaped."""
+    if criterion_id in CRITERION_NAMES:
+        return CRITERION_NAMES[criterion_id]
+    words = [w for w in re.split(r"[_\-\s]+", criterion_id) if w]
+    if not words:
+        return criterion_id
+    said = [CRITERION_ACRONYMS.get(w.lower(), w) for w in words]
+    first = said[0]
+    said[0] = first if first in CRITERION_ACRONYMS.values() else first[:1].upper() + first[1:]
+    return " ".join(said)
+
+
 def _criteria_sections(report: Report, *, outcomes: Sequence[Outcome] = ("failing", "partial", "passing")) -> list[tuple[str, int]]:
     """Sections of the criteria of ``outcomes`` (in that order), one line each, packed to fit."""
     sections: list[tuple[str, int]] = []
@@ -290,18 +317,18 @@ def _criteria_sections(report: Report, *, outcomes: Sequence[Outcome] = ("failin
         criteria = groups[outcome]
         if not criteria:
             continue
-        lines = [f"\u2022 *{esc(c.id)}* {fraction(c)}: {short_rationale(c.rationale)}" for c in criteria]
+        lines = [f"\u2022 *{esc(criterion_words(c.id))}* {fraction(c)}: {short_rationale(c.rationale)}" for c in criteria]
         sections += _pack(lines, GROUP_TITLES[outcome].format(n=len(criteria)))
     return sections
 
 
 def _passing_line(passing: Sequence[Criterion]) -> str:
-    names = ", ".join(f"*{esc(c.id)}*" for c in passing)
-    return cut(PASSING_LINE.format(n=len(passing), names=names), SECTION_TEXT_MAX)
+    """How many pass; their names and rationales are behind *Details*."""
+    return PASSING_LINE.format(n=len(passing))
 
 
 def _change_line(change: CriterionChange) -> str:
-    name = f"*{esc(change.id)}*"
+    name = f"*{esc(criterion_words(change.id))}*"
     if change.kind == "new" and change.after:
         return f"+ {name} new: {fraction(change.after)}"
     if change.kind == "removed" and change.before:
@@ -352,7 +379,7 @@ def report_message(result: RepositoryReports, now: datetime) -> Payload:
     if result.walk.hit_page_bound:
         bottom.append(context(_bound_note(result.walk, BOUND_REPORT.format(repo=esc(repo)))))
     bottom += _details_button(report)
-    bottom.append(context(REPORT_FOOTER.format(report_id=esc(report.report_id), help=PASS_RATE_HELP)))
+    bottom.append(context(REPORT_FOOTER.format(report_id=esc(short_id(report.report_id)), help=PASS_RATE_HELP)))
 
     sections = _criteria_sections(report, outcomes=("failing", "partial"))
     budget = MAX_BLOCKS - len(top) - len(bottom)
@@ -438,7 +465,7 @@ def details_messages(report: Report, now: datetime, *, max_messages: int = MAX_D
             continue
         pieces.append((GROUP_TITLES[outcome].format(n=len(criteria)), []))
         for c in criteria:
-            title = f"*{cut(esc(c.id), LINE_MAX)}* {fraction(c)}"
+            title = f"*{cut(esc(criterion_words(c.id)), LINE_MAX)}* `{cut(esc(c.id), LINE_MAX)}` {fraction(c)}"
             body = esc(c.rationale.strip()) or "_no rationale given_"
             chunks = _split_text(f"{title}\n{body}", SECTION_TEXT_MAX)
             pieces += [(chunk, [c.id] if i == 0 else []) for i, chunk in enumerate(chunks)]

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bot.services.periods import Period
 from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary, UserUsage
 from formatters.blocks import NOT_REPORTED, Payload, change, context, divider, esc, fields, figure, header, message, number, section
 
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
     from bot.slack import SlackPerson
 
 NO_PREVIOUS = "no comparison: the previous period starts before 2026-01-14"
-NO_USER_USAGE = "{email} is an organization user but used the Agent platform in none of {period}."
+NO_USER_USAGE = "{email} is an organization user but did not use the Agent platform {period}."
+ON_DAY = "on {day}"
+FROM_TO = "from {start} to {end} ({days} days)"
 NO_USER_USAGE_HINT = "Try a longer period such as `30d`."
 UNKNOWN_USER = "{email} is not an organization user of the Agent platform, so there is no usage to show."
 UNKNOWN_USER_HINT = "Check the spelling; `/agent users <name>` finds people by name."
@@ -151,14 +154,17 @@ def usage_summary(summary: UsageSummary, people: Mapping[str, SlackPerson] | Non
     return message(blocks, fallback)
 
 
-def usage_breakdown(breakdown: Breakdown) -> Payload:
-    """The reply to ``/agent usage <period> by model|client|tool|user``."""
+def usage_breakdown(breakdown: Breakdown, people: Mapping[str, SlackPerson] | None = None) -> Payload:
+    """The reply to ``/agent usage <period> by model|client|tool|user``; ``people``: e-mail -> Slack
+    person (``by user``: those Slack knows are mentioned, as in :func:`usage_summary`)."""
     fmt = "tokens" if breakdown.measure == "billable tokens" else "avg" if "average" in breakdown.measure else "plain"
     title = f"Agent usage by {breakdown.dimension}: {breakdown.period.label()}"
     total = number(breakdown.total, compact=fmt == "tokens") if fmt != "avg" else f"{breakdown.total:,.1f}"
     blocks: list = [
         header(title),
-        section(f"*{esc(breakdown.measure.capitalize())}*, total {total}\n" + _ranked_lines(breakdown.rows, fmt)),
+        section(
+            f"*{esc(breakdown.measure.capitalize())}*, total {total}\n" + _ranked_lines(breakdown.rows, fmt, label=mention_of(people or {}))
+        ),
     ]
     if not breakdown.rows:
         blocks.append(context("No data for this period."))
@@ -192,9 +198,16 @@ def user_usage(usage: UserUsage) -> Payload:
     return message(blocks, f"{title}: {show('billable_tokens', unit='billable tokens')}")
 
 
-def no_user_usage(email: str, period_label: str, *, known: bool) -> tuple[str, str]:
-    """``(what, hint)`` for a person with no usage rows in the period: ``known`` says whether the
+def no_user_usage(email: str, period: Period, *, known: bool) -> tuple[str, str]:
+    """``(what, hint)`` for a person with no usage rows in ``period``: ``known`` says whether the
     e-mail is an organization user's (then they simply did not use the platform)."""
     if not known:
         return UNKNOWN_USER.format(email=email), UNKNOWN_USER_HINT
-    return NO_USER_USAGE.format(email=email, period=period_label), NO_USER_USAGE_HINT
+    return NO_USER_USAGE.format(email=email, period=period_words(period)), NO_USER_USAGE_HINT
+
+
+def period_words(period: Period) -> str:
+    """A period as a sentence says it: "on 2026-11-27", "from 2026-11-21 to 2026-11-27 (7 days)"."""
+    if period.start == period.end:
+        return ON_DAY.format(day=period.start.isoformat())
+    return FROM_TO.format(start=period.start.isoformat(), end=period.end.isoformat(), days=period.days)

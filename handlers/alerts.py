@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand, in_code
+from bot.outcomes import Declined, NothingChanged
 from bot.services.alerts import (
     AlertKind,
     AlertSubscription,
@@ -36,8 +37,9 @@ from bot.services.alerts import (
     UnknownKindError,
     parse_duration,
 )
+from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
 from bot.slack import SlackFailure
-from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unmuted, unsubscribed
+from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unknown_alert_repository, unmuted, unsubscribed
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import CommandRequest, Router, UserInputError
 
@@ -123,10 +125,12 @@ NOT_A_CHANNEL_HINT = "Pick the channel from Slack's #-autocomplete (so Slack sen
 NO_SUBSCRIPTION_ID = "There is no alert subscription {id}."
 NO_SUBSCRIPTION = "{where} has no `{kind}` alert subscription."
 LIST_HINT = "`/agent alerts list [#channel]` shows the subscriptions and their ids."
+NOT_MUTED = "Subscription {id} (`{kind}` alerts) is not muted: its alerts are posted as they come."
+NOT_MUTED_HINT = "`/agent alerts mute <kind|id> for=2h` mutes it; `/agent alerts list` shows which are muted."
 MUTE_FOR = "How long? `for=` is missing."
 MUTE_FOR_HINT = "Usage: `{usage}`; durations: 30m, 2h, 1d, 1w (at most 30 days)."
-NEEDS_ROLE = "`{kind}` alerts need the {role} role (policy key `{key}`)."
-NEEDS_ROLE_HINT = "Ask a {role} to subscribe the channel, or whoever runs the bot to change the policy."
+NEEDS_ROLE = "`{kind}` alerts need the {role} role."
+NEEDS_ROLE_HINT = "Ask a {role} to do it, or whoever runs the bot to change the policy key `{key}` in its roles file."
 NOT_IN_CHANNEL = "I am not a member of the private channel <#{channel}>, so I cannot post alerts there."
 NOT_IN_CHANNEL_HINT = "Invite me with `/invite @agent` in that channel, then try again."
 CHANNEL_UNKNOWN = "I cannot see the channel `{channel}`."
@@ -183,7 +187,7 @@ def _check_policy(request: CommandRequest, kind: str) -> None:
     policy = request.services.policy
     if not policy.allows(request.user, key):
         role = policy.minimum(key).name
-        raise UserInputError(NEEDS_ROLE.format(kind=kind, role=role, key=key), NEEDS_ROLE_HINT.format(role=role))
+        raise UserInputError(NEEDS_ROLE.format(kind=kind, role=role, key=key), NEEDS_ROLE_HINT.format(role=role, key=key))
 
 
 async def _where(request: CommandRequest, words: list[str], what: str) -> str:
@@ -241,8 +245,23 @@ async def handle_subscribe(request: CommandRequest) -> None:
     _check_policy(request, kind.name)
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
+    unknown = await _unknown_repository(request, filters)
+    if unknown is not None:
+        await request.reply(unknown_alert_repository(unknown))
+        return
     sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters)
     await request.reply(subscribed(sub, new=new))
+
+
+async def _unknown_repository(request: CommandRequest, filters: dict[str, object]) -> UnknownRepository | None:
+    """The first repository of a ``repo=`` filter that no readiness report names (an alert for it
+    would never come), as ``/agent reports <repo>`` looks it up; None when all are known."""
+    repos = filters.get("repo")
+    for repo in repos if isinstance(repos, list) else ():
+        found = await find_repository_reports(request.services.agent, RepoQuery.parse(str(repo)))
+        if isinstance(found, UnknownRepository):
+            return found
+    return None
 
 
 async def handle_unsubscribe(request: CommandRequest) -> None:
@@ -279,6 +298,8 @@ async def handle_unmute(request: CommandRequest) -> None:
     _no_options(request, "", UNMUTE.usage)
     sub = await _subscription(request, UNMUTE.usage)
     repo = request.services.alerts.repo
+    if not sub.muted(request.services.now()) and not (await repo.counts(sub.id)).get("muted"):
+        raise Declined(NothingChanged(NOT_MUTED.format(id=sub.id, kind=sub.kind), NOT_MUTED_HINT))
     await repo.set_mute(sub.id, None)
     await request.reply(unmuted(sub, await repo.take_muted(sub.id)))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from bot.commands import SubCommand, in_code
@@ -27,6 +27,7 @@ from bot.services.limits import (
     APPROVE_ACTION,
     CANCEL_ACTION,
     CONFIRM_ACTION,
+    CREDITS_RANGE,
     FILE_CALLBACK,
     NO_CREDITS,
     NO_ENTRIES,
@@ -39,7 +40,9 @@ from bot.services.limits import (
     LimitRequest,
     LimitsWorkflow,
     Refusal,
+    Refused,
     check_entries,
+    credits_too_large,
     parse_credits,
     parse_csv,
     user_problem,
@@ -98,7 +101,8 @@ UNKNOWN_OPTION: Final = "Unknown option `{name}`; only `reason` is accepted."
 NO_OWN_EMAIL: Final = "Slack does not give me your e-mail, so I cannot file a request for you."
 NO_OWN_EMAIL_READ: Final = "Slack does not give me your e-mail, so I cannot tell which credit limit is yours."
 REQUEST_USAGE: Final = "Give one number of credits, e.g. `/agent limits request 3000`."
-NOT_CREDITS: Final = "`{value}` is not a number of credits: give a whole number of 0 or more, like `3000`."
+NOT_CREDITS: Final = "`{value}` is not a number of credits: give " + CREDITS_RANGE + ", like `3000`."
+REQUEST_TOO_LARGE: Final = "`{value}` credits is more than a limit can be: give " + CREDITS_RANGE + "."
 REASON_NEEDS_QUOTES: Final = 'A reason with spaces needs quotes: `reason="Q4 migration"`.'
 ONE_USER: Final = "Name at most one user."
 OWN_ONLY: Final = "You may read only your own credit limit."
@@ -141,7 +145,8 @@ async def handle_request(request: CommandRequest) -> None:
         what = REASON_NEEDS_QUOTES if "reason" in request.command.options and len(args) > 1 else REQUEST_USAGE
         raise UserInputError(what, f"Usage: `{REQUEST.usage}`")
     if parse_credits(args[0]) is None:
-        raise UserInputError(NOT_CREDITS.format(value=in_code(args[0])), f"Usage: `{REQUEST.usage}`")
+        problem = REQUEST_TOO_LARGE if credits_too_large(args[0]) else NOT_CREDITS
+        raise UserInputError(problem.format(value=in_code(args[0])), f"Usage: `{REQUEST.usage}`")
     if not request.user.email:
         raise UserInputError(NO_OWN_EMAIL)
     await _file_and_reply(request, [(request.user.email, args[0])], reason)
@@ -228,6 +233,8 @@ async def on_click(click: ActionRequest) -> None:
     loaded = await workflow.load(click.value)
     outcome = loaded if isinstance(loaded, Refusal) else await ACTS[click.action_id](workflow, loaded, click)
     if isinstance(outcome, Refusal):
+        if outcome.reason is Refused.OWNER_NEEDED:  # name the people who can approve this one
+            outcome = replace(outcome, who_can_help=await click.services.resolver.who_can(Role.owner))
         await click.reply(fmt.refusal_notice(outcome))
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
@@ -27,7 +28,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.commands import SubCommand, quoted
 from bot.identity import mentioned_user
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
-from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage
+from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage, organization_email_of_id
 from bot.slack import SlackFailure
 from formatters.blocks import message, section
 from formatters.notices import error_message
@@ -95,10 +96,12 @@ async def _user_usage(request: CommandRequest, email: str, words: list[str]) -> 
     usage = await fetch_user_usage(request.services.agent, period, email)
     if usage is None:
         known = await request.services.resolver.is_organization_email(email)
-        raise UserInputError(*no_user_usage(email, period.label(), known=known))
+        raise UserInputError(*no_user_usage(email, period, known=known))
     await request.reply(user_usage(usage))
 
 
+PLATFORM_USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{2,63}")
+"""What an Agent platform user id may look like (``usr_000040``); one without ``@``, so not an e-mail."""
 USER_EXAMPLE = "/agent usage user alice@example.com 7d"
 OTHERS_USAGE = "Another person's usage needs the {role} role; everyone may see their own."
 OWN_USAGE_HINT = "`/agent usage me` shows yours."
@@ -126,6 +129,10 @@ async def _email_of(target: str, request: CommandRequest) -> str:
     email = await request.services.identity.email_of_token(target)
     if email:
         return email
+    if PLATFORM_USER_ID.fullmatch(target):  # an id the usage lists show for a person without an e-mail
+        email = await organization_email_of_id(request.services.agent, target)
+        if email:
+            return email.lower()
     if mentioned_user(target):
         raise UserInputError(f"Slack has no e-mail for {target}.", "Use their e-mail address instead.")
     raise UserInputError(f"`{target}` is neither an e-mail nor a @mention.", "Example: `/agent usage user alice@example.com 7d`.")
@@ -147,7 +154,9 @@ async def handle_usage(request: CommandRequest) -> None:
     _check_words(args)
     period = _period(args, request)
     if dimension:
-        await request.reply(usage_breakdown(await fetch_breakdown(agent, period, dimension)))
+        breakdown = await fetch_breakdown(agent, period, dimension)
+        people = await request.services.identity.people_of(row.name for row in breakdown.rows) if dimension == "user" else {}
+        await request.reply(usage_breakdown(breakdown, people))
     else:
         summary = await fetch_usage(agent, period)
         people = await request.services.identity.people_of(row.name for row in summary.top_users)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 EARLIEST = dt.date(2026, 1, 14)
 MAX_RELATIVE_DAYS = 366
-_RELATIVE = re.compile(r"^(\d{1,4})d$", re.ASCII)  # ASCII digits only: Arabic-Indic "10d" is not a period
+_RELATIVE = re.compile(r"^(\d+)d$", re.ASCII)  # ASCII digits only: Arabic-Indic "10d" is not a period
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 
 PERIOD_HELP = (
@@ -29,7 +29,7 @@ PERIOD_HELP = (
 )
 TODAY_NOT_LANDED = "Today's numbers land tomorrow: data runs through yesterday, {last} (UTC). Try `yesterday` or `{span}`."
 NOTHING_YET = "`{text}` has no data yet: it starts today, and data runs through yesterday, {last} (UTC). Try `{instead}`."
-_DAYS_PHRASE = re.compile(r"^(?:last\s+)?(\d{1,4})\s*days?$", re.ASCII)
+_DAYS_PHRASE = re.compile(r"^(?:last\s+)?(\d+)\s*days?$", re.ASCII)
 
 
 class PeriodError(ValueError):
@@ -91,7 +91,8 @@ def parse_period(text: str | None, today: dt.date) -> Period:
     elif word == "yesterday":
         period = Period(last, last)
     elif match := _RELATIVE.match(word):
-        days = int(match.group(1))
+        digits = match.group(1).lstrip("0")
+        days = int(digits or "0") if len(digits) <= len(str(MAX_RELATIVE_DAYS)) else MAX_RELATIVE_DAYS + 1
         if not 1 <= days <= MAX_RELATIVE_DAYS:
             raise PeriodError(f"`{text}` is not a period: N in `Nd` runs from 1 to {MAX_RELATIVE_DAYS}. {PERIOD_HELP}")
         period = Period(max(last - dt.timedelta(days=days - 1), EARLIEST), last)

@@ -303,7 +303,8 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
     by_tool = reported("top_tools", (row.by_tool for row in tools))
     by_server = reported("top_mcp_servers", (row.mcp_by_server for row in tools))
     by_client = reported("clients", (row.daily_active_users_by_client for row in activity))
-    users = _sum_by((user.user_email or user.user_id, user.billable_tokens) for day in by_user for user in day)
+    emails = await organization_emails(client, (u.user_id for day in by_user for u in day if not u.user_email))
+    users = _sum_by((user.user_email or emails.get(user.user_id, user.user_id), user.billable_tokens) for day in by_user for user in day)
     clients = {name: value / len(by_client) for name, value in _sum_by(pair for day in by_client for pair in day.items()).items()}
     return UsageSummary(
         period=period,
@@ -317,6 +318,27 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
         top_users=rank(users),
         coverage=coverage,
     )
+
+
+async def organization_emails(client: AgentClient, ids: Iterable[str]) -> dict[str, str]:
+    """The organization's e-mail of each user id in ``ids`` that it knows (analytics may send a user
+    without ``user_email``: an SSO login without an e-mail claim, while ``/organization/users`` has
+    it), walking the organization's users until every id is found; ``{}`` for no ids."""
+    wanted = set(ids)
+    found: dict[str, str] = {}
+    if not wanted:
+        return found
+    async for user in client.iter_organization_users():
+        if user.id in wanted and user.email:
+            found[user.id] = user.email
+            if len(found) == len(wanted):
+                break
+    return found
+
+
+async def organization_email_of_id(client: AgentClient, user_id: str) -> str | None:
+    """The e-mail of the organization user ``user_id`` (``usr_…``), or None."""
+    return (await organization_emails(client, [user_id])).get(user_id)
 
 
 async def _nothing() -> None:
@@ -348,7 +370,8 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
         measure = "average daily active users"
     elif dimension == "user":
         days = (await client.get_token_summary(start_date=start, end_date=end)).data
-        items = [(u.user_email or u.user_id, u.billable_tokens) for r in days for u in r.by_user or ()]
+        emails = await organization_emails(client, (u.user_id for r in days for u in r.by_user or () if not u.user_email))
+        items = [(u.user_email or emails.get(u.user_id, u.user_id), u.billable_tokens) for r in days for u in r.by_user or ()]
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
@@ -403,8 +426,11 @@ async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> U
     when the person has no row in the period."""
     wanted = email.lower()
     tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
-    ids = sorted({u.user_id for r in tokens for u in r.by_user or () if (u.user_email or "").lower() == wanted})
-    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in ids))
+    ids = {u.user_id for r in tokens for u in r.by_user or () if (u.user_email or "").lower() == wanted}
+    if not ids:  # analytics may send them without an e-mail: the organization's list has it
+        without = {u.user_id for r in tokens for u in r.by_user or () if not u.user_email}
+        ids = {user_id for user_id, found in (await organization_emails(client, without)).items() if found.lower() == wanted}
+    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in sorted(ids)))
     rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:
         return None

@@ -16,12 +16,12 @@ from bot.cli import main
 from bot.config import FILE_SETTINGS, MAX_SECRET_FILE_BYTES, ConfigurationError, Settings, env_name, env_names
 from bot.doctor import (
     COMPUTER_RULES_NONE,
+    DATABASE_CREATED_AT_START,
     FIX_API_KEY_ROLE,
     FIX_COMPUTER_RULES,
     FIX_ROLES_MISSING,
     HOOK_SECRET_SET,
     ROLES_UNSET,
-    SCHEMA_UPGRADED_AT_START,
 )
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yaml"
@@ -230,10 +230,10 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
         "ok   slack app token (socket mode): apps.connections.open accepts SLACK_APP_TOKEN",
         f"FAIL agent api key: GET /api/v1/analytics/tokens answered 403: the key is not a manager's or owner's -> {FIX_API_KEY_ROLE}",
         f"ok   readiness endpoint: {stack.sandbox.url} answers readiness reports",
-        f"ok   database: {database}: {SCHEMA_UPGRADED_AT_START}",
+        f"ok   database: {database}: {DATABASE_CREATED_AT_START}",
         f"ok   hook secret: {HOOK_SECRET_SET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
-        "ok   encryption key: 1 Fernet key; no linked key stored yet (the database schema is behind this version)",
+        "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
     ]
     for value in (stack.slack.bot_token, stack.slack.app_token, "sandbox-member-key", SECRET, ENCRYPTION_KEY):

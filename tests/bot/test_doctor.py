@@ -18,6 +18,7 @@ from bot.doctor import (
     COMPUTER_RULES_REST_CAUGHT,
     COMPUTER_RULES_REST_OPEN,
     COMPUTER_RULES_UNREAD,
+    DATABASE_CREATED_AT_START,
     ENCRYPTION_KEY_UNSET,
     ENCRYPTION_KEY_UNSET_PERSON,
     FIX_API_KEY_INVALID,
@@ -172,8 +173,11 @@ def test_readiness_endpoint(stack, tmp_path):
 
 def test_database(tmp_path):
     url = f"sqlite:///{tmp_path / 'bot.db'}"
-    fresh = Settings(database_url=url)  # SQLite: start-up upgrades it, so a schema behind is fine
-    assert check_database(fresh).line() == f"ok   database: {url}: {SCHEMA_UPGRADED_AT_START}"
+    fresh = Settings(database_url=url)  # no file yet: start-up creates it, the doctor does not
+    assert check_database(fresh).line() == f"ok   database: {url}: {DATABASE_CREATED_AT_START}"
+    assert not (tmp_path / "bot.db").exists()
+    (tmp_path / "bot.db").touch()  # an empty database: its schema is behind
+    assert check_database(fresh).line() == f"ok   database: {url}: {SCHEMA_UPGRADED_AT_START}"  # SQLite: start-up upgrades it
     assert check_database(fresh).line() == f"ok   database: {url}: {SCHEMA_UPGRADED_AT_START}"  # the doctor changed nothing
     manual = Settings(database_url=url, db_auto_upgrade=False)
     behind = check_database(manual).line()
@@ -185,6 +189,17 @@ def test_database(tmp_path):
         f"FAIL database: sqlite:///{missing_dir}: cannot open the SQLite database file: check the path in "
         f"AGENT_BOT_DATABASE_URL and that its folder exists -> {FIX_DATABASE}"
     )
+
+
+def test_database_check_creates_no_file(tmp_path, monkeypatch):
+    monkeypatch.delenv("AGENT_BOT_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)  # the default URL, sqlite:///agent-bot.db, is relative to here
+    settings = Settings(_env_file=None)
+    assert settings.database_url == "sqlite:///agent-bot.db"
+    assert check_database(settings).line() == f"ok   database: sqlite:///agent-bot.db: {DATABASE_CREATED_AT_START}"
+    keyed = settings.model_copy(update={"encryption_key": secret("a0Y5a2p4cG9tQ1pDZ0x3cmJtTnVsYnJhcW1kRWVaQ2s=")})
+    assert check_encryption_key(keyed).line() == "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_database_url_password_is_never_printed():
@@ -296,7 +311,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"FAIL slack app token (socket mode): SLACK_APP_TOKEN is not set -> {FIX_APP_TOKEN_MISSING}",
         f"FAIL agent api key: GET /api/v1/analytics/tokens answered 403: the key is not a manager's or owner's -> {FIX_API_KEY_ROLE}",
         f"ok   readiness endpoint: {stack.sandbox.url} answers readiness reports",
-        f"ok   database: sqlite:///{tmp_path / 'cli.db'}: {SCHEMA_UPGRADED_AT_START}",
+        f"ok   database: sqlite:///{tmp_path / 'cli.db'}: {DATABASE_CREATED_AT_START}",
         f"ok   hook secret: {HOOK_SECRET_UNSET}",
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
         f"FAIL encryption key: {ENCRYPTION_KEY_UNSET_PERSON} -> {FIX_ENCRYPTION_KEY_PERSON}",
@@ -329,6 +344,10 @@ def test_encryption_key_unset_malformed_or_not_decrypting_the_stored_keys(tmp_pa
         "FAIL encryption key: key 2 of 2 is not a Fernet key (32 bytes, URL-safe base64: 44 characters); "
         f"make one with Fernet.generate_key() -> {FIX_ENCRYPTION_KEY}"
     )
+    assert check_encryption_key(Settings(database_url=url, encryption_key=secret(old))).line() == (
+        "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)"
+    )
+    (tmp_path / "keys.db").touch()  # an empty database: its schema is behind
     assert check_encryption_key(Settings(database_url=url, encryption_key=secret(old))).line() == (
         "ok   encryption key: 1 Fernet key; no linked key stored yet (the database schema is behind this version)"
     )

@@ -61,14 +61,21 @@ def test_a_command_counts_its_request_its_ack_and_its_agent_api_calls(stack, fre
     assert lines_of(lines, "agent_bot_slack_requests_total") == {'agent_bot_slack_requests_total{kind="command",outcome="acked"} 1.0'}
     assert lines_of(lines, "agent_bot_slack_ack_seconds_count") == {'agent_bot_slack_ack_seconds_count{kind="command"} 1.0'}
     assert 'agent_bot_slack_ack_seconds_bucket{kind="command",le="+Inf"} 1.0' in lines
-    # usage 7d: each analytics endpoint for the week and for the week before
+    # usage 7d: each analytics endpoint for the week and for the week before, and the organization's
+    # users once (the sandbox's top users include people analytics sends without an e-mail)
     assert lines_of(lines, "agent_bot_agent_api_calls_total") == {
-        f'agent_bot_agent_api_calls_total{{endpoint="/api/v1/analytics/{name}",method="GET",status="200"}} 2.0'
-        for name in ("tokens", "tools", "activity", "productivity")
+        *(
+            f'agent_bot_agent_api_calls_total{{endpoint="/api/v1/analytics/{name}",method="GET",status="200"}} 2.0'
+            for name in ("tokens", "tools", "activity", "productivity")
+        ),
+        'agent_bot_agent_api_calls_total{endpoint="/api/v0/organization/users",method="GET",status="200"} 1.0',
     }
     assert lines_of(lines, "agent_bot_agent_api_call_seconds_count") == {
-        f'agent_bot_agent_api_call_seconds_count{{endpoint="/api/v1/analytics/{name}",method="GET"}} 2.0'
-        for name in ("tokens", "tools", "activity", "productivity")
+        *(
+            f'agent_bot_agent_api_call_seconds_count{{endpoint="/api/v1/analytics/{name}",method="GET"}} 2.0'
+            for name in ("tokens", "tools", "activity", "productivity")
+        ),
+        'agent_bot_agent_api_call_seconds_count{endpoint="/api/v0/organization/users",method="GET"} 1.0',
     }
     rss = [line for line in lines if line.startswith("process_resident_memory_bytes ")]
     assert len(rss) == 1 and float(rss[0].split()[1]) > 10_000_000

@@ -110,7 +110,7 @@ def test_removed_flapped_and_a_made_up_test_alert(block_kit_validator):
                 "text": {
                     "type": "mrkdwn",
                     "text": ":wastebasket: *Build box* is no longer listed by the Agent platform (seen 2026-11-24 09:20 UTC); "
-                    "its last status was :large_green_circle: active.",
+                    "it was last active.",
                 },
             },
             note("Incident 3 of this computer \u00b7 `/agent computers` shows the fleet"),
@@ -151,14 +151,15 @@ def test_removed_flapped_and_a_made_up_test_alert(block_kit_validator):
 def test_the_retry_note_and_durations(block_kit_validator):
     provisioning = LEGACY.model_copy(update={"status": "provisioning"})
     assert block_kit_validator(retry_note(provisioning, "U0MANAGER")) == {
-        "text": ":arrows_counterclockwise: <@U0MANAGER> retried the dependency install of *Legacy &lt;!channel&gt; VM*: now provisioning.",
+        "text": ":arrows_counterclockwise: <@U0MANAGER> retried the dependency install of *Legacy &lt;!channel&gt; VM*: "
+        "it is being set up again.",
         "blocks": [
             {
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
                     "text": ":arrows_counterclockwise: <@U0MANAGER> retried the dependency install of *Legacy &lt;!channel&gt; VM*: "
-                    "now provisioning.",
+                    "it is being set up again.",
                 },
             },
             note("The alert above changes to *Recovered* once the computer is active again."),

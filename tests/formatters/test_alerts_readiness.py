@@ -51,11 +51,11 @@ def test_an_alert_says_the_pass_rate_its_change_the_flips_and_the_way_to_the_rep
             },
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": ":x: *Newly failing* (2)\n\u2022 *ci* (new) 0/1\n\u2022 *lint* 3/3 \u2192 2/3"},
+                "text": {"type": "mrkdwn", "text": ":x: *Newly failing* (2)\n\u2022 *CI* (new) 0/1\n\u2022 *Lint* 3/3 \u2192 2/3"},
             },
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": ":white_check_mark: *Newly passing* (1)\n\u2022 *tests* 1/3 \u2192 3/3"},
+                "text": {"type": "mrkdwn", "text": ":white_check_mark: *Newly passing* (1)\n\u2022 *Tests* 1/3 \u2192 3/3"},
             },
             {
                 "type": "context",

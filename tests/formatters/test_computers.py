@@ -138,7 +138,7 @@ def test_retry_started_shows_the_reread_fleet_with_a_notice(block_kit_validator)
     fleet = [computer(id="a", name="Alpha", status="active"), broken()]  # re-read before the API caught up
     payload = block_kit_validator(retry_started(started, "U0MANAGER", fleet))
     assert payload["blocks"][1]["text"]["text"] == (
-        ":arrows_counterclockwise: <@U0MANAGER> retried the dependency install of *Legacy build VM*: now provisioning."
+        ":arrows_counterclockwise: <@U0MANAGER> retried the dependency install of *Legacy build VM*: it is being set up again."
     )
     sections = [b for b in payload["blocks"] if b["type"] == "section"][1:]
     assert [s["text"]["text"].split("*")[1] for s in sections] == ["Legacy build VM", "Alpha"]

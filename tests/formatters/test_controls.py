@@ -76,7 +76,7 @@ def _texts(payload) -> list[str]:
 
 def test_change_lines_of_every_kind():
     assert change_line(SettingChange("sessionRetentionDays", ChangeKind.CHANGED, 30, 60)) == "*Session retention days*: 30 \u2192 60"
-    assert change_line(SettingChange("a.b", ChangeKind.ADDED, new={"x": [1, True]})) == '*A \u203a b*: added `{"x":[1,true]}`'
+    assert change_line(SettingChange("a.b", ChangeKind.ADDED, new={"x": [1, True]})) == "*A \u203a b*: added 1 setting: x"
     assert change_line(SettingChange("a", ChangeKind.REMOVED, old="x")) == "*A*: removed (was x)"
     assert change_line(SettingChange("n", ChangeKind.CHANGED, 30, "30", type_change=("number", "string"))) == (
         "*N*: 30 \u2192 30 _(number \u2192 string)_"
@@ -197,7 +197,7 @@ def test_secret_values_and_fingerprints_never_reach_a_payload(block_kit_validato
     assert _texts(payload)[4:] == [
         "*Custom models #1 \u203a api key*: changed (redacted)\n"
         "*Custom models #1 \u203a extra headers \u203a X-Auth*: changed (redacted)\n"
-        '*Vault*: added `{"password":"(redacted)"}`'
+        "*Vault*: added 1 setting: password"
     ]
 
 
@@ -268,3 +268,13 @@ def test_organization_user_ids_are_named_when_known_and_stay_ids_otherwise():
     whole = SettingChange("missionPolicy.allowedUserIds", ChangeKind.CHANGED, [], ["usr_000001"])
     assert change_line(whole, people) == "*Mission policy \u203a allowed user IDs*: `[]` \u2192 Alice Anderson"
     assert change_line(added) == "*Mission policy \u203a allowed user IDs*: added usr_000001, usr_000002, usr_999999"
+
+
+def test_a_custom_model_added_or_removed_is_said_in_words_not_json():
+    model = {"id": "custom:acme-coder-70b-0", "displayName": "Acme Coder 70B", "provider": "generic", "apiKey": "[redacted]"}
+    added = SettingChange("customModels", ChangeKind.ITEMS, added_items=(model,))
+    assert change_line(added) == "*Custom models*: added Acme Coder 70B (`custom:acme-coder-70b-0`)"
+    whole = SettingChange("customModels[1]", ChangeKind.ADDED, new=model)
+    assert change_line(whole) == "*Custom models #2*: added Acme Coder 70B (`custom:acme-coder-70b-0`)"
+    nameless = SettingChange("cloudProvider", ChangeKind.REMOVED, old={"providerProfile": "", "providerRegion": "eu"})
+    assert change_line(nameless) == "*Cloud provider*: removed (was 2 settings: provider profile, provider region)"

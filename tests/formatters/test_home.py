@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bot.api.models import Computer
+from bot.roles import SOURCE_NO_EMAIL
 from bot.services.alerts import AlertSubscription
 from bot.services.controls import ControlsHistory
 from bot.services.home import ChartImage, Fault, Home, HomeSession
@@ -15,6 +16,7 @@ from bot.services.usage import Ranked, Totals, UsageSummary
 from formatters import home as fmt
 from formatters.blocks import actions, button, context, divider, header, section
 from formatters.limits import APPROVE_ACTION, REJECT_ACTION, when
+from formatters.notices import who_you_are
 from formatters.sessions import archive_button
 from tests.formatters.test_reports import LATEST, WEB
 
@@ -46,9 +48,15 @@ def validate_blocks(validator, blocks):
         validator({"text": "home", "blocks": blocks[start : start + 50]})
 
 
-def test_a_guest_sees_the_title_only(block_kit_validator):
-    view = fmt.home_view(Home("U0GUEST", "guest", NOW))
-    assert view == {"type": "home", "callback_id": fmt.HOME_CALLBACK, "blocks": TOP}
+def test_a_guest_sees_who_they_are_why_and_what_to_do(block_kit_validator):
+    view = fmt.home_view(Home("U0GUEST", "guest", NOW, source=SOURCE_NO_EMAIL))
+    you, hint = who_you_are("guest", SOURCE_NO_EMAIL, None)
+    assert view == {
+        "type": "home",
+        "callback_id": fmt.HOME_CALLBACK,
+        "blocks": [*TOP, divider().to_dict(), section(f"{fmt.GUEST_HEAD}\n{you}").to_dict(), context(hint).to_dict()],
+    }
+    assert hint
     validate_blocks(block_kit_validator, view["blocks"])
 
 

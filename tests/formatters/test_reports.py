@@ -37,6 +37,7 @@ from formatters.reports import (
     REPORT_FOOTER,
     age,
     ambiguous_repository_message,
+    criterion_words,
     details_messages,
     overview_message,
     report_gone_message,
@@ -107,16 +108,16 @@ def test_report_message_leads_with_what_fails_and_what_changed(block_kit_validat
     assert blocks[2]["text"]["text"] == (
         "*Since the previous report* (2026-10-13 11:00 UTC, 37 days earlier)\n"
         "1 improved, 1 regressed, 1 new, 1 removed, 1 unchanged\n"
-        "\u2022 \u25b2 *readme* 0/1 \u2192 1/1 (now passing)\n"
-        "\u2022 \u25bc *lint_config* 2/2 \u2192 1/2\n"
-        "\u2022 + *unit_tests* new: 2/2\n"
-        "\u2022 \u2212 *codeowners* removed (was 0/1)"
+        "\u2022 \u25b2 *README* 0/1 \u2192 1/1 (now passing)\n"
+        "\u2022 \u25bc *Lint config* 2/2 \u2192 1/2\n"
+        "\u2022 + *Unit tests* new: 2/2\n"
+        "\u2022 \u2212 *CODEOWNERS* removed (was 0/1)"
     )
     assert [b["text"]["text"] for b in blocks[4:6]] == [
-        ":x: *Failing* (1)\n\u2022 *ci_pipeline* 0/1: Fail: no CI.",
-        ":large_yellow_circle: *Partial* (1)\n\u2022 *lint_config* 1/2: 1/2 pass. Missing in: apps/admin.",
+        ":x: *Failing* (1)\n\u2022 *CI pipeline* 0/1: Fail: no CI.",
+        ":large_yellow_circle: *Partial* (1)\n\u2022 *Lint config* 1/2: 1/2 pass. Missing in: apps/admin.",
     ]
-    assert blocks[6]["elements"][0]["text"] == PASSING_LINE.format(n=2, names="*readme*, *unit_tests*")
+    assert blocks[6]["elements"][0]["text"] == ":white_check_mark: 2 more criteria pass: *Details* lists them, with every rationale."
     assert [f["text"] for f in blocks[8]["fields"]] == [
         "*Evaluated*\n2026-11-19 11:00 UTC (3 days ago)",
         "*Commit*\n`f1627f7` on `main`",
@@ -137,7 +138,7 @@ def test_report_message_leads_with_what_fails_and_what_changed(block_kit_validat
 def test_a_report_where_everything_passes_says_so(block_kit_validator):
     blocks = block_kit_validator(report_message(result(make_report({"readme": (1, 1, "ok")}), None), NOW))["blocks"]
     assert blocks[4]["text"]["text"] == ALL_PASS
-    assert blocks[5]["elements"][0]["text"] == PASSING_LINE.format(n=1, names="*readme*")
+    assert blocks[5]["elements"][0]["text"] == PASSING_LINE.format(n=1)
 
 
 def fields_of(blocks: list[dict]) -> list[str]:
@@ -205,7 +206,7 @@ def test_a_long_rationale_is_shortened_in_the_report_and_whole_in_the_details(bl
     report = make_report({"lint_config": (1, 3, long)})
     text = block_texts(block_kit_validator(report_message(result(report, None), NOW)))
     line = next(t for t in text if t.startswith(":large_yellow_circle:")).split("\n")[1]
-    shown = line.removeprefix("\u2022 *lint_config* 1/3: ")
+    shown = line.removeprefix("\u2022 *Lint config* 1/3: ")
     assert RATIONALE_SHORT - len("&amp;") <= len(shown) <= RATIONALE_SHORT and shown.endswith("\u2026")
     assert not shown.rstrip("\u2026").endswith(("&", "&a", "&am", "&amp"))
 
@@ -214,7 +215,7 @@ def test_a_long_rationale_is_shortened_in_the_report_and_whole_in_the_details(bl
     sections = [b["text"]["text"] for b in pages[0]["blocks"] if b["type"] == "section"]
     assert len(sections) > 3 and all(len(s) <= SECTION_TEXT_MAX for s in sections)
     escaped = long.replace("&", "&amp;")
-    rebuilt = " ".join(sections).split("*lint_config* 1/3\n", 1)[1]
+    rebuilt = " ".join(sections).split("*Lint config* `lint_config` 1/3\n", 1)[1]
     assert rebuilt.replace("\n", " ").split() == escaped.split()
 
 
@@ -226,7 +227,7 @@ def test_many_criteria_stay_within_50_blocks_and_keep_the_button(block_kit_valid
     assert len(blocks) == MAX_BLOCKS
     assert blocks[-2]["type"] == "actions" and blocks[-2]["elements"][0]["value"] == "r-latest"
     more = next(b for b in blocks if b["type"] == "context" and "more criteria" in b["elements"][0]["text"])
-    shown = sum(t.count("\n\u2022 *criterion_") for t in block_texts(payload) if t.startswith(":"))
+    shown = sum(t.count("\n\u2022 *Criterion ") for t in block_texts(payload) if t.startswith(":"))
     passing = sum(1 for i in range(1500) if i % 3 == 2)
     assert more["elements"][0]["text"] == MORE_CRITERIA.format(n=1500 - passing - shown)
     changes = next(t for t in block_texts(payload) if t.startswith("*Since the previous report*"))
@@ -245,13 +246,13 @@ def test_details_are_split_over_messages_of_at_most_50_blocks_and_capped(block_k
         if n > 1:
             assert payload["blocks"][0]["text"]["text"] == f"Readiness details: acme/web ({n}/{MAX_DETAIL_MESSAGES})"
     last = payloads[-1]["blocks"][-1]
-    shown = sum(len(re.findall(r"(?:^|\n)\*c\d{3}\* 0/1\n", t)) for p in payloads for t in block_texts(p))
+    shown = sum(len(re.findall(r"(?:^|\n)\*C\d{3}\* `c\d{3}` 0/1\n", t)) for p in payloads for t in block_texts(p))
     assert last["type"] == "context"
     assert last["elements"][0]["text"] == DETAILS_TRUNCATED.format(n=120 - shown, messages=MAX_DETAIL_MESSAGES)
     small = details_messages(LATEST, NOW)
     assert len(small) == 1
     assert small[0]["blocks"][0]["text"]["text"] == "Readiness details: acme/web"
-    assert "*ci_pipeline* 0/1\nFail: no CI." in block_texts(small[0])[2]
+    assert "*CI pipeline* `ci_pipeline` 0/1\nFail: no CI." in block_texts(small[0])[2]  # the exact key for an operator
 
 
 def test_overview_lists_repositories_worst_first_with_age(block_kit_validator):
@@ -311,3 +312,22 @@ def test_age_reads_like_a_person_would_say_it():
         "just now", "1 minute ago", "59 minutes ago", "1 hour ago", "23 hours ago", "1 day ago", "3 days ago",
         "in the future (clock skew?)",
     ]  # fmt: skip
+
+
+def test_criterion_ids_read_as_words():
+    assert [criterion_words(i) for i in ("ci_pipeline", "agents_md", "env_example", "pre_commit_hooks", "readme", "api-docs")] == [
+        "CI pipeline",
+        "AGENTS.md",
+        ".env example",
+        "Pre-commit hooks",
+        "README",
+        "API docs",
+    ]
+
+
+def test_a_report_uuid_is_shortened_for_people_and_whole_in_the_details():
+    rid = "0f3c9a1e-5b7d-4c2a-9e8f-1a2b3c4d5e6f"
+    report = make_report({"readme": (1, 1, "ok")}, rid=rid)
+    blocks = report_message(result(report, None), NOW)["blocks"]
+    assert blocks[-1]["elements"][0]["text"] == REPORT_FOOTER.format(report_id="0f3c9a1e", help=PASS_RATE_HELP)
+    assert rid in block_texts(details_messages(report, NOW)[0])[1]  # the exact id where an operator needs it

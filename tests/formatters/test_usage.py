@@ -2,7 +2,7 @@ import datetime as dt
 
 from bot.services.periods import Period
 from bot.services.usage import Breakdown, Ranked, Totals, UsageSummary, UserUsage
-from formatters.usage import usage_breakdown, usage_summary, user_usage
+from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
 from tests.conftest import block_texts
 
 PERIOD = Period(dt.date(2026, 11, 15), dt.date(2026, 11, 21))
@@ -73,3 +73,12 @@ def test_breakdown_and_user_payloads_validate(block_kit_validator):
     )
     payload = block_kit_validator(user_usage(usage))
     assert "*Days active*\n3 of 7" in _all_text(payload)
+
+
+def test_no_user_usage_says_the_period_as_a_person_would():
+    one = Period(dt.date(2026, 11, 27), dt.date(2026, 11, 27))
+    week = Period(dt.date(2026, 11, 21), dt.date(2026, 11, 27))
+    assert no_user_usage("e@x", one, known=True)[0] == "e@x is an organization user but did not use the Agent platform on 2026-11-27."
+    assert no_user_usage("e@x", week, known=True)[0] == (
+        "e@x is an organization user but did not use the Agent platform from 2026-11-21 to 2026-11-27 (7 days)."
+    )

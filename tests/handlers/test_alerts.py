@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import delete
 
+from bot.outcomes import NothingChanged
 from bot.services.alerts import alert_events, alert_state, alert_subscriptions
 from formatters.alerts import sample_posted, subscribed, unmuted
-from formatters.notices import error_message
+from formatters.notices import error_message, outcome_message
 from handlers.alerts import (
     KINDS_HINT,
     MUTE,
@@ -17,6 +18,8 @@ from handlers.alerts import (
     NO_FILTERS,
     NOT_IN_CHANNEL,
     NOT_IN_CHANNEL_HINT,
+    NOT_MUTED,
+    NOT_MUTED_HINT,
     SUBSCRIBE,
     UNKNOWN_KIND,
 )
@@ -62,7 +65,8 @@ def test_subscribe_starts_from_the_newest_revision(stack):
             "alerts subscribe controls",
             "U0MEMBER",
             error_message(
-                NEEDS_ROLE.format(kind="controls", role="manager", key="alerts.controls"), NEEDS_ROLE_HINT.format(role="manager")
+                NEEDS_ROLE.format(kind="controls", role="manager", key="alerts.controls"),
+                NEEDS_ROLE_HINT.format(role="manager", key="alerts.controls"),
             ),
         ),
         (
@@ -81,6 +85,14 @@ def test_subscribe_starts_from_the_newest_revision(stack):
 def test_refusals_say_what_and_save_nothing(stack, text, user, expected):
     assert whole(stack.command(text, user=user, channel="C0ENG")) == expected
     assert subs(stack) == []
+
+
+def test_a_role_refusal_says_it_in_words_and_the_policy_key_in_its_context_line(stack):
+    reply = stack.command("alerts subscribe controls", user="U0MEMBER", channel="C0ENG")
+    assert [b["text"]["text"] if b["type"] == "section" else b["elements"][0]["text"] for b in reply.last["blocks"]] == [
+        ":warning: `controls` alerts need the manager role.",
+        "Ask a manager to do it, or whoever runs the bot to change the policy key `alerts.controls` in its roles file.",
+    ]
 
 
 def test_in_a_dm_a_person_subscribes_themselves(stack):
@@ -108,6 +120,14 @@ def test_mute_needs_a_duration_and_unmute_lists_what_came(stack):
     assert held.state == "listed"
     assert whole(reply) == unmuted(sub, [held])
     assert stack.slack.recorder.messages("C0ENG") == []
+
+
+def test_unmute_of_a_subscription_never_muted_changes_nothing(stack):
+    stack.command("alerts subscribe controls", user="U0MANAGER", channel="C0ENG")
+    [sub] = subs(stack)
+    reply = stack.command("alerts unmute controls", user="U0MANAGER", channel="C0ENG")
+    assert whole(reply) == outcome_message(NothingChanged(NOT_MUTED.format(id=sub.id, kind="controls"), NOT_MUTED_HINT))
+    assert reply.last["blocks"][0]["text"]["text"].startswith(":information_source: Subscription")
 
 
 def test_test_posts_a_marked_sample_into_the_channel(stack):

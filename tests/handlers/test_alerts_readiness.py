@@ -10,7 +10,8 @@ from sqlalchemy import delete
 
 from bot.services.alerts import EVENT_TYPE, alert_events, alert_state, alert_subscriptions
 from bot.services.alerts.readiness import Marker
-from formatters.alerts import sample_posted, subscribed
+from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
+from formatters.alerts import sample_posted, subscribed, unknown_alert_repository
 from formatters.notices import error_message
 from formatters.reports import DETAILS_ACTION, DETAILS_TITLE
 from handlers.alerts import FILTERS_HINT, SUBSCRIBE, TEST
@@ -44,6 +45,18 @@ def newest_marker(stack) -> str:
 
 def alerts(stack, channel: str) -> list:
     return [m for m in stack.slack.recorder.messages(channel) if (m.metadata or {}).get("event_type") == EVENT_TYPE]
+
+
+def test_subscribe_to_a_repository_the_platform_does_not_know_says_so_and_saves_nothing(stack, block_kit_validator):
+    reply = stack.command("alerts subscribe readiness repo=acme/web,acme/nope", user=MEMBER, channel="C0ENG")
+    assert subs(stack) == []
+    unknown = stack.run(find_repository_reports(stack.bot.services.agent, RepoQuery.parse("acme/nope")))
+    assert isinstance(unknown, UnknownRepository)
+    assert whole(reply) == block_kit_validator(unknown_alert_repository(unknown))
+    assert reply.last["blocks"][0]["text"]["text"] == (
+        ":warning: The Agent platform has no readiness report for `acme/nope`, so an alert for it would never come; nothing was saved."
+    )
+    assert "`acme/web`" in reply.last["blocks"][1]["text"]["text"]  # the known repositories are listed
 
 
 def test_subscribe_with_filters_starts_from_the_newest_report(stack):

@@ -69,7 +69,10 @@ HINT = FILTERS_HINT.format(kind="usage", accepted="`spike=` `min=`", usage=SUBSC
         (
             "alerts subscribe usage",
             "U0MEMBER",
-            error_message(NEEDS_ROLE.format(kind="usage", role="manager", key="alerts.usage"), NEEDS_ROLE_HINT.format(role="manager")),
+            error_message(
+                NEEDS_ROLE.format(kind="usage", role="manager", key="alerts.usage"),
+                NEEDS_ROLE_HINT.format(role="manager", key="alerts.usage"),
+            ),
         ),
     ],
 )

@@ -14,6 +14,8 @@ from tests.conftest import TEST_STACK_OPTIONS, api_error_reply, block_texts, san
 from tests.inprocess import inprocess_fixture, start_inprocess
 from tests.refusals import demo_refusal
 
+RETRIED_NOW = RETRIED.format(who="<@U0MANAGER>", name="Legacy build VM", status="being set up again")
+
 stack = inprocess_fixture()
 
 LEGACY = "cmp-legacy-build"
@@ -81,7 +83,7 @@ def test_bob_retries_once_the_message_is_updated_and_a_second_click_starts_nothi
     # the clicked message is replaced (not a new message), showing the retry and the new status
     assert update["replace_original"] is True
     texts = block_texts(update)
-    assert texts[1] == RETRIED.format(who="<@U0MANAGER>", name="Legacy build VM", status="provisioning")
+    assert texts[1] == RETRIED_NOW
     assert any(t.startswith(f"{status_label('provisioning')}  *Legacy build VM*") for t in texts)
     assert all(b.get("accessory") is None for b in update["blocks"] if b["type"] == "section")
     assert stack.slack.recorder.messages(DEMO_CHANNEL) == []  # nothing was posted in the channel
@@ -145,7 +147,7 @@ def test_a_channel_message_is_edited_in_place():
         assert fresh.click(RETRY_ACTION, user="U0MANAGER", channel=DEMO_CHANNEL, message_ts=posted["ts"]).status == 200
         edit = fresh.slack.recorder.updates(DEMO_CHANNEL, posted["ts"])[0]
         assert edit.source == "response_url"
-        assert edit.after.blocks[1]["text"]["text"] == RETRIED.format(who="<@U0MANAGER>", name="Legacy build VM", status="provisioning")
+        assert edit.after.blocks[1]["text"]["text"] == RETRIED_NOW
         assert len(fresh.slack.recorder.messages(DEMO_CHANNEL)) == 1
     finally:
         fresh.close()

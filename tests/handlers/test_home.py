@@ -10,10 +10,11 @@ from typing import Any
 
 from bot.roles import ResolvedUser
 from bot.services.limits import APPLIED, PENDING
+from bot.stack import GUEST_EMAIL
 from bot.user_errors import describe_api_error
 from formatters import home as fmt
 from formatters import limits as limits_fmt
-from formatters.blocks import context, header
+from formatters.blocks import context, divider, header, section
 from handlers.home import home_service
 from sandbox.slack_emulator import dm_channel_id
 from tests.conftest import sandbox_get
@@ -65,16 +66,24 @@ def resolved(stack: Any, user_id: str) -> ResolvedUser:
     return stack.run(stack.bot.services.resolver.resolve(user_id))
 
 
-def test_a_guest_gets_a_home_with_nothing_of_the_organization(stack):
+def test_a_guest_gets_a_home_that_says_who_they_are_why_and_who_can_help(stack, block_kit_validator):
     open_home(stack, "U0GUEST")
-    assert published(stack, "U0GUEST") == {
+    view = published(stack, "U0GUEST")
+    dave = GUEST_EMAIL
+    assert view == {
         "type": "home",
         "callback_id": fmt.HOME_CALLBACK,
         "blocks": [
             header(fmt.TITLE).to_dict(),
             context(fmt.REFRESHED.format(when=limits_fmt.when(START))).to_dict(),
+            divider().to_dict(),
+            section(
+                f"{fmt.GUEST_HEAD}\nYou are a *guest*: your Slack e-mail `{dave}` is not an organization user of the Agent platform."
+            ).to_dict(),
+            context(f"Ask an admin of the Agent platform to add `{dave}` to its organization, then try again in a few minutes.").to_dict(),
         ],
     }
+    block_kit_validator({"text": "home", "blocks": view["blocks"]})
 
 
 def test_a_member_gets_their_sessions_and_requests_and_no_approvals(stack, block_kit_validator):

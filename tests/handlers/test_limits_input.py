@@ -4,7 +4,7 @@ each answer says what was wrong in the person's own words, with real code spans,
 from __future__ import annotations
 
 from formatters import limits as fmt
-from handlers.limits import NOT_CREDITS, REASON_NEEDS_QUOTES, REQUEST
+from handlers.limits import NOT_CREDITS, REASON_NEEDS_QUOTES, REQUEST, REQUEST_TOO_LARGE
 from tests.conftest import error_reply
 from tests.inprocess import inprocess_fixture
 
@@ -31,10 +31,18 @@ def test_limits_request_with_a_word_for_credits_names_that_word_only(stack):
     assert spaced.payloads == [error_reply(NOT_CREDITS.format(value="\u00b2"), f"Usage: `{REQUEST.usage}`")]
 
 
+def test_limits_request_above_the_largest_limit_says_the_range(stack):
+    reply = stack.command("limits request 99999999999999999999999", user="U0MEMBER")
+    assert reply.payloads == [error_reply(REQUEST_TOO_LARGE.format(value="99999999999999999999999"), f"Usage: `{REQUEST.usage}`")]
+    assert (
+        REQUEST_TOO_LARGE.format(value="9") == "`9` credits is more than a limit can be: give a whole number from 0 to 1,000,000,000,000."
+    )
+
+
 def test_problems_quote_input_in_real_code_spans_and_a_typed_backtick_cannot_end_one(stack):
     reply = stack.command("limits set carol@example.com -5 dave`<!channel>@x 7", user="U0MANAGER")
     problems = [
-        "`carol@example.com`: credits must be a whole number of 0 or more, not `-5`.",
+        "`carol@example.com`: credits must be a whole number from 0 to 1,000,000,000,000, not `-5`.",
         "`dave\u02cb!channel@x` is neither an e-mail nor an @mention.",  # Slack's <!channel> reads as !channel
     ]
     assert reply.payloads == [{"response_type": "ephemeral", **fmt.input_problems(problems)}]

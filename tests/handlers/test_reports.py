@@ -9,7 +9,7 @@ import pytest
 
 import bot.services.readiness
 from formatters.blocks import esc
-from formatters.reports import DETAILS_ACTION, DETAILS_TITLE, PAGE_BOUND, PASSING_LINE, TITLE, UNKNOWN_REPO
+from formatters.reports import DETAILS_ACTION, DETAILS_TITLE, PAGE_BOUND, PASSING_LINE, TITLE, UNKNOWN_REPO, criterion_words
 from handlers.reports import ONE_REPOSITORY, ONE_REPOSITORY_HINT
 from tests.conftest import api_error_reply, block_texts, error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
@@ -104,18 +104,18 @@ def test_reports_for_a_repository_compares_latest_with_previous(stack, block_kit
     assert changes.startswith(f"*Since the previous report* ({stamp(previous)}, ")
     assert f"{len(improved)} improved, {len(regressed)} regressed" in changes
     for k in improved:
-        assert f"\u25b2 *{k}* " in changes
+        assert f"\u25b2 *{criterion_words(k)}* " in changes
     for k in regressed:
-        assert f"\u25bc *{k}* " in changes
+        assert f"\u25bc *{criterion_words(k)}* " in changes
     failing = sorted(k for k, ev in latest["report"].items() if ev["numerator"] == 0)
     if failing:
         section = next(t for t in texts if t.startswith(":x: *Failing*"))
-        assert [line.split("*")[1] for line in section.split("\n")[1:]] == failing
+        assert [line.split("*")[1] for line in section.split("\n")[1:]] == [criterion_words(k) for k in failing]
         assert texts.index(section) < texts.index(apps)  # what fails comes before provenance
     passed = passing(latest)
     if passed:
-        line = next(b["elements"][0]["text"] for b in payload["blocks"] if b["type"] == "context" and "passing" in b["elements"][0]["text"])
-        assert line == PASSING_LINE.format(n=len(passed), names=", ".join(f"*{k}*" for k in passed))
+        line = next(b["elements"][0]["text"] for b in payload["blocks"] if b["type"] == "context" and "pass:" in b["elements"][0]["text"])
+        assert line == PASSING_LINE.format(n=len(passed))  # their names and rationales are behind Details
     assert details_button(payload)["value"] == latest["reportId"]
     [response] = reply.responses
     assert reply.ack is None and response.response_type == "ephemeral"
@@ -152,7 +152,8 @@ def test_details_button_replies_ephemerally_with_every_full_rationale(stack, blo
     assert block_texts(payload)[0] == DETAILS_TITLE.format(repo="acme/web")
     text = "\n".join(block_texts(payload))
     for criterion, ev in latest["report"].items():
-        assert f"*{criterion}* {ev['numerator']}/{ev['denominator']}\n{esc(ev['rationale'])}" in text
+        said = f"*{esc(criterion_words(criterion))}* `{criterion}` {ev['numerator']}/{ev['denominator']}"
+        assert f"{said}\n{esc(ev['rationale'])}" in text
     assert latest["reportId"] in text
 
 

@@ -2,6 +2,7 @@
 asks the running sandbox Agent API; replies are read where Slack would get them (response_url)."""
 
 from bot.roles import Role
+from bot.services.periods import MAX_RELATIVE_DAYS, PERIOD_HELP
 from formatters.blocks import number
 from formatters.help import help_message
 from formatters.usage import NO_USER_USAGE, NO_USER_USAGE_HINT, UNKNOWN_USER, UNKNOWN_USER_HINT
@@ -72,7 +73,10 @@ def test_an_organization_user_without_usage_is_told_apart_from_an_unknown_one(st
     members = [u["email"] for u in sandbox_get(stack, "/api/v0/organization/users", limit="100")["users"] if u.get("email")]
     idle = next(email for email in members if email not in used)
     reply = stack.command(f"usage user {idle} {day}")
-    assert reply.payloads == [error_reply(NO_USER_USAGE.format(email=idle, period=day), NO_USER_USAGE_HINT)]
+    assert reply.payloads == [error_reply(NO_USER_USAGE.format(email=idle, period=f"on {day}"), NO_USER_USAGE_HINT)]
+    assert NO_USER_USAGE.format(email="e", period="on 1") == "e is an organization user but did not use the Agent platform on 1."
+    week = stack.command(f"usage user {idle} 2026-11-21..2026-11-21")
+    assert week.payloads == reply.payloads
 
 
 def test_malformed_and_out_of_range_periods_say_what_is_allowed(stack):
@@ -139,3 +143,10 @@ def test_everyone_sees_their_own_usage_and_only_managers_see_anyones(stack, bloc
     other = stack.command("usage user alice@example.com 7d", user="U0MEMBER")
     assert other.payloads == [error_reply(OTHERS_USAGE.format(role="manager"), OWN_USAGE_HINT)]
     assert stack.command("usage me", user="U0GUEST").ack == demo_refusal("usage me", "U0GUEST")
+
+
+def test_a_period_of_too_many_days_gets_the_same_answer_however_many(stack):
+    for text in ("367d", "999999d"):
+        reply = stack.command(f"usage {text}", user="U0MANAGER")
+        message = f"`{text}` is not a period: N in `Nd` runs from 1 to {MAX_RELATIVE_DAYS}. {PERIOD_HELP}"
+        assert reply.payloads == [error_reply(message)]

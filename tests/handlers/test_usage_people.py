@@ -59,3 +59,36 @@ def test_a_look_up_slack_refuses_leaves_the_email(stack):
     assert people == {}
     people = stack.run(identity.people_of(["alice@example.com", "lucas.rossi@example.com"]))
     assert people == {"alice@example.com": SlackPerson("U0OWNER", "Alice Owner")}
+
+
+def email_of_id(stack) -> dict[str, str]:
+    return {u["id"]: u["email"] for u in sandbox_get(stack, "/api/v0/organization/users", limit="100")["users"]}
+
+
+def test_usage_by_user_shows_people_and_the_organizations_email_for_an_id_without_one(stack, block_kit_validator):
+    payload = block_kit_validator(stack.command("usage 7d by user", user="U0MANAGER").last)
+    emails = email_of_id(stack)
+    totals: dict[str, float] = {}
+    for row in sandbox_get(stack, "/api/v1/analytics/tokens", startDate="2026-11-15", endDate="2026-11-21")["data"]:
+        for user in row["by_user"]:
+            name = user["user_email"] or emails[user["user_id"]]
+            totals[name] = totals.get(name, 0) + user["billable_tokens"]
+    whole = sum(totals.values())
+    ranked = [(n, v, v / whole) for n, v in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:15]]
+    text = payload["blocks"][1]["text"]["text"]
+    assert text.split("\n", 1)[1] == lines(ranked, lambda name: MENTIONS.get(name, name))
+    assert "usr_" not in text
+
+
+def test_usage_user_accepts_a_platform_user_id(stack):
+    emails = email_of_id(stack)
+    no_email = next(
+        u["user_id"]
+        for row in sandbox_get(stack, "/api/v1/analytics/tokens", startDate="2026-11-15", endDate="2026-11-21")["data"]
+        for u in row["by_user"]
+        if not u["user_email"]
+    )
+    by_id = stack.command(f"usage user {no_email} 7d", user="U0MANAGER")
+    by_email = stack.command(f"usage user {emails[no_email]} 7d", user="U0MANAGER")
+    assert by_id.payloads == by_email.payloads
+    assert by_id.last["blocks"][0]["text"]["text"].startswith(f"Agent usage of {emails[no_email]}")

@@ -123,7 +123,8 @@ class Home:
     ``dm_channel``: the person's DM with the bot (``D…``) when known, so that an alert subscription
     there reads "your DMs"; ``people``: e-mail (as the usage data gives it) -> Slack user ID of the
     top users Slack knows; ``chart``: the two weeks' chart, None when there is none (not a manager,
-    or it could not be made: the figures stand alone)."""
+    or it could not be made: the figures stand alone); ``source`` and ``email``: why the person has
+    their role (:attr:`bot.roles.ResolvedUser.source`) and the e-mail Slack gave, for a guest's Home."""
 
     user_id: str
     role: str
@@ -139,6 +140,8 @@ class Home:
     dm_channel: str | None = None
     people: Mapping[str, str] = field(default_factory=dict)
     chart: ChartImage | None = None
+    source: str = ""
+    email: str | None = None
 
 
 def session_rank(session: HomeSession) -> tuple[int, float]:
@@ -211,6 +214,8 @@ class HomeService:
         return Home(
             user_id=user.user_id,
             role=user.role.name,
+            source=user.source,
+            email=user.email,
             now=self.now(),
             sessions=sessions.result(),
             requests=requests.result(),

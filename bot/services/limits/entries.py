@@ -30,7 +30,9 @@ NO_ENTRIES: Final = "Name at least one user and a credit limit."
 NO_CREDITS: Final = "`{user}` has no credits after it."
 BAD_USER: Final = "`{user}` is neither an e-mail nor an @mention."
 UNKNOWN_MENTION: Final = "I cannot find the e-mail of {user} in Slack."
-BAD_CREDITS: Final = "`{user}`: credits must be a whole number of 0 or more, not `{value}`."
+CREDITS_RANGE: Final = f"a whole number from 0 to {CREDITS_MAX:,}"
+BAD_CREDITS: Final = "`{user}`: credits must be " + CREDITS_RANGE + ", not `{value}`."
+CREDITS_TOO_LARGE: Final = "`{user}`: `{value}` credits is more than a limit can be: give " + CREDITS_RANGE + "."
 NOT_ORG_USER: Final = "`{email}` is not an organization user of the Agent platform."
 TWICE: Final = "`{email}` appears more than once."
 CSV_LINE: Final = "line {n}: expected `email,limit`, got `{text}`"
@@ -48,6 +50,11 @@ def parse_credits(value: str) -> int | None:
     return credits if credits <= CREDITS_MAX else None
 
 
+def credits_too_large(value: str) -> bool:
+    """True when ``value`` is written as credits but is above :data:`CREDITS_MAX`."""
+    return bool(CREDITS.fullmatch(value)) and parse_credits(value) is None
+
+
 def user_problem(token: str) -> str:
     """Why ``token`` names nobody: an unknown mention (Slack gave no e-mail) or not a user at all."""
     return UNKNOWN_MENTION.format(user=token) if mentioned_user(token) else BAD_USER.format(user=in_code(token))
@@ -57,7 +64,7 @@ async def check_entries(pairs: Sequence[tuple[str, str]], *, identity: Identity,
     """``(user token, credits text)`` pairs -> ``(entries, problems)``.
 
     ``entries`` are the pairs that read well, e-mails lower-cased, in order; ``problems`` names every
-    bad pair (:data:`BAD_USER`, :data:`UNKNOWN_MENTION`, :data:`BAD_CREDITS`, :data:`TWICE`) and
+    bad pair (:data:`BAD_USER`, :data:`UNKNOWN_MENTION`, :data:`BAD_CREDITS`, :data:`CREDITS_TOO_LARGE`, :data:`TWICE`) and
     every e-mail that is not an organization user (:data:`NOT_ORG_USER`). Nothing may be filed
     unless ``problems`` is empty. Raises :class:`bot.api.AgentAPIError` when the organization users
     cannot be read."""
@@ -70,7 +77,8 @@ async def check_entries(pairs: Sequence[tuple[str, str]], *, identity: Identity,
             problems.append(user_problem(user))
         limit = parse_credits(value)
         if limit is None:
-            problems.append(BAD_CREDITS.format(user=in_code(user), value=in_code(value)))
+            too_large = CREDITS_TOO_LARGE if credits_too_large(value) else BAD_CREDITS
+            problems.append(too_large.format(user=in_code(user), value=in_code(value)))
         if email is None or limit is None:
             continue
         if email in seen:

@@ -48,7 +48,7 @@ from bot.api.errors import PartialLimitsUpdateError
 from bot.api.models import CreditLimitUpdateResult
 from bot.outbox import Continuation, Item, Outbox, Queued
 from bot.policy import Policy
-from bot.roles import ResolvedUser
+from bot.roles import ResolvedUser, Role
 from bot.services.limits.actions import APPROVE_ACTION, CONFIRM_ACTION, REJECT_ACTION, RETRY_ACTION, ButtonRoles
 from bot.services.limits.store import (
     APPROVED,
@@ -134,7 +134,8 @@ class Refusal:
     given, at most 40 characters; :attr:`Refused.ROLE`, :attr:`Refused.OWNER_NEEDED`: the policy
     key), ``needs`` (:attr:`Refused.ROLE`: the key's minimum role name; :attr:`Refused.OWNER_NEEDED`:
     ``"owner"``), ``user`` (:attr:`Refused.ROLE`: who was refused, with the source of their role),
-    ``threshold`` (:attr:`Refused.OWNER_NEEDED`: credits), ``channel`` (:attr:`Refused.POST_FAILED`:
+    ``threshold`` (:attr:`Refused.OWNER_NEEDED`: credits; ``who_can_help``: the owners, filled in
+    by the handler, which knows who they are), ``channel`` (:attr:`Refused.POST_FAILED`:
     where the post was refused) and ``error`` (:attr:`Refused.POST_FAILED`,
     :attr:`Refused.VIEW_FAILED`: Slack's error code)."""
 
@@ -146,6 +147,7 @@ class Refusal:
     threshold: int | None = None
     channel: str = ""
     error: str = ""
+    who_can_help: tuple[str, ...] = ()
 
 
 ActionOutcome = LimitRequest | Refusal
@@ -241,6 +243,17 @@ class LimitsWorkflow:
     async def _get(self, value: str) -> LimitRequest | None:
         """The request whose id ``value`` spells (ASCII digits, at most :data:`ID_DIGITS`), or ``None``."""
         return await self.store.get(int(value)) if REQUEST_ID.fullmatch(value) else None
+
+    async def role_needed(self, key: str, value: str) -> Role | None:
+        """The role an Approve or Confirm click on the request ``value`` names needs when the
+        request is above the owner threshold (:data:`bot.middleware.ActionNeeds`): ``owner``;
+        ``None`` for another key, a smaller request or an unknown one."""
+        if key not in (APPROVE_ACTION, CONFIRM_ACTION):
+            return None
+        request = await self.load(value)
+        if isinstance(request, Refusal) or not self.policy.needs_owner(request.size):
+            return None
+        return Role.owner
 
     async def load(self, value: str) -> ActionOutcome:
         """The request a button's ``value`` (its id, as text) names, or a :attr:`Refused.MISSING` refusal."""

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bot.services.chart import history_start, render_tokens_chart, tokens_series
+from bot.services.chart import SLACK_THUMBNAIL_PX, draw_tokens_chart, history_start, render_tokens_chart, tokens_series
 
 DAY = dt.date(2026, 11, 21)
 
@@ -37,3 +37,23 @@ def test_pyplot_is_never_imported():
         "print('matplotlib.pyplot' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def busy_series():
+    """30 days whose first bars are the tallest: where a legend in the plot would sit."""
+    totals = {DAY - dt.timedelta(days=n): 100e6 - n * 1e6 if n > 25 else 40e6 for n in range(40)}
+    return tokens_series(totals, DAY - dt.timedelta(days=29), DAY)
+
+
+def test_the_chart_is_legible_at_slacks_thumbnail_width_and_its_legend_covers_no_bar():
+    figure = draw_tokens_chart(busy_series(), "Billable tokens per day")
+    figure.canvas.draw()
+    width_px = figure.get_figwidth() * figure.dpi
+    scale = SLACK_THUMBNAIL_PX / width_px  # Slack shows a shared image about 360 px wide
+    renderer = figure.canvas.get_renderer()
+    [axes] = figure.axes
+    texts = [*axes.get_xticklabels(), *axes.get_yticklabels(), *figure.legends[0].get_texts()]
+    heights = [t.get_fontsize() * figure.dpi / 72 * scale for t in texts if t.get_text()]
+    assert min(heights) >= 8  # px at thumbnail size
+    legend = figure.legends[0].get_window_extent(renderer)
+    assert not any(legend.overlaps(bar.get_window_extent(renderer)) for bar in axes.patches)

@@ -36,6 +36,9 @@ def server(*, reverse=False):
 
     def handler(request):
         params = request.url.params
+        if request.url.path.endswith("/organization/users"):
+            users = [{"id": "u_3", "email": "dee@example.com"}]
+            return json_response({"users": users, "pagination": {"hasMore": False, "nextCursor": None}})
         days = [d for d in DAYS if params["startDate"] <= d <= params["endDate"]]
         if request.url.path.endswith("/tokens"):
             return json_response(analytics_envelope([_tokens(d) for d in days]))
@@ -58,7 +61,10 @@ def server(*, reverse=False):
 
 
 def _calls(transport):
-    return [(r.url.path.rsplit("/", 1)[1], dict(r.url.params)) for r in transport.requests]
+    return [
+        (r.url.path.split("/v0/", 1)[-1].rsplit("/", 1)[-1] if "/v1/" in r.url.path else "organization", dict(r.url.params))
+        for r in transport.requests
+    ]
 
 
 PERIOD = parse_period("2026-02-01..2026-02-02", TODAY)
@@ -68,13 +74,13 @@ async def test_by_user_ranks_tokens_by_user_in_one_call():
     transport = server()
     breakdown = await fetch_breakdown(fake_client(transport), PERIOD, "user")
     assert [(r.name, r.value) for r in breakdown.rows] == [
-        ("u_3", 30),
+        ("dee@example.com", 30),  # u_3 came without an e-mail; the organization's list has it
         ("Ada@Example.com", 25),
         ("bo@example.com", 10),
         ("cy@example.com", 7),
     ]
     assert breakdown.total == 72
-    assert _calls(transport) == [("tokens", {"startDate": "2026-02-01", "endDate": "2026-02-02"})]
+    assert _calls(transport) == [("tokens", {"startDate": "2026-02-01", "endDate": "2026-02-02"}), ("organization", {"limit": "100"})]
 
 
 async def test_one_person_is_one_tokens_call_and_one_users_page_after_the_preceding_user_id():
@@ -98,7 +104,8 @@ async def test_when_the_api_orders_users_otherwise_each_day_is_sought_then_walke
 async def test_nobody_in_by_user_has_no_usage_without_reading_users():
     transport = server()
     assert await fetch_user_usage(fake_client(transport), PERIOD, "nobody@example.com") is None
-    assert [name for name, _ in _calls(transport)] == ["tokens"]
+    # u_3 came without an e-mail: the organization's list says who that is (not nobody)
+    assert [name for name, _ in _calls(transport)] == ["tokens", "organization"]
 
 
 @pytest.mark.parametrize("email", ["alice@example.com", "dave@example.com", "erin@example.com"])

@@ -11,6 +11,7 @@ from bot.services.limits import (
     BAD_CREDITS,
     BAD_USER,
     CREDITS_MAX,
+    CREDITS_TOO_LARGE,
     CSV_LINE,
     NOT_ORG_USER,
     TWICE,
@@ -114,6 +115,16 @@ async def test_every_problem_is_named_at_once_in_input_order_organization_last()
     ]
     assert entries == [LimitEntry("nobody@example.com", 10), LimitEntry("carol@example.com", 7)]
     assert agent.walks == 1
+
+
+async def test_a_number_above_the_largest_limit_says_the_range():
+    agent = FakeAgent()
+    entries, problems = await check([("carol@example.com", "9" * 23)], agent)
+    assert (entries, problems) == ([], [CREDITS_TOO_LARGE.format(user="carol@example.com", value="9" * 23)])
+    assert (
+        CREDITS_TOO_LARGE.format(user="u", value="1")
+        == "`u`: `1` credits is more than a limit can be: give a whole number from 0 to 1,000,000,000,000."
+    )
 
 
 async def test_no_valid_entry_means_no_walk_of_the_organization():
