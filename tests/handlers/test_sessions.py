@@ -147,7 +147,7 @@ def test_an_inactive_or_unknown_computer_is_refused_with_what_to_do(stack, block
     reply = stack.command("session start computer=gpu train it", user="U0MEMBER")
     block_kit_validator(reply.last)
     assert reply.payloads == [
-        error_reply(NOT_ACTIVE.format(name="GPU workstation", status="provisioning"), NOT_ACTIVE_HINT["provisioning"])
+        error_reply(NOT_ACTIVE.format(name="GPU workstation", status="still being set up"), NOT_ACTIVE_HINT["provisioning"])
     ]
     reply = stack.command("session start computer=nope do it", user="U0MEMBER")
     assert block_texts(reply.last)[0] == f":warning: {UNKNOWN_COMPUTER.format(name='nope')}"

@@ -79,7 +79,10 @@ CWD_MAX: Final = 4096
 NO_PROMPT = "Tell the agent what to do: `/agent session start <prompt>`."
 NO_ACTIVE = "No computer is active, so there is nowhere to run a session."
 NO_ACTIVE_HINT = "Run `/agent computers` to see their state; a computer in error has a Retry install button."
-NOT_ACTIVE = "The computer *{name}* is {status}, not active, so it cannot run a session now."
+NOT_ACTIVE = "The computer *{name}* is {status}, so it cannot run a session now."
+NOT_ACTIVE_WORDS: Final = {"provisioning": "still being set up", "error": "in error"}
+"""A computer's status as a sentence says it (issue #29: "is error, not active" is no sentence); any
+other status the platform sends is named as it is, in its own words: ``in the state `stopped```."""
 NOT_ACTIVE_HINT = {
     "provisioning": "Wait until it finishes provisioning (`/agent computers`), or name another one with `computer=`.",
     "error": "A manager can retry its install from `/agent computers`; or name another one with `computer=`.",
@@ -232,9 +235,10 @@ def find_computer(computers: list[Computer], wanted: str, *, one_line: Quote, of
 def must_be_active(computer: Computer, *, one_line: Quote) -> Computer:
     """``computer`` when it is ``active``; else raises :class:`UserInputError` with its status and what to do."""
     if computer.status != "active":
-        status = computer.status or "in an unknown state"
+        status = computer.status
+        words = NOT_ACTIVE_WORDS.get(status or "") or (f"in the state `{one_line(status, 40)}`" if status else "in an unknown state")
         raise UserInputError(
-            NOT_ACTIVE.format(name=one_line(computer.name, 80), status=one_line(status, 40)),
+            NOT_ACTIVE.format(name=one_line(computer.name, 80), status=words),
             NOT_ACTIVE_HINT.get(computer.status or "", NOT_ACTIVE_OTHER_HINT),
         )
     return computer

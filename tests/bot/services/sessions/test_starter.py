@@ -13,7 +13,6 @@ from bot.services.sessions.starter import (
     CWD_TOO_LONG,
     NO_ACTIVE,
     NO_ACTIVE_HINT,
-    NOT_ACTIVE,
     NOT_ACTIVE_HINT,
     NOT_ACTIVE_OTHER_HINT,
     UNKNOWN_COMPUTER,
@@ -77,15 +76,19 @@ def test_an_unknown_computer_when_none_is_active_says_none():
 @pytest.mark.parametrize(
     ("status", "shown", "hint"),
     [
-        ("provisioning", "provisioning", NOT_ACTIVE_HINT["provisioning"]),
-        ("error", "error", NOT_ACTIVE_HINT["error"]),
-        ("stopped", "stopped", NOT_ACTIVE_OTHER_HINT),
-        (None, "in an unknown state", NOT_ACTIVE_OTHER_HINT),
+        (
+            "provisioning",
+            "The computer *Build box* is still being set up, so it cannot run a session now.",
+            NOT_ACTIVE_HINT["provisioning"],
+        ),
+        ("error", "The computer *Build box* is in error, so it cannot run a session now.", NOT_ACTIVE_HINT["error"]),
+        ("stopped", "The computer *Build box* is in the state `stopped`, so it cannot run a session now.", NOT_ACTIVE_OTHER_HINT),
+        (None, "The computer *Build box* is in an unknown state, so it cannot run a session now.", NOT_ACTIVE_OTHER_HINT),
     ],
 )
 def test_a_named_computer_that_is_not_active_is_refused_with_its_status_and_what_to_do(status, shown, hint):
     box = computer("cmp-box", "Build box", status)
-    assert refusal([box, LAPTOP], "build box") == (NOT_ACTIVE.format(name="Build box", status=shown), hint)
+    assert refusal([box, LAPTOP], "build box") == (shown, hint)  # #29: a sentence a person would write
 
 
 def test_a_named_computer_wins_over_the_last_used_one():
