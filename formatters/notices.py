@@ -78,12 +78,24 @@ DATABASE_DOWN = ":warning: I cannot reach my database right now, so I did nothin
 DATABASE_DOWN_HINT = "Please try again in a minute; if it keeps happening, tell whoever runs the bot."
 
 
+_ESCAPED_CHANNEL = re.compile(r"&lt;#([CG][A-Z0-9]{2,20})&gt;")
+"""A channel link as :func:`esc_text` leaves it (``<#C0ENG>`` -> ``&lt;#C0ENG&gt;``): a bare channel
+ID, nothing else (no ``|label``, no user or broadcast mention)."""
+
+
+def _text_with_channels(text: str) -> str:
+    """``text`` escaped (:func:`esc_text`), with its bare channel links (``<#C…>``, which the handlers
+    build from IDs) kept as links: Slack shows the channel, and a channel link pings nobody."""
+    return _ESCAPED_CHANNEL.sub(r"<#\1>", esc_text(text))
+
+
 def error_message(what: str, hint: str = "", *, icon: str = ":warning:") -> Payload:
-    """A failure: ``what`` happened (plain text, escaped here) and ``hint``, what to do next."""
-    blocks: list[Block] = [section(f"{icon} {esc_text(what)}")]
+    """A failure: ``what`` happened (plain text, escaped here; a bare channel link ``<#C…>`` stays a
+    link) and ``hint``, what to do next."""
+    blocks: list[Block] = [section(f"{icon} {_text_with_channels(what)}")]
     if hint:
-        blocks.append(context(esc_text(hint)))
-    return message(blocks, esc_text(f"{what} {hint}".strip()))  # the fallback text is mrkdwn too
+        blocks.append(context(_text_with_channels(hint)))
+    return message(blocks, _text_with_channels(f"{what} {hint}".strip()))  # the fallback text is mrkdwn too
 
 
 def refusal_message(

@@ -58,3 +58,13 @@ def test_refused_by_role_alone_says_who_holds_it_and_escapes_the_action(block_ki
     assert block_kit_validator(by_role) == {"text": head, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": head}}]}
     plain = outcome_message(Refused("cancel request #3"))
     assert block_kit_validator(plain)["text"] == ":no_entry: You cannot cancel request #3."
+
+
+def test_a_channel_named_in_an_error_is_a_channel_link_and_nothing_else_is_markup():
+    """#29: errors naming a channel (``<#C…>``, built by the handlers from an ID) showed the escaped
+    text instead of the channel. A channel link pings nobody; a user or broadcast mention stays text."""
+    payload = error_message("I am not a member of <#C0SECRET>; <@U0BOB> <!channel> <#C0X|forged>.", "Invite me to <#G0PRIV>.")
+    assert payload["blocks"][0]["text"]["text"] == (
+        ":warning: I am not a member of <#C0SECRET>; &lt;@U0BOB&gt; &lt;!channel&gt; &lt;#C0X|forged&gt;."
+    )
+    assert payload["blocks"][1]["elements"][0]["text"] == "Invite me to <#G0PRIV>."
