@@ -291,7 +291,9 @@ def test_a_connection_lost_without_a_close_frame_is_replaced_and_the_retried_com
         assert unheard.status_code == 0 and hub.acks_of(quick.last_envelope.envelope_id) == []
         assert quick.last_envelope.connection_id == lost.id
         new = hub.wait_connected(after=lost.id, timeout=15)
-        assert new.id > lost.id and lost.closed_at is None  # no close frame was ever heard
+        # Slack (the emulator) never closed the silent one; the bot lets it go once the next is open,
+        # which may be recorded a moment before the emulator records the new one opened (a loaded machine)
+        assert new.id > lost.id and lost.closed_by in (None, "app")
         # Slack retries the envelope; it reaches the bot on the new connection and runs once
         assert client.send(unheard.request).status_code == 200 and client.last_envelope.connection_id == new.id
         slack.recorder.wait_for(
