@@ -112,6 +112,8 @@ ARCHIVED_NO_REPLIES = (
 STARTED_BY = "*{who}* started an agent session"
 STARTED_BY_BOT_KEY = "*{who}* started an agent session with the bot's key"
 """The parent message of a session started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``, the starter not linked)."""
+SESSION_ID_LINE = "Session id `{id}`"
+"""The whole session id, in the parent message's context line (the field above shows :func:`short_id`)."""
 STEERED_BY = "Last steered by {who}"
 STEERED_WITH_BOT_KEY = " with the bot's key"
 LISTED_BOT_KEY = " with the bot's key"
@@ -278,12 +280,13 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     """The parent message of a session's thread (public): who started it (and that it was with the
     bot's key, when so), the prompt, computer, status (an ``idle`` one names the starter it waits
     for), id; who steered it last, when someone else did; counts and who may reply, or, once
-    archived, that nobody's replies go to the agent and how to start a new session."""
+    archived, that nobody's replies go to the agent and how to start a new session; the whole id
+    last in the context line, for an operator."""
     prompt = one_line(view.prompt, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
         ("Status", status_label(view.status, waiting_for=view.slack_user)),
-        ("Session", f"`{one_line(view.session_id, 100)}`" if view.session_id else "_not created yet_"),
+        ("Session", f"`{short_id(view.session_id)}`" if view.session_id else "_not created yet_"),
     ]
     if view.cwd:
         pairs.append(("Directory", f"`{one_line(view.cwd, 200)}`"))
@@ -304,7 +307,8 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     blocks.append(
         context(
             f"{number(view.message_count)} message{'s' if view.message_count != 1 else ''}"
-            f" \u00b7 {number(view.tokens, compact=True)} tokens \u00b7 {replies}"
+            f" \u00b7 {number(view.tokens, compact=True)} tokens \u00b7 {replies}",
+            SESSION_ID_LINE.format(id=one_line(view.session_id, 100)) if view.session_id else "",
         )
     )
     if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):

@@ -73,7 +73,8 @@ def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_v
                         "type": "mrkdwn",
                         "text": "3 messages · 12.3K tokens · only <@U0MEMBER> (who started it), managers and owners can reply to the agent"
                         " in this thread",
-                    }
+                    },
+                    {"type": "mrkdwn", "text": "Session id `s-1`"},
                 ],
             },
             {
@@ -271,7 +272,10 @@ def test_the_parent_says_who_may_reply_in_channel_mode_too(block_kit_validator):
     payload = block_kit_validator(parent_message(SessionView("U0MEMBER", "p", "c", "idle", "s-1", reply=REPLY_CHANNEL)))
     assert payload["blocks"][-2] == {
         "type": "context",
-        "elements": [{"type": "mrkdwn", "text": "0 messages · 0 tokens · anyone in this channel can reply to the agent in this thread"}],
+        "elements": [
+            {"type": "mrkdwn", "text": "0 messages · 0 tokens · anyone in this channel can reply to the agent in this thread"},
+            {"type": "mrkdwn", "text": "Session id `s-1`"},
+        ],
     }
 
 

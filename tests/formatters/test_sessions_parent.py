@@ -31,7 +31,25 @@ def test_an_archived_parent_says_nobodys_replies_go_to_the_agent_and_how_to_star
                     "type": "mrkdwn",
                     "text": "4 messages \u00b7 12.3K tokens \u00b7 archived: nobody's replies in this thread go to the agent any more; "
                     "start a new session with `/agent session start <prompt>`",
-                }
+                },
+                {"type": "mrkdwn", "text": "Session id `s-1`"},
             ],
         }
     ]
+
+
+def test_the_parent_shows_the_short_id_and_keeps_the_whole_id_in_its_context_line(block_kit_validator):
+    sid = "3f2a1b2c-9d8e-4f00-a1b2-c3d4e5f60718"
+    payload = block_kit_validator(parent_message(SessionView("U0MEMBER", "go", "CI sandbox", "running", sid, 1, 10)))
+    assert payload["blocks"][1]["fields"][2] == {"type": "mrkdwn", "text": "*Session*\n`3f2a1b2c`"}
+    assert payload["blocks"][2] == {
+        "type": "context",
+        "elements": [
+            {
+                "type": "mrkdwn",
+                "text": "1 message \u00b7 10 tokens \u00b7 only <@U0MEMBER> (who started it), managers and owners can reply to the agent"
+                " in this thread",
+            },
+            {"type": "mrkdwn", "text": f"Session id `{sid}`"},
+        ],
+    }
