@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,6 +103,9 @@ STATUS_LABEL = {
     "archived": ":file_cabinet: archived",
     "gone": ":grey_question: no longer on the platform",
 }
+STATUS_UNKNOWN = ":grey_question: unknown"
+STATUS_OTHER = ":grey_question: {words}"
+"""A status :data:`STATUS_LABEL` does not know, in words (:func:`status_words`)."""
 WAITING_FOR = ":speech_balloon: waiting for {who}"
 WAITING_REPLY = ":speech_balloon: waiting for a reply"
 """The ``idle`` status of a session whose starter the bot does not know (started elsewhere)."""
@@ -263,9 +267,18 @@ def status_label(status: str | None, *, waiting_for: str | None = None, viewer: 
         return WAITING_FOR.format(who=f"<@{esc(waiting_for)}>")
     if status == "idle" and viewer is not None and not waiting_for:
         return WAITING_REPLY
-    if not status:
-        return ":grey_question: unknown"
-    return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
+    if status in STATUS_LABEL:
+        return STATUS_LABEL[status]
+    words = status_words(status or "")
+    return STATUS_OTHER.format(words=words) if words else STATUS_UNKNOWN
+
+
+def status_words(status: str) -> str:
+    """A platform status the bot does not know, as lower-case words safe in a sentence:
+    ``awaitingToolApproval`` and ``awaiting_tool-approval`` become ``awaiting tool approval``; only
+    letters and digits are kept (no mrkdwn, no markup), cut to 40 characters; ``""`` when none is left."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", status)
+    return cut(" ".join(re.findall(r"[A-Za-z0-9]+", spaced)).lower(), 40)
 
 
 def steered_by(starter: str, steerer: str | None, *, bot_key: bool = False) -> str:

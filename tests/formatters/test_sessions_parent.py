@@ -53,3 +53,10 @@ def test_the_parent_shows_the_short_id_and_keeps_the_whole_id_in_its_context_lin
             {"type": "mrkdwn", "text": f"Session id `{sid}`"},
         ],
     }
+
+
+def test_a_status_the_bot_does_not_know_is_shown_as_words():
+    assert status_label("awaitingToolApproval") == ":grey_question: awaiting tool approval"
+    assert status_label("paused_by-admin") == ":grey_question: paused by admin"
+    assert status_label("<!channel>*x*") == ":grey_question: channel x"
+    assert status_label("__") == ":grey_question: unknown"
