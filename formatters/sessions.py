@@ -36,6 +36,7 @@ from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
 from bot.policy import SessionAction
 from bot.roles import REPLY_CHANNEL, REPLY_STARTER
 from bot.services.computer_rules import ComputerRefused
+from bot.services.session_settings import setting_words
 from bot.services.sessions import ACTION_WORDS
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
@@ -645,7 +646,8 @@ def session_status(
         for name, value in settings.to_request().items():
             if value in (None, [], {}):
                 continue
-            shown.append(f"`{name}`: {one_line(value if not isinstance(value, list) else ', '.join(map(str, value)), 200)}")
+            text = value if not isinstance(value, list) else ", ".join(map(str, value))
+            shown.append(f"{setting_words(name).capitalize()}: {one_line(text, 200)}")
     blocks: list[Any] = [header(cut(" ".join((session.title or "Agent session").split()), 150))]
     if note:
         blocks.append(section(note))

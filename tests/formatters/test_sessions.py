@@ -265,7 +265,7 @@ def test_session_status_shows_tokens_and_settings(block_kit_validator):
     texts = block_texts(payload)
     assert "Fix <!here>" in texts[0]  # a header is plain text: nothing to escape
     assert "*Tokens*\ninput 1.20K, output 80" in texts
-    assert "*Settings*\n`model`: fast\n`reasoningEffort`: extreme" in texts
+    assert "*Settings*\nModel: fast\nReasoning effort: extreme" in texts
 
 
 def test_the_parent_says_who_may_reply_in_channel_mode_too(block_kit_validator):
