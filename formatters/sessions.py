@@ -117,6 +117,8 @@ ARCHIVED_NO_REPLIES = (
 STARTED_BY = "*{who}* started an agent session"
 STARTED_BY_BOT_KEY = "*{who}* started an agent session with the bot's key"
 """The parent message of a session started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``, the starter not linked)."""
+STATUS_FALLBACK = "Agent session {id}: {status}"
+"""The fallback text (notifications) of ``session status``: the short id and the status in words."""
 SESSION_ID_LINE = "Session id `{id}`"
 """The whole session id, in the parent message's context line (the field above shows :func:`short_id`)."""
 STEERED_BY = "Last steered by {who}"
@@ -249,7 +251,7 @@ def archive_button(session_id: str, *, action_id: str = ARCHIVE_ACTION) -> Butto
 def archive_question(session_id: str, title: str) -> Payload:
     """``/agent session archive <id>``: the ephemeral question, answered with its Archive button
     (:data:`ARCHIVE_CONFIRM_ACTION`) or Cancel (:data:`ARCHIVE_CANCEL_ACTION`); nothing is archived before."""
-    text = ARCHIVE_QUESTION.format(title=one_line(title, 200) or f"`{one_line(session_id, 100)}`")
+    text = ARCHIVE_QUESTION.format(title=one_line(title, 200) or f"`{short_id(session_id)}`")
     return message(
         [
             section(text),
@@ -662,7 +664,7 @@ def session_status(
     if link:
         tail.append(f"<{link}|thread>")
     blocks.append(context(" \u00b7 ".join(tail)))
-    return message(blocks, f"Agent session {one_line(session.session_id, 100)}: {one_line(session.status, 40)}")
+    return message(blocks, STATUS_FALLBACK.format(id=short_id(session.session_id), status=pairs[0][1]))
 
 
 def _ms(value: float | int | None) -> str:

@@ -60,3 +60,16 @@ def test_a_status_the_bot_does_not_know_is_shown_as_words():
     assert status_label("paused_by-admin") == ":grey_question: paused by admin"
     assert status_label("<!channel>*x*") == ":grey_question: channel x"
     assert status_label("__") == ":grey_question: unknown"
+
+
+def test_the_status_reply_and_the_archive_question_name_a_session_by_its_short_id_to_people():
+    from bot.api.models import Session
+    from formatters.sessions import ARCHIVE_QUESTION, archive_question, session_status
+
+    sid = "3f2a1b2c-9d8e-4f00-a1b2-c3d4e5f60718"
+    fields = {"sessionId": sid, "status": "awaitingToolApproval", "messageCount": 1, "createdAt": 1, "updatedAt": 1}
+    session = Session.model_validate(fields)
+    payload = session_status(session)
+    assert payload["text"] == "Agent session 3f2a1b2c: :grey_question: awaiting tool approval"
+    assert payload["blocks"][-1]["elements"][0]["text"] == f"Session `{sid}`"  # the whole id stays in the details
+    assert archive_question(sid, "")["text"] == ARCHIVE_QUESTION.format(title="`3f2a1b2c`")
