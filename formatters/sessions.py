@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
 from bot.policy import SessionAction
 from bot.roles import REPLY_CHANNEL, REPLY_STARTER
 from bot.services.computer_rules import ComputerRefused
+from bot.services.session_settings import setting_words
 from bot.services.sessions import ACTION_WORDS
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
@@ -102,6 +104,9 @@ STATUS_LABEL = {
     "archived": ":file_cabinet: archived",
     "gone": ":grey_question: no longer on the platform",
 }
+STATUS_UNKNOWN = ":grey_question: unknown"
+STATUS_OTHER = ":grey_question: {words}"
+"""A status :data:`STATUS_LABEL` does not know, in words (:func:`status_words`)."""
 WAITING_FOR = ":speech_balloon: waiting for {who}"
 WAITING_REPLY = ":speech_balloon: waiting for a reply"
 """The ``idle`` status of a session whose starter the bot does not know (started elsewhere)."""
@@ -112,6 +117,10 @@ ARCHIVED_NO_REPLIES = (
 STARTED_BY = "*{who}* started an agent session"
 STARTED_BY_BOT_KEY = "*{who}* started an agent session with the bot's key"
 """The parent message of a session started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``, the starter not linked)."""
+STATUS_FALLBACK = "Agent session {id}: {status}"
+"""The fallback text (notifications) of ``session status``: the short id and the status in words."""
+SESSION_ID_LINE = "Session id `{id}`"
+"""The whole session id, in the parent message's context line (the field above shows :func:`short_id`)."""
 STEERED_BY = "Last steered by {who}"
 STEERED_WITH_BOT_KEY = " with the bot's key"
 LISTED_BOT_KEY = " with the bot's key"
@@ -242,7 +251,7 @@ def archive_button(session_id: str, *, action_id: str = ARCHIVE_ACTION) -> Butto
 def archive_question(session_id: str, title: str) -> Payload:
     """``/agent session archive <id>``: the ephemeral question, answered with its Archive button
     (:data:`ARCHIVE_CONFIRM_ACTION`) or Cancel (:data:`ARCHIVE_CANCEL_ACTION`); nothing is archived before."""
-    text = ARCHIVE_QUESTION.format(title=one_line(title, 200) or f"`{one_line(session_id, 100)}`")
+    text = ARCHIVE_QUESTION.format(title=one_line(title, 200) or f"`{short_id(session_id)}`")
     return message(
         [
             section(text),
@@ -261,9 +270,18 @@ def status_label(status: str | None, *, waiting_for: str | None = None, viewer: 
         return WAITING_FOR.format(who=f"<@{esc(waiting_for)}>")
     if status == "idle" and viewer is not None and not waiting_for:
         return WAITING_REPLY
-    if not status:
-        return ":grey_question: unknown"
-    return STATUS_LABEL.get(status, f":grey_question: {one_line(status, 40)}")
+    if status in STATUS_LABEL:
+        return STATUS_LABEL[status]
+    words = status_words(status or "")
+    return STATUS_OTHER.format(words=words) if words else STATUS_UNKNOWN
+
+
+def status_words(status: str) -> str:
+    """A platform status the bot does not know, as lower-case words safe in a sentence:
+    ``awaitingToolApproval`` and ``awaiting_tool-approval`` become ``awaiting tool approval``; only
+    letters and digits are kept (no mrkdwn, no markup), cut to 40 characters; ``""`` when none is left."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", status)
+    return cut(" ".join(re.findall(r"[A-Za-z0-9]+", spaced)).lower(), 40)
 
 
 def steered_by(starter: str, steerer: str | None, *, bot_key: bool = False) -> str:
@@ -278,12 +296,13 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     """The parent message of a session's thread (public): who started it (and that it was with the
     bot's key, when so), the prompt, computer, status (an ``idle`` one names the starter it waits
     for), id; who steered it last, when someone else did; counts and who may reply, or, once
-    archived, that nobody's replies go to the agent and how to start a new session."""
+    archived, that nobody's replies go to the agent and how to start a new session; the whole id
+    last in the context line, for an operator."""
     prompt = one_line(view.prompt, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
         ("Status", status_label(view.status, waiting_for=view.slack_user)),
-        ("Session", f"`{one_line(view.session_id, 100)}`" if view.session_id else "_not created yet_"),
+        ("Session", f"`{short_id(view.session_id)}`" if view.session_id else "_not created yet_"),
     ]
     if view.cwd:
         pairs.append(("Directory", f"`{one_line(view.cwd, 200)}`"))
@@ -304,7 +323,8 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     blocks.append(
         context(
             f"{number(view.message_count)} message{'s' if view.message_count != 1 else ''}"
-            f" \u00b7 {number(view.tokens, compact=True)} tokens \u00b7 {replies}"
+            f" \u00b7 {number(view.tokens, compact=True)} tokens \u00b7 {replies}",
+            SESSION_ID_LINE.format(id=one_line(view.session_id, 100)) if view.session_id else "",
         )
     )
     if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):
@@ -628,7 +648,8 @@ def session_status(
         for name, value in settings.to_request().items():
             if value in (None, [], {}):
                 continue
-            shown.append(f"`{name}`: {one_line(value if not isinstance(value, list) else ', '.join(map(str, value)), 200)}")
+            text = value if not isinstance(value, list) else ", ".join(map(str, value))
+            shown.append(f"{setting_words(name).capitalize()}: {one_line(text, 200)}")
     blocks: list[Any] = [header(cut(" ".join((session.title or "Agent session").split()), 150))]
     if note:
         blocks.append(section(note))
@@ -643,7 +664,7 @@ def session_status(
     if link:
         tail.append(f"<{link}|thread>")
     blocks.append(context(" \u00b7 ".join(tail)))
-    return message(blocks, f"Agent session {one_line(session.session_id, 100)}: {one_line(session.status, 40)}")
+    return message(blocks, STATUS_FALLBACK.format(id=short_id(session.session_id), status=pairs[0][1]))
 
 
 def _ms(value: float | int | None) -> str:

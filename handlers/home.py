@@ -5,8 +5,10 @@
 gather the person's Home (:class:`bot.services.home.HomeService`, sections read concurrently, each
 bounded, a failing one shown as its error), format it (:func:`formatters.home.home_view`) and publish
 it (:func:`bot.services.home.publish_home`, ``views.publish``) with the ``hash`` of the view the
-event carries, so that Slack drops this publish when a newer one happened meanwhile
-(``hash_conflict``, logged); what Slack answered is recorded (:meth:`bot.services.home.HomeTabs.published`).
+event carries. When Slack answers ``hash_conflict`` (another publish, a refresh gathered before the
+open perhaps, replaced that view meanwhile) it is published again without the hash: it was gathered
+after the person opened the tab, so it is what is true now, and opening the Home must show that;
+what Slack answered is recorded (:meth:`bot.services.home.HomeTabs.published`).
 With ``tab: messages`` the person gets the first-DM hint of what to type, once
 (:func:`handlers.sessions.hint_once`); nothing is published.
 
@@ -29,7 +31,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from bot.errors import reported
 from bot.roles import ResolvedUser
-from bot.services.home import HomeCharts, HomeService, publish_home
+from bot.services.home import HASH_CONFLICT, HomeCharts, HomeService, publish_home
 from bot.slack import SlackFailure
 from formatters.home import home_view
 from handlers.router import Router
@@ -69,12 +71,15 @@ def home_charts(services: Services) -> HomeCharts:
 async def publish(
     home: HomeService, services: Services, user: ResolvedUser, *, hash: str | None = None, dm_channel: str | None = None
 ) -> bool:
-    """Record the open, gather, format and publish the Home of ``user``, and record what Slack
-    answered; False when Slack refused it (logged)."""
+    """Record the open, gather, format and publish the Home of ``user`` (again without ``hash`` when
+    that one is stale: module docstring), and record what Slack answered; False when Slack refused
+    it (logged)."""
     tabs = services.home
     opened = await tabs.opened(user.user_id, role=user.role, dm_channel=dm_channel, now=services.now())
     gathered = await home.gather(user, dm_channel=dm_channel or opened.dm_channel)
     published = await publish_home(services.slack, gathered, home_view, hash=hash, charts=home.charts)
+    if hash and isinstance(published, SlackFailure) and published.error == HASH_CONFLICT:
+        published = await publish_home(services.slack, gathered, home_view, hash=None, charts=home.charts)
     if isinstance(published, SlackFailure):
         logger.warning("Home tab of %s not published: %s", user.user_id, published.error)
         return False

@@ -105,7 +105,7 @@ STATUS = SubCommand(
 )
 SET = SubCommand(
     "session set",
-    "Change a session's settings (model, reasoningEffort, autonomyLevel, ...).",
+    "Change a session's settings (model, reasoning effort, autonomy level, ...).",
     SET_USAGE,
     ("/agent session set 3f2a model=claude-haiku-4-5 reasoningEffort=high",),
     details=(

@@ -99,16 +99,22 @@ MODEL_BLOCKED = "The model `{model}` is blocked by your organization's enterpris
 MODEL_NOT_ALLOWED = "The model `{model}` is not one your organization's enterprise controls allow (revision {revision})."
 MODEL_ALLOWED_HINT = "Allowed: {models}. `/agent controls` shows the model policy; an owner can change it."
 MODEL_NONE_ALLOWED_HINT = "`/agent controls` shows the model policy; an owner can change it."
-VALUE_NOT_NAMED = "`{value}` is not a value of `{name}` that the platform names."
+VALUE_NOT_NAMED = "The platform names no {name} `{value}`."
 VALUE_HINT = "Allowed: {values}."
 ABOVE_MAXIMUM = (
-    "`{name}={value}` is above your organization's maximum autonomy level, `{maximum}` (enterprise controls, revision {revision})."
+    "The {name} `{value}` is above your organization's maximum autonomy level, `{maximum}` (enterprise controls, revision {revision})."
 )
 ABOVE_MAXIMUM_HINT = "Allowed: {values}. `/agent controls` shows the maximum; an owner can raise it."
 CONTROLS_UNREADABLE = "I could not read the enterprise controls, so I cannot tell whether the model `{model}` is allowed: {what}"
 CONTROLS_UNREADABLE_HINT = "Nothing was {done}. Try again in a minute, or leave out the model to use the default."
-SETTING_UNREADABLE = "I could not read the enterprise controls, so I cannot tell whether `{name}={value}` is allowed: {what}"
+SETTING_UNREADABLE = "I could not read the enterprise controls, so I cannot tell whether the {name} `{value}` is allowed: {what}"
 SETTING_UNREADABLE_HINT = "Nothing was {done}. Try again in a minute."
+
+
+def setting_words(name: str) -> str:
+    """A ``sessionSettings`` member as people read it: ``reasoningEffort`` -> ``reasoning effort``,
+    ``specModeModel`` -> ``spec mode model`` (the key itself stays in usage hints, what to type)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower()
 
 
 def shown(value: object, limit: int = 80) -> str:
@@ -290,14 +296,19 @@ def setting_invalid(rules: SettingsRules | None, name: str, value: str) -> Inval
         return None
     if value not in allowed_values(rules, name):
         return Invalid(
-            VALUE_NOT_NAMED.format(value=shown(value), name=name),
+            VALUE_NOT_NAMED.format(value=shown(value), name=setting_words(name)),
             VALUE_HINT.format(values=_listed(within_maximum(rules, name), VALUES_SHOWN)),
         )
     if rules is not None and name in LEVELLED:
         rank, top = autonomy_rank(value), autonomy_rank(rules.max_autonomy_level)
         if rank is not None and top is not None and rank > top:
             return Invalid(
-                ABOVE_MAXIMUM.format(name=name, value=shown(value), maximum=shown(rules.max_autonomy_level), revision=rules.revision),
+                ABOVE_MAXIMUM.format(
+                    name=setting_words(name),
+                    value=shown(value),
+                    maximum=shown(rules.max_autonomy_level),
+                    revision=rules.revision,
+                ),
                 ABOVE_MAXIMUM_HINT.format(values=_listed(within_maximum(rules, name), VALUES_SHOWN)),
             )
     return None
@@ -339,7 +350,7 @@ async def check_session_settings(agent: AgentClient, changes: Mapping[str, str],
             ) from None
         name, value = next(iter(checked.items()))
         raise UserInputError(
-            SETTING_UNREADABLE.format(name=name, value=shown(value), what=what), SETTING_UNREADABLE_HINT.format(done=done)
+            SETTING_UNREADABLE.format(name=setting_words(name), value=shown(value), what=what), SETTING_UNREADABLE_HINT.format(done=done)
         ) from None
     found = check_settings(checked, rules)
     if found:

@@ -73,7 +73,8 @@ def test_the_parent_message_is_whole_escaped_and_carries_its_buttons(block_kit_v
                         "type": "mrkdwn",
                         "text": "3 messages · 12.3K tokens · only <@U0MEMBER> (who started it), managers and owners can reply to the agent"
                         " in this thread",
-                    }
+                    },
+                    {"type": "mrkdwn", "text": "Session id `s-1`"},
                 ],
             },
             {
@@ -264,14 +265,17 @@ def test_session_status_shows_tokens_and_settings(block_kit_validator):
     texts = block_texts(payload)
     assert "Fix <!here>" in texts[0]  # a header is plain text: nothing to escape
     assert "*Tokens*\ninput 1.20K, output 80" in texts
-    assert "*Settings*\n`model`: fast\n`reasoningEffort`: extreme" in texts
+    assert "*Settings*\nModel: fast\nReasoning effort: extreme" in texts
 
 
 def test_the_parent_says_who_may_reply_in_channel_mode_too(block_kit_validator):
     payload = block_kit_validator(parent_message(SessionView("U0MEMBER", "p", "c", "idle", "s-1", reply=REPLY_CHANNEL)))
     assert payload["blocks"][-2] == {
         "type": "context",
-        "elements": [{"type": "mrkdwn", "text": "0 messages · 0 tokens · anyone in this channel can reply to the agent in this thread"}],
+        "elements": [
+            {"type": "mrkdwn", "text": "0 messages · 0 tokens · anyone in this channel can reply to the agent in this thread"},
+            {"type": "mrkdwn", "text": "Session id `s-1`"},
+        ],
     }
 
 

@@ -157,3 +157,31 @@ def test_approve_from_the_home_tab_applies_once(stack):
     open_home(stack, "U0MANAGER")  # refreshed when opened: nothing waits any more
     waiting_header = published(stack, "U0MANAGER")["blocks"].index(header(fmt.WAITING_TITLE).to_dict())
     assert published(stack, "U0MANAGER")["blocks"][waiting_header + 1]["text"]["text"] == fmt.NO_WAITING
+
+
+def test_opening_the_home_right_after_a_request_was_filed_shows_it_with_its_approve_button(stack):
+    """alice (owner) opens her Home right after bob filed a request, while a refresh gathered before
+    the request published in between: the event carries the hash alice's client had, which Slack no
+    longer has; the open must still publish what is true now, not leave the refresh's older view."""
+    open_home(stack, "U0OWNER")  # alice saw her Home before
+    before = stack.slack.recorder.home("U0OWNER")
+    opened = {
+        "type": "app_home_opened",
+        "user": "U0OWNER",
+        "channel": dm_channel_id("U0OWNER"),
+        "tab": "home",
+        "event_ts": "1795000000.000100",
+        "view": {**before.view, "id": before.view_id, "hash": before.hash},
+    }
+    older = expected(stack, resolved(stack, "U0OWNER"))  # a refresh gathered before bob's request...
+    stack.command("limits set carol@example.com 5000 reason=x", user="U0MANAGER")  # bob files a request
+    [request] = stack.run(stack.bot.services.limits.store.recent(1))
+    assert (request.state, request.requester_id) == (PENDING, "U0MANAGER")
+    assert isinstance(stack.run(stack.bot.services.slack.publish_home("U0OWNER", older)), str)  # ...publishes after it
+
+    reply = stack.inprocess._reply(stack.run(stack.inprocess.client.send_event(opened)))  # no refresh tick
+    assert reply.status == 200
+    view = published(stack, "U0OWNER")
+    buttons = [e for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert (limits_fmt.APPROVE_ACTION, str(request.id)) in [(e["action_id"], e["value"]) for e in buttons]
+    assert view == expected(stack, resolved(stack, "U0OWNER"))

@@ -481,3 +481,10 @@ def test_what_the_starter_is_told_for_each_outcome():
         CANNOT_POST, CANNOT_POST_HINT
     )
     assert start_reply(link(state="starting", thread_ts=None, parent_ts=None)) == error_message(ALREADY_STARTED)
+
+
+def test_the_set_help_names_settings_in_words_and_keeps_the_keys_to_type_in_its_example():
+    from handlers.sessions import SET
+
+    assert SET.summary == "Change a session's settings (model, reasoning effort, autonomy level, ...)."
+    assert SET.examples == ("/agent session set 3f2a model=claude-haiku-4-5 reasoningEffort=high",)

@@ -68,14 +68,14 @@ def test_session_set_refuses_values_the_platform_does_not_name_or_above_the_maxi
     above = stack.command(f"session set {link.session_id[:8]} autonomyLevel=high", user="U0MEMBER")
     assert above.payloads == [
         error_reply(
-            ABOVE_MAXIMUM.format(name="autonomyLevel", value="high", maximum="medium", revision=revision),
+            ABOVE_MAXIMUM.format(name="autonomy level", value="high", maximum="medium", revision=revision),
             ABOVE_MAXIMUM_HINT.format(values="`manual`, `low`, `medium`, `auto-low`, `auto-medium`"),
         )
     ]
     extreme = stack.command(f"session set {link.session_id[:8]} reasoningEffort=extreme", user="U0MEMBER")
     assert extreme.payloads == [
         error_reply(
-            VALUE_NOT_NAMED.format(value="extreme", name="reasoningEffort"), VALUE_HINT.format(values="`off`, `low`, `medium`, `high`")
+            VALUE_NOT_NAMED.format(value="extreme", name="reasoning effort"), VALUE_HINT.format(values="`off`, `low`, `medium`, `high`")
         )
     ]
     assert (dict(session.settings), session.updated_at) == before

@@ -61,6 +61,9 @@ IMAGE_TYPES: Final = ("image/png", "image/jpeg", "image/gif", "image/webp")
 FILE_TYPES: Final = ("application/pdf",)
 EMPTY_TEXT_WITH_FILES = "Please look at the attached file(s)."
 WRONG_KIND = "I only send images, PDFs and text files, and this is {kind}"
+KIND_WORDS: Final = {"video": "a video", "audio": "an audio file", "image": "an image in another format"}
+"""What :data:`WRONG_KIND` calls a file, by the first part of its MIME type (never the raw type)."""
+OTHER_KIND = "another kind of file"
 TOO_LARGE = f"it is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
 NO_ADDRESS = "Slack gave no download address"
 DOWNLOAD_FAILED = "the download failed ({error})"
@@ -224,7 +227,7 @@ class Relay:
 
                 kind = "image" if mimetype in IMAGE_TYPES else "file" if (mimetype in FILE_TYPES or mimetype.startswith("text/")) else None
                 if kind is None:
-                    skip(WRONG_KIND.format(kind=one_line(mimetype or "of an unknown type", 60)))
+                    skip(WRONG_KIND.format(kind=KIND_WORDS.get(mimetype.partition("/")[0], OTHER_KIND)))
                     continue
                 if isinstance(size, int) and size > MAX_FILE_BYTES:
                     skip(TOO_LARGE)

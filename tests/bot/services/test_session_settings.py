@@ -115,23 +115,23 @@ def test_values_the_platform_names_and_within_the_maximum_pass():
 def test_a_value_the_platform_does_not_name_is_refused_with_the_allowed_ones():
     assert check_settings({"reasoningEffort": "extreme"}, RULES) == [
         Invalid(
-            VALUE_NOT_NAMED.format(value="extreme", name="reasoningEffort"),
+            VALUE_NOT_NAMED.format(value="extreme", name="reasoning effort"),
             VALUE_HINT.format(values="`off`, `low`, `medium`, `high`, `minimal`"),
         )
     ]
     [odd] = check_settings({"interactionMode": "`chatty`\nmode"}, None)  # without controls: the known list
-    assert odd.message == VALUE_NOT_NAMED.format(value="\u02cbchatty\u02cb mode", name="interactionMode")
+    assert odd.message == VALUE_NOT_NAMED.format(value="\u02cbchatty\u02cb mode", name="interaction mode")
 
 
 def test_an_autonomy_level_above_the_maximum_is_refused_naming_the_maximum_and_what_is_allowed():
     allowed = "`manual`, `low`, `medium`, `auto-low`, `auto-medium`"
     assert check_settings({"autonomyLevel": "high", "autonomyMode": "auto-high"}, RULES) == [
         Invalid(
-            ABOVE_MAXIMUM.format(name="autonomyLevel", value="high", maximum="medium", revision=2),
+            ABOVE_MAXIMUM.format(name="autonomy level", value="high", maximum="medium", revision=2),
             ABOVE_MAXIMUM_HINT.format(values=allowed),
         ),
         Invalid(
-            ABOVE_MAXIMUM.format(name="autonomyMode", value="auto-high", maximum="medium", revision=2),
+            ABOVE_MAXIMUM.format(name="autonomy mode", value="auto-high", maximum="medium", revision=2),
             ABOVE_MAXIMUM_HINT.format(values="`auto-medium`, `auto-low`, `spec`, `manual`, `normal`"),
         ),
     ]
@@ -184,8 +184,8 @@ async def test_the_check_reads_one_page_of_history_only_when_something_is_checke
         await check_session_settings(agent, {"reasoningEffort": "extreme", "autonomyLevel": "high"}, done="changed")
     assert refused.value.message == " ".join(
         (
-            VALUE_NOT_NAMED.format(value="extreme", name="reasoningEffort"),
-            ABOVE_MAXIMUM.format(name="autonomyLevel", value="high", maximum="medium", revision=2),
+            VALUE_NOT_NAMED.format(value="extreme", name="reasoning effort"),
+            ABOVE_MAXIMUM.format(name="autonomy level", value="high", maximum="medium", revision=2),
         )
     )
     assert [r.url.params["limit"] for r in requests] == ["100"]
@@ -197,9 +197,20 @@ async def test_unreadable_controls_refuse_with_what_failed():
     agent = client_of(lambda request: httpx.Response(500, json={"error": "boom"}))
     with pytest.raises(UserInputError) as refused:
         await check_session_settings(agent, {"autonomyLevel": "low"}, done="changed")
-    assert refused.value.message.startswith(SETTING_UNREADABLE.format(name="autonomyLevel", value="low", what="")[:60])
+    assert refused.value.message.startswith(SETTING_UNREADABLE.format(name="autonomy level", value="low", what="")[:60])
     assert refused.value.hint == SETTING_UNREADABLE_HINT.format(done="changed")
     with pytest.raises(UserInputError) as model:
         await check_session_settings(agent, {"autonomyLevel": "low", "model": "m"}, done="started")
     assert model.value.message.startswith(CONTROLS_UNREADABLE.format(model="m", what="")[:60])
     await agent.aclose()
+
+
+def test_refusals_name_a_setting_in_words_not_its_camel_case_key():
+    [value] = check_settings({"reasoningEffort": "extreme"}, RULES)
+    assert value.message == "The platform names no reasoning effort `extreme`."
+    [above] = check_settings({"autonomyLevel": "high"}, RULES)
+    assert above.message == (
+        "The autonomy level `high` is above your organization's maximum autonomy level, `medium` (enterprise controls, revision 2)."
+    )
+    [spec] = check_settings({"specModeReasoningEffort": "extreme"}, None)
+    assert spec.message == "The platform names no spec mode reasoning effort `extreme`."

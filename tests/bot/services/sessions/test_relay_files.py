@@ -101,3 +101,19 @@ def test_only_slacks_file_host_and_the_api_origin_may_receive_the_token(slack: S
     assert allowed == {("https", "files.slack.com", 443), ("http", "127.0.0.1", int(slack.url.rsplit(":", 1)[1]))}
     assert _origin("https://files.slack.com/files-pri/T1-F1/a.png") in allowed
     assert _origin(url) not in allowed
+
+
+@pytest.mark.parametrize(
+    ("name", "mimetype", "kind"),
+    [
+        ("clip.mp4", "video/mp4", "a video"),
+        ("talk.m4a", "audio/mp4", "an audio file"),
+        ("src.zip", "application/zip", "another kind of file"),
+    ],
+)
+async def test_a_file_of_a_kind_the_agent_cannot_take_is_named_in_words(slack: SlackEmulator, name: str, mimetype: str, kind: str) -> None:
+    shared = slack.client("http://bot.test").share_file(name, mimetype, b"bytes")
+    got = await relay(slack).attachments([shared])
+    assert got == Attachments(
+        notes=[f":paperclip: I did not send `{name}` to the agent: I only send images, PDFs and text files, and this is {kind}."]
+    )
