@@ -165,6 +165,27 @@ def test_the_home_tab_shows_a_pending_request_to_an_approver_and_not_to_a_guest(
     expect(home.get_by_role("button", name="Approve")).to_have_count(0)
 
 
+def test_an_owner_opening_the_home_right_after_a_manager_filed_a_request_sees_it_with_approve(console) -> None:
+    """#29: alice (owner) opened App Home right after bob filed a request and did not see it with its
+    Approve button within 15 s. Opening the Home shows what is true now, not a view gathered before."""
+    console.open("alice", "home")  # alice's Home, published once, before the request
+    expect(console.page.locator(".home")).to_contain_text("Agent ChatOps")
+    console.switch("bob")
+    console.go("C0ENG")
+    console.say('/agent limits set carol@example.com 7000 reason="seen by alice at once"')
+    request = console.messages("seen by alice at once").filter(has_text="Credit-limit request")
+    expect(request).to_have_count(1)
+    number = int(re.search(r"Credit-limit request #(\d+)", request.inner_text()).group(1))
+
+    console.switch("alice")
+    console.go("home")
+
+    home = console.page.locator(".home")
+    item = home.locator(".b-section").filter(has_text=re.compile(rf"#{number} asked by @bob"))
+    expect(item).to_have_count(1, timeout=15_000)
+    expect(home.get_by_role("button", name="Approve").first).to_be_visible(timeout=15_000)
+
+
 def test_a_choice_in_an_overflow_menu_reaches_the_app_and_its_answer_shows(console) -> None:
     prompt = "count the TODO comments for the menu"
     console.open("carol")
