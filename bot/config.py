@@ -90,6 +90,10 @@ from pydantic_settings.sources import EnvSettingsSource
 
 from bot.hooks import CONFIG_TIMEOUT, RELAY_TIMEOUT
 
+SessionsAs = Literal["person", "bot"]
+"""``AGENT_BOT_SESSIONS_AS``: whose key a person's session writes go with when they have no linked key
+(``person``: none, they are asked to link; ``bot``: the bot's, said so)."""
+
 FILE_SETTINGS: Final = (
     "slack_bot_token",
     "slack_signing_secret",
@@ -171,7 +175,7 @@ class Settings(BaseSettings):
         default=2.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SOCKET_PING_SECONDS", "socket_ping_seconds")
     )
     encryption_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_ENCRYPTION_KEY", "encryption_key"))
-    sessions_as: Literal["person", "bot"] = Field(default="person", validation_alias=AliasChoices("AGENT_BOT_SESSIONS_AS", "sessions_as"))
+    sessions_as: SessionsAs = Field(default="person", validation_alias=AliasChoices("AGENT_BOT_SESSIONS_AS", "sessions_as"))
 
     @classmethod
     def settings_customise_sources(

@@ -46,9 +46,8 @@ from pydantic import SecretStr
 
 from bot.api import AgentClient, RetryPolicy
 from bot.app import Bot, utc_today
-from bot.config import Settings
+from bot.config import SessionsAs, Settings
 from bot.services.accounts import Linked
-from bot.services.sessions.acting import SessionsAs
 from bot.wiring import create_bot
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.agent_api.keys import KEY_PREFIX

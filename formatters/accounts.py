@@ -9,17 +9,16 @@ is ever an input here: only its fingerprint (its last 4 characters).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from slack_sdk.models.blocks import Block
 
+from bot.config import SessionsAs
 from bot.outcomes import Invalid, Refused
 from bot.roles import ResolvedUser, Role
 from bot.services.accounts import Linked, LinkStatus
 from formatters.blocks import Payload, actions, button, context, cut, esc, esc_text, header, message, section
-from formatters.notices import _why, error_message  # _why: the refusal's own words for why a role is what it is
-
-SessionsAs = Literal["person", "bot"]
+from formatters.notices import error_message, why_role
 
 LINK_CALLBACK: Final = "link.submit"
 """The modal's ``callback_id``; also its policy key (falls back to ``link``: :func:`bot.roles.minimum_role`)."""
@@ -154,7 +153,7 @@ def unlinked_message(removed: bool, sessions_as: SessionsAs) -> Payload:
 def whoami_message(user: ResolvedUser, status: LinkStatus, sessions_as: SessionsAs) -> Payload:
     """``/agent whoami``: the person's role and why (:attr:`bot.roles.ResolvedUser.source`), their
     link (since when, refused, unreadable, or none) and what ``AGENT_BOT_SESSIONS_AS`` means for them."""
-    you, _hint = _why(Role.guest, user.role.name, user.source, user.email)  # escaped there
+    you, _hint = why_role(Role.guest, user.role.name, user.source, user.email)  # escaped there
     if not status.linked:
         link = WHOAMI_NOT_LINKED
     elif status.refused_at is not None:

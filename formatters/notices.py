@@ -122,7 +122,7 @@ def refusal_message(
         head = REFUSED_NAMED.format(holders=holders, action=action, people=people)
     else:
         head = REFUSED_NOBODY_KNOWN.format(holders=holders, action=action)
-    you, hint = _why(need, role, source, email)
+    you, hint = why_role(need, role, source, email)
     if not hint:
         hint = (HINT_ASK_THEM if helpers and need > Role.member else HINT_ROLE).format(needed=need.name)
     return message([section(f"{head}\n{you}"), context(hint)], f"{head} {you} {hint}")
@@ -142,11 +142,11 @@ def _person(helper: str) -> str:
 def who_you_are(role: str, source: str, email: str | None) -> tuple[str, str]:
     """``(why the person has role, what to do about it)`` as a refusal of a member's action says
     them (the App Home of a guest says them too); the hint is never empty."""
-    you, hint = _why(Role.member, role, source, email)
+    you, hint = why_role(Role.member, role, source, email)
     return you, hint or HINT_ROLE.format(needed=Role.member.name)
 
 
-def _why(need: Role, role: str, source: str, email: str | None) -> tuple[str, str]:
+def why_role(need: Role, role: str, source: str, email: str | None) -> tuple[str, str]:
     """Why the person has ``role`` (a sentence), and what to do when the reason is the Agent
     platform's organization and the action is a member's (else ``""``: the caller says it)."""
     group = source_group(source)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand
+from bot.policy import Policy
+from bot.roles import ResolvedUser
 from formatters.blocks import Payload
 from formatters.help import did_you_mean, help_message, sub_command_help
 from handlers.router import CommandRequest, Router
@@ -30,10 +32,15 @@ if TYPE_CHECKING:
 HELP = SubCommand("help", "Show what I can do, or the details of one sub-command.", "/agent help [sub-command]", ("/agent help usage",))
 
 
+def hidden_for(router: Router, policy: Policy, user: ResolvedUser) -> dict[str, str]:
+    """Sub-command name -> the role it needs, for those ``user``'s role may not use (``/agent help``,
+    and ``help`` said in a DM or a mention: :mod:`handlers.session_events`)."""
+    return {spec.name: policy.minimum(spec.policy_key).name for spec in router.specs if not policy.allows(user, spec.policy_key)}
+
+
 def hidden_from(router: Router, request: CommandRequest) -> dict[str, str]:
-    """Sub-command name -> the role it needs, for those the asker's role may not use."""
-    policy = request.services.policy
-    return {spec.name: policy.minimum(spec.policy_key).name for spec in router.specs if not policy.allows(request.user, spec.policy_key)}
+    """:func:`hidden_for` the asker of ``request``."""
+    return hidden_for(router, request.services.policy, request.user)
 
 
 def help_of(router: Router, request: CommandRequest, *, unknown: str | None = None) -> Payload:

@@ -36,6 +36,7 @@ from bot.slack import SlackFailure
 from formatters.blocks import Payload
 from formatters.help import help_message
 from formatters.sessions import not_allowed, reply_not_sent_archived
+from handlers.help import hidden_for
 from handlers.router import Router
 from handlers.sessions import hint_once, reason_message, send_dm, start_and_tell
 
@@ -72,9 +73,7 @@ async def on_dm(services: Services, router: Router | None, event: dict[str, Any]
 
 def help_for(services: Services, router: Router, actor: ResolvedUser) -> Payload:
     """``/agent help`` as ``actor``'s role sees it (what they may not use said with the role it needs)."""
-    policy = services.policy
-    hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(actor, s.policy_key)}
-    return help_message(router.specs, hidden=hidden)
+    return help_message(router.specs, hidden=hidden_for(router, services.policy, actor))
 
 
 def asks_for_help(text: str) -> bool:

@@ -246,3 +246,12 @@ def close_quickly(stack: Stack) -> None:
     for thread in stoppers:
         thread.join()
     stack.close()
+
+
+def help_for(stack: Any, user: str) -> dict[str, Any]:
+    """``/agent help`` as ``user``'s role sees it (what a DM or a mention saying ``help`` answers)."""
+    from formatters.help import help_message
+    from handlers.help import hidden_for
+
+    who = stack.run(stack.bot.services.resolver.resolve(user))
+    return help_message(stack.bot.router.specs, hidden=hidden_for(stack.bot.router, stack.bot.services.policy, who))

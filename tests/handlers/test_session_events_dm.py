@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from bot.services.sessions.starter import START_POLICY_KEY
-from formatters.help import help_message
 from formatters.home import dm_hint
 from formatters.sessions import agent_message
 from sandbox.slack_emulator import dm_channel_id
-from tests.inprocess import InProcessReply, inprocess_fixture
+from tests.inprocess import InProcessReply, help_for, inprocess_fixture
 from tests.refusals import demo_refusal
 
 stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0})
@@ -32,14 +31,6 @@ def bot_posts(stack: Any, user: str, thread_ts: str | None = None) -> list[dict[
         for m in stack.slack.recorder.messages(dm_channel_id(user), thread_ts=thread_ts)
         if m.user == bot_user and (thread_ts is not None or not m.is_reply)
     ]
-
-
-def help_for(stack: Any, user: str) -> dict[str, Any]:
-    """``/agent help`` as ``user``'s role sees it."""
-    router, policy = stack.bot.router, stack.bot.services.policy
-    who = stack.run(stack.bot.services.resolver.resolve(user))
-    hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(who, s.policy_key)}
-    return help_message(router.specs, hidden=hidden)
 
 
 def newest(stack: Any) -> Any:

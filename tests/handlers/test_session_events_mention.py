@@ -4,23 +4,12 @@ spends tokens"). Dispatched in-process (``tests/inprocess.py``), the sandbox and
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bot.stack import DEMO_CHANNEL
-from formatters.help import help_message
-from tests.inprocess import inprocess_fixture
+from tests.inprocess import help_for, inprocess_fixture
 
 stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0})
-
-
-def help_for(stack: Any, user: str) -> dict[str, Any]:
-    """``/agent help`` as ``user``'s role sees it."""
-    router, policy = stack.bot.router, stack.bot.services.policy
-    who = stack.run(stack.bot.services.resolver.resolve(user))
-    hidden = {s.name: policy.minimum(s.policy_key).name for s in router.specs if not policy.allows(who, s.policy_key)}
-    return help_message(router.specs, hidden=hidden)
 
 
 @pytest.mark.parametrize("words", ["help", " HELP ", "?", ""])

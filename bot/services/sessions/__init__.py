@@ -37,6 +37,7 @@ from pydantic import SecretStr
 
 from bot.api import AgentAPIError, AgentClient, NotFoundError
 from bot.api.models import Session
+from bot.config import SessionsAs
 from bot.middleware import THREAD_REPLY, is_thread_message
 from bot.outcomes import Declined, NotFound, Refused
 from bot.policy import SESSION_ARCHIVE, SESSION_MANAGER_ROLE, SESSION_REPLY, SESSION_SET, Policy, SessionAction
@@ -44,7 +45,7 @@ from bot.roles import ResolvedUser
 from bot.services.accounts import Accounts
 from bot.services.computer_rules import ComputerRules
 from bot.services.session_settings import check_session_settings
-from bot.services.sessions.acting import Acting, Identities, LinkNeeded, Person, PlatformRefused, SessionsAs
+from bot.services.sessions.acting import Acting, Identities, LinkNeeded, Person, PlatformRefused
 from bot.services.sessions.follower import Follower
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote

@@ -46,12 +46,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
 
 from pydantic import SecretStr
 
 from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import ForbiddenError, UnauthorizedError
+from bot.config import SessionsAs
 from bot.outcomes import Declined, Refused
 from bot.policy import ALLOWED_BOT_SOURCE
 from bot.roles import ResolvedUser
@@ -62,8 +63,6 @@ from bot.slack import SlackFailure, SlackGateway
 
 logger = logging.getLogger(__name__)
 
-SessionsAs = Literal["person", "bot"]
-"""``AGENT_BOT_SESSIONS_AS``: who a person's session writes go as when they have no linked key."""
 PERSON: Final = "person"
 BOT: Final = "bot"
 """The values of ``started_as`` / ``steered_as`` on a session row: which key a write used."""
