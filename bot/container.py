@@ -5,7 +5,8 @@ Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database)
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
 and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
 ``limits``, ``digest`` and ``alerts``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
-``accounts``, people's linked platform keys (:class:`bot.services.accounts.Accounts`);
+``accounts``, people's linked platform keys (:class:`bot.services.accounts.Accounts`); ``outbox``, the
+posts that wait for Slack (:class:`bot.outbox.Outbox`);
 ``home``, the App Home tabs' table (opens, marks, publishes, the first-DM hint: :class:`bot.services.home.HomeTabs`);
 ``computers``, the fleet and its once-only install retries (:class:`bot.services.computers.ComputersService`);
 the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime), injectable for tests and the
@@ -30,6 +31,7 @@ from bot.slack import SlackGateway
 from bot.store import Store
 
 if TYPE_CHECKING:
+    from bot.outbox import Outbox
     from bot.services.accounts import Accounts
     from bot.services.alerts import AlertService
     from bot.services.computers import ComputersService
@@ -70,6 +72,9 @@ class Services:
     home: HomeTabs
     computers: ComputersService
     accounts: Accounts
+    outbox: Outbox | None = None
+    """The posts that wait for Slack (:mod:`bot.outbox`), drained by its periodic job; None in a bot
+    built without one (tests that construct :class:`Services` by hand)."""
     today: Callable[[], dt.date] = utc_today
     now: Callable[[], dt.datetime] = utc_now
     jobs: list[PeriodicJob] = field(default_factory=list)

@@ -257,6 +257,7 @@ def build_services(
         home=home_tabs,
         computers=ComputersService(agent=agent, store=store),
         accounts=accounts,
+        outbox=outbox,
         today=today,
         now=now,
         jobs=[],
@@ -298,14 +299,14 @@ def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
     async def prune_deliveries() -> None:
         removed = await store.prune(now() - DELIVERY_KEEP)
         logger.info("pruned %s delivery records older than %s", removed, DELIVERY_KEEP)
-        if services.sessions.starter.outbox is not None:  # and the outbox's finished posts
-            await services.sessions.starter.outbox.prune(now() - DELIVERY_KEEP)
+        if services.outbox is not None:  # and the outbox's finished posts
+            await services.outbox.prune(now() - DELIVERY_KEEP)
 
     sessions, alerts = services.sessions, services.alerts
     return [
         gated("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
         gated("sessions.interrupted_starts", INTERRUPTED_CHECK_SECONDS, sessions.starter.close_interrupted),
-        *([gated(OUTBOX_JOB, DRAIN_SECONDS, sessions.starter.outbox.tick)] if sessions.starter.outbox is not None else []),
+        *([gated(OUTBOX_JOB, DRAIN_SECONDS, services.outbox.tick)] if services.outbox is not None else []),
         gated(EXPIRY_JOB, EXPIRY_CHECK_SECONDS, services.limits.tick),
         gated(DIGEST_JOB, settings.digest_check_seconds, services.digest.tick),
         *(
