@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
-from urllib.parse import urlencode
 
 import pytest
 from sqlalchemy import delete, select
@@ -20,7 +18,7 @@ from bot.services.feedback.service import BAD_PERIOD, BAD_PERIOD_HINT, NO_SESSIO
 from bot.stack import DEMO_CHANNEL
 from formatters import feedback as fmt
 from formatters.notices import outcome_message
-from sandbox.slack_emulator import ResponseUrlOrigin, SlackRequest
+from tests import feedback_clicks
 from tests.conftest import error_reply
 from tests.inprocess import InProcessReply, inprocess_fixture
 from tests.refusals import demo_refusal
@@ -45,72 +43,13 @@ stack = inprocess_fixture(now=CLOCK, run_jobs=False, sandbox_options={"reply_del
 
 
 def turn_message(session_id: str, thread_ts: str) -> dict:
-    """The turn's message as the streamed display closes it: its closing blocks end with the
-    ``feedback_buttons`` block of the contract (issue #27, part 4)."""
-    return {
-        "type": "message",
-        "ts": TURN_TS,
-        "thread_ts": thread_ts,
-        "text": "The agent's answer",
-        "blocks": [
-            {
-                "type": "context_actions",
-                "block_id": FEEDBACK_ACTION,
-                "elements": [
-                    {
-                        "type": "feedback_buttons",
-                        "action_id": FEEDBACK_ACTION,
-                        "positive_button": {"text": {"type": "plain_text", "text": "Good answer"}, "value": f"up:{session_id}"},
-                        "negative_button": {"text": {"type": "plain_text", "text": "Bad answer"}, "value": f"down:{session_id}"},
-                    }
-                ],
-            }
-        ],
-    }
+    return feedback_clicks.turn_message(session_id, TURN_TS, thread_ts)
 
 
 def feedback_click(stack, value: str, *, user: str, message: dict, channel: str = DEMO_CHANNEL, **delivery) -> InProcessReply:
-    """A click on one of a ``feedback_buttons`` element's two buttons (Slack doc "block_actions
-    payload"; the element's action carries the chosen button's ``value``), sent through the
-    emulator's interaction path: a response_url and a trigger_id it issued, signed as Slack signs."""
-    client = stack.inprocess.client
-    emulator = stack.slack
-    thread_ts = message.get("thread_ts")
-    response_url_id, response_url = emulator.issue_response_url(ResponseUrlOrigin("block_actions", channel, user, message["ts"], thread_ts))
-    team = emulator.directory.team
-    payload = {
-        "type": "block_actions",
-        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team.id},
-        "api_app_id": emulator.directory.bot.app_id,
-        "token": emulator.verification_token,
-        "container": {"type": "message", "message_ts": message["ts"], "channel_id": channel, "is_ephemeral": False, "thread_ts": thread_ts},
-        "trigger_id": client._trigger_id(),
-        "team": {"id": team.id, "domain": team.domain},
-        "enterprise": None,
-        "is_enterprise_install": False,
-        "channel": {"id": channel, "name": "engineering"},
-        "message": message,
-        "state": {"values": {}},
-        "response_url": response_url,
-        "actions": [
-            {
-                "type": "feedback_buttons",
-                "action_id": FEEDBACK_ACTION,
-                "block_id": FEEDBACK_ACTION,
-                "value": value,
-                "action_ts": f"{time.time():.6f}",
-            }
-        ],
-    }
-    request = SlackRequest(
-        "block_actions",
-        urlencode({"payload": json.dumps(payload)}),
-        "application/x-www-form-urlencoded",
-        payload,
-        response_url_id,
-        response_url,
-    )
-    return stack.run(stack.inprocess.send(request, **delivery))
+    """A click on one of a ``feedback_buttons`` element's two buttons (:mod:`tests.feedback_clicks`)."""
+    request = feedback_clicks.feedback_click(stack.slack, stack.inprocess.client, value, user=user, message=message, channel=channel)
+    return stack.send(request, **delivery)
 
 
 @pytest.fixture(scope="module")
