@@ -9,6 +9,7 @@ and ``roles_file`` and ``policy`` (the role check's data); the feature services 
 posts that wait for Slack (:class:`bot.outbox.Outbox`);
 ``home``, the App Home tabs' table (opens, marks, publishes, the first-DM hint: :class:`bot.services.home.HomeTabs`);
 ``computers``, the fleet and its once-only install retries (:class:`bot.services.computers.ComputersService`);
+``feedback``, the votes on the agent's answers (:class:`bot.services.feedback.Feedback`);
 the clocks ``today()`` (UTC date) and ``now()`` (aware UTC datetime), injectable for tests and the
 demo; and ``jobs``, the periodic jobs the scheduler ticks
 (:mod:`bot.scheduler`). Code that depends on time reads these clocks, never the wall clock.
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from bot.services.alerts import AlertService
     from bot.services.computers import ComputersService
     from bot.services.digest import DigestService
+    from bot.services.feedback import Feedback
     from bot.services.home import HomeTabs
     from bot.services.hooks import HookReceiver
     from bot.services.limits import LimitsWorkflow
@@ -72,6 +74,7 @@ class Services:
     home: HomeTabs
     computers: ComputersService
     accounts: Accounts
+    feedback: Feedback
     outbox: Outbox | None = None
     """The posts that wait for Slack (:mod:`bot.outbox`), drained by its periodic job; None in a bot
     built without one (tests that construct :class:`Services` by hand)."""

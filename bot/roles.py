@@ -104,6 +104,8 @@ DEFAULT_POLICY: dict[str, Role] = {
     "thread_reply": Role.member,
     "session": Role.member,  # session start / status / set / archive, and the session.* buttons
     "sessions": Role.member,
+    "sessions feedback": Role.manager,  # how useful the agent's answers were (handlers/feedback.py)
+    "session_feedback": Role.member,  # a vote on an agent answer, its form's button and the form
     "hook token": Role.member,  # a person's own agent hook token, by DM
     "hook revoke": Role.member,
     "digest": Role.manager,  # subscribe/unsubscribe/list/preview: organization analytics
@@ -160,6 +162,10 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "session.pick": "choose the computer of an agent session",
     "session.menu": "use the menu of a listed agent session",
     "sessions": "list agent sessions (`/agent sessions`)",
+    "sessions feedback": "read the feedback on the agent's answers (`/agent sessions feedback`)",
+    "session_feedback": "rate the agent's answers",
+    "session_feedback.comment": "say what went wrong with an agent's answer",
+    "session_feedback.why": "say what went wrong with an agent's answer",
     "hook token": "get an agent hook token (`/agent hook token`)",
     "hook revoke": "revoke your agent hook token (`/agent hook revoke`)",
     "digest": "manage the daily digests of a channel (`/agent digest`)",

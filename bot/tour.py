@@ -4,7 +4,7 @@
 emulator and the bot on loopback) and runs the tour: every command of :data:`TOUR` as the emulated
 people, then one step per feature that needs more than a command (agent sessions and the agent's
 hook, the daily digest, alerts, a credit-limit approval, the Home tab and the bot's Messages tab,
-Socket Mode in a separate process). Each step prints what the people see; a step that does not
+Socket Mode in a separate process, feedback on the agent's answers). Each step prints what the people see; a step that does not
 happen in time says so in a line and the tour goes on. With ``interactive`` it then hands over to
 the prompt (:func:`bot.interactive.run_interactive`).
 """
@@ -25,6 +25,7 @@ import httpx
 
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from bot.interactive import run_interactive
+from bot.services.feedback import COMMENT_VIEW, FEEDBACK_ACTION
 from bot.stack import (
     DEMO_CHANNEL,
     HOOK_SECRET,
@@ -505,6 +506,59 @@ def _dm_step(stack: Stack, out: TextIO) -> None:
     _print_thread(out, stack, channel, ts, "the thread of carol's DM: her task, and the session the bot started for it")
 
 
+FEEDBACK_COMMENT = "it fixed the test but left a debug print in app.py"
+
+
+def _answer_of(stack: Stack, channel: str, thread_ts: str) -> Any:
+    """The agent's last answer in a session's thread: the message whose closing blocks carry the
+    feedback buttons (the streamed display's), else the bot's last message there."""
+    bot = stack.slack.directory.bot.user_id
+    answers = [m for m in stack.slack.recorder.messages(channel, thread_ts=thread_ts) if m.user == bot and m.ts != thread_ts]
+    rated = [m for m in answers if any(b.get("block_id") == FEEDBACK_ACTION for b in m.blocks or [])]
+    found = rated or answers
+    return found[-1] if found else None
+
+
+def _feedback_click(stack: Stack, out: TextIO, who: str, value: str, channel: str, answer: Any) -> None:
+    """``who`` clicks the 👍 or 👎 (``value``) under ``answer``; prints the quiet thanks only they see."""
+    assert stack.client is not None
+    sent = stack.client.send_block_action(
+        FEEDBACK_ACTION, value, user_id=PEOPLE[who], channel_id=channel, message_ts=answer.ts, thread_ts=answer.thread_ts
+    )
+    mark = ":+1:" if value.startswith("up:") else ":-1:"
+    out.write(f"\n\u2500\u2500 {who} clicks {mark} under the agent's answer (HTTP {sent.status_code})\n")
+    told = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(sent.response_url_id), timeout=10, what="the thanks")
+    out.write(render_text(told[-1].payload, users=None) + "\n")
+
+
+def feedback_step(stack: Stack, out: TextIO) -> None:
+    """Feedback on the agent's answers (issue #27): carol rates her session's answer 👍, bob 👎 and
+    says what went wrong in the form that opens; bob reads ``/agent sessions feedback``."""
+    rows = asyncio.run(stack.bot.services.sessions.store.recent(50))
+    row = next((r for r in rows if r.slack_user == PEOPLE["carol"] and r.session_id and r.thread_ts and r.channel == DEMO_CHANNEL), None)
+    answer = _answer_of(stack, row.channel, row.thread_ts) if row is not None and row.thread_ts else None
+    if row is None or answer is None:
+        out.write("\n(no answer of carol's session to rate: the feedback step is skipped)\n")
+        return
+    out.write("\n\u2500\u2500 Feedback: each finished answer of the agent has :+1: / :-1: buttons\n")
+    recorder = stack.slack.recorder
+    forms = len(recorder.modals(COMMENT_VIEW))
+    try:
+        _feedback_click(stack, out, "carol", f"up:{row.session_id}", row.channel, answer)
+        _feedback_click(stack, out, "bob", f"down:{row.session_id}", row.channel, answer)
+        recorder.wait_for(lambda: len(recorder.modals(COMMENT_VIEW)) > forms, timeout=10, what="the what-went-wrong form")
+    except WaitTimeout as exc:
+        out.write(f"(the feedback step stopped: {exc})\n")
+        return
+    modal = recorder.modals(COMMENT_VIEW)[forms]
+    [field] = [b for b in modal.view.get("blocks", []) if b.get("type") == "input"]
+    out.write(f'(a form opens for bob, "{modal.view["title"]["text"]}"; he writes: {FEEDBACK_COMMENT})\n')
+    assert stack.client is not None
+    values = {field["block_id"]: {field["element"]["action_id"]: FEEDBACK_COMMENT}}
+    stack.client.send_view_submission({**modal.view, "id": modal.view_id}, values, user_id=PEOPLE["bob"])
+    _print_reply(out, "bob", "sessions feedback", stack.command("sessions feedback", user=PEOPLE["bob"]), stack)
+
+
 SOCKET_TOUR: Sequence[tuple[str, str]] = (("bob", "help usage"), ("bob", "usage 7d"))
 """Sent over Socket Mode to a separate ``agent-bot socket`` process by :func:`socket_step`."""
 
@@ -591,7 +645,8 @@ def run_demo(
 
 
 def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
-    """Every command of :data:`TOUR`, the sessions, the digest, alerts, the credit-limit approval and Socket Mode."""
+    """Every command of :data:`TOUR`, the sessions, the digest, alerts, the credit-limit approval, Socket Mode
+    and feedback on the agent's answers."""
     for who, text in TOUR:
         _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
     try:
@@ -604,3 +659,4 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     _limits_step(stack, out)
     home_step(stack, out)
     socket_step(stack, out)
+    feedback_step(stack, out)

@@ -50,6 +50,7 @@ from bot.services.alerts.usage import UsageKind
 from bot.services.computer_rules import ComputerRules
 from bot.services.computers import ComputersService
 from bot.services.digest import DigestService, People
+from bot.services.feedback import Feedback, FeedbackStore
 from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, Home, HomeMarks, HomeRefresher, HomeTab, HomeTabs
 from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import HookReceiver
@@ -257,6 +258,7 @@ def build_services(
         home=home_tabs,
         computers=ComputersService(agent=agent, store=store),
         accounts=accounts,
+        feedback=Feedback(store=store, session_row=sessions.store.by_session_id, agent=agent, now=now),
         outbox=outbox,
         today=today,
         now=now,
@@ -405,7 +407,10 @@ def digest_service(
     ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks); top users are
     named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
     people = (identity or Identity(slack)).people_of
-    return DigestService(agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, people=people)
+    answers = FeedbackStore(store).rated_on  # the line of yesterday's rated agent answers
+    return DigestService(
+        agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, people=people, answers=answers
+    )
 
 
 def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.datetime], people: People | None = None) -> list[AlertKind]:

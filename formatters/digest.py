@@ -33,6 +33,7 @@ from formatters.blocks import (
     number,
     section,
 )
+from formatters.feedback import rated_line
 from formatters.usage import _ranked_lines, figure_of
 
 if TYPE_CHECKING:
@@ -119,6 +120,8 @@ def digest_message(digest: Digest, skipped: Sequence[dt.date] = (), *, preview: 
     )
     lines = [_callout_line(c) for c in digest.callouts]
     blocks.append(section("*What changed most*\n" + ("\n".join(lines) if lines else NOTHING_STOOD_OUT)))
+    if digest.answers is not None and digest.answers.votes:  # people rated the agent's answers that day
+        blocks.append(context(rated_line(digest.answers)))
     blocks.append(divider())
     cover = s.coverage.get
     blocks += fields(

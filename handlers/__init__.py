@@ -32,6 +32,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         computers,
         controls,
         digest,
+        feedback,
         help,
         home,
         hooks,
@@ -45,6 +46,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
 
     for module in (help, usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home, accounts):
         module.register(app, router, services)
+    feedback.register(app, router, services)  # votes on the agent's answers, /agent sessions feedback
     from handlers import session_actions, session_events  # the sessions' buttons, menu, form; mentions, DMs, replies
 
     for module in (session_actions, session_events):

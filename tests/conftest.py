@@ -49,6 +49,7 @@ MADE_BY_MIGRATIONS = (
     "linked_accounts",
     "slack_outbox",
     "slack_outbox_channels",
+    "answer_votes",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

@@ -17,6 +17,7 @@ from bot.services.usage import Coverage, UsageSummary, fetch_usage, reported_mea
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
+    from bot.services.feedback import Tally
     from bot.slack import SlackPerson
 
 SPIKE_FACTOR = 2.0
@@ -58,7 +59,9 @@ class Digest:
     ``week_average_coverage`` the :class:`bot.services.usage.Coverage` when some did not; ``summary``: the day's
     :class:`bot.services.usage.UsageSummary` (totals, top models, tools, MCP servers folded by case, users);
     ``series``: 30 days for the chart; ``callouts``: at most two lines of what changed most;
-    ``people``: e-mail -> Slack person of the top users Slack knows (:meth:`DigestService.build`)."""
+    ``people``: e-mail -> Slack person of the top users Slack knows (:meth:`DigestService.build`);
+    ``answers``: the votes on the agent's answers cast that day (:mod:`bot.services.feedback`), None
+    when there were none (or the digest was built without them)."""
 
     day: dt.date
     summary: UsageSummary
@@ -70,6 +73,7 @@ class Digest:
     week_ago_reported: bool = True
     week_average_coverage: Coverage | None = None
     people: Mapping[str, SlackPerson] = field(default_factory=dict)
+    answers: Tally | None = None
 
 
 def latest_day(now: dt.datetime) -> dt.date:

@@ -26,10 +26,13 @@ from bot.store import Store
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
+    from bot.services.feedback import Tally
     from bot.slack import SlackPerson
 
 People = Callable[[Iterable[str]], Awaitable[Mapping[str, "SlackPerson"]]]
 """Names e-mails as Slack people, within a small time bound (:meth:`bot.identity.Identity.people_of`)."""
+Answers = Callable[[dt.date], Awaitable["Tally | None"]]
+"""The votes on the agent's answers cast on a UTC day, None when none (:meth:`bot.services.feedback.FeedbackStore.rated_on`)."""
 
 logger = logging.getLogger("bot.services.digest")  # the package's name, as before it was split in modules
 
@@ -82,7 +85,8 @@ class DigestService:
     skipped days into a Block Kit payload (``text``, ``blocks``); ``alt_text`` makes the chart's alt
     text; ``owner`` names this process in the claim rows (host, pid and a random part by default);
     ``people`` names the top users' e-mails as Slack people (:meth:`bot.identity.Identity.people_of`,
-    bounded in time; None: e-mails only)."""
+    bounded in time; None: e-mails only); ``answers`` reads the day's votes on the agent's answers
+    (one line of the digest when there were some; None: no such line)."""
 
     def __init__(
         self,
@@ -95,9 +99,11 @@ class DigestService:
         alt_text: Callable[[Digest], str],
         owner: str | None = None,
         people: People | None = None,
+        answers: Answers | None = None,
     ) -> None:
         self.agent = agent
         self.people = people
+        self.answers = answers
         self.repo = DigestRepository(store)
         self.slack = slack
         self.now = now
@@ -111,8 +117,11 @@ class DigestService:
 
     async def build(self, day: dt.date, *, on_series: Callable[[TokenSeries], Any] | None = None) -> Digest:
         """The digest of ``day`` (raises :class:`NotLandedYet`, API errors); ``on_series`` as
-        :func:`fetch_digest`; its top users named by ``people`` (constructor)."""
+        :func:`fetch_digest`; its top users named by ``people`` and the day's votes on the agent's
+        answers read by ``answers`` (constructor)."""
         digest = await fetch_digest(self.agent, day, on_series=on_series)
+        if self.answers is not None:
+            digest = dataclasses.replace(digest, answers=await self.answers(day))
         if self.people is None or not digest.summary.top_users:
             return digest
         return dataclasses.replace(digest, people=dict(await self.people([row.name for row in digest.summary.top_users])))
