@@ -418,7 +418,7 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)\n"
         "0009  agent_sessions: which key started a session, and who last steered it\n"
         "0010  slack_outbox, and the start lease of agent_sessions\n"
-        "0012  answer_votes: feedback on the agent's answers  (head)\n"
+        "0011  answer_votes: feedback on the agent's answers  (head)\n"
     )
 
 

@@ -1,5 +1,5 @@
 """The table of votes on the agent's answers and its store: ``answer_votes``, on :data:`bot.db.metadata`
-(created by :mod:`bot.migrations`, revision 0012).
+(created by :mod:`bot.migrations`, revision 0011).
 
 One row per person and turn: the turn is the message the feedback buttons are on, ``(channel,
 message_ts)``; the person is ``voter`` (a Slack user ID). The unique key ``(channel, message_ts,

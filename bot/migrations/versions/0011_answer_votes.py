@@ -5,7 +5,7 @@ an optional comment, the session, what answered (computer, model) and when; the 
 ``(channel, message_ts, voter)`` keeps one vote per person and turn. The table of
 :mod:`bot.services.feedback.store`.
 
-Revision ID: 0012
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-11-28
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0012"
+revision: str = "0011"
 down_revision: str | None = "0010"
 branch_labels: str | None = None
 depends_on: str | None = None
