@@ -49,6 +49,8 @@ MADE_BY_MIGRATIONS = (
     "linked_accounts",
     "slack_outbox",
     "slack_outbox_channels",
+    "channel_defaults",
+    "channel_default_changes",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

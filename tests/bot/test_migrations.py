@@ -393,10 +393,10 @@ def test_db_upgrade_brings_it_to_head_and_current_and_history_say_so(bot_env, da
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == (
         "no revision (an empty database, or one made before migrations), "
-        f"behind head {head} by 10 migration(s): run `agent-bot db upgrade`\n"
+        f"behind head {head} by {len(migrations.history())} migration(s): run `agent-bot db upgrade`\n"
     )
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 10 migration(s) run\n"
+    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), {len(migrations.history())} migration(s) run\n"
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out == f"database already at head {head}\n"
     assert main(["db", "current"]) == 0
