@@ -417,7 +417,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)\n"
         "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)\n"
         "0009  agent_sessions: which key started a session, and who last steered it\n"
-        "0010  slack_outbox, and the start lease of agent_sessions  (head)\n"
+        "0010  slack_outbox, and the start lease of agent_sessions\n"
+        "0013  channel_defaults, channel_default_changes: a channel's session defaults, and who changed which, when  (head)\n"
     )
 
 

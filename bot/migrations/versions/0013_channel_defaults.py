@@ -1,4 +1,4 @@
-"""channel_defaults and channel_default_changes
+"""channel_defaults, channel_default_changes: a channel's session defaults, and who changed which, when
 
 A channel's defaults for the sessions started in it (computer, working directory, model, the
 ``replies`` rule) and the log of who changed which, when (:mod:`bot.services.channel_defaults`;
