@@ -52,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 SHOW = SubCommand(
     "channel",
-    "This channel's session defaults (computer, working directory, model, who may steer by replying), and who changed them.",
+    "This channel's session defaults (computer, working directory, model, which replies reach the agent) and who changed them.",
     "/agent channel",
     ("/agent channel",),
     policy_key=SHOW_POLICY_KEY,
