@@ -33,6 +33,7 @@ form (:func:`formatters.accounts.link_needed`); the platform's own refusal of th
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import re
@@ -213,9 +214,11 @@ async def handle_start(request: CommandRequest) -> None:
     prompt, options = split_options(raw)
     services = request.services
     if not prompt:
-        choices = await services.sessions.starter.form_choices(request.user, request.channel_id)
+        choices, preselected = await asyncio.gather(  # together: the trigger_id is valid for 3 s
+            services.sessions.starter.form_choices(request.user, request.channel_id),
+            form_defaults(services, team_of(request.body), request.channel_id, request.user),  # the channel's defaults
+        )
         trigger_id = str(request.body.get("trigger_id") or "")
-        preselected = await form_defaults(services, team_of(request.body), request.channel_id, request.user)  # the channel's defaults
         form = start_modal(choices, channel=request.channel_id, opener=request.user.user_id, defaults=preselected)
         opened = await services.slack.open_view(trigger_id, form)
         if isinstance(opened, SlackFailure):

@@ -274,3 +274,11 @@ def test_under_replies_mentions_only_replies_that_mention_the_bot_reach_the_agen
     stack.command("channel set replies=all", user=BOB)  # as today: every reply reaches the agent
     stack.message("and the owners", user=CAROL, thread_ts=link.thread_ts)
     assert user_messages() == ["summarise the incident", "add the timeline", "and the owners"]
+
+
+def test_a_slack_retry_of_a_set_changes_and_logs_nothing_more(stack):
+    first = stack.command("channel set cwd=/srv/app", user=BOB)
+    before = stack.run(service(stack).history(team(stack), DEMO_CHANNEL, limit=100))
+    retried = stack.send(first.request, retry_num=1)
+    assert (retried.status, retried.responses) == (200, first.responses)  # acknowledged; its response_url got no second answer
+    assert stack.run(service(stack).history(team(stack), DEMO_CHANNEL, limit=100)) == before

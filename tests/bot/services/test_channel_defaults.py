@@ -6,6 +6,7 @@ PostgreSQL. The Agent API is a stub here (its computers); the model policy again
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 
@@ -238,3 +239,22 @@ async def test_under_replies_mentions_only_replies_that_mention_the_bot_keep_the
     assert [await policy(b) for b in (chatter, mention, app_mention)] == [None, THREAD_REPLY, THREAD_REPLY]
     elsewhere = body({**chatter["event"], "channel": "C0OTHER"})
     assert await policy(elsewhere) == THREAD_REPLY
+
+
+async def test_two_replicas_setting_a_new_channel_at_once_both_land_and_both_are_logged(store, tmp_path):
+    """Two bot processes (two stores on one database) set the first defaults of a channel at the
+    same moment: the second insert collides and is retried as an update; nothing is lost."""
+    second = Store(str(store.engine.url.render_as_string(hide_password=False)))
+    try:
+        clock = Clock()
+        one, two = service(store, clock), service(second, clock)
+        for attempt in range(5):  # several rounds, each on a fresh channel, to meet the race
+            channel = f"C0RACE{attempt}"
+            await asyncio.gather(
+                one.set(TEAM, channel, {"cwd": "/one"}, by="U0MANAGER"), two.set(TEAM, channel, {"replies": "mentions"}, by="U0OWNER")
+            )
+            now = await one.get(TEAM, channel)
+            assert (now.cwd, now.replies) == ("/one", "mentions")
+            assert sorted((c.setting, c.by) for c in await one.history(TEAM, channel)) == [("cwd", "U0MANAGER"), ("replies", "U0OWNER")]
+    finally:
+        second.close()
