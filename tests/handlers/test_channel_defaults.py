@@ -204,6 +204,8 @@ def test_a_mention_uses_the_defaults_and_a_dm_does_not(stack):
     link = newest(stack)
     assert (link.prompt, link.origin) == ("run the tests", "mention")
     assert started_on(stack, link)[:2] == (CI, "~/src/api")
+    stack.run(stack.inprocess.client.send_mention(f"<@{bot_user}> cwd=/tmp run the linter", user_id=CAROL, channel_id=DEMO_CHANNEL))
+    assert started_on(stack, newest(stack))[:2] == (CI, "/tmp")  # typed wins
     dm = stack.run(stack.bot.services.slack.open_dm(CAROL))
     stack.message("computer=ci run the linter", user=CAROL, channel=dm)
     in_dm = newest(stack)
@@ -230,6 +232,11 @@ def test_a_default_model_the_controls_no_longer_allow_is_said_and_not_used(stack
     reply = stack.command("session start write the changelog", user=CAROL)
     assert reply.payloads[0] == ephemeral(dropped)
     assert started_on(stack, newest(stack))[::2] == (CI, None)  # the platform's default model
+    bot_user = stack.slack.directory.bot.user_id
+    sent = stack.run(stack.inprocess.client.send_mention(f"<@{bot_user}> write the notes", user_id=CAROL, channel_id=DEMO_CHANNEL))
+    [told] = [e for e in stack.slack.recorder.ephemerals(DEMO_CHANNEL, CAROL) if e.thread_ts == sent.request.payload["event"]["ts"]]
+    assert {"text": told.text, "blocks": told.blocks} == dropped  # a mention is told in its thread, to its writer only
+    assert started_on(stack, newest(stack))[::2] == (CI, None)
     sent = stack.command("session start", user=CAROL)  # the form says it too, and offers the default model
     [modal] = [m for m in stack.slack.recorder.modals(START_VIEW) if m.trigger_id == sent.request.payload["trigger_id"]]
     assert modal.view["blocks"][0]["type"] == "context"
