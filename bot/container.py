@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from bot.outbox import Outbox
     from bot.services.accounts import Accounts
     from bot.services.alerts import AlertService
+    from bot.services.channel_defaults import ChannelDefaultsService
     from bot.services.computers import ComputersService
     from bot.services.digest import DigestService
     from bot.services.feedback import Feedback
@@ -75,6 +76,8 @@ class Services:
     computers: ComputersService
     accounts: Accounts
     feedback: Feedback
+    channel_defaults: ChannelDefaultsService
+    """A channel's session defaults and their log (:mod:`bot.services.channel_defaults`, issue #28)."""
     outbox: Outbox | None = None
     """The posts that wait for Slack (:mod:`bot.outbox`), drained by its periodic job; None in a bot
     built without one (tests that construct :class:`Services` by hand)."""

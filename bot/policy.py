@@ -7,7 +7,8 @@ decide more than the middleware can (the owner threshold of a credit-limit appro
 A :class:`Policy` holds:
 
 - the minimum role of each *policy key* (sub-command name or path, a button's ``action_id``, a
-  modal's ``callback_id``, ``thread_reply``; see :mod:`bot.roles`): :data:`bot.roles.DEFAULT_POLICY`,
+  modal's ``callback_id``, ``thread_reply``; see :mod:`bot.roles`): :data:`bot.roles.DEFAULT_POLICY`
+  and :data:`CHANNEL_DEFAULTS_POLICY`,
   then ``approvals.approver_role`` for the approver keys (:data:`APPROVER_KEYS`), then the roles
   file's ``policy:`` section, which wins over both;
 - the owner threshold ``approvals.owner_required_above`` (credits): an approval of a credit-limit
@@ -39,6 +40,16 @@ ALLOWED_BOT_SOURCE: Final = "sessions.allow_bots"
 SESSION_MANAGER_ROLE: Final = Role.manager
 """The role from which a person may act on anybody's session (managers and owners)."""
 
+CHANNEL_DEFAULTS_POLICY: Final[Mapping[str, Role]] = MappingProxyType(
+    {
+        "channel": Role.member,  # /agent channel: this channel's session defaults, read
+        "channel set": Role.manager,  # /agent channel set | reset (bot/services/channel_defaults.py)
+        "channel reset": Role.manager,
+    }
+)
+"""The policy keys of ``/agent channel`` (:mod:`handlers.channel_defaults`): reading for members,
+changing for managers and owners; in every policy unless the roles file's ``policy:`` names them."""
+
 SessionAction = Literal["reply", "set", "archive"]
 """What a person does to one agent session: reply to the agent in its thread, ``session set``, archive."""
 SESSION_REPLY: Final = "reply"
@@ -50,7 +61,8 @@ class Policy:
     """The minimum role per policy key, the owner threshold of credit-limit approvals, and the
     sessions rules.
 
-    ``minimums`` maps a policy key to its minimum role (a key it does not name falls back as
+    ``minimums`` (default: :data:`bot.roles.DEFAULT_POLICY` and :data:`CHANNEL_DEFAULTS_POLICY`) maps a
+    policy key to its minimum role (a key it does not name falls back as
     :func:`bot.roles.minimum_role` says: ``"controls diff"`` -> ``"controls"`` -> member);
     ``owner_required_above`` is in credits, ``None`` for no threshold; ``sessions`` is the roles
     file's ``sessions:`` section."""
@@ -59,12 +71,14 @@ class Policy:
 
     def __init__(
         self,
-        minimums: Mapping[str, Role] = DEFAULT_POLICY,
+        minimums: Mapping[str, Role] | None = None,
         *,
         owner_required_above: int | None = None,
         sessions: SessionsConfig | None = None,
     ) -> None:
-        self._minimums: Mapping[str, Role] = MappingProxyType(dict(minimums))
+        self._minimums: Mapping[str, Role] = MappingProxyType(
+            {**DEFAULT_POLICY, **CHANNEL_DEFAULTS_POLICY} if minimums is None else dict(minimums)
+        )
         self.owner_required_above = owner_required_above
         self.sessions = sessions or SessionsConfig()
 
@@ -75,7 +89,7 @@ class Policy:
         file's ``approvals:`` section (:class:`bot.services.limits.ApprovalsConfig`)."""
         approvers = {key: approver_role for key in APPROVER_KEYS}
         return cls(
-            {**DEFAULT_POLICY, **approvers, **roles_file.policy},
+            {**DEFAULT_POLICY, **CHANNEL_DEFAULTS_POLICY, **approvers, **roles_file.policy},
             owner_required_above=owner_required_above,
             sessions=roles_file.sessions,
         )

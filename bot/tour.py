@@ -660,3 +660,42 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     home_step(stack, out)
     socket_step(stack, out)
     feedback_step(stack, out)
+    channel_defaults_step(stack, out)
+
+
+CHANNEL_DEFAULTS_SET = "channel set computer=ci cwd=~/src/web replies=mentions"
+CHANNEL_DEFAULTS_PROMPT = "list the open TODOs in the web app"
+CHANNEL_CHATTER = "is anyone else seeing the flaky login test?"
+CHANNEL_MENTION = "also count the FIXMEs"
+
+
+def channel_defaults_step(stack: Stack, out: TextIO) -> None:
+    """Channel defaults (issue #28): bob sets #engineering's (the CI sandbox, ``~/src/web``, only
+    mentions reach the agent), carol starts a session there naming nothing but the task and it runs
+    with them; in its thread her chatter stays between people and her mention reaches the agent;
+    bob resets the defaults (the interactive prompt after the tour starts without them)."""
+    recorder = stack.slack.recorder
+    bob, carol = PEOPLE["bob"], PEOPLE["carol"]
+    for who, text in (("bob", CHANNEL_DEFAULTS_SET), ("carol", "channel"), ("carol", "channel set model=claude-haiku-4-5")):
+        _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
+    bot = stack.slack.directory.bot.user_id
+    before = {m.ts for m in recorder.messages(DEMO_CHANNEL)}
+    text = f"session start {CHANNEL_DEFAULTS_PROMPT}"
+    _print_reply(out, "carol", text, stack.command(text, user=carol), stack)
+    try:
+        parent = recorder.wait_for(
+            lambda: next((m for m in recorder.messages(DEMO_CHANNEL) if m.user == bot and not m.is_reply and m.ts not in before), None),
+            timeout=15,
+            what="the session's parent message",
+        )
+        assert parent is not None  # wait_for returns what was waited for
+        recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, parent.ts, "You asked"), timeout=30, what="the agent's answer")
+        stack.client.send_message(CHANNEL_CHATTER, user_id=carol, channel_id=DEMO_CHANNEL, thread_ts=parent.ts)
+        stack.client.send_mention(f"<@{bot}> {CHANNEL_MENTION}", user_id=carol, channel_id=DEMO_CHANNEL, thread_ts=parent.ts)
+        recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, parent.ts, "You asked", count=2), timeout=30, what="the second answer")
+    except WaitTimeout as exc:
+        out.write(f"\n(the channel defaults step stopped: {exc})\n")
+    else:
+        title = "the session in #engineering: the channel's computer and directory; carol's chatter stays hers, her mention reaches it"
+        _print_thread(out, stack, DEMO_CHANNEL, parent.ts, title)
+    _print_reply(out, "bob", "channel reset", stack.command("channel reset", user=bob), stack)

@@ -47,6 +47,7 @@ from bot.services.accounts import Accounts, PlatformEndpoint, key_ring
 from bot.services.alerts import AlertKind, AlertService, ComputersKind, ControlsKind
 from bot.services.alerts.readiness import ReadinessKind
 from bot.services.alerts.usage import UsageKind
+from bot.services.channel_defaults import ChannelDefaultsService
 from bot.services.computer_rules import ComputerRules
 from bot.services.computers import ComputersService
 from bot.services.digest import DigestService, People
@@ -219,6 +220,10 @@ def build_services(
     )
     outbox = slack_outbox(settings, clients, store, now, owner=sessions.follower.owner)
     sessions.starter.use_outbox(outbox)  # session parents and agent answers wait for Slack (issue #26)
+    channel_defaults = ChannelDefaultsService(
+        store=store, agent=agent, rules=sessions.starter.rules, now=now, one_line=session_messages.one_line
+    )
+    sessions.starter.use_reply_rules(channel_defaults.replies)  # a session thread says when only mentions reach the agent
     sessions.follower.use_outbox(outbox)
     limits = LimitsWorkflow(
         agent=agent,
@@ -259,6 +264,7 @@ def build_services(
         computers=ComputersService(agent=agent, store=store),
         accounts=accounts,
         feedback=Feedback(store=store, session_row=sessions.store.by_session_id, agent=agent, now=now),
+        channel_defaults=channel_defaults,
         outbox=outbox,
         today=today,
         now=now,
@@ -351,7 +357,7 @@ def build_app(
             services.policy,
             services.slack,
             router.policy_key,
-            services.sessions.event_policy,
+            services.channel_defaults.event_policy(services.sessions.event_policy),  # replies=mentions: chatter is no reply
             messages=notices,
             action_needs=services.limits.role_needed,
         )

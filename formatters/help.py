@@ -24,6 +24,7 @@ MORE_HELP = "`/agent help` lists everything I can do."
 
 HELP_GROUPS: Final = (
     ("Agent sessions", ("session", "sessions")),
+    ("Channel defaults", ("channel",)),
     ("Readiness reports", ("reports",)),
     ("Computers", ("computers",)),
     ("Usage and people", ("usage", "users")),

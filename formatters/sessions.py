@@ -35,6 +35,7 @@ from bot.api.models import Computer, Session
 from bot.outcomes import Invalid, NotFound, NothingChanged, Outcome, Refused
 from bot.policy import SessionAction
 from bot.roles import REPLY_CHANNEL, REPLY_STARTER
+from bot.services.channel_defaults import Applied
 from bot.services.computer_rules import ComputerRefused
 from bot.services.session_settings import setting_words
 from bot.services.sessions import ACTION_WORDS
@@ -65,6 +66,7 @@ from formatters.blocks import (
     number,
     section,
 )
+from formatters.channel_defaults import dropped_lines
 from formatters.notices import error_message, outcome_message
 
 MENU_STATUS, MENU_ARCHIVE, MENU_THREAD = "status", "archive", "thread"
@@ -457,11 +459,12 @@ def _option(value: str, label: str) -> dict[str, Any]:
     return {"text": {"type": "plain_text", "text": cut(" ".join(label.split()) or value, 75)}, "value": value}
 
 
-def model_field(choices: FormChoices) -> dict[str, Any]:
+def model_field(choices: FormChoices, initial: str | None = None) -> dict[str, Any]:
     """The start form's model input: a ``static_select`` of the models the enterprise controls allow
     (:attr:`FormChoices.models`; a model id longer than an option's value is left out), first a
     "default" option (:data:`MODEL_DEFAULT`: no model is sent), chosen at first; a free-text input
-    only when the controls could not be read or name no allowed list, its hint saying which."""
+    only when the controls could not be read or name no allowed list, its hint saying which.
+    ``initial``: the model preselected (a channel default: :func:`start_modal`) when it is offered."""
     block: dict[str, Any] = {
         "type": "input",
         "block_id": START_BLOCKS["model"],
@@ -475,22 +478,27 @@ def model_field(choices: FormChoices) -> dict[str, Any]:
             "type": "static_select",
             "action_id": "value",
             "options": [default, *models][:SELECT_OPTIONS_MAX],
-            "initial_option": default,
+            "initial_option": next((o for o in models[: SELECT_OPTIONS_MAX - 1] if o["value"] == initial), default),
         }
         block["hint"] = {"type": "plain_text", "text": MODEL_CHOICES_HINT}
         return block
     block["element"] = {"type": "plain_text_input", "action_id": "value", "max_length": 255}
+    if initial:
+        block["element"]["initial_value"] = initial[:255]
     block["hint"] = {"type": "plain_text", "text": MODEL_UNLISTED_HINT if choices.controls_read else MODEL_UNREADABLE_HINT}
     return block
 
 
-def start_modal(choices: FormChoices, *, channel: str, opener: str) -> dict[str, Any]:
+def start_modal(choices: FormChoices, *, channel: str, opener: str, defaults: Applied | None = None) -> dict[str, Any]:
     """The ``views.open`` modal of ``/agent session start`` with no prompt: computer (a select of
     the active computers the opener may use, their last one chosen; a hint says so when the roles
     file keeps others from them), working directory, model (:func:`model_field`), prompt
     (multi-line). ``private_metadata`` is JSON ``{"channel", "opener"}``: where the session goes and
     who opened the form (only they may submit it; Slack doc "view_submission payload": ``user`` is
-    who submitted; :func:`form_origin`). Computer names are plain text here: nothing to escape."""
+    who submitted; :func:`form_origin`). Computer names are plain text here: nothing to escape.
+    ``defaults``: the channel's defaults for this person (:meth:`bot.services.channel_defaults.ChannelDefaultsService.apply`),
+    preselected (the computer when offered, else their last one; the working directory; the model
+    when offered); each default not offered is said at the top (:func:`formatters.channel_defaults.dropped_lines`)."""
     options = [_option(cut(c.id, OPTION_VALUE_MAX), str(c.name or c.id)) for c in choices.computers[:SELECT_OPTIONS_MAX]]
     select: dict[str, Any] = {
         "type": "static_select",
@@ -498,7 +506,8 @@ def start_modal(choices: FormChoices, *, channel: str, opener: str) -> dict[str,
         "options": options,
         "placeholder": {"type": "plain_text", "text": "Choose a computer"},
     }
-    initial = next((o for o in options if o["value"] == choices.last_used), None)
+    offered = {o["value"]: o for o in options}
+    initial = offered.get((defaults.computer if defaults else None) or "") or offered.get(choices.last_used or "")
     if initial is not None:
         select["initial_option"] = initial
     computer: dict[str, Any] = {
@@ -518,15 +527,21 @@ def start_modal(choices: FormChoices, *, channel: str, opener: str) -> dict[str,
         "submit": {"type": "plain_text", "text": "Start"},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": [
+            *([context(*dropped_lines(defaults.dropped)).to_dict()] if defaults and defaults.dropped else []),
             computer,
             {
                 "type": "input",
                 "block_id": START_BLOCKS["cwd"],
                 "optional": True,
                 "label": {"type": "plain_text", "text": "Working directory"},
-                "element": {"type": "plain_text_input", "action_id": "value", "max_length": INPUT_MAX},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "value",
+                    "max_length": INPUT_MAX,
+                    **({"initial_value": defaults.cwd[:INPUT_MAX]} if defaults and defaults.cwd else {}),
+                },
             },
-            model_field(choices),
+            model_field(choices, defaults.model if defaults else None),
             {
                 "type": "input",
                 "block_id": START_BLOCKS["prompt"],

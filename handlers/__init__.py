@@ -51,6 +51,9 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
 
     for module in (session_actions, session_events):
         module.register(app, router, services)
+    from handlers import channel_defaults  # /agent channel: a channel's session defaults (issue #28)
+
+    channel_defaults.register(app, router, services)
 
     @reported
     async def on_agent(

@@ -36,6 +36,7 @@ from bot.slack import SlackFailure
 from formatters.blocks import Payload
 from formatters.help import help_message
 from formatters.sessions import not_allowed, reply_not_sent_archived
+from handlers.channel_defaults import with_channel_defaults
 from handlers.help import hidden_for
 from handlers.router import Router
 from handlers.sessions import hint_once, reason_message, send_dm, start_and_tell
@@ -107,7 +108,14 @@ async def start_from_text(
         thread_ts=thread_ts,
         team_id=team_id,
     )
-    await start_and_tell(services, start, options.get("computer"), by=actor, thread_ts=thread_ts)
+
+    async def tell(payload: Payload) -> None:  # a channel default not used: to this person, in the thread
+        told = await services.slack.ephemeral(channel, actor.user_id, payload, thread_ts=thread_ts)
+        if isinstance(told, SlackFailure):
+            logger.info("could not tell %s about a channel default: %s", actor.user_id, told.error)
+
+    start, computer = await with_channel_defaults(services, start, options.get("computer"), by=actor, tell=tell)
+    await start_and_tell(services, start, computer, by=actor, thread_ts=thread_ts)
 
 
 async def on_event(services: Services, event: dict[str, Any], context: AsyncBoltContext, router: Router | None = None) -> None:

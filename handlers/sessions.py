@@ -33,6 +33,7 @@ form (:func:`formatters.accounts.link_needed`); the platform's own refusal of th
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import re
@@ -68,6 +69,7 @@ from formatters.sessions import (
     started_notice,
 )
 from handlers.accounts import team_of
+from handlers.channel_defaults import form_defaults, with_channel_defaults
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, describe_api_error
 
 if TYPE_CHECKING:
@@ -212,9 +214,12 @@ async def handle_start(request: CommandRequest) -> None:
     prompt, options = split_options(raw)
     services = request.services
     if not prompt:
-        choices = await services.sessions.starter.form_choices(request.user, request.channel_id)
+        choices, preselected = await asyncio.gather(  # together: the trigger_id is valid for 3 s
+            services.sessions.starter.form_choices(request.user, request.channel_id),
+            form_defaults(services, team_of(request.body), request.channel_id, request.user),  # the channel's defaults
+        )
         trigger_id = str(request.body.get("trigger_id") or "")
-        form = start_modal(choices, channel=request.channel_id, opener=request.user.user_id)
+        form = start_modal(choices, channel=request.channel_id, opener=request.user.user_id, defaults=preselected)
         opened = await services.slack.open_view(trigger_id, form)
         if isinstance(opened, SlackFailure):
             raise UserInputError(FORM_NOT_OPENED.format(error=opened.error), FORM_NOT_OPENED_HINT)
@@ -230,7 +235,8 @@ async def handle_start(request: CommandRequest) -> None:
         model=options.get("model"),
         team_id=team_of(request.body),
     )
-    payload = start_reply(await services.sessions.start(start, options.get("computer"), by=request.user))
+    start, computer = await with_channel_defaults(services, start, options.get("computer"), by=request.user, tell=request.reply)
+    payload = start_reply(await services.sessions.start(start, computer, by=request.user))
     if payload is not None:
         await request.reply(payload)
 

@@ -50,6 +50,8 @@ MADE_BY_MIGRATIONS = (
     "slack_outbox",
     "slack_outbox_channels",
     "answer_votes",
+    "channel_defaults",
+    "channel_default_changes",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

@@ -12,7 +12,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by 
 - ``0005`` the alerts' tables; ``0006`` ``home_tabs`` and ``home_charts`` (the App Home's refresh,
   first-DM hint and chart); ``0007`` alert filters and incidents; ``0008`` ``linked_accounts`` (people's
   own platform API keys, encrypted); ``0010`` the start lease of ``agent_sessions`` and ``slack_outbox``;
-  ``0011`` ``answer_votes`` (feedback on the agent's answers).
+  ``0011`` ``answer_votes`` (feedback on the agent's answers);
+  ``0012`` ``channel_defaults`` and ``channel_default_changes`` (a channel's session defaults, and their log).
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any
@@ -61,6 +62,7 @@ TABLE_MODULES = (
     "bot.outbox",
     "bot.services.accounts.store",
     "bot.services.alerts",
+    "bot.services.channel_defaults",
     "bot.services.digest",
     "bot.services.feedback.store",
     "bot.services.home",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.policy import APPROVER_KEYS, Policy
+from bot.policy import APPROVER_KEYS, CHANNEL_DEFAULTS_POLICY, Policy
 from bot.roles import DEFAULT_MINIMUM, DEFAULT_POLICY, ResolvedUser, Role, RolesFile
 from formatters import limits as fmt
 
@@ -25,7 +25,9 @@ def test_the_approver_keys_are_the_request_messages_buttons():
 
 def test_defaults_and_fallbacks():
     built = policy()
-    assert built.minimums == DEFAULT_POLICY
+    assert built.minimums == {**DEFAULT_POLICY, **CHANNEL_DEFAULTS_POLICY}
+    assert built.minimum("channel set") is built.minimum("channel reset") is Role.manager  # /agent channel: members read it
+    assert built.minimum("channel") is Role.member
     assert built.minimum("usage") is Role.manager
     assert built.minimum("controls history") is Role.manager  # falls back to "controls"
     assert built.minimum("reports.details") is Role.member  # falls back to "reports"

@@ -32,6 +32,9 @@ TOURED = (
     "── carol writes to the bot in its Messages tab",
     "── Socket Mode:",
     "── bob: /agent sessions feedback",
+    "── bob: /agent channel set computer=ci cwd=~/src/web replies=mentions",
+    "── the session in #engineering: the channel's computer and directory",
+    "── bob: /agent channel reset",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 
@@ -48,3 +51,8 @@ def test_the_demo_tours_every_feature_and_exits_0(tmp_path, hostile):
     assert "exactly once: nothing is posted twice" in done.stdout
     assert "You cannot start a session on Alice's dev box: only alice@example.com may start sessions on it." in done.stdout
     assert list(tmp_path.glob("*.png")), "the digest's chart was not saved"
+    # channel defaults: the session carol started naming only its task ran in the channel's directory,
+    # and under replies=mentions only her mention reached the agent, not her chatter
+    defaults_part = done.stdout[done.stdout.index("── bob: /agent channel set") :]
+    assert "What I did in ~/src/web:" in defaults_part and 'You asked: "also count the FIXMEs"' in defaults_part
+    assert 'You asked: "is anyone else seeing' not in defaults_part

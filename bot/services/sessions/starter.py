@@ -150,6 +150,14 @@ START_INTERRUPTED = (
     "(the platform may keep an empty session that received nothing)."
 )
 START_INTERRUPTED_HINT = "Start it again with `/agent session start <prompt>` (or mention me again)."
+MENTIONS_RULE: Final = "mentions"
+"""A channel's ``replies`` rule under which only replies that mention the bot reach the agent
+(:data:`bot.services.channel_defaults.REPLIES_MENTIONS`)."""
+MENTIONS_ONLY_NOTE = (
+    ":speech_balloon: In this channel only replies that mention me reach the agent; "
+    "other replies in this thread stay between people (`/agent channel` shows the channel's rule)."
+)
+"""Said in a session's thread, once it started, when its channel's ``replies`` rule is :data:`MENTIONS_RULE`."""
 
 DM_START: Final = "start"
 DM_HELP: Final = "help"
@@ -358,6 +366,14 @@ class Starter:
         self.rules = rules
         self.people = people
         self.identities = identities or Identities(bot=agent, accounts=None, sessions_as="bot", slack=slack, messages=messages)
+        self.replies_of: Callable[[str, str], Awaitable[str]] | None = None
+        """A channel's ``replies`` rule by ``(team_id, channel)`` (:meth:`use_reply_rules`); None: every reply reaches the agent."""
+
+    def use_reply_rules(self, replies_of: Callable[[str, str], Awaitable[str]]) -> None:
+        """Say :data:`MENTIONS_ONLY_NOTE` in the thread of each session started in a channel whose
+        ``replies`` rule ``replies_of(team_id, channel)`` says :data:`MENTIONS_RULE` (at wiring:
+        :meth:`bot.services.channel_defaults.ChannelDefaultsService.replies`)."""
+        self.replies_of = replies_of
 
     async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None) among those
@@ -675,7 +691,22 @@ class Starter:
         if not await self.sessions.claim_prompt(row.id, owner=self.owner):
             logger.warning("the start of session row %s was taken over before its prompt; the taker sends it", row.id)
             return await self.sessions.get(row.id) or row
-        return await self._prompted(row, error=await self.send_prompt(row, session.session_id, acting))
+        error = await self.send_prompt(row, session.session_id, acting)
+        await self._say_reply_rule(row)
+        return await self._prompted(row, error=error)
+
+    async def _say_reply_rule(self, row: SessionLink) -> None:
+        """:data:`MENTIONS_ONLY_NOTE` in ``row``'s thread when its channel's rule is :data:`MENTIONS_RULE`
+        (once: only the start that sent the prompt gets here). A rule that cannot be read says nothing (logged)."""
+        if self.replies_of is None:
+            return
+        try:
+            rule = await self.replies_of(row.team_id or "", row.channel)
+        except SQLAlchemyError as exc:
+            logger.warning("session row %s: its channel's replies rule is unreadable (%s)", row.id, type(exc).__name__)
+            return
+        if rule == MENTIONS_RULE:
+            await self.follower.note(row, MENTIONS_ONLY_NOTE)  # a failed note is logged by the gateway
 
     async def send_prompt(self, row: SessionLink, session_id: str, acting: Acting) -> str | None:
         """``POST /sessions/{id}/messages`` with ``row``'s prompt: the one call that sends it (a
