@@ -57,6 +57,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 
 TABLE_MODULES = (
     "bot.db",
+    "bot.installations",
     "bot.outbox",
     "bot.services.accounts.store",
     "bot.services.alerts",

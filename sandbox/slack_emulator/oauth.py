@@ -83,7 +83,8 @@ class OAuthServer:
     the tokens are for), the app's ``client_id`` / ``client_secret``, ``clock`` (epoch seconds).
 
     ``token_rotation`` (off by default) makes issued tokens rotate; ``expires_in`` is their lifetime.
-    ``refreshes`` counts the refreshes granted, ``exchanges`` the codes exchanged."""
+    ``refreshes`` counts the refreshes granted, ``refresh_calls`` every refresh asked for (granted or
+    not), ``exchanges`` the codes exchanged."""
 
     def __init__(
         self,
@@ -100,6 +101,7 @@ class OAuthServer:
         self.token_rotation = False
         self.expires_in = TOKEN_LIFETIME
         self.refreshes = 0
+        self.refresh_calls = 0
         self.exchanges = 0
         self._lock = threading.Lock()
         self._codes: dict[str, _Code] = {}
@@ -213,6 +215,7 @@ class OAuthServer:
 
     def _refresh(self, data: dict[str, str]) -> dict[str, Any]:
         with self._lock:
+            self.refresh_calls += 1
             if self._fail_refreshes:
                 raise OAuthError(self._fail_refreshes.pop(0))
             granted = self._refresh_tokens.pop(data.get("refresh_token") or "", None)  # used once
