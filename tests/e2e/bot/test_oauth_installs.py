@@ -355,3 +355,16 @@ def test_the_bot_scopes_are_the_manifests():
     manifest = yaml.safe_load((Path(__file__).parents[3] / "manifest.yaml").read_text())
     assert tuple(sorted(manifest["oauth_config"]["scopes"]["bot"])) == BOT_SCOPES
     assert set(SCOPE_WORDS) == set(BOT_SCOPES)
+
+
+def test_doctor_says_the_mode_and_whether_an_installation_exists(running):
+    from bot.doctor import FIX_NO_INSTALLATION, Check, check_installations
+
+    name = "slack installs (oauth mode)"
+    assert check_installations(running.settings) == Check(
+        name, "warn", "OAuth mode; no workspace has installed the app yet", FIX_NO_INSTALLATION
+    )
+    install(running)
+    assert check_installations(running.settings) == Check(name, "ok", "OAuth mode; installed in 1 workspace(s): T0EMULATED")
+    lacking = running.settings.model_copy(update={"slack_state_secret": None})
+    assert check_installations(lacking).status == "fail"
