@@ -186,8 +186,9 @@ class Bot:
 
     def metrics_asgi(self, *, hooks: bool = False) -> Starlette:
         """The metrics listener of Socket Mode (``AGENT_BOT_METRICS_PORT``): ``GET /metrics``, and
-        ``POST /hooks/agent`` too when ``hooks`` (the hook listener on the same port)."""
-        return metrics_app(self.hook_route()) if hooks else metrics_app()
+        ``POST /hooks/agent`` too when ``hooks`` (the hook listener on the same port, with the OAuth
+        pages of :meth:`hooks_asgi`)."""
+        return metrics_app(self.hook_route(), *self.oauth_routes()) if hooks else metrics_app()
 
 
 def _refused(refusal: Refusal) -> Response:

@@ -41,6 +41,7 @@ import hashlib
 import hmac
 import html
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -583,12 +584,24 @@ class InstallPage(AsyncOAuthFlow):
     """Bolt's OAuth flow with a plain install page: what the app will be able to do (the scopes it
     asks for, in words: :data:`SCOPE_WORDS`) and one link to Slack's authorize page."""
 
-    def __init__(self, *, installed: Callable[[], Awaitable[None]] | None = None, **flow: Any) -> None:
+    def __init__(
+        self,
+        *,
+        installed: Callable[[], Awaitable[None]] | None = None,
+        now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        **flow: Any,
+    ) -> None:
         super().__init__(**flow)
         self.installed = installed
+        self.now = now
 
     async def store_installation(self, request: AsyncBoltRequest, installation: Installation) -> None:
-        """Bolt's save of a new installation, then ``installed`` (the wiring lifts a ``revoked`` pause)."""
+        """Bolt's save of a new installation, then ``installed`` (the wiring lifts a ``revoked`` pause).
+
+        slack-sdk dates a rotating token's expiry from the wall clock (``time() + expires_in``); it is
+        dated here from the bot's clock ``now`` (the same in production; tests move ``now``)."""
+        if installation.bot_token_expires_at is not None:
+            installation.bot_token_expires_at += int(self.now().timestamp()) - int(time.time())
         await super().store_installation(request, installation)
         logger.info("installed in team %s (enterprise %s) by %s", installation.team_id, installation.enterprise_id, installation.user_id)
         if self.installed is not None:

@@ -262,7 +262,7 @@ def install_flow(settings: Settings, web: AsyncWebClient, installations: Install
         if await store.resume_slack(REVOKED):
             logger.warning("installed again: posting and following sessions resume")
 
-    return InstallPage(client=web, settings=oauth_settings, installed=installed)
+    return InstallPage(client=web, settings=oauth_settings, installed=installed, now=installations.now)
 
 
 def open_store(settings: Settings, now: Callable[[], dt.datetime]) -> Store:

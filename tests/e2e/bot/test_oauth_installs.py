@@ -368,3 +368,31 @@ def test_doctor_says_the_mode_and_whether_an_installation_exists(running):
     assert check_installations(running.settings) == Check(name, "ok", "OAuth mode; installed in 1 workspace(s): T0EMULATED")
     lacking = running.settings.model_copy(update={"slack_state_secret": None})
     assert check_installations(lacking).status == "fail"
+
+
+def test_a_rotating_token_is_refreshed_before_it_expires_while_commands_keep_coming(running):
+    running.slack.oauth.token_rotation = True
+    install(running)
+    [first] = list(running.slack.oauth._tokens)
+    recorder = running.slack.recorder
+    for hours in (6, 5, 1, 1):  # 6 h, 11 h (within 120 minutes of expiry: refreshed), 12 h, 13 h
+        running.clock.advance(hours=hours)
+        recorder.clear()
+        sent = slash_command(running, "usage 7d", user_id="U0MANAGER")
+        assert (sent.status_code, sent.text) == (200, "")
+        [reply] = recorder.wait_for(lambda sent=sent: recorder.responses(sent.headers["x-response-url-id"]))
+        assert reply.payload["blocks"]
+        assert {c.response.get("error") for c in recorder.calls()} <= {None, "users_not_found"}  # none failed
+    assert (running.slack.oauth.refresh_calls, running.slack.oauth.refreshes) == (1, 1)
+    assert running.slack.oauth.refusal(first) == "token_expired"
+
+
+def test_a_job_outside_a_request_posts_with_the_installation(running):
+    install(running)
+
+    async def post() -> object:
+        return await running.bot.services.slack.post("C0GENERAL", {"text": "digest", "blocks": []})
+
+    posted = asyncio.run(post())
+    assert getattr(posted, "channel", None) == "C0GENERAL"
+    assert [m.text for m in running.slack.recorder.messages("C0GENERAL")][-1] == "digest"
