@@ -143,6 +143,18 @@ slack_installation_states = sa.Table(
 )
 
 
+OAUTH_LOGGER: Final = logging.getLogger("bot.installations.oauth_v2_access")
+"""The logger of the clients that call ``oauth.v2.access``: never below INFO, because slack-sdk logs each
+request's form data and each answer at DEBUG, and those hold the code, the tokens and the refresh token."""
+OAUTH_LOGGER.setLevel(logging.INFO)
+
+
+def oauth_client(slack_api_url: str) -> AsyncWebClient:
+    """An ``AsyncWebClient`` on ``slack_api_url`` for ``oauth.v2.access`` (the install's exchange, the
+    refreshes), logging through :data:`OAUTH_LOGGER` (no secret at DEBUG)."""
+    return AsyncWebClient(base_url=slack_api_url, logger=OAUTH_LOGGER)
+
+
 def team_key(enterprise_id: str | None, team_id: str | None) -> str:
     """The ``slack_installation_states`` key of an installation."""
     return f"{enterprise_id or '-'}:{team_id or '-'}"

@@ -50,6 +50,7 @@ from bot.installations import (
     InstallPage,
     StateStore,
     authorization_url,
+    oauth_client,
 )
 from bot.metrics import MeteredApp
 from bot.middleware import (
@@ -216,7 +217,7 @@ def _oauth_clients(settings: Settings, *, agent: AgentClient, store: Store | Non
     if store is None:
         raise ConfigurationError("OAuth mode (SLACK_CLIENT_ID) keeps its installations in the database: open the store first")
     web = web_client(None, settings.slack_api_url)
-    installations = build_installations(settings, store, web, now)
+    installations = build_installations(settings, store, oauth_client(settings.slack_api_url), now)
     tokens = InstalledTokens(installations)
     slack = SlackGateway(web, tokens)
     identity = Identity(slack, ttl=settings.user_cache_ttl)
@@ -225,7 +226,8 @@ def _oauth_clients(settings: Settings, *, agent: AgentClient, store: Store | Non
 
 def build_installations(settings: Settings, store: Store, web: AsyncWebClient, now: Callable[[], dt.datetime]) -> Installations:
     """The installations of OAuth mode (:mod:`bot.installations`), in ``store``'s database, their tokens
-    encrypted with ``AGENT_BOT_ENCRYPTION_KEY`` (raises :class:`ConfigurationError` without it)."""
+    encrypted with ``AGENT_BOT_ENCRYPTION_KEY`` (raises :class:`ConfigurationError` without it);
+    ``web`` calls ``oauth.v2.access`` for the refreshes (:func:`bot.installations.oauth_client`)."""
     ring = key_ring(settings.encryption_key)
     if ring is None:
         raise ConfigurationError("missing settings: AGENT_BOT_ENCRYPTION_KEY (OAuth mode keeps the installations' tokens encrypted)")
@@ -262,7 +264,8 @@ def install_flow(settings: Settings, web: AsyncWebClient, installations: Install
         if await store.resume_slack(REVOKED):
             logger.warning("installed again: posting and following sessions resume")
 
-    return InstallPage(client=web, settings=oauth_settings, installed=installed, now=installations.now)
+    client = oauth_client(settings.slack_api_url)  # the code exchange and auth.test of a new install: nothing logged at DEBUG
+    return InstallPage(client=client, settings=oauth_settings, installed=installed, now=installations.now)
 
 
 def open_store(settings: Settings, now: Callable[[], dt.datetime]) -> Store:

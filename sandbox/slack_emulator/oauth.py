@@ -102,6 +102,8 @@ class OAuthServer:
         self.expires_in = TOKEN_LIFETIME
         self.refreshes = 0
         self.refresh_calls = 0
+        self.refresh_tokens_issued: list[str] = []
+        """Every refresh token issued, used or not (tests look for them where they must not be)."""
         self.exchanges = 0
         self._lock = threading.Lock()
         self._codes: dict[str, _Code] = {}
@@ -247,6 +249,7 @@ class OAuthServer:
             body |= {"refresh_token": refresh, "expires_in": self.expires_in}
             with self._lock:
                 self._refresh_tokens[refresh] = (team.id, scope)
+                self.refresh_tokens_issued.append(refresh)
         with self._lock:
             self._tokens[token] = IssuedToken(team.id, expires_at)
         return {"access_token": token, **body}

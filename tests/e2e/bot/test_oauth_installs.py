@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import html
+import logging
 import re
 import socket
 import time
@@ -25,7 +26,15 @@ from cryptography.fernet import Fernet
 
 from bot.api import AgentClient
 from bot.config import ConfigurationError, Settings
-from bot.installations import BOT_SCOPES, SCOPE_WORDS, Installations, slack_bots, slack_installation_states, slack_installations
+from bot.installations import (
+    BOT_SCOPES,
+    SCOPE_WORDS,
+    Installations,
+    oauth_client,
+    slack_bots,
+    slack_installation_states,
+    slack_installations,
+)
 from bot.store import Store
 from bot.wiring import build_installations, create_bot
 from formatters.notices import other_workspace_message
@@ -240,9 +249,7 @@ def test_oauth_mode_needs_its_secrets_and_the_encryption_key(tmp_path):
 def replica(slack: SlackEmulator, database_url: str, key: str, clock: Clock) -> tuple[Installations, Store]:
     settings = oauth_settings(slack, "http://127.0.0.1:9", database_url, key)
     store = Store(database_url, now=clock, auto_upgrade=True)
-    from bot.slack import web_client
-
-    return build_installations(settings, store, web_client(None, slack.api_url), clock), store
+    return build_installations(settings, store, oauth_client(slack.api_url), clock), store
 
 
 async def install_rotating(slack: SlackEmulator, installations: Installations) -> str:
@@ -370,7 +377,8 @@ def test_doctor_says_the_mode_and_whether_an_installation_exists(running):
     assert check_installations(lacking).status == "fail"
 
 
-def test_a_rotating_token_is_refreshed_before_it_expires_while_commands_keep_coming(running):
+def test_a_rotating_token_is_refreshed_before_it_expires_while_commands_keep_coming(running, caplog):
+    caplog.set_level(logging.DEBUG)  # slack-sdk logs requests and answers at DEBUG: no token may be in them
     running.slack.oauth.token_rotation = True
     install(running)
     [first] = list(running.slack.oauth._tokens)
@@ -385,6 +393,8 @@ def test_a_rotating_token_is_refreshed_before_it_expires_while_commands_keep_com
         assert {c.response.get("error") for c in recorder.calls()} <= {None, "users_not_found"}  # none failed
     assert (running.slack.oauth.refresh_calls, running.slack.oauth.refreshes) == (1, 1)
     assert running.slack.oauth.refusal(first) == "token_expired"
+    secrets = [*running.slack.oauth._tokens, *running.slack.oauth.refresh_tokens_issued]
+    assert len(secrets) == 4 and [s for s in secrets if s in caplog.text] == []
 
 
 def test_a_job_outside_a_request_posts_with_the_installation(running):
