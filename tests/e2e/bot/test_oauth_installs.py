@@ -234,6 +234,24 @@ def test_app_uninstalled_marks_the_installation_and_keeps_it(running):
     assert len(stored(running)) == 2  # the first installation is still there
 
 
+def test_tokens_revoked_for_the_bot_marks_the_installation_and_user_tokens_only_do_not(running):
+    install(running)
+
+    def marks() -> list[tuple[str, str]]:
+        with running.bot.services.store.engine.connect() as conn:
+            table = slack_installation_states
+            return [tuple(r) for r in conn.execute(sa.select(table.c.key, table.c.revoked_reason).where(table.c.revoked_at.is_not(None)))]
+
+    with running.slack.client(running.url) as client:
+        assert client.send_tokens_revoked(bot=[], oauth=["U0OWNER"]).status_code == 200
+        served = slash_command(running, "help")  # still installed: the bot's token was not revoked
+        assert (served.status_code, served.text) == (200, "")
+        assert client.send_tokens_revoked().status_code == 200
+    assert wait_until(marks, "the tokens_revoked listener") == [("-:T0EMULATED", "tokens_revoked")]
+    assert slash_command(running, "help").json() == other_workspace_message()
+    assert len(stored(running)) == 1
+
+
 def test_oauth_mode_needs_its_secrets_and_the_encryption_key(tmp_path):
     settings = Settings(SLACK_CLIENT_ID="1.2", SLACK_SIGNING_SECRET="s", AGENT_API_URL="http://x", AGENT_API_KEY="k")
     with pytest.raises(ConfigurationError) as missing:
