@@ -5,7 +5,8 @@ global middleware (the installation's workspace, de-duplication, role check) and
 registered, the :class:`Services` the handlers use, and :meth:`Bot.asgi` for HTTP mode:
 ``POST /slack/events`` (slash commands, interactivity and events on one Request URL, through Bolt's
 Starlette adapter), ``GET /healthz``, ``GET /readyz`` (:func:`readiness`) and ``GET /metrics``
-(Prometheus, :mod:`bot.metrics`).
+(Prometheus, :mod:`bot.metrics`); in OAuth mode also ``GET /slack/install`` and ``GET
+/slack/oauth_redirect`` (:mod:`bot.installations`).
 
 Nothing happens at import time. Raises :class:`ConfigurationError` when a required setting is
 missing (the message names the environment variables)."""
@@ -150,9 +151,23 @@ class Bot:
                 Route("/readyz", readyz, methods=["GET"]),
                 metrics_route(),
                 hooks,
+                *self.oauth_routes(),
             ],
             lifespan=lifespan,
         )
+
+    def oauth_routes(self) -> list[Route]:
+        """OAuth mode (:mod:`bot.installations`): ``GET /slack/install`` (the install page) and ``GET
+        /slack/oauth_redirect`` (Slack's redirect back, which stores the installation), answered by
+        Bolt's OAuth flow; none with one bot token."""
+        flow = self.app.oauth_flow
+        if flow is None:
+            return []
+        handler = AsyncSlackRequestHandler(self.app)
+        return [
+            Route(flow.install_path, handler.handle, methods=["GET"]),
+            Route(flow.redirect_uri_path, handler.handle, methods=["GET"]),
+        ]
 
     def hook_route(self) -> Route:
         """``POST /hooks/agent``: agent hook events (:meth:`bot.services.hooks.HookReceiver.receive`)."""
@@ -165,13 +180,15 @@ class Bot:
         return Route("/hooks/agent", agent_hook, methods=["POST"])
 
     def hooks_asgi(self) -> Starlette:
-        """The small HTTP listener of Socket Mode (``AGENT_BOT_HOOK_PORT``): ``POST /hooks/agent`` only."""
-        return Starlette(routes=[self.hook_route()])
+        """The small HTTP listener of Socket Mode (``AGENT_BOT_HOOK_PORT``): ``POST /hooks/agent``, and in
+        OAuth mode the install page and Slack's redirect (:meth:`oauth_routes`)."""
+        return Starlette(routes=[self.hook_route(), *self.oauth_routes()])
 
     def metrics_asgi(self, *, hooks: bool = False) -> Starlette:
         """The metrics listener of Socket Mode (``AGENT_BOT_METRICS_PORT``): ``GET /metrics``, and
-        ``POST /hooks/agent`` too when ``hooks`` (the hook listener on the same port)."""
-        return metrics_app(self.hook_route()) if hooks else metrics_app()
+        ``POST /hooks/agent`` too when ``hooks`` (the hook listener on the same port, with the OAuth
+        pages of :meth:`hooks_asgi`)."""
+        return metrics_app(self.hook_route(), *self.oauth_routes()) if hooks else metrics_app()
 
 
 def _refused(refusal: Refusal) -> Response:

@@ -41,6 +41,8 @@ def _secrets(settings: Settings) -> list[str]:
         settings.slack_bot_token,
         settings.slack_signing_secret,
         settings.slack_app_token,
+        settings.slack_client_secret,
+        settings.slack_state_secret,
         settings.agent_api_key,
         settings.hook_secret,
         settings.hook_token,
@@ -207,7 +209,8 @@ def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings), settings.log_format)
-    missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
+    slack = ("slack_client_secret", "slack_state_secret", "encryption_key") if settings.oauth else ("slack_bot_token",)
+    missing = settings.missing(*slack, "agent_api_url", "agent_api_key")
     if missing:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
     now = utc_now

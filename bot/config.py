@@ -9,6 +9,13 @@ SLACK_BOT_TOKEN            bot token (``xoxb-...``)                             
 SLACK_SIGNING_SECRET       signs every request Slack sends (HTTP mode)            none
 SLACK_APP_TOKEN            app-level token (``xapp-...``), Socket Mode only       none
 SLACK_API_URL              Slack Web API base URL (the emulator in tests)         ``https://slack.com/api/``
+SLACK_CLIENT_ID            OAuth mode (installs with OAuth, :mod:`bot.            none (one bot token)
+                           installations`): the app's client ID
+SLACK_CLIENT_SECRET        OAuth mode: the app's client secret                    none
+SLACK_STATE_SECRET         OAuth mode: signs the install's ``state``              none
+SLACK_REDIRECT_URI         OAuth mode: the bot's ``/slack/oauth_redirect`` URL    none (the app's own)
+SLACK_TOKEN_ROTATION_EXPIRATION_MINUTES  OAuth mode, rotating tokens: refresh a   ``120``
+                           token that expires within this many minutes
 AGENT_API_URL              the Agent API host (``{base_url}`` in the spec)        none
 AGENT_APP_URL              the web-application host (``{app_url}``)               ``AGENT_API_URL``
 AGENT_API_KEY              bearer key for the Agent API                           none
@@ -98,6 +105,8 @@ FILE_SETTINGS: Final = (
     "slack_bot_token",
     "slack_signing_secret",
     "slack_app_token",
+    "slack_client_secret",
+    "slack_state_secret",
     "agent_api_key",
     "database_url",
     "hook_secret",
@@ -120,6 +129,15 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="SLACK_API_URL")
+    slack_client_id: str | None = Field(default=None, validation_alias="SLACK_CLIENT_ID")
+    slack_client_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_CLIENT_SECRET")
+    slack_state_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_STATE_SECRET")
+    slack_redirect_uri: str | None = Field(default=None, validation_alias="SLACK_REDIRECT_URI")
+    slack_token_rotation_minutes: int = Field(
+        default=120, ge=1, le=720, validation_alias=AliasChoices("SLACK_TOKEN_ROTATION_EXPIRATION_MINUTES", "slack_token_rotation_minutes")
+    )
+    """OAuth mode, rotating tokens: a token is refreshed once it expires within these minutes (Bolt's
+    ``token_rotation_expiration_minutes``; Slack's tokens live 12 hours)."""
 
     agent_api_url: str | None = Field(default=None, validation_alias="AGENT_API_URL")
     agent_app_url: str | None = Field(default=None, validation_alias="AGENT_APP_URL")
@@ -204,6 +222,12 @@ class Settings(BaseSettings):
         if self.agent_app_url is None:
             self.agent_app_url = self.agent_api_url
         return self
+
+    @property
+    def oauth(self) -> bool:
+        """OAuth mode (issue #31; :mod:`bot.installations`): ``SLACK_CLIENT_ID`` is set. Otherwise the
+        bot runs with one bot token (``SLACK_BOT_TOKEN``), as it always has."""
+        return bool(self.slack_client_id)
 
     @property
     def auto_upgrade(self) -> bool:

@@ -12,7 +12,8 @@ hide the others):
 1. **slack bot token** (``SLACK_BOT_TOKEN``, ``SLACK_API_URL``): ``auth.test``; then the scopes Slack
    names in the answer's ``x-oauth-scopes`` header (Slack doc "Scopes": every Web API answer carries
    the token's scopes) against the bot scopes of ``manifest.yaml`` (``oauth_config.scopes.bot``),
-   naming the missing ones.
+   naming the missing ones. In OAuth mode (``SLACK_CLIENT_ID``) instead **slack installs (oauth
+   mode)**: the mode, its secrets set, and the workspaces the bot holds an installation of.
 2. **slack credentials** for the mode: HTTP (``SLACK_SIGNING_SECRET``: set; Slack has no call to
    test it, a wrong one shows as 401s on ``POST /slack/events``), or Socket Mode (``SLACK_APP_TOKEN``:
    an ``xapp-`` token that ``apps.connections.open`` accepts; the URL it answers is not opened).
@@ -50,7 +51,7 @@ from typing import Any, Final, Literal
 
 import yaml
 from slack_sdk.web.async_client import AsyncWebClient
-from sqlalchemy import select
+from sqlalchemy import create_engine, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -58,6 +59,7 @@ from bot.api import AgentAPIError, AgentClient
 from bot.api.errors import AgentAPITransportError, ForbiddenError, NotFoundError, UnauthorizedError
 from bot.config import Settings
 from bot.db import SQLITE_CANNOT_OPEN
+from bot.installations import slack_bots, slack_installation_states, team_key
 from bot.migrations import SchemaBehind
 from bot.roles import CATCH_ALL, Role, RolesConfigError, RolesFile
 from bot.services.accounts import EncryptionKeyError, key_ring, linked_accounts
@@ -78,6 +80,14 @@ CHECK_TIMEOUT: Final = 10.0
 FIX_BOT_TOKEN_MISSING: Final = "set SLACK_BOT_TOKEN to the Bot User OAuth Token (xoxb-...) of the app's OAuth & Permissions page"
 FIX_BOT_TOKEN: Final = "check SLACK_BOT_TOKEN (reinstall the app if it was revoked) and SLACK_API_URL"
 FIX_SCOPES: Final = "add them under OAuth & Permissions (or paste manifest.yaml again) and reinstall the app to the workspace"
+FIX_OAUTH_SECRETS: Final = (
+    "set SLACK_CLIENT_SECRET (Basic Information), SLACK_STATE_SECRET (any long random string) and "
+    "AGENT_BOT_ENCRYPTION_KEY (a Fernet key: the installations' tokens are stored encrypted)"
+)
+NO_INSTALLATION: Final = "no workspace has installed the app yet"
+FIX_NO_INSTALLATION: Final = (
+    "open the bot's /slack/install page in a browser and allow the app (docs/operations.md, Installing for a company)"
+)
 FIX_SIGNING_SECRET: Final = "set SLACK_SIGNING_SECRET to the Signing Secret of the app's Basic Information page"
 FIX_APP_TOKEN_MISSING: Final = "create an app-level token with connections:write (Basic Information) and set SLACK_APP_TOKEN (xapp-...)"
 FIX_APP_TOKEN: Final = "check SLACK_APP_TOKEN (an app-level xapp- token with connections:write) and that Socket Mode is on"
@@ -192,6 +202,37 @@ async def check_bot_token(settings: Settings, manifest: Path) -> Check:
     if missing:
         return Check(name, "fail", f"{found}; missing bot scopes: {', '.join(missing)}", FIX_SCOPES)
     return Check(name, "ok", f"{found}; all {len(wanted)} bot scopes of {manifest.name} granted")
+
+
+def check_installations(settings: Settings) -> Check:
+    """1, in OAuth mode (``SLACK_CLIENT_ID``; :mod:`bot.installations`): the mode, its secrets, and how
+    many workspaces the bot holds an installation of (not revoked) in its database. Reads only."""
+    name = "slack installs (oauth mode)"
+    missing = settings.missing("slack_client_secret", "slack_state_secret", "encryption_key")
+    if missing:
+        return Check(name, "fail", f"OAuth mode (SLACK_CLIENT_ID is set), but {', '.join(missing)} not set", FIX_OAUTH_SECRETS)
+    if _missing_sqlite_file(settings.database_url) is not None:
+        return Check(name, "warn", f"OAuth mode; {NO_INSTALLATION}", FIX_NO_INSTALLATION)
+    engine = create_engine(settings.database_url)
+    try:
+        with engine.connect() as conn:
+            if not inspect(conn).has_table(slack_bots.name):
+                return Check(name, "warn", f"OAuth mode; {NO_INSTALLATION} (the schema is not upgraded yet)", FIX_NO_INSTALLATION)
+            teams = {(r.enterprise_id, r.team_id) for r in conn.execute(select(slack_bots.c.enterprise_id, slack_bots.c.team_id))}
+            revoked = {
+                r.key
+                for r in conn.execute(select(slack_installation_states.c.key).where(slack_installation_states.c.revoked_at.is_not(None)))
+            }
+    except SQLAlchemyError as exc:
+        return Check(name, "fail", f"OAuth mode; the installations cannot be read ({type(exc).__name__})", FIX_DATABASE)
+    finally:
+        engine.dispose()
+    held = [team for team in teams if team_key(*team) not in revoked]
+    if not held:
+        gone = f" ({len(teams)} uninstalled or revoked, kept)" if teams else ""
+        return Check(name, "warn", f"OAuth mode; {NO_INSTALLATION}{gone}", FIX_NO_INSTALLATION)
+    workspaces = ", ".join(sorted(str(team) for _, team in held))
+    return Check(name, "ok", f"OAuth mode; installed in {len(held)} workspace(s): {workspaces}")
 
 
 async def check_mode_credentials(settings: Settings, mode: Mode) -> Check:
@@ -447,7 +488,11 @@ async def run_checks(
     )
     try:
         return [
-            await _bounded("slack bot token", check_bot_token(settings, manifest or default_manifest())),
+            (
+                await asyncio.to_thread(check_installations, settings)
+                if settings.oauth
+                else await _bounded("slack bot token", check_bot_token(settings, manifest or default_manifest()))
+            ),
             await _bounded("slack credentials", check_mode_credentials(settings, mode)),
             await _bounded("agent api key", check_api_key(settings, agent, today())),
             await _bounded("readiness endpoint", check_readiness(settings, agent)),

@@ -2,7 +2,8 @@
 
 :func:`configure_logging` installs one stream handler whose :class:`RedactingFilter` replaces every
 configured secret value (API key, bot token, signing secret, app token) and anything shaped like a
-Slack token (``xoxb-``, ``xapp-``...) or a bearer credential with ``[redacted]``, in the message and
+Slack token (``xoxb-``, ``xapp-``, rotating ``xoxe.xoxb-`` and refresh ``xoxe-``...) or a bearer
+credential with ``[redacted]``, in the message and
 in the formatted arguments and traceback, so that no secret reaches a log line even by accident.
 
 The same filter neutralizes the message (API values are logged as arguments): line breaks, other
@@ -45,7 +46,7 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-_TOKENISH = re.compile(r"\b(xox[abprs]-[A-Za-z0-9-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s'\"]+")
+_TOKENISH = re.compile(r"\b(xox[abeprs][.-][A-Za-z0-9.-]+|xapp-[A-Za-z0-9-]+)|(Bearer\s+)[^\s'\"]+")
 REDACTED = "[redacted]"
 INVISIBLE = "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
 """Invisible format characters, as the body of a regex character class: Arabic letter mark,

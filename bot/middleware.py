@@ -5,7 +5,8 @@ middleware"; a refusal returns a response instead of calling ``next()``):
 
 0. :func:`build_workspace_check`: a request must come from the workspace (``team_id``) and the app
    (``api_app_id``) of the bot token, which :class:`Installation` learns with ``auth.test`` (the CLI
-   does it at start-up; otherwise the first request does). Where each kind carries them
+   does it at start-up; otherwise the first request does); in OAuth mode, from a workspace and app
+   the bot holds an installation of, not revoked (:class:`bot.installations.InstalledWorkspaces`). Where each kind carries them
    (:func:`workspace_of`): a slash command's ``team_id`` and ``api_app_id`` (Slack doc "Slash
    commands"); an interaction's ``team.id`` (else ``user.team_id``) and ``api_app_id`` (Slack docs
    "block_actions payload", "view_submission payload"); an Events API envelope's ``team_id`` and
@@ -326,6 +327,23 @@ class Installation:
             self.known = found
         return self.known
 
+    async def accepts(self, team_id: str | None, app_id: str | None) -> bool | SlackFailure:
+        """Whether a request of ``team_id`` and ``app_id`` is this installation's (a failed
+        ``auth.test``: the failure, and nothing is accepted)."""
+        known = await self.learn()
+        if isinstance(known, SlackFailure):
+            return known
+        return (team_id, app_id) == (known.team_id, known.app_id)
+
+
+class Workspaces(Protocol):
+    """What the workspace check asks: :class:`Installation` (one bot token) or, in OAuth mode,
+    :class:`bot.installations.InstalledWorkspaces` (an installation the bot holds for the team and app)."""
+
+    async def accepts(self, team_id: str | None, app_id: str | None) -> bool | SlackFailure:
+        """True when a request of ``team_id`` / ``app_id`` is served; a failure when that cannot be told."""
+        ...
+
 
 async def answer_refusal(body: Mapping[str, Any], ack: AsyncAck, respond: AsyncRespond | None, payload: Payload) -> BoltResponse:
     """Tell whoever sent a slash command, a button click or a modal that it was refused, as each
@@ -345,7 +363,7 @@ async def answer_refusal(body: Mapping[str, Any], ack: AsyncAck, respond: AsyncR
     return BoltResponse(status=200, body="")
 
 
-def build_workspace_check(installation: Installation, *, messages: MiddlewareMessages) -> Middleware:
+def build_workspace_check(installation: Workspaces, *, messages: MiddlewareMessages) -> Middleware:
     """The workspace middleware over ``installation`` (see the module docstring); ``messages`` words
     the refusal."""
 
@@ -353,8 +371,8 @@ def build_workspace_check(installation: Installation, *, messages: MiddlewareMes
         ids = workspace_of(body)
         if ids is None:
             return await next()
-        known = await installation.learn()
-        if isinstance(known, AuthTest) and ids == (known.team_id, known.app_id):
+        known = await installation.accepts(*ids)
+        if known is True:
             return await next()
         unchecked = isinstance(known, SlackFailure)
         logger.warning(

@@ -38,8 +38,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
+from pydantic import SecretStr
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -219,10 +220,11 @@ def retry_handlers(sleep: Sleep = asyncio.sleep, *, rate_limit_retries: int = RA
 
 
 def web_client(
-    token: str, base_url: str, *, sleep: Sleep = asyncio.sleep, timeout: int = 30, rate_limit_retries: int = RATE_LIMIT_RETRIES
+    token: str | None, base_url: str, *, sleep: Sleep = asyncio.sleep, timeout: int = 30, rate_limit_retries: int = RATE_LIMIT_RETRIES
 ) -> AsyncWebClient:
     """The bot's Web API client with the retry handlers of the error policy attached
-    (``rate_limit_retries``: see :func:`retry_handlers`)."""
+    (``rate_limit_retries``: see :func:`retry_handlers`); ``token`` None in OAuth mode (each call's
+    token comes from the gateway's :class:`TokenSource`)."""
     return AsyncWebClient(
         token=token, base_url=base_url, timeout=timeout, retry_handlers=retry_handlers(sleep, rate_limit_retries=rate_limit_retries)
     )
@@ -256,20 +258,90 @@ def _is_transport(exc: BaseException) -> bool:
     return isinstance(exc, OSError | asyncio.TimeoutError) or type(exc).__module__.startswith("aiohttp")
 
 
+class TokenSource(Protocol):
+    """Where the gateway gets the bot token of each call: :class:`SingleToken` (``SLACK_BOT_TOKEN``) or,
+    in OAuth mode, :class:`bot.installations.InstalledTokens` (the installation of the team acted for)."""
+
+    async def token(self) -> str | None:
+        """The bot token to call with now; None when there is none (no installation)."""
+        ...
+
+    async def revoked(self, reason: str) -> None:
+        """Slack said the token was revoked or the app uninstalled (``reason``, the event type), in
+        the request being handled: an installation is marked (OAuth mode); one token: nothing to do."""
+        ...
+
+
+class SingleToken:
+    """The one bot token of a single-workspace deployment (``SLACK_BOT_TOKEN``), kept secret."""
+
+    def __init__(self, token: SecretStr) -> None:
+        self._token = token
+
+    async def token(self) -> str | None:
+        return self._token.get_secret_value()
+
+    async def revoked(self, reason: str) -> None:
+        return None  # the pause of bot.services.lifecycle says it all
+
+
+NO_TOKEN: Final = "not_authed"
+"""The failure of a call for which the token source has no token (Slack's error for a call without one)."""
+CLIENTS_KEPT: Final = 8
+"""How many per-token clients :class:`SlackGateway` keeps (one per workspace token in use)."""
+
+
 class SlackGateway:
     """Every Web API call of the bot, with the error policy of the module docstring.
 
-    ``client`` is the bot's ``AsyncWebClient`` (built by :func:`web_client`). Every method returns
-    its result or a :class:`SlackFailure`; none raises for a Slack or transport failure."""
+    ``client`` is the bot's ``AsyncWebClient`` (built by :func:`web_client`). ``tokens``: where each
+    call's token comes from (:class:`TokenSource`); None: the client's own token (single-token mode).
+    With a token source, a call goes through a copy of ``client`` (same URL, timeout and retry
+    handlers) holding that token; a call without a token is a :class:`SlackFailure` ``not_authed``.
+    Every method returns its result or a :class:`SlackFailure`; none raises for a Slack or
+    transport failure."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, tokens: TokenSource | None = None) -> None:
         self.client = client
+        self.tokens = tokens
+        self._clients: dict[str, AsyncWebClient] = {}
+
+    async def _client(self, method: str) -> AsyncWebClient | SlackFailure:
+        """The client to call ``method`` with (see the class docstring)."""
+        if self.tokens is None:
+            return self.client
+        token = await self.tokens.token()
+        if not token:
+            logger.warning("Slack %s not called: no installation's token for it", method)
+            metrics.slack_api_error(method, NO_TOKEN)
+            return SlackFailure(method, NO_TOKEN, True)
+        found = self._clients.get(token)
+        if found is None:
+            base = self.client
+            found = AsyncWebClient(
+                token=token,
+                base_url=base.base_url,
+                timeout=base.timeout,
+                ssl=base.ssl,
+                proxy=base.proxy,
+                session=base.session,
+                headers=base.headers,
+                retry_handlers=base.retry_handlers,
+                logger=base.logger,
+            )
+            if len(self._clients) >= CLIENTS_KEPT:
+                self._clients.pop(next(iter(self._clients)))
+            self._clients[token] = found
+        return found
 
     async def call(self, method: str, **arguments: Any) -> dict[str, Any] | SlackFailure:
         """Call Web API ``method`` (dotted, as Slack names it: ``chat.postMessage``) with ``arguments``;
         the answer's data, or a :class:`SlackFailure` (logged)."""
+        client = await self._client(method)
+        if isinstance(client, SlackFailure):
+            return client
         # the SDK's named method, so each is encoded as Slack expects (JSON, form or query)
-        function = getattr(self.client, method.replace(".", "_"))
+        function = getattr(client, method.replace(".", "_"))
         try:
             response = await function(**arguments)
         except Exception as exc:
@@ -390,8 +462,11 @@ class SlackGateway:
 
     async def _upload_v2(self, arguments: dict[str, Any]) -> dict[str, Any] | SlackFailure:
         """``files_upload_v2`` with ``arguments``: the answer of ``files.completeUploadExternal``."""
+        client = await self._client("files.upload")
+        if isinstance(client, SlackFailure):
+            return client
         try:
-            response = await self.client.files_upload_v2(**arguments)
+            response = await client.files_upload_v2(**arguments)
         except Exception as exc:
             if not isinstance(exc, SlackClientError) and not _is_transport(exc):
                 raise

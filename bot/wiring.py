@@ -24,10 +24,12 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import SecretStr
 from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 import handlers
@@ -37,8 +39,30 @@ from bot.config import ConfigurationError, Settings
 from bot.container import Services, utc_now, utc_today
 from bot.errors import apologize, use_apology
 from bot.identity import Identity
+from bot.installations import (
+    BOT_SCOPES,
+    CurrentToken,
+    EncryptedInstallationStore,
+    Installations,
+    InstalledAuthorize,
+    InstalledTokens,
+    InstalledWorkspaces,
+    InstallPage,
+    StateStore,
+    authorization_url,
+    oauth_client,
+)
 from bot.metrics import MeteredApp
-from bot.middleware import FinishDelivery, Installation, KeepDelivery, build_dedupe, build_role_check, build_workspace_check, tag_request
+from bot.middleware import (
+    FinishDelivery,
+    Installation,
+    KeepDelivery,
+    Workspaces,
+    build_dedupe,
+    build_role_check,
+    build_workspace_check,
+    tag_request,
+)
 from bot.outbox import DRAIN_SECONDS, Outbox
 from bot.policy import Policy
 from bot.roles import RoleResolver, RolesFile
@@ -55,7 +79,7 @@ from bot.services.feedback import Feedback, FeedbackStore
 from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, Home, HomeMarks, HomeRefresher, HomeTab, HomeTabs
 from bot.services.hook_tokens import HookTokens
 from bot.services.hooks import HookReceiver
-from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, SlackLifecycle
+from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, REVOKED, SlackLifecycle
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
 from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
@@ -101,6 +125,9 @@ DELIVERY_KEEP = dt.timedelta(days=1)
 """How long a Slack delivery's de-duplication record is kept: Slack retries within minutes."""
 OUTBOX_JOB = "slack.outbox"
 """The periodic job that drains :mod:`bot.outbox` (posts waiting for Slack)."""
+TOKEN_REFRESH_JOB = "slack.token_refresh"
+"""OAuth mode with rotating tokens: the periodic refresh of tokens about to expire (:mod:`bot.installations`)."""
+TOKEN_REFRESH_SECONDS = 60.0
 DIGEST_JOB = "digest"
 """The periodic job of the daily digest (:meth:`bot.services.digest.DigestService.tick`)."""
 
@@ -108,14 +135,16 @@ DIGEST_JOB = "digest"
 @dataclass(frozen=True)
 class Clients:
     """What talks to the outside world: ``agent`` (the Agent API), ``web`` (Slack's Web API client, which
-    Bolt uses too), ``slack`` (the one gateway over it), ``identity`` (Slack user <-> e-mail, cached) and
-    the ``bot_token`` (``SLACK_BOT_TOKEN``, kept secret)."""
+    Bolt uses too), ``slack`` (the one gateway over it), ``identity`` (Slack user <-> e-mail, cached),
+    the ``bot_token`` (``SLACK_BOT_TOKEN``, kept secret; in OAuth mode the token given last) and
+    ``installations`` (OAuth mode only: :class:`bot.installations.Installations`, the token source's)."""
 
     agent: AgentClient
     web: AsyncWebClient
     slack: SlackGateway
     identity: Identity
     bot_token: SecretStr
+    installations: Installations | None = None
 
 
 def create_bot(
@@ -135,20 +164,23 @@ def create_bot(
     :class:`bot.migrations.SchemaBehind`: behind the code and ``settings.auto_upgrade`` off)."""
     check_settings(settings, agent_given=agent is not None, socket_mode=socket_mode)
     roles_file = RolesFile.load(settings.config_file)
-    clients = build_clients(settings, agent=agent)
     store = store or open_store(settings, now)
+    clients = build_clients(settings, agent=agent, store=store, now=now)
     services = build_services(settings, clients, store, roles_file, today=today, now=now)
     services.jobs.extend(build_jobs(settings, services))
     router = Router()
-    app, installation = build_app(settings, clients.web, services, router, socket_mode=socket_mode)
+    app, installation = build_app(settings, clients.web, services, router, socket_mode=socket_mode, installations=clients.installations)
     handlers.register(app, router, services)
     return Bot(app, services, router, Scheduler(services.jobs), installation=installation)
 
 
 def check_settings(settings: Settings, *, agent_given: bool, socket_mode: bool) -> None:
     """Raise :class:`ConfigurationError` naming every environment variable that is missing: the bot
-    token always, the signing secret in HTTP mode, the Agent API's URL and key unless ``agent_given``."""
-    needed = ["slack_bot_token"] + ([] if socket_mode else ["slack_signing_secret"])
+    token (in OAuth mode instead: the client secret, the state secret and the encryption key that
+    keeps the installations' tokens), the signing secret in HTTP mode, the Agent API's URL and key
+    unless ``agent_given``."""
+    slack = ["slack_client_secret", "slack_state_secret", "encryption_key"] if settings.oauth else ["slack_bot_token"]
+    needed = slack + ([] if socket_mode else ["slack_signing_secret"])
     missing = settings.missing(*needed)
     if not agent_given:
         missing += settings.missing("agent_api_url", "agent_api_key")
@@ -156,21 +188,86 @@ def check_settings(settings: Settings, *, agent_given: bool, socket_mode: bool) 
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
 
 
-def build_clients(settings: Settings, *, agent: AgentClient | None = None) -> Clients:
+def build_clients(
+    settings: Settings, *, agent: AgentClient | None = None, store: Store | None = None, now: Callable[[], dt.datetime] = utc_now
+) -> Clients:
     """The Agent API client (``agent`` when given), Slack's Web API client on ``SLACK_API_URL`` and the
     gateway over it, and the identity cache (``AGENT_BOT_USER_CACHE_TTL`` seconds). Call after
-    :func:`check_settings` (a missing setting raises :class:`ConfigurationError` here)."""
+    :func:`check_settings` (a missing setting raises :class:`ConfigurationError` here). In OAuth mode
+    (``SLACK_CLIENT_ID``) the gateway's tokens come from the installations in ``store`` (required)."""
+    if settings.oauth:
+        return _oauth_clients(settings, agent=agent or _agent_client(settings), store=store, now=now)
     bot_token = SecretStr(settings.required("slack_bot_token"))
-    if agent is None:
-        agent = AgentClient(
-            base_url=settings.required("agent_api_url"),
-            app_url=settings.agent_app_url,
-            api_key=settings.required("agent_api_key"),
-            analytics_cache_ttl=settings.analytics_cache_ttl,
-        )
+    agent = agent or _agent_client(settings)
     web = web_client(bot_token.get_secret_value(), settings.slack_api_url)
     slack = SlackGateway(web)
     return Clients(agent=agent, web=web, slack=slack, identity=Identity(slack, ttl=settings.user_cache_ttl), bot_token=bot_token)
+
+
+def _agent_client(settings: Settings) -> AgentClient:
+    return AgentClient(
+        base_url=settings.required("agent_api_url"),
+        app_url=settings.agent_app_url,
+        api_key=settings.required("agent_api_key"),
+        analytics_cache_ttl=settings.analytics_cache_ttl,
+    )
+
+
+def _oauth_clients(settings: Settings, *, agent: AgentClient, store: Store | None, now: Callable[[], dt.datetime]) -> Clients:
+    """OAuth mode's clients: the Web API client holds no token; the gateway asks
+    :class:`bot.installations.InstalledTokens` for each call's."""
+    if store is None:
+        raise ConfigurationError("OAuth mode (SLACK_CLIENT_ID) keeps its installations in the database: open the store first")
+    web = web_client(None, settings.slack_api_url)
+    installations = build_installations(settings, store, oauth_client(settings.slack_api_url), now)
+    tokens = InstalledTokens(installations)
+    slack = SlackGateway(web, tokens)
+    identity = Identity(slack, ttl=settings.user_cache_ttl)
+    return Clients(agent=agent, web=web, slack=slack, identity=identity, bot_token=CurrentToken(tokens), installations=installations)
+
+
+def build_installations(settings: Settings, store: Store, web: AsyncWebClient, now: Callable[[], dt.datetime]) -> Installations:
+    """The installations of OAuth mode (:mod:`bot.installations`), in ``store``'s database, their tokens
+    encrypted with ``AGENT_BOT_ENCRYPTION_KEY`` (raises :class:`ConfigurationError` without it);
+    ``web`` calls ``oauth.v2.access`` for the refreshes (:func:`bot.installations.oauth_client`)."""
+    ring = key_ring(settings.encryption_key)
+    if ring is None:
+        raise ConfigurationError("missing settings: AGENT_BOT_ENCRYPTION_KEY (OAuth mode keeps the installations' tokens encrypted)")
+    client_id = settings.required("slack_client_id")
+    return Installations(
+        store=EncryptedInstallationStore(client_id=client_id, engine=store.engine, ring=ring, run=store.run),
+        engine=store.engine,
+        run=store.run,
+        client=web,
+        client_id=client_id,
+        client_secret=SecretStr(settings.required("slack_client_secret")),
+        rotation_minutes=settings.slack_token_rotation_minutes,
+        now=now,
+    )
+
+
+def install_flow(settings: Settings, web: AsyncWebClient, installations: Installations, store: Store) -> InstallPage:
+    """Bolt's OAuth flow of OAuth mode (``GET /slack/install``, ``GET /slack/oauth_redirect``): the
+    manifest's bot scopes, the installation and state stores in the bot's database, Slack's authorize
+    page next to ``SLACK_API_URL``; a new install lifts a ``revoked`` pause."""
+    oauth_settings = AsyncOAuthSettings(
+        client_id=settings.required("slack_client_id"),
+        client_secret=settings.required("slack_client_secret"),
+        scopes=list(BOT_SCOPES),
+        redirect_uri=settings.slack_redirect_uri,
+        installation_store=installations.store,
+        installation_store_bot_only=True,
+        token_rotation_expiration_minutes=settings.slack_token_rotation_minutes,
+        state_store=StateStore(engine=store.engine, run=store.run, secret=SecretStr(settings.required("slack_state_secret"))),
+        authorization_url=authorization_url(settings.slack_api_url),
+    )
+
+    async def installed() -> None:
+        if await store.resume_slack(REVOKED):
+            logger.warning("installed again: posting and following sessions resume")
+
+    client = oauth_client(settings.slack_api_url)  # the code exchange and auth.test of a new install: nothing logged at DEBUG
+    return InstallPage(client=client, settings=oauth_settings, installed=installed, now=installations.now)
 
 
 def open_store(settings: Settings, now: Callable[[], dt.datetime]) -> Store:
@@ -276,7 +373,8 @@ def slack_outbox(settings: Settings, clients: Clients, store: Store, now: Callab
     """The durable outbox of posts that wait for Slack (:mod:`bot.outbox`), drained through a client
     that does not wait out a 429 in-line (the queue honours ``Retry-After`` itself); posts wait at
     most ``AGENT_BOT_SLACK_OUTBOX_DEADLINE_SECONDS``. ``owner`` names this process in its leases."""
-    drain = SlackGateway(web_client(clients.bot_token.get_secret_value(), settings.slack_api_url, rate_limit_retries=0))
+    drain_token = None if clients.installations is not None else clients.bot_token.get_secret_value()
+    drain = SlackGateway(web_client(drain_token, settings.slack_api_url, rate_limit_retries=0), clients.slack.tokens)
     deadline = dt.timedelta(seconds=settings.slack_outbox_deadline_seconds)
     return Outbox(store=store, slack=clients.slack, drain_slack=drain, now=now, deadline=deadline, owner=owner)
 
@@ -310,7 +408,7 @@ def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
         if services.outbox is not None:  # and the outbox's finished posts
             await services.outbox.prune(now() - DELIVERY_KEEP)
 
-    sessions, alerts = services.sessions, services.alerts
+    sessions, alerts, tokens = services.sessions, services.alerts, services.slack.tokens
     return [
         gated("sessions.follow", FOLLOW_SECONDS, sessions.follower.tick),
         gated("sessions.interrupted_starts", INTERRUPTED_CHECK_SECONDS, sessions.starter.close_interrupted),
@@ -325,27 +423,46 @@ def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
         PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
         gated(REFRESH_JOB, REFRESH_TICK_SECONDS, home_refresher(services).tick),
+        *(
+            [PeriodicJob(TOKEN_REFRESH_JOB, TOKEN_REFRESH_SECONDS, tokens.installations.refresh_due)]
+            if isinstance(tokens, InstalledTokens)
+            else []
+        ),
     ]
 
 
 def build_app(
-    settings: Settings, web: AsyncWebClient, services: Services, router: Router, *, socket_mode: bool
-) -> tuple[MeteredApp, Installation]:
+    settings: Settings,
+    web: AsyncWebClient,
+    services: Services,
+    router: Router,
+    *,
+    socket_mode: bool,
+    installations: Installations | None = None,
+) -> tuple[MeteredApp, Installation | None]:
     """The Bolt app on Slack's ``web`` client (verifying request signatures unless ``socket_mode``) with
     its global middleware in order: the request's log tag, the installation's workspace, de-duplication
     of Slack's retries, the role check (policy keys from ``router`` and the sessions' events); the
     completion handler that finishes a de-duplicated delivery; the global error handler. Returns the
-    app and the :class:`bot.middleware.Installation` it checks (learnt at start-up)."""
+    app and the :class:`bot.middleware.Installation` it checks (learnt at start-up). With
+    ``installations`` (OAuth mode): Bolt's OAuth flow (:func:`install_flow`) and an authorize that
+    reads the installations (:class:`bot.installations.InstalledAuthorize`); the workspace check
+    accepts the teams the bot holds an installation of, and no :class:`Installation` is returned."""
+    oauth: dict[str, Any] = {}
+    if installations is not None:
+        oauth = {"oauth_flow": install_flow(settings, web, installations, services.store), "authorize": InstalledAuthorize(installations)}
     with _bolt_token_warning_silenced():
         app = MeteredApp(  # an AsyncApp that counts and times every request (bot.metrics)
             client=web,
             signing_secret=settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None,
             request_verification_enabled=not socket_mode,
             name="agent-chatops",
+            **oauth,
         )
-    installation = Installation(services.slack)
+    installation = Installation(services.slack) if installations is None else None
+    workspaces: Workspaces = installation if installation is not None else InstalledWorkspaces(installations)  # type: ignore[arg-type]
     app.middleware(tag_request)
-    app.middleware(build_workspace_check(installation, messages=notices))
+    app.middleware(build_workspace_check(workspaces, messages=notices))
     app.middleware(build_dedupe(services.store, messages=notices))
     # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
     # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced

@@ -8,7 +8,9 @@ API's 30,000 events an hour from one workspace.
 
 What the bot does (:class:`SlackLifecycle`; the listeners are :mod:`handlers.lifecycle`):
 
-- revoked or uninstalled: a ``revoked`` row in ``slack_pauses`` (:class:`bot.store.SlackPause`,
+- revoked or uninstalled: in OAuth mode the installation is marked revoked (kept, not deleted:
+  :mod:`bot.installations`; its requests are refused until it is installed again, which lifts the
+  pause), and a ``revoked`` row in ``slack_pauses`` (:class:`bot.store.SlackPause`,
   shared by every replica) and one WARNING line; the periodic jobs that post and follow (session
   follower, digests, limits) skip their ticks (:meth:`SlackLifecycle.gate`). The row is cleared by
   :meth:`SlackLifecycle.check_token` when ``auth.test`` succeeds again: a periodic job that runs
@@ -51,6 +53,9 @@ class SlackLifecycle:
     async def revoked(self, reason: str) -> None:
         """The bot token was revoked or the app uninstalled (``reason``: the event type): stop
         posting and following until :meth:`check_token` sees the token work again."""
+        tokens = getattr(self.slack, "tokens", None)  # the gateway's token source (a stand-in may have none)
+        if tokens is not None:  # OAuth mode: the installation is marked revoked (bot.installations)
+            await tokens.revoked(reason)
         await self.store.pause_slack(REVOKED, reason, self.now())
         logger.warning("Slack %s: the bot token no longer works; posting and following sessions stop until auth.test succeeds", reason)
 

@@ -14,7 +14,7 @@ It stands in for Slack on both sides of a bot:
 It is an independent implementation of Slack's documented behaviour (each module names the Slack
 doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``.
 
-Not emulated: OAuth and scopes, the RTM API, Slack's own delivery timeouts and
+OAuth v2 installs and token rotation: :mod:`.oauth`. Not emulated: scopes, the RTM API, Slack's own delivery timeouts and
 retries (tests send retries explicitly), message search. Membership is: the bot reads the history
 of, and gets events from, only the conversations it is in (:mod:`.web_api`, :mod:`.client_side`).
 """
@@ -31,6 +31,7 @@ from .directory import (
     dm_channel_id,
 )
 from .emulator import DEFAULT_BOT_TOKEN, DEFAULT_SIGNING_SECRET, DEFAULT_VERIFICATION_TOKEN, SlackEmulator
+from .oauth import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, OAuthServer
 from .recorder import (
     ApiCall,
     Ephemeral,
@@ -50,6 +51,8 @@ from .socket_mode import DEFAULT_APP_TOKEN, Ack, Envelope, SocketModeClientSide,
 __all__ = [
     "DEFAULT_APP_TOKEN",
     "DEFAULT_BOT_TOKEN",
+    "DEFAULT_CLIENT_ID",
+    "DEFAULT_CLIENT_SECRET",
     "DEFAULT_SIGNING_SECRET",
     "DEFAULT_VERIFICATION_TOKEN",
     "LIFETIME_SECONDS",
@@ -68,6 +71,7 @@ __all__ = [
     "Message",
     "MessageUpdate",
     "ModalView",
+    "OAuthServer",
     "PublishedView",
     "Recorder",
     "ResponseUrlOrigin",

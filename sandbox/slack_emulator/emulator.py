@@ -28,6 +28,7 @@ from sandbox.server import RunningServer, serve_in_thread
 from .client_side import EVENTS_PATH, AsyncSlackClientSide, SlackClientSide
 from .console import Console
 from .directory import Directory, default_directory
+from .oauth import OAuthServer
 from .recorder import Recorder
 from .response_urls import ResponseUrlOrigin, ResponseUrlRegistry
 from .socket_mode import DEFAULT_APP_TOKEN, SocketModeClientSide, SocketModeHub
@@ -72,6 +73,9 @@ class SlackEmulator:
             clock=clock,
             socket_mode=self.socket_mode,
         )
+        self.oauth = OAuthServer(directory=self.directory)  # OAuth installs and rotating tokens (.oauth)
+        self.web_api.token_refusal = self.oauth.refusal  # type: ignore[method-assign]
+        self.web_api.app.router.routes[0:0] = self.oauth.routes()
         self._server: RunningServer | None = None
         self._console: Console | None = None
 

@@ -387,17 +387,25 @@ class WebApi:
                 raise SlackApiError("not_authed")
             if method in APP_TOKEN_METHODS:
                 self._check_app_token(token, request)
-            elif token != self.bot_token:
-                raise SlackApiError("not_allowed_token_type" if self._is_app_token(token) else "invalid_auth")
+            elif token != self.bot_token and (refused := self.token_refusal(token)) is not None:  # an OAuth token (.oauth)
+                raise SlackApiError("not_allowed_token_type" if self._is_app_token(token) else refused)
             if (scripted := self._scripted_failure(method)) is not None:
                 raise scripted
             status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}
         except SlackApiError as error:
             status, headers, body = error.status, error.headers, error.body()
-        if token == self.bot_token:  # as Slack: the token's scopes on every answer to it
+        if token is not None and self._is_bot_token(token):  # as Slack: the token's scopes on every answer to it
             headers = {**headers, "x-oauth-scopes": ",".join(self.scopes)}
         self.recorder.record_call(ApiCall(method, data, status, body, time.time()))
         return JSONResponse(body, status_code=status, headers=headers)
+
+    def token_refusal(self, token: str) -> str | None:
+        """Slack's error for a token that is not :attr:`bot_token` (None: it works); the emulator's
+        OAuth server (:mod:`.oauth`) replaces this with its own, which knows the tokens it issued."""
+        return "invalid_auth"
+
+    def _is_bot_token(self, token: str | None) -> bool:
+        return token is not None and (token == self.bot_token or (not self._is_app_token(token) and self.token_refusal(token) is None))
 
     def _is_app_token(self, token: str) -> bool:
         return self.socket_mode is not None and token == self.socket_mode.app_token
@@ -451,7 +459,7 @@ class WebApi:
         hosted = self.hosted.get(request.path_params["file_id"])
         if hosted is None:
             return PlainTextResponse("file_not_found", status_code=404)
-        if _bearer_token(request) != self.bot_token:
+        if not self._is_bot_token(_bearer_token(request)):
             return HTMLResponse("<!DOCTYPE html><html><body>Sign in to your workspace</body></html>")
         _name, mimetype, content = hosted
         return Response(content, media_type=mimetype)

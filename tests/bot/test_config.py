@@ -57,6 +57,8 @@ def test_the_file_settings_are_the_secrets_and_the_database_url():
         "slack_bot_token": "SLACK_BOT_TOKEN",
         "slack_signing_secret": "SLACK_SIGNING_SECRET",
         "slack_app_token": "SLACK_APP_TOKEN",
+        "slack_client_secret": "SLACK_CLIENT_SECRET",
+        "slack_state_secret": "SLACK_STATE_SECRET",
         "agent_api_key": "AGENT_API_KEY",
         "database_url": "AGENT_BOT_DATABASE_URL",
         "hook_secret": "AGENT_BOT_HOOK_SECRET",

@@ -39,3 +39,11 @@ def test_routine_scheduler_ticks_are_debug_not_info():
         root.setLevel(saved[1])
         for name in ("apscheduler.executors", "apscheduler.scheduler"):
             logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+def test_rotating_tokens_and_refresh_tokens_are_redacted_whole():
+    """OAuth with token rotation gives ``xoxe.xoxb-…`` access tokens and ``xoxe-1-…`` refresh
+    tokens (DESIGN.md, "Slack facts"): neither may reach a log line, not even its tail."""
+    f = RedactingFilter([])
+    line = f.redact("stored xoxe.xoxb-1-AbC.def-123 and refresh xoxe-1-My0xNjE2-Zz9 for T1")
+    assert line == f"stored {REDACTED} and refresh {REDACTED} for T1"
