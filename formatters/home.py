@@ -84,6 +84,9 @@ WAITING_TITLE: Final = "Waiting for your approval"
 NO_WAITING: Final = "No credit-limit request waits for you."
 WAITING_LINE: Final = "*#{id}* asked by {requester}: {entries} (total {total} credits)\n*Reason:* {reason} \u00b7 expires {expires}"
 NO_REASON: Final = "_no reason given_"
+WAITING_MORE: Final = (
+    "{n} newer {requests} also {wait} for you: each has Approve and Reject on its message, and `/agent limits history` lists them."
+)
 
 ALERTS_TITLE: Final = "Your alert subscriptions"
 NO_ALERTS: Final = "You have no alert subscriptions."
@@ -173,9 +176,10 @@ def request_blocks(requests: Sequence[LimitRequest] | Fault) -> list[Any]:
     return [*blocks, section("\n".join(lines))]
 
 
-def waiting_blocks(waiting: Sequence[LimitRequest] | Fault) -> list[Any]:
+def waiting_blocks(waiting: Sequence[LimitRequest] | Fault, more: int = 0) -> list[Any]:
     """Requests waiting for my approval: each with Approve / Reject, the buttons of the request
-    message (same action ids and value, the request id)."""
+    message (same action ids and value, the request id); ``more`` newer ones not shown are counted
+    in a last line."""
     blocks: list[Any] = [header(WAITING_TITLE)]
     if isinstance(waiting, Fault):
         return blocks + _fault(waiting)
@@ -199,6 +203,10 @@ def waiting_blocks(waiting: Sequence[LimitRequest] | Fault) -> list[Any]:
                 button("Reject", REJECT_ACTION, rid, style="danger"),
                 block_id=f"home-limits-{rid}",
             )
+        )
+    if more > 0:
+        blocks.append(
+            context(WAITING_MORE.format(n=more, requests="request" if more == 1 else "requests", wait="waits" if more == 1 else "wait"))
         )
     return blocks
 
@@ -333,7 +341,7 @@ def home_view(home: Home) -> dict[str, Any]:
     if home.requests is not None:
         blocks += [divider(), *request_blocks(home.requests)]
     if home.waiting is not None:
-        blocks += [divider(), *waiting_blocks(home.waiting)]
+        blocks += [divider(), *waiting_blocks(home.waiting, home.waiting_more)]
     if home.alerts is not None:
         blocks += [divider(), *alert_blocks(home.alerts, home.now)]
     dashboard = [home.usage, home.readiness, home.computers, home.controls]
