@@ -104,7 +104,7 @@ NO_READINESS: Final = "_no readiness reports yet_"
 READINESS_LINE: Final = "*{repo}*: {rate} of criteria pass ({passing}/{total}) \u00b7 {when}"
 COMPUTERS_IN_ERROR: Final = "*Computers in error*"
 NO_COMPUTERS_IN_ERROR: Final = "_none: every computer is fine_"
-COMPUTER_LINE: Final = ":red_circle: *{name}* (`{id}`){host}"
+COMPUTER_LINE: Final = ":red_circle: *{name}*{host}"
 COMPUTERS_HINT: Final = "`/agent computers` has a *Retry install* button for each."
 LAST_CONTROLS: Final = "*Last enterprise-controls change*"
 NO_CONTROLS: Final = "_no enterprise-control changes yet_"
@@ -298,12 +298,13 @@ def readiness_blocks(worst: Sequence[RepositorySummary] | Fault, now: dt.datetim
 
 
 def computer_blocks(computers: Sequence[Computer] | Fault) -> list[Any]:
-    """The computers whose status is ``error``."""
+    """The computers whose status is ``error``, by name (as ``/agent computers`` names them; the
+    platform's id only for a computer without a name)."""
     if isinstance(computers, Fault):
         return [section(COMPUTERS_IN_ERROR), *_fault(computers)]
     if not computers:
         return [section(COMPUTERS_IN_ERROR + "\n" + NO_COMPUTERS_IN_ERROR)]
-    lines = [COMPUTER_LINE.format(name=esc(c.name), id=esc(c.id), host=f" on `{esc(c.hostname)}`" if c.hostname else "") for c in computers]
+    lines = [COMPUTER_LINE.format(name=esc(c.name or c.id), host=f" on `{esc(c.hostname)}`" if c.hostname else "") for c in computers]
     return [section(COMPUTERS_IN_ERROR + "\n" + "\n".join(lines)), context(COMPUTERS_HINT)]
 
 
