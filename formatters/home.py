@@ -84,6 +84,9 @@ WAITING_TITLE: Final = "Waiting for your approval"
 NO_WAITING: Final = "No credit-limit request waits for you."
 WAITING_LINE: Final = "*#{id}* asked by {requester}: {entries} (total {total} credits)\n*Reason:* {reason} \u00b7 expires {expires}"
 NO_REASON: Final = "_no reason given_"
+WAITING_MORE: Final = (
+    "{n} newer {requests} also {wait} for you: each has Approve and Reject on its message, and `/agent limits history` lists them."
+)
 
 ALERTS_TITLE: Final = "Your alert subscriptions"
 NO_ALERTS: Final = "You have no alert subscriptions."
@@ -101,7 +104,7 @@ NO_READINESS: Final = "_no readiness reports yet_"
 READINESS_LINE: Final = "*{repo}*: {rate} of criteria pass ({passing}/{total}) \u00b7 {when}"
 COMPUTERS_IN_ERROR: Final = "*Computers in error*"
 NO_COMPUTERS_IN_ERROR: Final = "_none: every computer is fine_"
-COMPUTER_LINE: Final = ":red_circle: *{name}* (`{id}`){host}"
+COMPUTER_LINE: Final = ":red_circle: *{name}*{host}"
 COMPUTERS_HINT: Final = "`/agent computers` has a *Retry install* button for each."
 LAST_CONTROLS: Final = "*Last enterprise-controls change*"
 NO_CONTROLS: Final = "_no enterprise-control changes yet_"
@@ -173,9 +176,10 @@ def request_blocks(requests: Sequence[LimitRequest] | Fault) -> list[Any]:
     return [*blocks, section("\n".join(lines))]
 
 
-def waiting_blocks(waiting: Sequence[LimitRequest] | Fault) -> list[Any]:
+def waiting_blocks(waiting: Sequence[LimitRequest] | Fault, more: int = 0) -> list[Any]:
     """Requests waiting for my approval: each with Approve / Reject, the buttons of the request
-    message (same action ids and value, the request id)."""
+    message (same action ids and value, the request id); ``more`` newer ones not shown are counted
+    in a last line."""
     blocks: list[Any] = [header(WAITING_TITLE)]
     if isinstance(waiting, Fault):
         return blocks + _fault(waiting)
@@ -199,6 +203,10 @@ def waiting_blocks(waiting: Sequence[LimitRequest] | Fault) -> list[Any]:
                 button("Reject", REJECT_ACTION, rid, style="danger"),
                 block_id=f"home-limits-{rid}",
             )
+        )
+    if more > 0:
+        blocks.append(
+            context(WAITING_MORE.format(n=more, requests="request" if more == 1 else "requests", wait="waits" if more == 1 else "wait"))
         )
     return blocks
 
@@ -290,12 +298,13 @@ def readiness_blocks(worst: Sequence[RepositorySummary] | Fault, now: dt.datetim
 
 
 def computer_blocks(computers: Sequence[Computer] | Fault) -> list[Any]:
-    """The computers whose status is ``error``."""
+    """The computers whose status is ``error``, by name (as ``/agent computers`` names them; the
+    platform's id only for a computer without a name)."""
     if isinstance(computers, Fault):
         return [section(COMPUTERS_IN_ERROR), *_fault(computers)]
     if not computers:
         return [section(COMPUTERS_IN_ERROR + "\n" + NO_COMPUTERS_IN_ERROR)]
-    lines = [COMPUTER_LINE.format(name=esc(c.name), id=esc(c.id), host=f" on `{esc(c.hostname)}`" if c.hostname else "") for c in computers]
+    lines = [COMPUTER_LINE.format(name=esc(c.name or c.id), host=f" on `{esc(c.hostname)}`" if c.hostname else "") for c in computers]
     return [section(COMPUTERS_IN_ERROR + "\n" + "\n".join(lines)), context(COMPUTERS_HINT)]
 
 
@@ -333,7 +342,7 @@ def home_view(home: Home) -> dict[str, Any]:
     if home.requests is not None:
         blocks += [divider(), *request_blocks(home.requests)]
     if home.waiting is not None:
-        blocks += [divider(), *waiting_blocks(home.waiting)]
+        blocks += [divider(), *waiting_blocks(home.waiting, home.waiting_more)]
     if home.alerts is not None:
         blocks += [divider(), *alert_blocks(home.alerts, home.now)]
     dashboard = [home.usage, home.readiness, home.computers, home.controls]

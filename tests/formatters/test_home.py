@@ -226,3 +226,14 @@ def test_the_first_dm_hint(block_kit_validator):
         ],
     }
     assert "<" not in hint["blocks"][1]["text"]["text"]  # a constant of ours, but no accidental link either
+
+
+def test_a_computer_in_error_is_named_as_people_know_it_not_by_its_platform_id():
+    """#29 (second trial): the Home read "Legacy build VM (`cmp-legacy-build`)"; /agent computers and
+    the computer alerts name it alone."""
+    legacy = Computer(id="cmp-legacy-build", name="Legacy build VM", provider_type="cloud-sandbox", created_at=0, status="error")
+    box = Computer(id="cmp-gpu", name="GPU box", provider_type="byom", created_at=0, status="error", hostname="gpu-01.acme.internal")
+    assert fmt.computer_blocks([legacy, box]) == [
+        section(f"{fmt.COMPUTERS_IN_ERROR}\n:red_circle: *Legacy build VM*\n:red_circle: *GPU box* on `gpu-01.acme.internal`"),
+        context(fmt.COMPUTERS_HINT),
+    ]

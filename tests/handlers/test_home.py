@@ -9,6 +9,7 @@ import datetime as dt
 from typing import Any
 
 from bot.roles import ResolvedUser
+from bot.services.home.build import WAITING_SHOWN
 from bot.services.limits import APPLIED, PENDING
 from bot.stack import GUEST_EMAIL
 from bot.user_errors import describe_api_error
@@ -184,4 +185,33 @@ def test_opening_the_home_right_after_a_request_was_filed_shows_it_with_its_appr
     view = published(stack, "U0OWNER")
     buttons = [e for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]]
     assert (limits_fmt.APPROVE_ACTION, str(request.id)) in [(e["action_id"], e["value"]) for e in buttons]
+    assert view == expected(stack, resolved(stack, "U0OWNER"))
+
+
+def test_more_requests_waiting_than_the_home_shows_are_counted_so_the_newest_is_not_silently_missing(stack):
+    """#29 (second trial): the Home lists the 10 oldest requests an approver may decide; an 11th,
+    the one just filed, was simply not there. The Home now says how many newer ones also wait."""
+    for n in range(11):
+        stack.command(f'limits set carol@example.com {3000 + n} reason="batch {n}"', user="U0MANAGER")
+    pending = [
+        r
+        for r in stack.run(stack.bot.services.limits.store.recent(50))
+        if r.state == PENDING and r.requester_id != "U0OWNER" and r.expires_at > CLOCK.now
+    ]
+    assert len(pending) > WAITING_SHOWN
+    open_home(stack, "U0OWNER")
+
+    view = published(stack, "U0OWNER")
+    start = view["blocks"].index(header(fmt.WAITING_TITLE).to_dict())
+    end = next(i for i in range(start + 1, len(view["blocks"])) if view["blocks"][i]["type"] in ("divider", "header"))
+    waiting = view["blocks"][start + 1 : end]
+    shown = [b for b in waiting if b["type"] == "actions"]
+    assert [b["elements"][0]["value"] for b in shown] == [str(r.id) for r in sorted(pending, key=lambda r: r.id)][:WAITING_SHOWN]
+    more = len(pending) - WAITING_SHOWN
+    assert (
+        waiting[-1]
+        == context(
+            fmt.WAITING_MORE.format(n=more, requests="requests" if more > 1 else "request", wait="wait" if more > 1 else "waits")
+        ).to_dict()
+    )
     assert view == expected(stack, resolved(stack, "U0OWNER"))

@@ -36,9 +36,11 @@ Keeping Homes fresh (``home_tabs``, one row per person, :class:`HomeTabs`):
   sessions follower and the credit-limit workflow): ``dirty_since`` is set and ``dirty_version``
   counts the marks. Only people who opened their Home once are marked;
 - :meth:`HomeRefresher.tick` (a periodic job on every replica, :data:`REFRESH_JOB`) republishes dirty
-  Homes: each at most once every ``interval`` seconds (``AGENT_BOT_HOME_REFRESH_SECONDS``), at most
-  :data:`REFRESH_BATCH` a tick and :data:`PUBLISHES_PER_MINUTE` a minute across every replica
-  (``views.publish`` is Tier 4, "100+ per minute", Slack doc
+  Homes: each refreshed at most once every ``interval`` seconds (``AGENT_BOT_HOME_REFRESH_SECONDS``:
+  after a refresh, ``claim_until`` says when the next may come; an open is not a refresh, so a
+  change just after one is shown at the next tick), except that a credit-limit request filed or
+  decided lifts that wait (:meth:`HomeMarks.request_changed`); at most :data:`REFRESH_BATCH` a tick
+  and :data:`PUBLISHES_PER_MINUTE` a minute across every replica (``views.publish`` is Tier 4, "100+ per minute", Slack doc
   https://docs.slack.dev/reference/methods/views.publish). A replica claims a Home with a conditional
   UPDATE (``claimed_by``, ``claim_until``: a lease a dead replica's claim loses), publishes it with the
   hash it recorded (so a newer view is never overwritten: Slack answers ``hash_conflict``), and clears

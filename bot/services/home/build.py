@@ -137,6 +137,8 @@ class Home:
     computers: list[Computer] | Fault | None = None
     controls: ControlsHistory | Fault | None = None
     alerts: list[AlertSubscription] | Fault | None = None
+    waiting_more: int = 0
+    """Requests the person may approve beyond the :data:`WAITING_SHOWN` in ``waiting`` (the newer ones)."""
     dm_channel: str | None = None
     people: Mapping[str, str] = field(default_factory=dict)
     chart: ChartImage | None = None
@@ -211,6 +213,8 @@ class HomeService:
             chart = group.create_task(self._section(manager and self.charts is not None, "chart", self.chart))
         summary = usage.result()
         drawn = chart.result()
+        approvable = waiting.result()
+        shown = approvable[:WAITING_SHOWN] if isinstance(approvable, list) else approvable
         return Home(
             user_id=user.user_id,
             role=user.role.name,
@@ -219,7 +223,8 @@ class HomeService:
             now=self.now(),
             sessions=sessions.result(),
             requests=requests.result(),
-            waiting=waiting.result(),
+            waiting=shown,
+            waiting_more=len(approvable) - WAITING_SHOWN if isinstance(approvable, list) and len(approvable) > WAITING_SHOWN else 0,
             usage=summary,
             readiness=readiness.result(),
             computers=computers.result(),
@@ -305,8 +310,10 @@ class HomeService:
 
     # ------------------------------------------------------------------ approvers
     async def waiting_for(self, user: ResolvedUser) -> list[LimitRequest]:
-        """Pending requests ``user`` may approve now (oldest first, at most :data:`WAITING_SHOWN`):
-        not filed by them (four eyes), not past their expiry, within the owner threshold for them."""
+        """Pending requests ``user`` may approve now, oldest first (of the newest ``5 *``
+        :data:`WAITING_SHOWN` pending; :meth:`gather` shows the first :data:`WAITING_SHOWN` and counts
+        the rest): not filed by them (four eyes), not past their expiry, within the owner threshold
+        for them."""
         now = self.now()
         pending = await self._request_ids(limit_requests.c.state == PENDING, limit=WAITING_SHOWN * 5)
         email = (user.email or "").lower()
@@ -318,7 +325,7 @@ class HomeService:
             and request.expires_at > now
             and self.policy.allows(user, APPROVE_KEY, amount=request.size)
         ]
-        return mine[:WAITING_SHOWN]
+        return mine
 
     # ------------------------------------------------------------------ managers
     async def usage(self) -> UsageSummary:

@@ -47,9 +47,11 @@ PUBLISH_WINDOW: Final = dt.timedelta(minutes=1)
 
 class HomeMarks:
     """Marks the Homes a change shows up on (package docstring), for the features that change them:
-    :meth:`session_changed` for the sessions follower, :meth:`request_changed` for the credit-limit
-    workflow. A database failure is logged, never raised: a Home left stale is refreshed when its
-    person opens it, and must not stop a session or a decision."""
+    :meth:`session_changed` for the sessions follower (a session's status may change every few
+    seconds: its Homes are refreshed at most once an interval), :meth:`request_changed` for the
+    credit-limit workflow (rare, and someone waits on each: refreshed at the next tick). A database
+    failure is logged, never raised: a Home left stale is refreshed when its person opens it, and
+    must not stop a session or a decision."""
 
     def __init__(self, tabs: HomeTabs, policy: Policy, now: Callable[[], dt.datetime]) -> None:
         self.tabs = tabs
@@ -58,19 +60,21 @@ class HomeMarks:
 
     async def session_changed(self, slack_user: str) -> None:
         """A session started by ``slack_user`` changed what its Home shows (status, title, archived)."""
-        await self._mark([slack_user], None, "session")
+        await self._mark([slack_user], None, "session", prompt=False)
 
     async def request_changed(self, request: LimitRequest) -> None:
         """``request`` was filed or changed state: its requester's Home, and those of the people who
-        may approve it (the approvers' role, owners only above the owner threshold)."""
+        may approve it (the approvers' role, owners only above the owner threshold), promptly: an
+        approver looking at their Home sees a new request, or the one they just decided leave it,
+        at the next tick, whenever their Home was last published."""
         needed = self.policy.minimum(APPROVE_KEY)
         if self.policy.needs_owner(request.size):
             needed = max(needed, Role.owner)
-        await self._mark([request.requester_id], needed, "credit-limit request")
+        await self._mark([request.requester_id], needed, "credit-limit request", prompt=True)
 
-    async def _mark(self, user_ids: Sequence[str], min_role: Role | None, what: str) -> None:
+    async def _mark(self, user_ids: Sequence[str], min_role: Role | None, what: str, *, prompt: bool) -> None:
         try:
-            await self.tabs.mark(user_ids, min_role=min_role, now=self.now())
+            await self.tabs.mark(user_ids, min_role=min_role, now=self.now(), prompt=prompt)
         except (SQLAlchemyError, DatabaseUnusable) as exc:
             logger.warning("could not mark Home tabs dirty after a %s change: %s", what, type(exc).__name__)
 
@@ -157,7 +161,7 @@ class HomeRefresher:
         report = RefreshReport()
         now = self.now()
         budget = self.per_minute - await self.tabs.published_since(now - PUBLISH_WINDOW)
-        due = await self.tabs.due(now, interval=self.interval, limit=self.batch)
+        due = await self.tabs.due(now, limit=self.batch)
         report.deferred = max(0, len(due) - max(budget, 0))
         limit = asyncio.Semaphore(REFRESH_CONCURRENCY)
 
@@ -177,7 +181,7 @@ class HomeRefresher:
         return report
 
     async def _refresh(self, user_id: str, report: RefreshReport) -> None:
-        claimed = await self.tabs.claim(user_id, owner=self.owner, now=self.now(), interval=self.interval)
+        claimed = await self.tabs.claim(user_id, owner=self.owner, now=self.now())
         if claimed is None:
             return  # another replica took it, or it was published meanwhile
         try:
@@ -189,7 +193,11 @@ class HomeRefresher:
             return
         published = await publish_home(self.slack, home, self.render, hash=claimed.view_hash, charts=self.charts)
         if isinstance(published, str):
-            await self.tabs.published(user_id, version=claimed.dirty_version, view_hash=published, now=self.now(), owner=self.owner)
+            now = self.now()
+            next_refresh = now + dt.timedelta(seconds=self.interval)
+            await self.tabs.published(
+                user_id, version=claimed.dirty_version, view_hash=published, now=now, owner=self.owner, next_refresh=next_refresh
+            )
             report.published.append(user_id)
         elif published.error == HASH_CONFLICT:  # a newer view is there: ours is dropped, the next is unconditional
             await self.tabs.release(user_id, owner=self.owner, retry_at=None, stale_hash=claimed.view_hash)

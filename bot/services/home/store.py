@@ -144,10 +144,20 @@ class HomeTabs:
 
         return await self.store.run(work)
 
-    async def published(self, user_id: str, *, version: int, view_hash: str, now: dt.datetime, owner: str | None = None) -> None:
+    async def published(
+        self,
+        user_id: str,
+        *,
+        version: int,
+        view_hash: str,
+        now: dt.datetime,
+        owner: str | None = None,
+        next_refresh: dt.datetime | None = None,
+    ) -> None:
         """A view of ``user_id``'s Home gathered at mark ``version`` was published and Slack answered
-        ``view_hash``: recorded, and the mark cleared unless a newer one came meanwhile; ``owner``'s
-        claim (a refresh) is released."""
+        ``view_hash``: recorded, and the mark cleared unless a newer one came meanwhile. ``owner``'s
+        claim (a refresh) is released, and the next refresh waits until ``next_refresh`` (a person's
+        open, ``owner`` None, leaves the refresh's own wait as it was: an open is not a refresh)."""
         tab = home_tabs.c
         values: dict[str, Any] = {
             "view_hash": view_hash or None,
@@ -155,8 +165,9 @@ class HomeTabs:
             "dirty_since": case((tab.dirty_version == version, null()), else_=tab.dirty_since),
         }
         if owner is not None:
+            wait = literal(next_refresh, type_=tab.claim_until.type) if next_refresh is not None else null()
             values["claimed_by"] = case((tab.claimed_by == owner, null()), else_=tab.claimed_by)
-            values["claim_until"] = case((tab.claimed_by == owner, null()), else_=tab.claim_until)
+            values["claim_until"] = case((tab.claimed_by == owner, wait), else_=tab.claim_until)
 
         def work() -> None:
             with self.store.engine.begin() as conn:
@@ -164,9 +175,12 @@ class HomeTabs:
 
         await self.store.run(work)
 
-    async def mark(self, user_ids: Iterable[str] = (), *, min_role: Role | None = None, now: dt.datetime) -> int:
+    async def mark(self, user_ids: Iterable[str] = (), *, min_role: Role | None = None, now: dt.datetime, prompt: bool = False) -> int:
         """Mark dirty the Homes of ``user_ids`` and of everyone whose role (at their last open) is
-        ``min_role`` or above; only people who opened their Home are marked. Returns how many."""
+        ``min_role`` or above; only people who opened their Home are marked. ``prompt``: the
+        refresh's wait after its last publish of each is lifted too, so they are republished at the
+        next tick (a claim being worked on, or a failed publish waiting to be tried again, stays).
+        Returns how many."""
         tab = home_tabs.c
         ids = sorted(set(user_ids))
         conditions: list[ColumnElement[bool]] = []
@@ -177,40 +191,34 @@ class HomeTabs:
         if not conditions:
             return 0
         stamp = literal(now, type_=tab.dirty_since.type)
+        lifted = {"claim_until": case((tab.claimed_by.is_(None), null()), else_=tab.claim_until)} if prompt else {}
 
         def work() -> int:
             with self.store.engine.begin() as conn:
                 result = conn.execute(
                     update(home_tabs)
                     .where(tab.opened_at.is_not(None), or_(*conditions))
-                    .values(dirty_since=func.coalesce(tab.dirty_since, stamp), dirty_version=tab.dirty_version + 1)
+                    .values(dirty_since=func.coalesce(tab.dirty_since, stamp), dirty_version=tab.dirty_version + 1, **lifted)
                 )
                 return int(result.rowcount)
 
         return await self.store.run(work)
 
     @staticmethod
-    def _refreshable(now: dt.datetime, interval: float) -> ColumnElement[bool]:
-        """Dirty, not claimed (or its claim lapsed), not published within ``interval`` seconds."""
-        return REFRESH_CLAIMS.lapsed(now) & HomeTabs._due(now, interval)
-
-    @staticmethod
-    def _due(now: dt.datetime, interval: float) -> ColumnElement[bool]:
+    def _refreshable(now: dt.datetime) -> ColumnElement[bool]:
+        """Opened once, dirty, and neither claimed nor waiting (``claim_until``, when nobody holds
+        it, is when the refresh may publish it again: :meth:`published`, :meth:`release`)."""
         tab = home_tabs.c
-        return (
-            tab.opened_at.is_not(None)
-            & tab.dirty_since.is_not(None)
-            & (tab.published_at.is_(None) | (tab.published_at <= now - dt.timedelta(seconds=interval)))
-        )
+        return REFRESH_CLAIMS.lapsed(now) & tab.opened_at.is_not(None) & tab.dirty_since.is_not(None)
 
-    async def due(self, now: dt.datetime, *, interval: float, limit: int) -> list[str]:
-        """The users whose Home is dirty, not claimed, and not published within ``interval``
-        seconds; the longest dirty first, at most ``limit``."""
+    async def due(self, now: dt.datetime, *, limit: int) -> list[str]:
+        """The users whose Home is dirty, not claimed and not waiting; the longest dirty first, at
+        most ``limit``."""
 
         def work() -> list[str]:
             query = (
                 select(home_tabs.c.user_id)
-                .where(self._refreshable(now, interval))
+                .where(self._refreshable(now))
                 .order_by(home_tabs.c.dirty_since, home_tabs.c.user_id)
                 .limit(limit)
             )
@@ -219,9 +227,7 @@ class HomeTabs:
 
         return await self.store.run(work)
 
-    async def claim(
-        self, user_id: str, *, owner: str, now: dt.datetime, interval: float, lease: dt.timedelta = REFRESH_LEASE
-    ) -> HomeTab | None:
+    async def claim(self, user_id: str, *, owner: str, now: dt.datetime, lease: dt.timedelta = REFRESH_LEASE) -> HomeTab | None:
         """Claim the refresh of ``user_id``'s Home for ``owner`` (a conditional UPDATE: of several
         replicas one wins); the row as claimed, or None when it is not due any more."""
 
@@ -232,7 +238,7 @@ class HomeTabs:
                 now=now,
                 owner=owner,
                 lease=lease,
-                lapsed=self._refreshable(now, interval),
+                lapsed=self._refreshable(now),
                 read=True,
             )
             return _tab(claimed.row) if claimed.mine and claimed.row is not None else None
@@ -243,11 +249,12 @@ class HomeTabs:
         self, user_id: str, *, owner: str, retry_at: dt.datetime | None = None, version: int | None = None, stale_hash: str | None = None
     ) -> None:
         """Give up ``owner``'s claim without a publish: the mark stays for a try at ``retry_at``
-        (a transient failure), or is cleared when ``version`` is given (a permanent failure: tried
-        again at the next change). ``stale_hash``: Slack said ``hash_conflict`` for it, so it is
-        forgotten (when still the one recorded) and the next publish is unconditional."""
+        (a transient failure: the claim is kept until then, so no prompt mark lifts that wait), or is
+        cleared when ``version`` is given (a permanent failure: tried again at the next change).
+        ``stale_hash``: Slack said ``hash_conflict`` for it, so it is forgotten (when still the one
+        recorded) and the next publish is unconditional."""
         tab = home_tabs.c
-        values: dict[str, Any] = {"claimed_by": None, "claim_until": retry_at}
+        values: dict[str, Any] = {"claimed_by": owner if retry_at is not None else None, "claim_until": retry_at}
         if version is not None:
             values["dirty_since"] = case((tab.dirty_version == version, null()), else_=tab.dirty_since)
         if stale_hash is not None:

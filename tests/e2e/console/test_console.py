@@ -18,6 +18,7 @@ from formatters.home import WAITING_TITLE
 from formatters.limits import STATE_LABELS
 from formatters.notices import REFUSED_NAMED
 from sandbox.slack_emulator.render import render_mrkdwn
+from tests.e2e.console.conftest import ConsolePage
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra").expect
 
@@ -184,6 +185,30 @@ def test_an_owner_opening_the_home_right_after_a_manager_filed_a_request_sees_it
     item = home.locator(".b-section").filter(has_text=re.compile(rf"#{number} asked by @bob"))
     expect(item).to_have_count(1, timeout=15_000)
     expect(home.get_by_role("button", name="Approve").first).to_be_visible(timeout=15_000)
+
+
+def test_an_owners_open_home_shows_a_request_filed_meanwhile_and_her_approval_of_it_within_seconds(console) -> None:
+    """#29, reproduced: alice has her Home open (she just opened it) while bob, in another window,
+    files a request. Her Home showed it only 30 s after her open, the refresh's interval counted from
+    the open's publish; and once shown, her own Approve left it waiting on her Home until the next
+    interval. Each now shows within 15 s, without her opening the Home again."""
+    console.open("alice", "home")
+    home = console.page.locator(".home")
+    expect(home).to_contain_text("Agent ChatOps")
+    bob = ConsolePage(console.page.context.new_page(), console.stack).open("bob", "C0ENG")
+    reason = "filed while alice looks at her Home"
+    bob.say(f'/agent limits set carol@example.com 6500 reason="{reason}"')
+    request = bob.messages(reason).filter(has_text="Credit-limit request")
+    expect(request).to_have_count(1)
+    number = int(re.search(r"Credit-limit request #(\d+)", request.inner_text()).group(1))
+
+    item = home.locator(".b-section").filter(has_text=re.compile(rf"#{number} asked by @bob"))
+    expect(item).to_have_count(1, timeout=15_000)
+    buttons = item.locator("xpath=following-sibling::div[1][contains(@class, 'b-actions')]")
+    buttons.get_by_role("button", name="Approve").click()
+
+    expect(request).to_contain_text(label("applied"))
+    expect(item).to_have_count(0, timeout=15_000)
 
 
 def test_a_choice_in_an_overflow_menu_reaches_the_app_and_its_answer_shows(console) -> None:
