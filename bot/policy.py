@@ -39,6 +39,17 @@ ALLOWED_BOT_SOURCE: Final = "sessions.allow_bots"
 SESSION_MANAGER_ROLE: Final = Role.manager
 """The role from which a person may act on anybody's session (managers and owners)."""
 
+POLICY_ALIASES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "session.send_to_agent": "session start",  # the "Send to agent" message shortcut (issue #28)
+        "session.start_from_message": "session start",  # the start form it opens
+        "session.suggested": "session start",  # a suggested prompt's button (the Messages tab)
+    }
+)
+"""Policy keys that are another key's: a shortcut and its form are a session start, so the roles
+file's ``session start`` holds on them (:data:`bot.services.sessions.context.SHORTCUT_CALLBACK`,
+:data:`bot.services.sessions.context.SHORTCUT_VIEW`)."""
+
 SessionAction = Literal["reply", "set", "archive"]
 """What a person does to one agent session: reply to the agent in its thread, ``session set``, archive."""
 SESSION_REPLY: Final = "reply"
@@ -86,8 +97,8 @@ class Policy:
         return self._minimums
 
     def minimum(self, key: str) -> Role:
-        """The minimum role ``key`` needs (what a refusal names)."""
-        return minimum_role(self._minimums, key)
+        """The minimum role ``key`` needs (what a refusal names); an alias (:data:`POLICY_ALIASES`) as its key."""
+        return minimum_role(self._minimums, POLICY_ALIASES.get(key, key))
 
     def needs_owner(self, amount: int) -> bool:
         """Whether a change of ``amount`` credits is above the owner threshold."""
