@@ -40,11 +40,19 @@ from bot.outcomes import Declined
 from bot.roles import ResolvedUser, Role
 from bot.services.sessions import NewStart
 from bot.services.sessions.context import SHORTCUT_CALLBACK, SHORTCUT_VIEW, OwnBot, ThreadContext, ThreadReader, with_context
+from bot.services.sessions.suggestions import SuggestedPrompts
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
 from formatters.blocks import Payload, cut
 from formatters.notices import error_message, outcome_message
-from formatters.session_shortcut import SUGGEST_ACTION, MessageOrigin, cannot_read, message_origin, message_start_modal
+from formatters.session_shortcut import (
+    SUGGEST_ACTION,
+    MessageOrigin,
+    cannot_read,
+    message_origin,
+    message_start_modal,
+    suggested_prompts_message,
+)
 from formatters.sessions import FORM_NOT_YOURS, FORM_STALE, MODEL_DEFAULT, START_BLOCKS
 from handlers.accounts import team_of
 from handlers.router import ActionRequest, Router, action_listener, describe_api_error
@@ -199,6 +207,17 @@ async def on_suggested(request: ActionRequest) -> None:
         team_id=team_of(request.body),
     )
     await start_and_tell(request.services, start, None, by=request.user)
+
+
+def suggested_prompts(services: Services) -> SuggestedPrompts:
+    """The Messages tab's suggested prompts over the bot's services (light: built for each event)."""
+    return SuggestedPrompts(
+        sessions=services.sessions.store,
+        store=services.store,
+        slack=services.slack,
+        today=services.today,
+        fallback=suggested_prompts_message,
+    )
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:
