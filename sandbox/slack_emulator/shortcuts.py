@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from .recorder import Message
 
 MESSAGE_ACTION = "message_action"
+MESSAGE_SHORTCUTS: tuple[dict[str, str], ...] = ({"name": "Send to agent", "callback_id": "session.send_to_agent"},)
+"""The installed app's message shortcuts, as its manifest declares them (the emulator installs the
+one app, as it installs its one slash command): what each message's menu offers in the console."""
 SUGGESTED_PROMPTS_MAX = 4
 """Prompts at most per ``assistant.threads.setSuggestedPrompts`` (Slack doc: "up to four")."""
 
