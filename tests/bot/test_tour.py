@@ -31,6 +31,7 @@ TOURED = (
     "── bob opens the bot's Home tab",
     "── carol writes to the bot in its Messages tab",
     "── Socket Mode:",
+    "── carol picks Send to agent on bob's reply",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 
