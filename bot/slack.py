@@ -575,15 +575,18 @@ class SlackGateway:
     # ------------------------------------------------------------------ threads and the Messages tab (issue #28)
 
     async def replies_page(
-        self, channel: str, ts: str, *, cursor: str | None = None, limit: int = HISTORY_PAGE
+        self, channel: str, ts: str, *, cursor: str | None = None, limit: int = HISTORY_PAGE, include_all_metadata: bool = False
     ) -> RepliesPage | SlackFailure:
         """One page of ``conversations.replies`` of the thread ``ts`` in ``channel`` (Slack doc
         https://docs.slack.dev/reference/methods/conversations.replies): its messages oldest first
         (the thread's root first on the first page) and the cursor of the next page (None on the
-        last). ``limit``: messages asked for (Slack answers at most 1,000). A channel the bot cannot
+        last). ``limit``: messages asked for (Slack answers at most 1,000); ``include_all_metadata``:
+        each message's ``metadata`` too (Slack leaves it out otherwise). A channel the bot cannot
         read answers ``not_in_channel`` (public, the bot not in it) or ``channel_not_found``
         (private, or a DM it is not part of); an unknown thread ``thread_not_found``."""
         arguments: dict[str, Any] = {"channel": channel, "ts": ts, "limit": limit}
+        if include_all_metadata:
+            arguments["include_all_metadata"] = True
         if cursor:
             arguments["cursor"] = cursor
         answer = await self.call("conversations.replies", **arguments)

@@ -103,9 +103,10 @@ async def on_shortcut(services: Services, body: dict[str, Any], context: AsyncBo
     channel = str((body.get("channel") or {}).get("id") or "")
     ts = str(message.get("ts") or body.get("message_ts") or "")
     root = str(message.get("thread_ts") or ts)
-    probe, choices = await asyncio.gather(
+    probe, choices, prompt = await asyncio.gather(  # at once: the trigger_id lapses 3 s after the click
         services.slack.replies_page(channel, root, limit=1),
         services.sessions.starter.form_choices(by, channel),
+        readable_for_agent(str(message.get("text") or ""), services.identity),
         return_exceptions=True,
     )
     if isinstance(probe, SlackFailure) and probe.error in CANNOT_READ_ERRORS and probe.error != JOINABLE:
@@ -114,9 +115,10 @@ async def on_shortcut(services: Services, body: dict[str, Any], context: AsyncBo
     if isinstance(choices, BaseException):
         await tell(services, respond, user_id, refusal_of(choices))
         return
-    prompt = unescape_slack(await readable_for_agent(str(message.get("text") or ""), services.identity)).strip()
+    if isinstance(prompt, BaseException):
+        raise prompt
     origin = MessageOrigin(channel, user_id, ts, root)
-    form = message_start_modal(choices, origin, prompt=prompt, in_thread=root != ts)
+    form = message_start_modal(choices, origin, prompt=unescape_slack(prompt).strip(), in_thread=root != ts)
     opened = await services.slack.open_view(str(body.get("trigger_id") or ""), form)
     if isinstance(opened, SlackFailure):
         await tell(services, respond, user_id, error_message(FORM_NOT_OPENED.format(error=opened.error), FORM_NOT_OPENED_HINT))

@@ -75,6 +75,9 @@ def test_the_shortcut_opens_the_form_prefilled_and_a_double_submit_starts_one_se
     sent = stack.run(client.send_message_action(SHORTCUT_CALLBACK, user_id="U0MEMBER", channel_id=DEMO_CHANNEL, message_ts=second))
 
     assert (sent.status_code, sent.body) == (200, "")
+    retried_shortcut = stack.send(sent.request, retry_num=1)  # Slack's retry of the shortcut: no second form
+    assert retried_shortcut.status == 200
+    assert len([m for m in recorder.modals(SHORTCUT_VIEW) if m.trigger_id == sent.request.payload["trigger_id"]]) == 1
     view = form(stack, sent)
     block_kit_validator({"text": "form", "blocks": view["blocks"]})
     prompt_block = next(b for b in view["blocks"] if b.get("block_id") == "prompt")

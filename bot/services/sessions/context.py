@@ -5,9 +5,10 @@ inside a thread).
 Reading (:class:`ThreadReader`): ``conversations.replies`` of the thread through the gateway
 (:meth:`bot.slack.SlackGateway.replies_page`), page after page, oldest first, stopping at the first
 message at or after ``before_ts`` (the message handed to the agent, or the mention): every page
-needed and no more. Kept: people's messages and other apps' (an alert, a CI bot); left out: the
-bot's own messages (its session noise: parent messages, notes, help), Slack's notices (a join, a
-topic) and a mention of the bot that only asked for help. Then bounded to the last
+needed and no more. Kept: people's messages, other apps' (a CI bot) and the bot's own alerts and
+digests (:data:`KEPT_BOT_EVENTS`, told by their Slack metadata); left out: the bot's other messages
+(its session noise: parent messages, notes, the agent's relayed answers, help), Slack's notices (a
+join, a topic) and a mention of the bot that only asked for help. Then bounded to the last
 :data:`MESSAGES_MAX` messages and :data:`CHARS_MAX` characters (the oldest go first; a single
 message longer than that is cut), and how many were left out is said.
 
@@ -66,6 +67,9 @@ _HEAD: Final = re.compile(
 )
 _MESSAGE: Final = re.compile(r"\n\n--- The Slack message handed to you ---\n")
 
+KEPT_BOT_EVENTS: Final = frozenset({"agent_alert", "agent_digest"})
+"""The bot's own messages that are content, not session noise (their Slack metadata's
+``event_type``): an alert or a digest a thread discusses goes to the agent too."""
 KEPT_SUBTYPES: Final = frozenset({None, "file_share", "thread_broadcast", "bot_message", "me_message"})
 """Message subtypes that are someone's words; every other subtype is Slack's notice (a join...)."""
 HELP_WORDS: Final = frozenset({"", "help", "?"})
@@ -102,6 +106,11 @@ class OwnBot:
 
     def wrote(self, message: Mapping[str, Any]) -> bool:
         return bool((self.user_id and message.get("user") == self.user_id) or (self.bot_id and message.get("bot_id") == self.bot_id))
+
+    def noise(self, message: Mapping[str, Any]) -> bool:
+        """The bot's own message that is not content (:data:`KEPT_BOT_EVENTS`): a session's parent,
+        its notes, the agent's relayed answers, help."""
+        return self.wrote(message) and (message.get("metadata") or {}).get("event_type") not in KEPT_BOT_EVENTS
 
     def asked_for_help(self, message: Mapping[str, Any]) -> bool:
         """A mention of this bot whose only other words ask for help (nothing, ``help``, ``?``)."""
@@ -187,7 +196,7 @@ class ThreadReader:
         handed: dict[str, Any] | None = None
         cursor: str | None = None
         for _page in range(MAX_PAGES):
-            page = await self.slack.replies_page(channel, thread_ts, cursor=cursor, limit=self.page_size)
+            page = await self.slack.replies_page(channel, thread_ts, cursor=cursor, limit=self.page_size, include_all_metadata=True)
             if isinstance(page, SlackFailure):
                 return page
             reached = False
@@ -211,7 +220,7 @@ class ThreadReader:
     @staticmethod
     def kept(message: Mapping[str, Any], own: OwnBot) -> bool:
         """Whether a message of the thread is carried: someone's words, not the bot's own, not a help mention."""
-        return message.get("subtype") in KEPT_SUBTYPES and not own.wrote(message) and not own.asked_for_help(message)
+        return message.get("subtype") in KEPT_SUBTYPES and not own.noise(message) and not own.asked_for_help(message)
 
     async def entry(self, message: Mapping[str, Any]) -> str:
         """One message as a line for the agent: ``[time] author: words [files: ...]``."""

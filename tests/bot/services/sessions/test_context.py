@@ -143,3 +143,14 @@ def test_the_parent_message_shows_the_request_escaped_and_the_context_line(block
     assert payload["blocks"][1] == {"type": "context", "elements": [{"type": "mrkdwn", "text": with_thread_line(12)}]}
     assert with_thread_line(12) == ":thread: with 12 earlier messages of this thread as context"
     assert "<!channel>" not in str(payload)
+
+
+async def test_the_bots_alerts_are_context_and_its_session_messages_noise(slack: SlackEmulator) -> None:
+    bot = slack.directory.bot.user_id
+    alert = {"event_type": "agent_alert", "event_payload": {"key": "computers:ci-2:incident:1"}}
+    slack.recorder.add_message(Message(CHANNEL, ts(0), text="Computer ci-2 failed installing dependencies", user=bot, metadata=alert))
+    answer = {"event_type": "agent_session_message", "event_payload": {"session_id": "s", "message_id": "m"}}
+    slack.recorder.add_message(Message(CHANNEL, ts(1), text="Done. You asked...", user=bot, thread_ts=ts(0), metadata=answer))
+    mention = say(slack, 2, f"<@{bot}> find out why")
+    got = await reader(slack).read(CHANNEL, ts(0), before_ts=mention, own=own(slack))
+    assert got == ThreadContext(("[2026-11-18 11:06 UTC] agent: Computer ci-2 failed installing dependencies",))
