@@ -29,6 +29,8 @@ CANNOT_READ: Final = (
     "I would see neither the message's thread nor the replies to the session."
 )
 CANNOT_READ_HINT: Final = "Invite me with `/invite @agent` (a private channel), or copy the message into a channel I am in."
+SESSION_THREAD: Final = "This thread is already an agent session's thread: reply in it to reach the agent."
+SESSION_THREAD_HINT: Final = "To start another session with it, pick Send to agent on a message outside the thread."
 SUGGEST_TITLE: Final = "Pick up where you left off"
 SUGGEST_INTRO: Final = "*Pick up where you left off*: a click starts a session with that task (or write your own below)."
 SUGGEST_ACTION: Final = "session.suggested"
@@ -88,6 +90,11 @@ def cannot_read(error: str) -> Payload:
     """The answer to a shortcut on a message of a conversation the bot cannot read (Slack's ``error``)."""
     text = CANNOT_READ.format(error=esc(error))
     return message([section(text), context(CANNOT_READ_HINT)], f"{text} {CANNOT_READ_HINT}")
+
+
+def already_a_session() -> Payload:
+    """The answer to a shortcut on a message of a session's thread (its replies go to that agent already)."""
+    return message([section(SESSION_THREAD), context(SESSION_THREAD_HINT)], f"{SESSION_THREAD} {SESSION_THREAD_HINT}")
 
 
 def suggested_prompts_message(prompts: Sequence[tuple[str, str]]) -> Payload:

@@ -8,7 +8,8 @@
   with the message's words (:func:`formatters.session_shortcut.message_start_modal`). A
   conversation the bot cannot read (a private channel it is not in, a DM of others:
   ``channel_not_found``) gets a clear answer through the shortcut's ``response_url`` (ephemeral),
-  else by DM, and no form. A public channel it is not in (``not_in_channel``) is joined when the
+  else by DM, and no form; so does a message in a session's thread (its replies reach that agent
+  already: one thread follows one session). A public channel it is not in (``not_in_channel``) is joined when the
   form is submitted, as any session start there joins it.
 - The form submitted (``callback_id`` :data:`bot.services.sessions.context.SHORTCUT_VIEW`): field
   errors back on the form, as the start form's (only its opener may submit it); else ack, read the
@@ -46,8 +47,10 @@ from bot.slack import SlackFailure
 from formatters.blocks import Payload, cut
 from formatters.notices import error_message, outcome_message
 from formatters.session_shortcut import (
+    SESSION_THREAD,
     SUGGEST_ACTION,
     MessageOrigin,
+    already_a_session,
     cannot_read,
     message_origin,
     message_start_modal,
@@ -115,6 +118,9 @@ async def on_shortcut(services: Services, body: dict[str, Any], context: AsyncBo
     if isinstance(choices, BaseException):
         await tell(services, respond, user_id, refusal_of(choices))
         return
+    if await services.sessions.of_thread(channel, root) is not None:  # its replies reach that session's agent already
+        await tell(services, respond, user_id, already_a_session())
+        return
     if isinstance(prompt, BaseException):
         raise prompt
     origin = MessageOrigin(channel, user_id, ts, root)
@@ -160,6 +166,9 @@ async def on_message_view(services: Services, ack: AsyncAck, body: dict[str, Any
     errors = {START_BLOCKS[f]: cut(e, FIELD_ERROR_MAX).replace("*", "")[:FIELD_ERROR_MAX] for f, e in found.items()}
     if errors:
         await ack(response_action="errors", errors=errors)
+        return
+    if await services.sessions.of_thread(origin.channel, origin.thread_ts) is not None:  # one began there meanwhile
+        await ack(response_action="errors", errors={START_BLOCKS["prompt"]: SESSION_THREAD[:FIELD_ERROR_MAX]})
         return
     await ack()
     thread = await read_message(services, origin, own_bot(context))

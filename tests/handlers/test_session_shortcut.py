@@ -14,7 +14,7 @@ from bot.services.sessions.context import (
     with_context,
 )
 from bot.stack import DEMO_CHANNEL
-from formatters.session_shortcut import CANNOT_READ_HINT, MessageOrigin, cannot_read, message_origin
+from formatters.session_shortcut import CANNOT_READ_HINT, MessageOrigin, already_a_session, cannot_read, message_origin
 from formatters.sessions import with_thread_line
 from sandbox.slack_emulator import Message
 from tests.inprocess import inprocess_fixture
@@ -198,3 +198,18 @@ def test_a_public_channel_the_bot_is_not_in_is_joined_when_the_form_is_submitted
     [link] = rows(stack)[:1]
     assert (link.channel, link.thread_ts) == ("C0RANDOM", root) and directory.is_member(random)
     assert split_prompt(user_prompt(stack, link)) == ("Write the release notes", 1)
+
+
+def test_a_message_of_a_sessions_thread_is_not_handed_over_again(stack, block_kit_validator):
+    client = stack.inprocess.client
+    recorder = stack.slack.recorder
+    bot = stack.slack.directory.bot.user_id
+    root, _first, second = a_thread(stack)
+    stack.run(client.send_mention(f"<@{bot}> computer=ci fix it", user_id="U0MEMBER", channel_id=DEMO_CHANNEL, thread_ts=root))
+    assert stack.run(stack.bot.services.sessions.of_thread(DEMO_CHANNEL, root)) is not None
+    modals = len(recorder.modals(SHORTCUT_VIEW))
+    sent = stack.run(client.send_message_action(SHORTCUT_CALLBACK, user_id="U0MEMBER", channel_id=DEMO_CHANNEL, message_ts=second))
+    [answer] = recorder.responses(sent.response_url_id)
+    block_kit_validator(answer.payload)
+    assert {k: answer.payload[k] for k in ("text", "blocks")} == dict(already_a_session())
+    assert len(recorder.modals(SHORTCUT_VIEW)) == modals
