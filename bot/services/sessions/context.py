@@ -47,6 +47,8 @@ MESSAGES_MAX: Final = 50
 """Earlier messages of a thread at most in a session's prompt (the last ones)."""
 CHARS_MAX: Final = 20_000
 """Characters at most of those messages (their lines, joined), the newest kept."""
+NAME_TIMEOUT: Final = 2.0
+"""Seconds a ``users.info`` of an author may take; then the user's ID stands for their name."""
 MAX_PAGES: Final = 50
 """Pages of ``conversations.replies`` read at most (a thread of 10,000 replies at 200 a page)."""
 
@@ -241,7 +243,7 @@ class ThreadReader:
             return "someone"
         if user not in self._names:
             try:
-                name = await asyncio.wait_for(self.slack.user_name(user), 2.0)
+                name = await asyncio.wait_for(self.slack.user_name(user), NAME_TIMEOUT)
             except TimeoutError:
                 name = None
             self._names[user] = name if isinstance(name, str) and name else user
