@@ -119,6 +119,8 @@ def delivery_key(body: Mapping[str, Any]) -> str | None:
         return f"action:{body['trigger_id']}"
     if body.get("type") == "view_submission" and body.get("trigger_id"):
         return f"view:{body['trigger_id']}"
+    if body.get("type") in ("message_action", "shortcut") and body.get("trigger_id"):
+        return f"shortcut:{body['trigger_id']}"
     return None
 
 
@@ -476,6 +478,8 @@ def build_role_check(
             return action_id
         if body.get("type") == "view_submission":
             return (body.get("view") or {}).get("callback_id") or None
+        if body.get("type") in ("message_action", "shortcut"):  # a shortcut's callback_id (issue #28)
+            return body.get("callback_id") or None
         if body.get("type") == "event_callback":
             return await event_policy(body)
         return None

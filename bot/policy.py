@@ -49,6 +49,16 @@ CHANNEL_DEFAULTS_POLICY: Final[Mapping[str, Role]] = MappingProxyType(
 )
 """The policy keys of ``/agent channel`` (:mod:`handlers.channel_defaults`): reading for members,
 changing for managers and owners; in every policy unless the roles file's ``policy:`` names them."""
+POLICY_ALIASES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "session.send_to_agent": "session start",  # the "Send to agent" message shortcut (issue #28)
+        "session.start_from_message": "session start",  # the start form it opens
+        "session.suggested": "session start",  # a suggested prompt's button (the Messages tab)
+    }
+)
+"""Policy keys that are another key's: a shortcut and its form are a session start, so the roles
+file's ``session start`` holds on them (:data:`bot.services.sessions.context.SHORTCUT_CALLBACK`,
+:data:`bot.services.sessions.context.SHORTCUT_VIEW`)."""
 
 SessionAction = Literal["reply", "set", "archive"]
 """What a person does to one agent session: reply to the agent in its thread, ``session set``, archive."""
@@ -100,8 +110,8 @@ class Policy:
         return self._minimums
 
     def minimum(self, key: str) -> Role:
-        """The minimum role ``key`` needs (what a refusal names)."""
-        return minimum_role(self._minimums, key)
+        """The minimum role ``key`` needs (what a refusal names); an alias (:data:`POLICY_ALIASES`) as its key."""
+        return minimum_role(self._minimums, POLICY_ALIASES.get(key, key))
 
     def needs_owner(self, amount: int) -> bool:
         """Whether a change of ``amount`` credits is above the owner threshold."""

@@ -646,3 +646,68 @@ class SlackGateway:
                 return None
         logger.warning("%s of %s: no match in the first %d pages", method, channel, MAX_PAGES)
         return None
+
+    # ------------------------------------------------------------------ threads and the Messages tab (issue #28)
+
+    async def replies_page(
+        self, channel: str, ts: str, *, cursor: str | None = None, limit: int = HISTORY_PAGE, include_all_metadata: bool = False
+    ) -> RepliesPage | SlackFailure:
+        """One page of ``conversations.replies`` of the thread ``ts`` in ``channel`` (Slack doc
+        https://docs.slack.dev/reference/methods/conversations.replies): its messages oldest first
+        (the thread's root first on the first page) and the cursor of the next page (None on the
+        last). ``limit``: messages asked for (Slack answers at most 1,000); ``include_all_metadata``:
+        each message's ``metadata`` too (Slack leaves it out otherwise). A channel the bot cannot
+        read answers ``not_in_channel`` (public, the bot not in it) or ``channel_not_found``
+        (private, or a DM it is not part of); an unknown thread ``thread_not_found``."""
+        arguments: dict[str, Any] = {"channel": channel, "ts": ts, "limit": limit}
+        if include_all_metadata:
+            arguments["include_all_metadata"] = True
+        if cursor:
+            arguments["cursor"] = cursor
+        answer = await self.call("conversations.replies", **arguments)
+        if isinstance(answer, SlackFailure):
+            return answer
+        messages = [dict(m) for m in answer.get("messages") or [] if isinstance(m, Mapping)]
+        next_cursor = (answer.get("response_metadata") or {}).get("next_cursor") or None
+        return RepliesPage(messages, str(next_cursor) if next_cursor else None)
+
+    async def user_name(self, user_id: str) -> str | SlackFailure | None:
+        """The name people see of a Slack user (``users.info``: the profile's display name, else
+        its real name, else the user's ``name``); None when Slack gives none. A user's words:
+        escape before mrkdwn."""
+        answer = await self.call("users.info", user=user_id)
+        if isinstance(answer, SlackFailure):
+            return answer
+        user = answer.get("user") or {}
+        profile = user.get("profile") or {}
+        name = profile.get("display_name") or profile.get("real_name") or user.get("real_name") or user.get("name")
+        return str(name) if name else None
+
+    async def set_suggested_prompts(
+        self, channel_id: str, prompts: list[tuple[str, str]], *, title: str | None = None
+    ) -> Done | SlackFailure:
+        """``assistant.threads.setSuggestedPrompts`` (scope ``assistant:write``; Slack doc
+        https://docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts): up to four
+        ``(title, message)`` prompts shown in the app's DM ``channel_id`` (``D…``), with ``title``
+        over them. No ``thread_ts``: an agent app's call with one silently does nothing (the same
+        doc); an app without the agent view, or the scope, gets an error (``missing_scope``,
+        ``not_allowed``...) and the caller falls back to a message."""
+        shown = [{"title": t, "message": m} for t, m in prompts[:SUGGESTED_PROMPTS_MAX]]
+        arguments: dict[str, Any] = {"channel_id": channel_id, "prompts": shown}
+        if title:
+            arguments["title"] = title
+        answer = await self.call("assistant.threads.setSuggestedPrompts", **arguments)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+
+SUGGESTED_PROMPTS_MAX: Final = 4
+"""Prompts at most in ``assistant.threads.setSuggestedPrompts`` (Slack doc: "up to four")."""
+
+
+@dataclass(frozen=True)
+class RepliesPage:
+    """One page of ``conversations.replies``: ``messages`` (Slack's message objects, oldest first)
+    and ``next_cursor`` (None on the last page)."""
+
+    messages: list[dict[str, Any]]
+    next_cursor: str | None

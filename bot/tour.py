@@ -4,8 +4,9 @@
 emulator and the bot on loopback) and runs the tour: every command of :data:`TOUR` as the emulated
 people, then one step per feature that needs more than a command (agent sessions and the agent's
 hook, the daily digest, alerts, a credit-limit approval, the Home tab and the bot's Messages tab,
-Socket Mode in a separate process, feedback on the agent's answers). Each step prints what the people see; a step that does not
-happen in time says so in a line and the tour goes on. With ``interactive`` it then hands over to
+Socket Mode in a separate process, feedback on the agent's answers, a channel's defaults, a thread
+handed to the agent: :func:`handover_step`). Each step prints what the people see; a step that does
+not happen in time says so in a line and the tour goes on. With ``interactive`` it then hands over to
 the prompt (:func:`bot.interactive.run_interactive`).
 """
 
@@ -26,6 +27,7 @@ import httpx
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from bot.interactive import run_interactive
 from bot.services.feedback import COMMENT_VIEW, FEEDBACK_ACTION
+from bot.services.sessions.context import SHORTCUT_CALLBACK, SHORTCUT_VIEW
 from bot.stack import (
     DEMO_CHANNEL,
     HOOK_SECRET,
@@ -661,6 +663,10 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     socket_step(stack, out)
     feedback_step(stack, out)
     channel_defaults_step(stack, out)
+    try:
+        handover_step(stack, out)
+    except WaitTimeout as exc:  # reported, not a traceback
+        out.write(f"\n(the handover step stopped: {exc})\n")
 
 
 CHANNEL_DEFAULTS_SET = "channel set computer=ci cwd=~/src/web replies=mentions"
@@ -699,3 +705,49 @@ def channel_defaults_step(stack: Stack, out: TextIO) -> None:
         title = "the session in #engineering: the channel's computer and directory; carol's chatter stays hers, her mention reaches it"
         _print_thread(out, stack, DEMO_CHANNEL, parent.ts, title)
     _print_reply(out, "bob", "channel reset", stack.command("channel reset", user=bob), stack)
+
+
+HANDOVER_THREAD: Sequence[tuple[str, str]] = (
+    ("alice", "The nightly export timed out twice this week"),
+    ("bob", "It is the report query &amp; its missing index, I think"),
+)
+"""A discussion in #engineering that carol hands to the agent (issue #28)."""
+HANDOVER_PROMPT = "Add the missing index and prove the export is fast again"
+
+
+def handover_step(stack: Stack, out: TextIO) -> None:
+    """A thread handed to the agent (issue #28): alice and bob discuss in a thread; carol picks
+    "Send to agent" on bob's reply (a message shortcut): the start form opens prefilled with his
+    words, she submits it, and the session follows in that thread, with the discussion as context.
+    Then bob mentions the bot alone in another thread: the thread is the task."""
+    assert stack.client is not None
+    recorder = stack.slack.recorder
+    carol, bot = PEOPLE["carol"], stack.slack.directory.bot.user_id
+    root_ts = reply_ts = ""
+    for who, text in HANDOVER_THREAD:
+        sent = stack.client.send_message(text, user_id=PEOPLE[who], channel_id=DEMO_CHANNEL, thread_ts=root_ts or None)
+        reply_ts = sent.request.payload["event"]["ts"]
+        root_ts = root_ts or reply_ts
+    _print_thread(out, stack, DEMO_CHANNEL, root_ts, "Hand a thread to the agent: alice and bob discuss in #engineering")
+    shortcut = stack.client.send_message_action(SHORTCUT_CALLBACK, user_id=carol, channel_id=DEMO_CHANNEL, message_ts=reply_ts)
+    trigger = shortcut.request.payload["trigger_id"]
+    modal = recorder.wait_for(
+        lambda: next((m for m in recorder.modals(SHORTCUT_VIEW) if m.trigger_id == trigger), None), timeout=10, what="the form"
+    )
+    assert modal is not None  # wait_for raises when none came
+    prefilled = next(b for b in modal.view["blocks"] if b.get("block_id") == "prompt")["element"].get("initial_value", "")
+    out.write(f"\n\u2500\u2500 carol picks Send to agent on bob's reply: the start form opens, prefilled with {prefilled!r}\n")
+    out.write(f"(she picks the CI sandbox and writes: {HANDOVER_PROMPT})\n")
+    values = {
+        "computer": {"value": {"type": "static_select", "selected_option": {"value": "cmp-ci-sandbox"}}},
+        "prompt": {"value": HANDOVER_PROMPT},
+    }
+    stack.client.send_view_submission({**modal.view, "id": modal.view_id, "hash": modal.hash}, values, user_id=carol)
+    recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, root_ts, "You asked"), timeout=30, what="the agent's answer")
+    _print_thread(out, stack, DEMO_CHANNEL, root_ts, "the same thread: the session follows there, the discussion as its context")
+
+    other = stack.client.send_message("The changelog for 2.4 is still empty", user_id=PEOPLE["alice"], channel_id=DEMO_CHANNEL)
+    other_ts = other.request.payload["event"]["ts"]
+    stack.client.send_mention(f"<@{bot}> computer=ci", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL, thread_ts=other_ts)
+    recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, other_ts, "You asked"), timeout=30, what="the answer to the mention")
+    _print_thread(out, stack, DEMO_CHANNEL, other_ts, "bob mentions @agent alone in a thread: the thread is the task")

@@ -39,6 +39,7 @@ from bot.services.channel_defaults import Applied
 from bot.services.computer_rules import ComputerRefused
 from bot.services.session_settings import setting_words
 from bot.services.sessions import ACTION_WORDS
+from bot.services.sessions.context import split_prompt
 from bot.services.sessions.messages import (
     ARCHIVE_ACTION,
     ARCHIVE_CANCEL_ACTION,
@@ -129,6 +130,8 @@ LISTED_BOT_KEY = " with the bot's key"
 LISTED_STEERED = "steered by {who}"
 STATUS_STARTED_BY = "started by {who}"
 PARENT_FALLBACK = "Agent session on {computer}: {prompt}"
+WITH_THREAD_CONTEXT = ":thread: with {n} earlier message{s} of this thread as context"
+WITH_MESSAGE_CONTEXT = ":thread: with the Slack message (its author and time) as context"
 WORKING = ":gear: Working… {count} step{s} so far"
 WORKED = ":white_check_mark: Ran {count} step{s}"
 EARLIER_STEPS = "and {n} earlier"
@@ -300,7 +303,8 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     for), id; who steered it last, when someone else did; counts and who may reply, or, once
     archived, that nobody's replies go to the agent and how to start a new session; the whole id
     last in the context line, for an operator."""
-    prompt = one_line(view.prompt, PROMPT_SHOWN)
+    request, earlier = split_prompt(view.prompt)  # a prompt that carries a thread (issue #28) shows the request
+    prompt = one_line(request, PROMPT_SHOWN)
     pairs = [
         ("Computer", one_line(view.computer, 150)),
         ("Status", status_label(view.status, waiting_for=view.slack_user)),
@@ -311,7 +315,8 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     if view.model:
         pairs.append(("Model", one_line(view.model, 100)))
     started = (STARTED_BY_BOT_KEY if view.bot_key else STARTED_BY).format(who=f"<@{esc(view.slack_user)}>")
-    blocks: list[Any] = [section(f"{started}\n>{prompt}"), *fields(pairs)]
+    handed = [context(with_thread_line(earlier))] if earlier is not None else []
+    blocks: list[Any] = [section(f"{started}\n>{prompt}"), *handed, *fields(pairs)]
     steered = steered_by(view.slack_user, view.steered_by, bot_key=view.steered_with_bot_key)
     if steered:
         blocks.append(context(steered))
@@ -331,8 +336,16 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     )
     if buttons and view.session_id and view.status not in ("archived", "failed", "gone"):
         blocks.append(actions(button("Refresh", REFRESH_ACTION, view.session_id), archive_button(view.session_id)))
-    fallback = PARENT_FALLBACK.format(computer=one_line(view.computer, 80), prompt=one_line(view.prompt, 200))
+    fallback = PARENT_FALLBACK.format(computer=one_line(view.computer, 80), prompt=one_line(request, 200))
     return message(blocks, fallback)
+
+
+def with_thread_line(earlier: int) -> str:
+    """The parent message's line of what context the agent got (issue #28): ``earlier`` messages of
+    the thread (0: the handed message alone)."""
+    if earlier == 0:
+        return WITH_MESSAGE_CONTEXT
+    return WITH_THREAD_CONTEXT.format(n=number(earlier), s="" if earlier == 1 else "s")
 
 
 def split_text(text: str, limit: int = CHUNK_MAX) -> list[str]:

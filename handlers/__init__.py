@@ -47,9 +47,9 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
     for module in (help, usage, reports, controls, computers, users, sessions, digest, alerts, limits, hooks, lifecycle, home, accounts):
         module.register(app, router, services)
     feedback.register(app, router, services)  # votes on the agent's answers, /agent sessions feedback
-    from handlers import session_actions, session_events  # the sessions' buttons, menu, form; mentions, DMs, replies
+    from handlers import session_actions, session_events, session_shortcut  # buttons, menu, form; mentions, DMs, replies; shortcut
 
-    for module in (session_actions, session_events):
+    for module in (session_actions, session_events, session_shortcut):
         module.register(app, router, services)
     from handlers import channel_defaults  # /agent channel: a channel's session defaults (issue #28)
 

@@ -10,7 +10,8 @@ open perhaps, replaced that view meanwhile) it is published again without the ha
 after the person opened the tab, so it is what is true now, and opening the Home must show that;
 what Slack answered is recorded (:meth:`bot.services.home.HomeTabs.published`).
 With ``tab: messages`` the person gets the first-DM hint of what to type, once
-(:func:`handlers.sessions.hint_once`); nothing is published.
+(:func:`handlers.sessions.hint_once`), and, once a day, prompts made from their own recent sessions
+(:class:`bot.services.sessions.suggestions.SuggestedPrompts`); nothing is published.
 
 Between opens, :func:`bot.wiring.home_refresher` builds the periodic job that republishes the Homes a change
 marked dirty (:class:`bot.services.home.HomeRefresher`; the marks come from the sessions follower and
@@ -35,6 +36,7 @@ from bot.services.home import HASH_CONFLICT, HomeCharts, HomeService, publish_ho
 from bot.slack import SlackFailure
 from formatters.home import home_view
 from handlers.router import Router
+from handlers.session_shortcut import suggested_prompts
 from handlers.sessions import hint_once
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ def register(app: AsyncApp, router: Router, services: Services) -> None:
         if event.get("tab") == MESSAGES_TAB:
             if channel:
                 await hint_once(services, user.user_id, channel)
+                await suggested_prompts(services).offer(user.user_id, channel)  # once a day (issue #28)
             return
         if event.get("tab") != HOME_TAB:
             return

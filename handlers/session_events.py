@@ -30,6 +30,7 @@ from bot.errors import reported
 from bot.middleware import is_thread_message
 from bot.roles import ResolvedUser
 from bot.services.sessions import LinkNeeded, NewStart, NotAllowed, SessionArchived, ThreadReply
+from bot.services.sessions.context import TAKE_THREAD_PROMPT, OwnBot, ThreadContext, ThreadReader, with_context
 from bot.services.sessions.starter import DM_HELP, DM_HELP_WORDS, dm_request, split_options
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
@@ -90,12 +91,25 @@ def team_of_event(event: dict[str, Any], context: AsyncBoltContext | None = None
 
 
 async def start_from_text(
-    services: Services, actor: ResolvedUser, text: str, *, channel: str, origin: str, ts: str, thread_ts: str, team_id: str
+    services: Services,
+    actor: ResolvedUser,
+    text: str,
+    *,
+    channel: str,
+    origin: str,
+    ts: str,
+    thread_ts: str,
+    team_id: str,
+    context: ThreadContext | None = None,
 ) -> None:
     """Start the session a mention or a DM asks for: ``text`` is the prompt with its options
     (``computer=``, ``cwd=``, ``model=``); exactly once per message (start key ``<origin>:<channel>:<ts>``),
-    followed in ``thread_ts``'s thread, with the key of ``actor`` of Slack team ``team_id``."""
+    followed in ``thread_ts``'s thread, with the key of ``actor`` of Slack team ``team_id``. With
+    ``context`` (the thread above a mention) the prompt carries it, and no words mean "take this
+    thread as the task" (:data:`bot.services.sessions.context.TAKE_THREAD_PROMPT`)."""
     prompt, options = split_options(text)
+    if context is not None:
+        prompt = with_context(prompt or TAKE_THREAD_PROMPT, context)
     start = NewStart(
         start_key=f"{origin}:{channel}:{ts}",
         slack_user=actor.user_id,
@@ -156,12 +170,29 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     if event.get("type") != "app_mention":
         return
     ts = str(event.get("ts") or "")
-    if asks_for_help(text) and router is not None:  # to this person only, in the mention's thread
+    in_thread = bool(thread_ts and thread_ts != ts)  # a reply in a thread that is no session's: the thread is context (issue #28)
+    if asks_for_help(text) and router is not None and not (in_thread and not text.strip()):  # to this person only, in its thread
         told = await services.slack.ephemeral(channel, actor.user_id, help_for(services, router, actor), thread_ts=thread_ts or ts)
         if isinstance(told, SlackFailure):
             logger.info("could not answer %s's help mention: %s", actor.user_id, told.error)
         return
-    await start_from_text(services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts, team_id=team_id)
+    thread = await thread_above(services, channel, str(thread_ts), ts, context) if in_thread else None
+    await start_from_text(
+        services, actor, text, channel=channel, origin="mention", ts=ts, thread_ts=thread_ts or ts, team_id=team_id, context=thread
+    )
+
+
+async def thread_above(services: Services, channel: str, thread_ts: str, ts: str, context: AsyncBoltContext) -> ThreadContext | None:
+    """The thread's messages above a mention (``ts``) in it, bounded (:mod:`bot.services.sessions.context`);
+    None when Slack would not give them (logged: the session starts with the mention's words alone,
+    and its parent message shows no context line)."""
+    read = await ThreadReader(services.slack, services.identity).read(
+        channel, thread_ts, before_ts=ts, own=OwnBot(context.bot_user_id, context.bot_id)
+    )
+    if isinstance(read, SlackFailure):
+        logger.warning("could not read the thread %s of %s for a mention's context: %s", thread_ts, channel, read.error)
+        return None
+    return read
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

@@ -51,7 +51,8 @@ A ``message`` event without ``subtype`` (or with ``file_share`` or ``thread_broa
 words) is also recorded as a user message (``source="user"``) in the emulator's recorder, so a thread
 reads complete. A mention is delivered twice, as Slack does (an ``app_mention`` and a ``message``
 with the same ``ts``), by both client sides: the async one awaits both deliveries. The same requests
-go over Socket Mode with :class:`.socket_mode.SocketModeClientSide`. Not emulated: ``view_closed``,
+go over Socket Mode with :class:`.socket_mode.SocketModeClientSide`. Message shortcuts:
+:meth:`_ClientSide.send_message_action` (:mod:`.shortcuts`). Not emulated: ``view_closed``, global
 shortcuts, enterprise grids, the 3-second timeout and Slack's own retries (tests send those).
 """
 
@@ -72,6 +73,7 @@ from slack_sdk.signature import SignatureVerifier
 from .directory import dm_channel_id
 from .recorder import Message
 from .response_urls import ResponseUrlOrigin
+from .shortcuts import MESSAGE_ACTION, message_action_payload, message_json
 
 if TYPE_CHECKING:
     from .emulator import SlackEmulator
@@ -345,6 +347,43 @@ class _ClientSide(Generic[R]):
         }
         body = urlencode({"payload": json.dumps(payload)})
         return self.send(SlackRequest("view_submission", body, FORM, payload), **delivery)
+
+    def send_message_action(
+        self,
+        callback_id: str,
+        *,
+        user_id: str,
+        channel_id: str,
+        message_ts: str,
+        message: dict[str, Any] | None = None,
+        **delivery: Unpack[DeliveryOptions],
+    ) -> R:
+        """``user_id`` picks the message shortcut ``callback_id`` on message ``message_ts`` of
+        ``channel_id`` (``message`` defaults to the recorded one): a ``message_action`` payload
+        with a fresh ``trigger_id`` and ``response_url`` (:func:`.shortcuts.message_action_payload`).
+        Delivered whether or not the bot is in the conversation, as Slack does."""
+        if message is None:
+            recorded = self.emulator.recorder.message(channel_id, message_ts)
+            replies = len(self.emulator.recorder.messages(channel_id, thread_ts=message_ts)) - 1 if recorded else 0
+            message = message_json(recorded, reply_count=replies) if recorded else {"type": "message", "ts": message_ts, "text": ""}
+        response_url_id, response_url = self.emulator.issue_response_url(
+            ResponseUrlOrigin("message_action", channel_id, user_id, None, message.get("thread_ts"))
+        )
+        team = self.emulator.directory.team
+        user_name = self._user_name(user_id)
+        payload = message_action_payload(
+            callback_id=callback_id,
+            message=message,
+            channel={"id": channel_id, "name": self._channel_name(channel_id)},
+            user={"id": user_id, "username": user_name, "name": user_name, "team_id": team.id},
+            team={"id": team.id, "domain": team.domain},
+            app_id=self.emulator.directory.bot.app_id,
+            token=self.emulator.verification_token,
+            trigger_id=self._trigger_id(),
+            response_url=response_url,
+        )
+        body = urlencode({"payload": json.dumps(payload)})
+        return self.send(SlackRequest(MESSAGE_ACTION, body, FORM, payload, response_url_id, response_url), **delivery)
 
     def send_event(self, event: dict[str, Any], *, event_id: str | None = None, **delivery: Unpack[DeliveryOptions]) -> R:
         """An Events API ``event_callback`` wrapping ``event`` (``event_ts``, and for messages

@@ -19,7 +19,11 @@
   ``values`` as Slack's ``view.state.values`` (``{block_id: {action_id: element state}}``);
 - ``POST /console/api/close`` ``{as, view_id}`` - the person closes the modal (nothing is sent: the
   emulator does not emulate ``view_closed``);
-- ``POST /console/api/home`` ``{as}`` - the person opens the app's Home tab (``app_home_opened``);
+- ``POST /console/api/home`` ``{as, tab?}`` - the person opens the app's Home tab, or with ``tab:
+  "messages"`` its Messages tab (the DM with the app) (``app_home_opened``);
+- ``POST /console/api/shortcut`` ``{as, channel, ts, callback_id?}`` - the person picks a message
+  shortcut of the app (each message's menu: :data:`.shortcuts.MESSAGE_SHORTCUTS`) on message ``ts``: a
+  ``message_action``;
 - ``GET /console/files/<file id>`` - a file shared in a conversation (the bot's uploads, e.g. a
   chart), so that the page shows it.
 
@@ -53,6 +57,7 @@ from starlette.routing import BaseRoute, Route
 
 from .directory import Directory, EmulatedChannel, EmulatedUser, dm_channel_id
 from .recorder import Ephemeral, Message, ModalView
+from .shortcuts import MESSAGE_SHORTCUTS
 
 if TYPE_CHECKING:
     from .client_side import SentRequest
@@ -142,6 +147,7 @@ class Console:
             Route("/console/api/submit", self._submit_endpoint, methods=["POST"]),
             Route("/console/api/close", self._close_endpoint, methods=["POST"]),
             Route("/console/api/home", self._home_endpoint, methods=["POST"]),
+            Route("/console/api/shortcut", self._shortcut_endpoint, methods=["POST"]),
         ]
 
     # ----------------------------------------------------------------- the page
@@ -203,6 +209,19 @@ class Console:
 
     async def _home_endpoint(self, request: Request) -> Response:
         return await self._json_endpoint(request, self.open_home)
+
+    async def _shortcut_endpoint(self, request: Request) -> Response:
+        return await self._json_endpoint(request, self.shortcut)
+
+    def shortcut(self, person: EmulatedUser, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``person`` picks a message shortcut (``callback_id``, default the app's first) on message ``ts``."""
+        channel = self._channel(body.get("channel"), person)
+        callback_id = str(body.get("callback_id") or MESSAGE_SHORTCUTS[0]["callback_id"])
+        self._clicked_message(person, channel, str(body.get("ts") or ""), False)  # 404 for no such message
+        with self.emulator.client(self.bot_url) as client:
+            sent = client.send_message_action(callback_id, user_id=person.id, channel_id=channel.id, message_ts=str(body.get("ts")))
+        self._note_trigger(sent, person)
+        return {"notice": CLICK_FAILED.format(status=sent.status_code)} if sent.status_code != 200 else {}
 
     async def _json_endpoint(self, request: Request, action: Any) -> Response:
         """Decode the JSON body and run ``action(person, body)`` in a worker thread: the client side
@@ -362,7 +381,7 @@ class Console:
     def open_home(self, person: EmulatedUser, body: Mapping[str, Any]) -> dict[str, Any]:
         """``person`` opens the app's Home tab: Slack sends ``app_home_opened``."""
         with self.emulator.client(self.bot_url) as client:
-            sent = client.send_app_home_opened(person.id)
+            sent = client.send_app_home_opened(person.id, tab="messages" if body.get("tab") == "messages" else "home")
         if sent.status_code != 200:
             return {"notice": f"The app answered HTTP {sent.status_code} to app_home_opened."}
         return {}
@@ -388,6 +407,7 @@ class Console:
             "thread": None,
             "modal": None,
             "home": None,
+            "shortcuts": [dict(s) for s in MESSAGE_SHORTCUTS],
         }
         if view == "home":
             home = recorder.home(person.id)

@@ -124,6 +124,7 @@ from .recorder import (
     UploadedFile,
 )
 from .response_urls import ResponseUrlOrigin, ResponseUrlRefused, ResponseUrlRegistry
+from .shortcuts import AgentMessaging
 from .socket_mode import LINK_PATH, SocketModeHub
 
 
@@ -276,6 +277,7 @@ class WebApi:
         self._homes_lock = threading.Lock()
         self._ids = itertools.count(1)
         self.scopes: tuple[str, ...] = GRANTED_SCOPES
+        self.agent_messaging = AgentMessaging(directory)  # assistant.threads.setSuggestedPrompts (.shortcuts)
         self._methods: dict[str, Handler] = {
             "auth.test": self.auth_test,
             "bots.info": self.bots_info,
@@ -301,6 +303,7 @@ class WebApi:
             "views.open": self.views_open,
             "views.update": self.views_update,
             "apps.connections.open": self.apps_connections_open,
+            "assistant.threads.setSuggestedPrompts": self.agent_messaging.set_suggested_prompts,
         }
         self.hosted: dict[str, tuple[str, str, bytes]] = {}
         self.hosted_objects: dict[str, dict[str, Any]] = {}

@@ -62,6 +62,10 @@ class RecordingApp:
         self.views.append(callback_id)
         return lambda listener: listener
 
+    def shortcut(self, callback_id):
+        self.views.append(callback_id)  # a shortcut's callback_id is a policy key as a view's is
+        return lambda listener: listener
+
     def event(self, _name):
         return lambda listener: listener
 

@@ -35,6 +35,7 @@ TOURED = (
     "── bob: /agent channel set computer=ci cwd=~/src/web replies=mentions",
     "── the session in #engineering: the channel's computer and directory",
     "── bob: /agent channel reset",
+    "── carol picks Send to agent on bob's reply",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 

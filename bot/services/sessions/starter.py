@@ -33,7 +33,9 @@ began: marked ``failed`` by a conditional UPDATE (one replica wins), the parent 
 so, and the person who asked told (ephemeral in the channel, else a DM) to start again.
 
 Exactly once: each start claims a row keyed by where it came from (``command:<trigger_id>``,
-``view:<view id>``, ``mention:<channel>:<ts>``, ``dm:<channel>:<ts>``), and a menu's choice moves its row from
+``view:<view id>`` (the start form, and the "Send to agent" shortcut's form), ``mention:<channel>:<ts>``,
+``dm:<channel>:<ts>``, ``suggested:<channel>:<message ts>:<digest>`` (a suggested prompt's button);
+a prompt that carries a Slack thread is made by :mod:`bot.services.sessions.context`), and a menu's choice moves its row from
 ``choosing`` to ``starting`` with a conditional UPDATE, before ``POST /sessions``, which is never
 called twice for one row, whatever Slack retries, double submits or replicas do.
 """

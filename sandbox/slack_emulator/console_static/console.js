@@ -800,10 +800,31 @@ function element(item, block, surface) {
           : null,
       ),
     );
-    if (!where.inThread && !message.ephemeral && !message.deleted) {
-      node.append(el("div", { class: "hover-actions" }, el("button", { type: "button", class: "btn btn-small", onclick: () => openThread(message.ts) }, "Reply in thread")));
+    if (!message.ephemeral && !message.deleted) {
+      node.append(
+        el(
+          "div",
+          { class: "hover-actions" },
+          where.inThread ? null : el("button", { type: "button", class: "btn btn-small", onclick: () => openThread(message.ts) }, "Reply in thread"),
+          shortcutMenu(message, where),
+        ),
+      );
     }
     return node;
+  }
+
+  /** The message's "More actions" menu: the app's message shortcuts ("Send to agent"), each a ``message_action``. */
+  function shortcutMenu(message, where) {
+    const shortcuts = (S.data && S.data.shortcuts) || [];
+    if (!shortcuts.length) return null;
+    const options = shortcuts.map((s) => ({ text: { type: "plain_text", text: s.name }, value: s.callback_id }));
+    const pick = (option) => post("/console/api/shortcut", { channel: where.channel, ts: message.ts, callback_id: option.value });
+    const button = el("button", { type: "button", class: "btn btn-small more-actions", title: "More actions", "aria-label": "More actions" }, "\u22ee");
+    button.addEventListener("click", (event) => {
+      event.stopPropagation(); // the page's click closes open menus
+      openMenu(button, options, pick);
+    });
+    return button;
   }
 
   function timeline(container, messages, where) {
@@ -1019,7 +1040,13 @@ function element(item, block, surface) {
     S.version = null;
     syncUrl();
     if (view === "home") openHome();
+    else if (view === dmWithApp()) post("/console/api/home", { tab: "messages" }); // the app's Messages tab
     else refresh(true);
+  }
+
+  function dmWithApp() {
+    const mine = ((S.data && S.data.dms) || [])[0];
+    return mine ? mine.id : null;
   }
 
   function openHome() {
