@@ -293,8 +293,10 @@ class Streams:
         """``chat.update`` of a streamed message: it leaves the streaming state (and keeps what it showed in ``stream``)."""
         with self._lock:
             stream = self.streams.get((channel, ts))
-            if stream is not None and stream.state == "streaming":
-                stream.state = "finished"
+            if stream is not None:
+                self._expire(stream)
+                if stream.state in ("streaming", "expired"):
+                    stream.state = "finished"
         if stream is not None:
             self.web_api.recorder.stream_changed(channel, ts, stream=stream.as_json())
 
