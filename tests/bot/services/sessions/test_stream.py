@@ -319,3 +319,17 @@ async def test_a_second_replica_on_postgresql_continues_the_same_stream() -> Non
     finally:
         world.store.close()
         world.slack.stop()
+
+
+async def test_the_status_line_is_set_again_before_slack_clears_it_and_follows_the_latest_tool(world: World) -> None:
+    follower = world.follower()
+    world.agent.add("tool", "$ pytest -q")
+    await world.poll(follower)
+    await world.poll(follower)  # nothing changed, well within 2 minutes: not set again
+    world.clock.advance(101)
+    await world.poll(follower)  # Slack would clear it at 120 s: set again
+    world.agent.add("tool", "Edit src/app/service.py (+4 -2)")
+    await world.poll(follower)
+    history = [(status.status, status.set_at) for _, _, status in world.slack.web_api.streams.status_history]
+    assert history == [("is running tests…", 1000.0), ("is running tests…", 1101.0), ("is editing src/app/service.py…", 1101.0)]
+    assert world.slack.web_api.streams.status(CHANNEL, world.thread_ts).status == "is editing src/app/service.py…"
