@@ -325,8 +325,13 @@ class Streams:
             stream.state = "expired"
 
     def _show(self, stream: Stream) -> Message:
+        """The message as an API client reads it: its ``text`` streamed so far; once stopped, its
+        ``blocks`` are a ``markdown`` block of that text and then the closing blocks."""
+        blocks = None
+        if stream.state == "stopped":
+            blocks = [*([{"type": "markdown", "text": stream.text}] if stream.text else []), *(stream.blocks or [])] or None
         message = self.web_api.recorder.stream_changed(
-            stream.channel, stream.ts, text=stream.text, blocks=stream.blocks, stream=stream.as_json()
+            stream.channel, stream.ts, text=stream.text, blocks=blocks, stream=stream.as_json()
         )
         assert message is not None
         return message
