@@ -68,10 +68,10 @@ def test_the_demo_with_the_streamed_display_shows_a_sessions_timeline(tmp_path):
     assert STREAM_STEP in done.stdout, done.stdout[-3000:]
     for part in (
         "[agent (bot), turn 1]",
-        "(✓) Run pytest -q -> 128 passed in 4.21s",
+        "(✓) Run `pytest -q` -> 128 passed in 4.21s",
         "[agent (bot), turn 2]",
         "Plan: look at the code, make the change, run the checks.",
-        "(✓) Run git diff --stat main",
+        "(✓) Run `git diff --stat main`",
         "[👍 Good answer] [👎 Bad answer]",
     ):
         assert part in step, step[:3000]
