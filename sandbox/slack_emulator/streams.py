@@ -330,9 +330,7 @@ class Streams:
         blocks = None
         if stream.state == "stopped":
             blocks = [*([{"type": "markdown", "text": stream.text}] if stream.text else []), *(stream.blocks or [])] or None
-        message = self.web_api.recorder.stream_changed(
-            stream.channel, stream.ts, text=stream.text, blocks=blocks, stream=stream.as_json()
-        )
+        message = self.web_api.recorder.stream_changed(stream.channel, stream.ts, text=stream.text, blocks=blocks, stream=stream.as_json())
         assert message is not None
         return message
 

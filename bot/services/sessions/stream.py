@@ -285,8 +285,8 @@ class StreamDisplay:
         if live is not None and live.state == STOPPING:  # a stop Slack did not take: finish it first
             await self._stop(link, live, session, errored=False, now=now)
             live = None
-        if live is None and not fresh and not working:
-            return True
+        if live is None and not fresh and session.status != "running":
+            return True  # nothing to show, and the agent is not working on a prompt (``pending``: not prompted yet)
         if live is not None and live.state == OPENING:  # a process died inside chat.startStream: its ts is unknown
             await self.streams.move(live.id, [OPENING], LOST)
             logger.info("stream %s of session row %s was never confirmed open; going on in a new one", live.id, link.id)

@@ -333,3 +333,11 @@ async def test_the_status_line_is_set_again_before_slack_clears_it_and_follows_t
     history = [(status.status, status.set_at) for _, _, status in world.slack.web_api.streams.status_history]
     assert history == [("is running tests…", 1000.0), ("is running tests…", 1101.0), ("is editing src/app/service.py…", 1101.0)]
     assert world.slack.web_api.streams.status(CHANNEL, world.thread_ts).status == "is editing src/app/service.py…"
+
+
+async def test_a_session_not_prompted_yet_opens_no_stream(world: World) -> None:
+    """``pending`` (the platform attaches the session, no prompt yet): nothing to stream. (Taken as
+    working, it opened an empty stream that the next poll stopped: benchmarks/session_streams.py.)"""
+    world.agent.status = "pending"
+    await world.poll(world.follower())
+    assert world.slack.recorder.calls("chat.startStream") == []
