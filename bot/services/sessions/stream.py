@@ -29,6 +29,12 @@ is finished with ``chat.update`` showing exactly what the bot recorded as sent, 
 in a new stream that begins "continued", where the pieces not confirmed are sent: no text twice,
 none lost.
 
+slack_sdk's chunk models (``MarkdownTextChunk``, ``TaskUpdateChunk``, ``PlanUpdateChunk``) carry
+every piece; its ``chat_stream`` helper is not used: it sends the first chunks with
+``chat.startStream`` (the ``ts`` cannot be saved before the first append) and cannot go on with a
+stream another process opened (no way to hand it a saved ``ts``). Its buffer's job is done by the
+poll: everything a poll read goes out in one append.
+
 Fallback: where Slack refuses streaming (:data:`WORKSPACE_REFUSALS` for the workspace,
 :data:`CHANNEL_REFUSALS` for one channel) the choice is recorded once (``stream_support``), logged
 once, and :meth:`StreamDisplay.available` answers False: the follower shows the session as before
@@ -390,6 +396,9 @@ class StreamDisplay:
         if isinstance(started, SlackFailure):
             await self.streams.forget(row.id)
             if await self._refused(link, started):
+                return None
+            if started.permanent:  # a recipient Slack does not know, say: these messages as before, not never
+                logger.warning("could not open a stream for session row %s (%s); showing this poll as messages", link.id, started.error)
                 return None
             raise StreamFailed(started)
         await self.streams.opened(row.id, started.ts)

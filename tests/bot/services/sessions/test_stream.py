@@ -341,3 +341,22 @@ async def test_a_session_not_prompted_yet_opens_no_stream(world: World) -> None:
     world.agent.status = "pending"
     await world.poll(world.follower())
     assert world.slack.recorder.calls("chat.startStream") == []
+
+
+async def test_a_channel_where_slack_refuses_streams_keeps_messages_and_the_workspace_does_not(world: World) -> None:
+    world.slack.web_api.streams.refuse("method_not_supported_for_channel_type", channel=CHANNEL)
+    world.agent.add("assistant", "The answer.")
+    world.agent.status = "idle"
+    follower = world.follower()
+    await world.poll(follower)
+    assert world.streamed() == []
+    assert [m.metadata["event_type"] for m in world.slack.recorder.messages(CHANNEL, thread_ts=world.thread_ts) if m.metadata] == [
+        POST_METADATA_TYPE
+    ]
+    display = follower.stream
+    assert display is not None
+    assert await display.support.all() == [(f"channel:{CHANNEL}", "method_not_supported_for_channel_type")]
+    other = await world.sessions.get(world.row_id)
+    assert other is not None
+    other.channel = "C0GENERAL"
+    assert await display.available(other)  # another channel of the workspace still streams
