@@ -1,6 +1,6 @@
 """Streaming many agent sessions at once (issue #27): Slack calls, delay to Slack, CPU and memory.
 
-    python benchmarks/session_streams.py [--sessions 100] [--seconds 60] [--every 5]
+    python benchmarks/session_streams.py [--sessions 100] [--seconds 60] [--every 5] [--display messages]
 
 As ``benchmarks/follow_sessions.py``, with the streamed display: the sandbox Agent API and the Slack
 emulator each run in their own process; this process is the bot's follower alone (a
@@ -11,7 +11,9 @@ follower for that session, as a reply in the thread does. Printed: the Slack Web
 session-minute by method (``chat.startStream``, ``chat.appendStream``, ``chat.stopStream``,
 ``assistant.threads.setStatus``, ``chat.update``...); the delay from each assistant or tool
 message's ``createdAt`` to the return of the ``chat.appendStream`` that carried it (p50, p99, max;
-goal: p99 under 2 s); the messages produced against those appended; the follower's CPU seconds and
+goal: p99 under 2 s); the messages produced against those appended; with ``--display messages``
+the same run with the display before #27 (the delay then to the ``chat.postMessage`` of each answer,
+tool steps not counted), to compare on the same machine; the follower's CPU seconds and
 the process's peak RSS. Figures go to docs/benchmarks.md; nothing here is asserted.
 """
 
@@ -65,6 +67,7 @@ class CountingSlack:
         self.client = client
         self.calls: Counter[str] = Counter()
         self.appended: dict[tuple[str, str], float] = {}
+        self.posted: dict[str, float] = {}
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self.client, name)
@@ -74,6 +77,8 @@ class CountingSlack:
         async def counted(**kwargs: Any) -> Any:
             self.calls[name.replace("_", ".")] += 1
             result = await found(**kwargs)
+            if name == "chat_postMessage" and (kwargs.get("metadata") or {}).get("event_payload"):
+                self.posted[kwargs["metadata"]["event_payload"]["message_id"]] = time.time()
             if name == "chat_appendStream":
                 at = time.time()
                 for chunk in kwargs.get("chunks") or []:
@@ -84,7 +89,7 @@ class CountingSlack:
         return counted
 
 
-async def run(sessions: int, seconds: float, every: float) -> None:
+async def run(sessions: int, seconds: float, every: float, display: str = "stream") -> None:
     from slack_sdk.web.async_client import AsyncWebClient
 
     api_port, slack_port = free_port(), free_port()
@@ -105,7 +110,9 @@ async def run(sessions: int, seconds: float, every: float) -> None:
         gateway = SlackGateway(slack)  # type: ignore[arg-type]
         now = lambda: dt.datetime.now(dt.UTC)  # noqa: E731
         follower = Follower(sessions=links, agent=agent, slack=gateway, messages=session_messages, now=now)
-        follower.use_stream(StreamDisplay(store=store, slack=gateway, messages=stream_messages, now=now, team_id="T0EMULATED"))
+        follower.use_stream(
+            StreamDisplay(store=store, slack=gateway, messages=stream_messages, now=now, team_id="T0EMULATED", display=display)
+        )
 
         ids = []
         for n in range(sessions):
@@ -178,10 +185,12 @@ async def run(sessions: int, seconds: float, every: float) -> None:
             at = slack.appended.get((str(ts), json.dumps(json.loads(chunk), sort_keys=True)))
             if at is not None:
                 shown_at[message_id] = min(at, shown_at.get(message_id, at))
+        shown_at.update(slack.posted)  # the messages display: each answer's post
+        roles = ("assistant", "tool") if display == "stream" else ("assistant",)
         produced, delays = 0, []
         for _row_id, session_id in ids:
             async for message in driver.iter_messages(session_id=session_id):
-                if message.role not in ("assistant", "tool") or message.visibility == "llm_only" or message.is_user_visible is False:
+                if message.role not in roles or message.visibility == "llm_only" or message.is_user_visible is False:
                     continue
                 produced += 1
                 if message.id in shown_at:
@@ -189,7 +198,7 @@ async def run(sessions: int, seconds: float, every: float) -> None:
         delays.sort()
         cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
         session_minutes = sessions * elapsed / 60
-        print(f"sessions {sessions}, {elapsed:.0f} s, a user message every {every:.0f} s per session")
+        print(f"display {display}: sessions {sessions}, {elapsed:.0f} s, a user message every {every:.0f} s per session")
         print("Slack calls per session-minute:")
         for method, count in sorted((slack.calls - calls0).items()):
             print(f"  {method}: {count} ({count / session_minutes:.1f})")
@@ -212,8 +221,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--every", type=float, default=5.0)
+    parser.add_argument("--display", choices=("stream", "messages"), default="stream")
     args = parser.parse_args()
-    asyncio.run(run(args.sessions, args.seconds, args.every))
+    asyncio.run(run(args.sessions, args.seconds, args.every, args.display))
 
 
 if __name__ == "__main__":

@@ -85,6 +85,9 @@ MAX_MARKDOWN_TEXT: Final = 12_000
 STATUS_REFRESH: Final = 100.0
 """Seconds after which the thread status is set again (Slack clears it after 120)."""
 NOT_STREAMING: Final = "message_not_in_streaming_state"
+SUPPORT_RECHECK: Final = 30.0
+"""Seconds a process keeps what ``stream_support`` said of a channel before reading it again (a
+refusal another replica recorded is followed within this time; this process's own at once)."""
 WORKSPACE_REFUSALS: Final = frozenset({"not_allowed", "feature_not_enabled", "unknown_method", "not_allowed_token_type", "missing_scope"})
 """``chat.startStream`` errors that mean the workspace (the app) cannot stream: the messages display there."""
 CHANNEL_REFUSALS: Final = frozenset({"method_not_supported_for_channel_type", "channel_type_not_supported", "not_allowed_in_channel"})
@@ -235,6 +238,8 @@ class StreamDisplay:
         self.now = now
         self.display = display
         self.team_id = team_id
+        self._known: dict[tuple[str, str], tuple[dt.datetime, bool]] = {}
+        """What ``stream_support`` said of a workspace and channel, and when (read again after :data:`SUPPORT_RECHECK`)."""
 
     # ------------------------------------------------------------------ where it streams
 
@@ -253,8 +258,14 @@ class StreamDisplay:
         not refused streaming in the workspace or the session's channel."""
         if self.display != "stream" or not link.thread_ts or not link.session_id:
             return False
-        team = await self.team(link)
-        return await self.support.refused([f"workspace:{team or '-'}", f"channel:{link.channel}"]) is None
+        scopes = (f"workspace:{await self.team(link) or '-'}", f"channel:{link.channel}")
+        now = self.now()
+        known = self._known.get(scopes)
+        if known is not None and (now - known[0]).total_seconds() < SUPPORT_RECHECK:
+            return known[1]
+        allowed = await self.support.refused(scopes) is None
+        self._known[scopes] = (now, allowed)
+        return allowed
 
     async def why_not(self) -> str | None:
         """Why sessions are shown as messages, in words (``agent-bot doctor``), or None when they stream."""
@@ -273,6 +284,7 @@ class StreamDisplay:
             scope = f"channel:{link.channel}"
         else:
             return False
+        self._known.clear()
         if await self.support.refuse(scope, failure.error, self.now()):
             logger.warning("Slack refused streaming in %s (%s): sessions there are shown as messages", scope, failure.error)
         return True
@@ -408,6 +420,8 @@ class StreamDisplay:
         """Claim ``items`` and append the ones this call claimed in one ``chat.appendStream``; a
         stream Slack no longer takes is continued in a new one. Returns the stream now in use."""
         assert link.session_id is not None
+        if not items:
+            return live
         claimed = await self.streams.claim_items(link.session_id, live.id, items, now)
         if not claimed:
             return live
