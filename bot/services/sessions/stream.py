@@ -298,6 +298,7 @@ class StreamDisplay:
         messages). Raises :class:`StreamFailed` when Slack did not take a call (a later poll goes on)."""
         assert link.session_id is not None and link.thread_ts is not None
         working = session.status in WORKING
+        opened: StreamRow | None = None
         live = await self.streams.live(link.session_id)
         now = self.now()
         if live is not None and live.state == STOPPING:  # a stop Slack did not take: finish it first
@@ -317,7 +318,7 @@ class StreamDisplay:
             if opened is None:
                 return False
             live = opened
-        pending = await self.streams.items(live.id, CLAIMED)
+        pending = await self.streams.items(live.id, CLAIMED) if live is not opened else []  # one opened just now has none
         if pending:  # a process died between a claim and its append: it may or may not be in Slack
             live = await self._continue(link, live, carry=pending, now=now)
         items, open_task, errored = self._pieces(live, fresh)
