@@ -358,8 +358,8 @@ class Follower:
             polled_at=polled_at,
         )
         answered = errored = False
-        posted = await self.sessions.posted(link.session_id)
         streamed = self.stream is not None and await self.stream.available(link)
+        posted = {} if streamed else await self.sessions.posted(link.session_id)  # read when needed
         collected: list[Message] = []  # streamed: the poll's shown messages, for one append
         try:
             for _ in range(MAX_PAGES_PER_POLL):
@@ -430,6 +430,8 @@ class Follower:
         except StreamFailed as exc:
             raise SlackPostFailed(exc.failure) from exc
         answered = errored = False
+        if not streamed and collected and link.session_id is not None:  # refused just now: the messages display needs what was posted
+            posted.update(await self.sessions.posted(link.session_id))
         for msg in collected:
             if streamed:
                 answered = answered or (msg.role == "assistant" and not msg.is_error)

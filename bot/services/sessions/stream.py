@@ -325,8 +325,11 @@ class StreamDisplay:
         if not working and open_task is not None:
             items.append(Item(str(open_task["key"]), dict(open_task["chunk"])))
             open_task = None
-        live = await self._append(link, live, items, now=now)
-        if open_task != live.open_task:
+        appended_to = live
+        live = await self._append(link, live, items, now=now, open_task=open_task)
+        if live is appended_to and items:  # its task in progress was saved with the items
+            live = dataclasses.replace(live, open_task=open_task)
+        elif open_task != live.open_task:
             await self.streams.note(live.id, open_task=open_task)
             live = dataclasses.replace(live, open_task=open_task)
         if working:
@@ -417,20 +420,24 @@ class StreamDisplay:
         await self.streams.opened(row.id, started.ts)
         return dataclasses.replace(row, ts=started.ts, state=OPEN)
 
-    async def _append(self, link: SessionLink, live: StreamRow, items: list[Item], *, now: dt.datetime) -> StreamRow:
-        """Claim ``items`` and append the ones this call claimed in one ``chat.appendStream``; a
-        stream Slack no longer takes is continued in a new one. Returns the stream now in use."""
+    async def _append(
+        self, link: SessionLink, live: StreamRow, items: list[Item], *, now: dt.datetime, open_task: dict[str, Any] | None = None
+    ) -> StreamRow:
+        """Claim ``items`` and append the ones this call claimed in one ``chat.appendStream`` (then
+        mark them sent, and save ``open_task`` as the stream's task in progress, in one transaction);
+        a stream Slack no longer takes is continued in a new one. Returns the stream now in use."""
         assert link.session_id is not None
         if not items:
             return live
         claimed = await self.streams.claim_items(link.session_id, live.id, items, now)
         if not claimed:
+            await self.streams.note(live.id, open_task=open_task)
             return live
         assert live.ts is not None
         result = await self.slack.append_stream(live.channel, live.ts, [_chunk(item.chunk) for item in claimed])
         keys = [item.key for item in claimed]
         if isinstance(result, Done):
-            await self.streams.sent(link.session_id, keys)
+            await self.streams.sent(link.session_id, keys, stream_id=live.id, open_task=open_task)
             return live
         if result.error == NOT_STREAMING:
             return await self._continue(link, live, carry=claimed, now=now)

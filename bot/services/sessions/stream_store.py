@@ -221,9 +221,20 @@ class StreamStore:
 
         return await self.store.run(work)
 
-    async def sent(self, session_id: str, keys: Sequence[str]) -> None:
-        """Slack took these items: ``claimed -> sent``."""
-        await self._set_items(session_id, keys, state=SENT)
+    async def sent(self, session_id: str, keys: Sequence[str], *, stream_id: int | None = None, open_task: Any = ...) -> None:
+        """Slack took these items: ``claimed -> sent``; with ``stream_id`` and ``open_task`` (a dict
+        or None), that stream's task in progress is saved in the same transaction."""
+
+        def work() -> None:
+            c = stream_items.c
+            with self.store.engine.begin() as conn:
+                conn.execute(update(stream_items).where(and_(c.session_id == session_id, c.item_key.in_(list(keys)))).values(state=SENT))
+                if stream_id is not None and open_task is not ...:
+                    task = json.dumps(open_task) if open_task is not None else None
+                    conn.execute(update(session_streams).where(session_streams.c.id == stream_id).values(open_task=task))
+
+        if keys:
+            await self.store.run(work)
 
     async def move_items(self, session_id: str, keys: Sequence[str], stream_id: int) -> None:
         """Claimed items that go on in another stream (a continued one)."""
