@@ -43,7 +43,7 @@ def stream_text(text: str, *, is_error: bool = False) -> str:
 
 def task_title(verb: str | None, argument: str) -> str:
     """A tool step as people say it: "Run `pytest -q`", "Edit `src/app.py`"; the raw line without a verb."""
-    argument = esc(argument).replace("`", "")
+    argument = esc(argument)  # backticks become ˋ: no code span is forged
     if verb in VERBS:
         return cut(f"{VERBS[verb]} `{argument}`", TITLE_MAX)
     return cut(argument, TITLE_MAX) or "Tool step"
