@@ -167,9 +167,10 @@ stream_items = Table(
     Column("state", String(8), nullable=False),
     Column("claimed_at", DateTime(timezone=True), nullable=False),
 )
-"""Each piece appended to a session's streams, claimed before the append: ``item_key`` (``text:<message
-id>:<n>``, ``task:<message id>:start`` / ``:done``, ``plan:<message id>``) is unique per session, so
-no text or task state is appended twice; ``state`` ``claimed`` -> ``sent`` once Slack took it;
+"""Each piece appended to a session's streams, claimed before the append: ``item_key``
+(``text:<message id>:<n>``, ``error:<message id>:<n>`` for an error's text, ``task:<message
+id>:start`` / ``:done``, ``plan:<message id>``, ``continued:<turn>:<part>``) is unique per session,
+so no text or task state is appended twice; ``state`` ``claimed`` -> ``sent`` once Slack took it;
 ``chunk``: the chunk (JSON) as sent, so a claim left ``claimed`` by a process that died is sent
 again (in a continued stream) with the same content; ``seq``: the order."""
 

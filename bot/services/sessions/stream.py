@@ -377,8 +377,9 @@ class StreamDisplay:
                 if not text.strip():
                     continue
             body = self.messages.stream_text(text, is_error=bool(msg.is_error))
+            kind = "error" if msg.is_error else "text"  # the turn's outcome reads it back at the stop
             for n, piece in enumerate(split_markdown(body)):
-                items.append(Item(f"text:{msg.id}:{n}", {"type": "markdown_text", "text": piece}))
+                items.append(Item(f"{kind}:{msg.id}:{n}", {"type": "markdown_text", "text": piece}))
         return items, open_task, errored
 
     # ------------------------------------------------------------------ Slack calls
@@ -516,6 +517,10 @@ class StreamDisplay:
         assert link.session_id is not None and live.ts is not None
         if live.state == OPEN and not await self.streams.move(live.id, [OPEN], STOPPING):
             return  # another replica stops it
+        if not errored:  # an error shown by an earlier poll of this turn
+            errored = any(
+                item.key.startswith("error:") or item.chunk.get("status") == "error" for item in await self.streams.items(live.id, "sent")
+            )
         outcome = "error" if errored else ("answered" if session.status == "idle" else str(session.status))
         end = TurnEnd(
             session_id=link.session_id,

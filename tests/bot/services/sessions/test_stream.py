@@ -360,3 +360,15 @@ async def test_a_channel_where_slack_refuses_streams_keeps_messages_and_the_work
     assert other is not None
     other.channel = "C0GENERAL"
     assert await display.available(other)  # another channel of the workspace still streams
+
+
+async def test_an_error_shown_earlier_in_the_turn_is_its_outcome(world: World) -> None:
+    follower = world.follower()
+    world.agent.add("assistant", "A command failed: exit status 1.", isError=True)
+    await world.poll(follower)
+    world.agent.add("assistant", "I could not fix it.")
+    world.agent.status = "idle"
+    await world.poll(follower)
+    [stream] = world.streamed()
+    assert stream.stream["closing_blocks"][0]["elements"][0]["text"].startswith(":x: Stopped with an error")
+    assert stream.text == ":warning: A command failed: exit status 1.\n\nI could not fix it.\n\n"
