@@ -502,6 +502,7 @@ class Follower:
         await self.sessions.stop_following(link.id)
         fresh = await self.sessions.get(link.id)
         if fresh is not None:
+            await self.end_stream(fresh, "gone")
             await self.show_parent(fresh, status="gone")  # a failure is logged by the gateway; nothing to retry
             await self.changed(fresh)
 
@@ -640,6 +641,12 @@ class Follower:
     async def note(self, link: SessionLink, text: str) -> Posted | SlackFailure:
         """A short note (mrkdwn ``text``) in the session's thread."""
         return await self.post_in_thread(link, self.messages.thread_note(text))
+
+    async def end_stream(self, link: SessionLink, outcome: str) -> None:
+        """Close the session's streamed turn still open (:meth:`StreamDisplay.close`) when the session
+        ends outside a turn: ``archived``, ``gone``. Nothing without the streamed display."""
+        if self.stream is not None:
+            await self.stream.close(link, outcome)
 
     async def post_in_thread(self, link: SessionLink, payload: Payload) -> Posted | SlackFailure:
         """Post a Block Kit payload in the session's thread: the message, or Slack's refusal

@@ -511,9 +511,33 @@ class StreamDisplay:
         if not isinstance(result, SlackFailure):
             await self.streams.note(live.id, status_text=status, status_at=now)
 
-    async def _stop(self, link: SessionLink, live: StreamRow, session: Session, *, errored: bool, now: dt.datetime) -> None:
+    async def close(self, link: SessionLink, outcome: str) -> None:
+        """End the session's stream that is not over because the session ended outside a turn
+        (``outcome``: ``archived``, ``gone``): closed as a turn is, its tokens from the row's last
+        usage. Failures are logged (the stream then expires in Slack)."""
+        if link.session_id is None:
+            return
+        live = await self.streams.live(link.session_id)
+        if live is None:
+            return
+        if live.ts is None:
+            await self.streams.move(live.id, [OPENING], LOST)
+            return
+        now = self.now()
+        try:
+            if live.open_task is not None and live.state == OPEN:  # its last task is over too
+                task = Item(str(live.open_task["key"]), dict(live.open_task["chunk"]))
+                live = dataclasses.replace(await self._append(link, live, [task], now=now, open_task=None), open_task=None)
+            await self._stop(link, live, None, errored=False, now=now, outcome=outcome)
+        except StreamFailed as exc:
+            logger.warning("could not close the stream of session row %s (%s)", link.id, exc.failure.error)
+
+    async def _stop(
+        self, link: SessionLink, live: StreamRow, session: Session | None, *, errored: bool, now: dt.datetime, outcome: str | None = None
+    ) -> None:
         """End the turn: ``chat.stopStream`` with the closing blocks (once: ``open -> stopping``);
-        a stream Slack no longer takes is finished with ``chat.update`` instead. Clears the status."""
+        a stream Slack no longer takes is finished with ``chat.update`` instead. Clears the status.
+        ``session`` None: the session ended outside a turn, said by ``outcome``."""
         assert link.session_id is not None and live.ts is not None
         if live.state == OPEN and not await self.streams.move(live.id, [OPEN], STOPPING):
             return  # another replica stops it
@@ -521,13 +545,16 @@ class StreamDisplay:
             errored = any(
                 item.key.startswith("error:") or item.chunk.get("status") == "error" for item in await self.streams.items(live.id, "sent")
             )
-        outcome = "error" if errored else ("answered" if session.status == "idle" else str(session.status))
+        if outcome is None:
+            assert session is not None
+            outcome = "error" if errored else ("answered" if session.status == "idle" else str(session.status))
+        tokens_now = session_tokens(session) if session is not None else total_tokens(link.token_usage)
         end = TurnEnd(
             session_id=link.session_id,
             outcome=outcome,
-            tokens=max(0, session_tokens(session) - live.tokens_before),
+            tokens=max(0, tokens_now - live.tokens_before),
             seconds=(now - live.turn_started_at).total_seconds(),
-            archived=link.archived,
+            archived=link.archived or outcome in ("archived", "gone"),
         )
         closing = self.messages.closing_blocks(end)
         stopped = await self.slack.stop_stream(live.channel, live.ts, blocks=closing)

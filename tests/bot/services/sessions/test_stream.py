@@ -372,3 +372,22 @@ async def test_an_error_shown_earlier_in_the_turn_is_its_outcome(world: World) -
     [stream] = world.streamed()
     assert stream.stream["closing_blocks"][0]["elements"][0]["text"].startswith(":x: Stopped with an error")
     assert stream.text == ":warning: A command failed: exit status 1.\n\nI could not fix it.\n\n"
+
+
+async def test_a_turn_streaming_when_the_session_is_archived_is_closed_as_archived(world: World) -> None:
+    follower = world.follower()
+    world.agent.add("tool", "$ pytest -q")
+    await world.poll(follower)
+    await world.sessions.stop_following(world.row_id, archived=True)
+    archived = await world.sessions.get(world.row_id)
+    assert archived is not None
+    await follower.end_stream(archived, "archived")
+    [stream] = world.streamed()
+    assert stream.stream["state"] == "stopped"
+    closing = stream.stream["closing_blocks"]
+    assert closing[0]["elements"][0]["text"].startswith(":pause_button: Ended: archived")
+    assert [b["type"] for b in closing] == ["context", "context_actions"]  # no Refresh or Archive on an archived session
+    assert [t["status"] for t in stream.stream["tasks"]] == ["complete"]
+    assert world.slack.web_api.streams.status(CHANNEL, world.thread_ts) is None
+    await follower.end_stream(archived, "archived")  # again: nothing more
+    assert len(world.slack.recorder.calls("chat.stopStream")) == 1
