@@ -98,6 +98,10 @@ from pydantic_settings.sources import EnvSettingsSource
 from bot.hooks import CONFIG_TIMEOUT, RELAY_TIMEOUT
 
 SessionsAs = Literal["person", "bot"]
+SessionDisplay = Literal["stream", "messages"]
+"""How a session's thread shows the agent's work (``AGENT_BOT_SESSION_DISPLAY``): ``stream``, one
+streamed message per turn with a task timeline and a status line where Slack allows it
+(:mod:`bot.services.sessions.stream`), else ``messages``, one message per answer and a working message."""
 """``AGENT_BOT_SESSIONS_AS``: whose key a person's session writes go with when they have no linked key
 (``person``: none, they are asked to link; ``bot``: the bot's, said so)."""
 
@@ -194,6 +198,7 @@ class Settings(BaseSettings):
     )
     encryption_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("AGENT_BOT_ENCRYPTION_KEY", "encryption_key"))
     sessions_as: SessionsAs = Field(default="person", validation_alias=AliasChoices("AGENT_BOT_SESSIONS_AS", "sessions_as"))
+    session_display: SessionDisplay = Field(default="stream", validation_alias=AliasChoices("AGENT_BOT_SESSION_DISPLAY", "session_display"))
 
     @classmethod
     def settings_customise_sources(

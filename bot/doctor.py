@@ -33,6 +33,9 @@ hide the others):
 9. **computer rules** (the roles file's ``computers:`` section, :mod:`bot.services.computer_rules`):
    a warning when there are none (every member can use every computer), else how many and what
    decides for a computer no pattern matches.
+10. **session display** (``AGENT_BOT_SESSION_DISPLAY``): streamed (one message per agent turn) or
+   messages; a warning naming where Slack refused streaming (the workspace, a channel), which the
+   bot recorded once (:mod:`bot.services.sessions.stream`) and shows as messages there.
 
 No secret is printed: tokens and keys only by the name of their variable. Exit status (the CLI): 1
 when a check fails, else 0. The Web API calls other than ``auth.test`` go through
@@ -64,6 +67,7 @@ from bot.migrations import SchemaBehind
 from bot.roles import CATCH_ALL, Role, RolesConfigError, RolesFile
 from bot.services.accounts import EncryptionKeyError, key_ring, linked_accounts
 from bot.services.accounts.crypto import InvalidToken
+from bot.services.sessions.store import stream_support
 from bot.slack import SlackFailure, SlackGateway, failure_of, web_client
 from bot.store import DatabaseUnusable, Store
 
@@ -134,6 +138,13 @@ COMPUTER_RULES_OK: Final = "{count} rule(s) ({patterns}); {rest}"
 COMPUTER_RULES_REST_OPEN: Final = 'a computer no pattern matches is open to every member (end with "*" to decide for them)'
 COMPUTER_RULES_REST_CAUGHT: Final = '"*" decides for the other computers'
 FIX_COMPUTER_RULES: Final = "add a computers: section to the roles file (docs/configuration.md, Roles file), e.g. ci-*: [members]"
+DISPLAY_MESSAGES: Final = "messages (AGENT_BOT_SESSION_DISPLAY=messages): one message per answer and a working message"
+DISPLAY_STREAM: Final = "streamed: one message per agent turn, with a task timeline, a status line and feedback buttons"
+DISPLAY_REFUSED: Final = "streamed where Slack allows it; shown as messages where it refused: {where}"
+FIX_DISPLAY_REFUSED: Final = (
+    "Slack refuses chat.startStream to this app there (agent features not enabled, or a channel type without streams); "
+    "nothing to do for the messages display, or enable the app's agent features"
+)
 
 
 @dataclass(frozen=True)
@@ -457,6 +468,34 @@ def check_computer_rules(settings: Settings) -> Check:
     return Check(name, "ok", COMPUTER_RULES_OK.format(count=len(patterns), patterns=", ".join(patterns), rest=rest))
 
 
+def check_session_display(settings: Settings) -> Check:
+    """10. How sessions' threads are drawn (``AGENT_BOT_SESSION_DISPLAY``, :mod:`bot.services.sessions.stream`):
+    the setting, and where Slack refused streaming (``stream_support``, read only: nothing written)."""
+    name = "session display"
+    if settings.session_display == "messages":
+        return Check(name, "ok", DISPLAY_MESSAGES)
+    try:
+        missing = _missing_sqlite_file(settings.database_url)
+    except ArgumentError:
+        missing = None
+    if missing is not None:
+        return Check(name, "ok", DISPLAY_STREAM)
+    store: Store | None = None
+    try:
+        store = Store(settings.database_url, auto_upgrade=False)
+        with store.engine.connect() as conn:
+            refused = [(row.scope, row.reason) for row in conn.execute(select(stream_support.c.scope, stream_support.c.reason))]
+    except (SchemaBehind, DatabaseUnusable, SQLAlchemyError, ArgumentError):
+        refused = []  # nothing recorded yet, or the database check says why it cannot be read
+    finally:
+        if store is not None:
+            store.close()
+    if not refused:
+        return Check(name, "ok", DISPLAY_STREAM)
+    where = ", ".join(f"{scope.replace(':', ' ')} ({reason})" for scope, reason in sorted(refused))
+    return Check(name, "warn", DISPLAY_REFUSED.format(where=where), FIX_DISPLAY_REFUSED)
+
+
 async def _bounded(name: str, check: Awaitable[Check]) -> Check:
     try:
         return await asyncio.wait_for(check, CHECK_TIMEOUT)
@@ -501,6 +540,7 @@ async def run_checks(
             await _bounded("roles file", check_roles(settings, slack)),
             await asyncio.to_thread(check_encryption_key, settings),
             check_computer_rules(settings),
+            await asyncio.to_thread(check_session_display, settings),
         ]
     finally:
         if agent is not None:

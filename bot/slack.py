@@ -29,14 +29,16 @@ handlers; the Bolt app is given the same client). Slack docs followed: "Web API"
 handling, rate limits), ``auth.test``, ``bots.info``, ``chat.postMessage``, ``chat.update``, ``chat.postEphemeral``,
 ``conversations.history`` / ``conversations.replies`` (cursor pagination via
 ``response_metadata.next_cursor``; ``not_in_channel`` in a public channel the bot is not in),
-``conversations.join``, ``files.info``, ``files.getUploadURLExternal`` (through ``files_upload_v2``).
+``conversations.join``, ``files.info``, ``files.getUploadURLExternal`` (through ``files_upload_v2``),
+``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream`` and ``assistant.threads.setStatus``
+(the agent display).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -51,6 +53,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
+from slack_sdk.models.messages.chunk import Chunk
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import metrics
@@ -397,6 +400,62 @@ class SlackGateway:
         if thread_ts:
             arguments["thread_ts"] = thread_ts
         answer = await self.call("chat.postEphemeral", **arguments)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+    # ------------------------------------------------------------------ agent display (streams, status)
+
+    async def start_stream(
+        self,
+        channel: str,
+        thread_ts: str,
+        *,
+        recipient_user_id: str | None,
+        recipient_team_id: str | None,
+        task_display_mode: str = "timeline",
+    ) -> Posted | SlackFailure:
+        """``chat.startStream`` (Tier 2): open a streamed reply in ``thread_ts``'s thread, for
+        ``recipient_user_id`` of ``recipient_team_id`` (required outside a DM), with no content yet, so
+        its ``ts`` can be saved before the first append (Slack doc
+        https://docs.slack.dev/reference/methods/chat.startStream). ``not_allowed``,
+        ``feature_not_enabled``, ``unknown_method``: streaming is not available (permanent failures)."""
+        arguments: dict[str, Any] = {"channel": channel, "thread_ts": thread_ts, "task_display_mode": task_display_mode}
+        if recipient_user_id:
+            arguments["recipient_user_id"] = recipient_user_id
+        if recipient_team_id:
+            arguments["recipient_team_id"] = recipient_team_id
+        answer = await self.call("chat.startStream", **arguments)
+        if isinstance(answer, SlackFailure):
+            return answer
+        return Posted(str(answer.get("channel") or channel), str(answer.get("ts") or ""))
+
+    async def append_stream(self, channel: str, ts: str, chunks: Sequence[Chunk]) -> Done | SlackFailure:
+        """``chat.appendStream`` (Tier 4): append ``chunks`` (slack_sdk's chunk models:
+        ``MarkdownTextChunk`` of at most 12,000 characters, ``TaskUpdateChunk``, ``PlanUpdateChunk``)
+        to the stream ``ts``. ``message_not_in_streaming_state``: the stream expired or was stopped."""
+        answer = await self.call("chat.appendStream", channel=channel, ts=ts, chunks=list(chunks))
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+    async def stop_stream(
+        self, channel: str, ts: str, *, blocks: Sequence[Mapping[str, Any]], chunks: Sequence[Chunk] = ()
+    ) -> Done | SlackFailure:
+        """``chat.stopStream`` (Tier 2): the last ``chunks``, then the closing ``blocks`` under the
+        streamed message (Slack doc https://docs.slack.dev/reference/methods/chat.stopStream)."""
+        arguments: dict[str, Any] = {"channel": channel, "ts": ts, "blocks": [dict(block) for block in blocks]}
+        if chunks:
+            arguments["chunks"] = list(chunks)
+        answer = await self.call("chat.stopStream", **arguments)
+        return answer if isinstance(answer, SlackFailure) else DONE
+
+    async def set_thread_status(
+        self, channel: str, thread_ts: str, status: str, *, loading_messages: Sequence[str] = ()
+    ) -> Done | SlackFailure:
+        """``assistant.threads.setStatus``: the status line under a thread (``status`` "" clears it);
+        Slack clears it by itself 2 minutes later (Slack doc
+        https://docs.slack.dev/reference/methods/assistant.threads.setStatus, ``chat:write`` since 2026-03)."""
+        arguments: dict[str, Any] = {"channel_id": channel, "thread_ts": thread_ts, "status": status}
+        if loading_messages:
+            arguments["loading_messages"] = list(loading_messages)
+        answer = await self.call("assistant.threads.setStatus", **arguments)
         return answer if isinstance(answer, SlackFailure) else DONE
 
     # ------------------------------------------------------------------ reactions, files, views

@@ -45,7 +45,7 @@ from bot.stack import (
 from sandbox.agent_api.keys import KEY_PREFIX
 from sandbox.slack_emulator import dm_channel_id
 from sandbox.slack_emulator.recorder import WaitTimeout
-from sandbox.slack_emulator.render import render_text
+from sandbox.slack_emulator.render import render_stream, render_text
 
 TOUR: Sequence[tuple[str, str]] = (
     ("bob", "help"),
@@ -367,6 +367,28 @@ def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
 LIMITS_AFTER: Sequence[tuple[str, str]] = (("carol", "limits"), ("bob", "limits history 5"))
 
 
+STREAM_STEP = "── carol's session, drawn the way Slack draws agents: one streamed message per turn"
+"""The heading of :func:`stream_step` (issue #27)."""
+
+
+def stream_step(stack: Stack, out: TextIO) -> None:
+    """Issue #27: the first session's thread as Slack's agent display draws it: each turn one
+    streamed message (its plan, its task timeline with each task's state and output, its text), the
+    closing line with the turn's tokens and time, the session's buttons and the feedback buttons.
+    Under ``AGENT_BOT_SESSION_DISPLAY=messages`` (or where Slack refused streaming) it says so."""
+    settings = stack.bot.services.settings
+    turns = [m for m in stack.slack.recorder.messages(DEMO_CHANNEL) if m.source == "chat.startStream" and m.stream]
+    if not turns:
+        why = "AGENT_BOT_SESSION_DISPLAY=messages" if settings.session_display == "messages" else "no streamed turn"
+        out.write(f"\n(sessions are shown as one message per answer here: {why})\n")
+        return
+    thread_ts = turns[0].thread_ts
+    out.write(f"\n{STREAM_STEP}\n")
+    for number, turn in enumerate((t for t in turns if t.thread_ts == thread_ts), start=1):
+        out.write(f"[agent (bot), turn {number}]\n{render_stream(turn.stream or {})}\n")
+    out.flush()
+
+
 def _limits_step(stack: Stack, out: TextIO) -> None:
     """alice approves the credit-limit request bob filed in the tour; print what everyone sees."""
     requests = [
@@ -661,6 +683,7 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     _limits_step(stack, out)
     home_step(stack, out)
     socket_step(stack, out)
+    stream_step(stack, out)
     feedback_step(stack, out)
     channel_defaults_step(stack, out)
     try:

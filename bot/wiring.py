@@ -83,11 +83,13 @@ from bot.services.lifecycle import AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, REVOKED, 
 from bot.services.limits import EXPIRY_CHECK_SECONDS, EXPIRY_JOB, ApprovalsConfig, LimitsStore, LimitsWorkflow
 from bot.services.sessions import Sessions
 from bot.services.sessions.starter import INTERRUPTED_CHECK_SECONDS
+from bot.services.sessions.stream import StreamDisplay
 from bot.slack import SlackGateway, web_client
 from bot.store import Store
 from formatters import limits as limits_messages
 from formatters import notices
 from formatters import sessions as session_messages
+from formatters import streams as stream_messages
 from formatters.alerts import controls_alert, overflow_message
 from formatters.alerts_computers import computer_alert, computer_news
 from formatters.alerts_readiness import readiness_alert
@@ -322,6 +324,10 @@ def build_services(
     )
     sessions.starter.use_reply_rules(channel_defaults.replies)  # a session thread says when only mentions reach the agent
     sessions.follower.use_outbox(outbox)
+    # each agent turn as one streamed message where Slack allows it (issue #27); else the messages display
+    sessions.follower.use_stream(
+        StreamDisplay(store=store, slack=slack, messages=stream_messages, now=now, display=settings.session_display)
+    )
     limits = LimitsWorkflow(
         agent=agent,
         store=LimitsStore(store),

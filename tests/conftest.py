@@ -17,6 +17,16 @@ def _schema(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_display_messages():
+    """The tests written before #27 see a session's thread in the messages display (one message per
+    answer, one working message): ``AGENT_BOT_SESSION_DISPLAY=messages`` for every bot they build.
+    The tests of the streamed display build theirs with ``display="stream"`` (or set it themselves)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENT_BOT_SESSION_DISPLAY", "messages")
+        yield
+
+
 @pytest.fixture(scope="session")
 def block_kit_validator():
     """A callable that validates a payload's ``blocks`` against Slack's Block Kit schema and the

@@ -679,7 +679,8 @@ def _action(
 ) -> dict[str, Any]:
     """The ``actions[0]`` of a ``block_actions`` payload for a click on ``element`` (Slack doc
     "block_actions payload"): a button with its ``text`` and ``value`` (``value`` wins over the
-    element's), any other element with ``selected_option`` (``{"value": value}`` when none is given)."""
+    element's), ``feedback_buttons`` with the clicked button's ``value`` (Slack doc "Feedback buttons
+    element"), any other element with ``selected_option`` (``{"value": value}`` when none is given)."""
     action: dict[str, Any] = {
         "action_id": action_id,
         "block_id": block_id or "actions",
@@ -691,6 +692,8 @@ def _action(
         action["text"] = element.get("text") or {"type": "plain_text", "text": action_id, "emoji": True}
         if value is not None:
             action["value"] = value
+    elif action["type"] == "feedback_buttons":  # the clicked button's value (positive or negative)
+        action["value"] = value if value is not None else (element.get("positive_button") or {}).get("value")
     else:
         action["selected_option"] = selected_option or {"value": value}
     return action

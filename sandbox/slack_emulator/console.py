@@ -422,6 +422,10 @@ class Console:
             }
             if thread_ts:
                 answer["thread"] = {"channel": channel.id, "ts": thread_ts, "messages": self._timeline(channel, person, thread_ts)}
+                status = self.emulator.web_api.streams.status(channel.id, thread_ts)  # the line under the thread
+                answer["thread"]["status"] = (
+                    {"status": status.status, "loading_messages": list(status.loading_messages)} if status else None
+                )
         modal = self._open_modal(person)
         if modal is not None:
             answer["modal"] = {"view_id": modal.view_id, "hash": modal.hash, "view": modal.view}
@@ -482,6 +486,8 @@ class Console:
         }
         if not message.deleted:
             data.update(text=message.text, blocks=message.blocks, attachments=message.attachments, files=self._files(message.files))
+            if message.stream is not None:  # a streamed message (chat.startStream): its text, tasks, plan, closing blocks
+                data["stream"] = message.stream
         if replies:
             data["reply_count"] = len(replies)
             data["reply_users"] = list(dict.fromkeys(r.user for r in replies if r.user))

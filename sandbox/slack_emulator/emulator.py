@@ -103,12 +103,13 @@ class SlackEmulator:
         self.stop()
 
     def reset(self) -> None:
-        """Forget what was recorded, the issued response URLs, the rate-limit counts and the channels
-        the bot joined (back to the directory's seed); keep serving."""
+        """Forget what was recorded, the issued response URLs, the rate-limit counts, the streams and
+        thread statuses (and a refusal of streaming), and the channels the bot joined (back to the directory's seed); keep serving."""
         self.recorder.clear()
         self.directory.joined.clear()
         self.response_urls.clear()
         self.web_api.reset_rate_limits()
+        self.web_api.streams.reset()
         self.socket_mode.clear()
 
     @property

@@ -66,6 +66,8 @@ class Message:
     response_url_id: str | None = None
     edited: bool = False
     deleted: bool = False
+    stream: dict | None = None
+    """A streamed message's stream (:mod:`.streams`): ``state``, ``text``, ``tasks``, ``plan``, ``chunks``, ``closing_blocks``."""
 
     @property
     def is_reply(self) -> bool:
@@ -387,6 +389,21 @@ class Recorder:
             store.messages[(channel, ts)] = after
             store.updates.append(MessageUpdate(before, after, source))
             return after
+
+    def stream_changed(self, channel: str, ts: str, **changes: Any) -> Message | None:
+        """A streamed message grew or stopped (:mod:`.streams`): replace it, without recording an edit."""
+        with self._change() as store:
+            before = store.messages.get((channel, ts))
+            if before is None or before.deleted:
+                return None
+            after = replace(before, **changes)
+            store.messages[(channel, ts)] = after
+            return after
+
+    def touch(self) -> None:
+        """Wake the waiters (something outside the records changed: a thread status)."""
+        with self._change():
+            pass
 
     def delete_message(self, channel: str, ts: str) -> Message | None:
         """Mark a message deleted (it stays visible to ``include_deleted``); ``None`` if there is none."""

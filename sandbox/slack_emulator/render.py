@@ -71,6 +71,41 @@ def render_text(
     return "\n".join(part for part in parts if part)
 
 
+TASK_MARKS = {"pending": "( )", "in_progress": "(…)", "complete": "(✓)", "error": "(✗)"}
+
+
+def render_stream(stream: Mapping[str, Any], *, users: Mapping[str, str] | None = None) -> str:
+    """A streamed message (:attr:`.recorder.Message.stream`) as text: its plan, then its text and
+    tasks in the order they came (each task in its last state, with its output), then the closing
+    blocks; ``(still streaming)`` while it grows."""
+    renderer = _Renderer(users or {}, {})
+    lines: list[str] = []
+    if stream.get("plan"):
+        lines.append(f"Plan: {stream['plan']}" if not str(stream["plan"]).lower().startswith("plan") else str(stream["plan"]))
+    tasks = {str(task["id"]): task for task in stream.get("tasks") or []}
+    seen: set[str] = set()
+    text = ""
+    for chunk in stream.get("chunks") or []:
+        if chunk.get("type") == "markdown_text":
+            text += str(chunk.get("text") or "")
+            continue
+        if text.strip():
+            lines.append(text.strip())
+        text = ""
+        if chunk.get("type") == "task_update" and str(chunk["id"]) not in seen:
+            seen.add(str(chunk["id"]))
+            task = tasks.get(str(chunk["id"]), chunk)
+            output = f" -> {' / '.join(str(task['output']).splitlines())}" if task.get("output") else ""
+            lines.append(f"{TASK_MARKS.get(str(task.get('status')), '( )')} {renderer.mrkdwn(str(task.get('title') or ''))}{output}")
+    if text.strip():
+        lines.append(text.strip())
+    if stream.get("state") == "streaming":
+        lines.append("(still streaming)")
+    if stream.get("closing_blocks"):
+        lines.append(renderer.blocks(stream["closing_blocks"]))
+    return "\n".join(lines)
+
+
 def render_mrkdwn(text: str, *, users: Mapping[str, str] | None = None, channels: Mapping[str, str] | None = None) -> str:
     """One mrkdwn string as plain text (see the module docstring)."""
     return _Renderer(users or {}, channels or {}).mrkdwn(text)
@@ -90,6 +125,8 @@ class _Renderer:
             "rich_text": self._rich_text,
             "table": self._table,
             "input": self._input,
+            "markdown": lambda block: str(block.get("text") or ""),
+            "context_actions": self._context_actions,
         }
 
     def blocks(self, blocks: list[dict[str, Any]]) -> str:
@@ -145,6 +182,18 @@ class _Renderer:
     def _context(self, block: dict[str, Any]) -> str:
         texts = [self.text_object(e) if e.get("type") != "image" else "" for e in block.get("elements") or []]
         return " | ".join(text for text in texts if text)
+
+    def _context_actions(self, block: dict[str, Any]) -> str:
+        """Feedback buttons (and icon buttons) as ``[👍 Good answer] [👎 Bad answer]``."""
+        shown = []
+        for element in block.get("elements") or []:
+            if element.get("type") == "feedback_buttons":
+                for mark, side in (("\U0001f44d", "positive_button"), ("\U0001f44e", "negative_button")):
+                    if element.get(side):
+                        shown.append(f"[{mark} {self.text_object(element[side].get('text'))}]")
+            else:
+                shown.append(self._element(element))
+        return " ".join(part for part in shown if part)
 
     def _actions(self, block: dict[str, Any]) -> str:
         return " ".join(filter(None, (self._element(e) for e in block.get("elements") or [])))

@@ -24,6 +24,8 @@ exclusive bounds, ``limit`` default 100, ``has_more``; a message's ``metadata`` 
 ``conversations.join`` (public channels only), ``files.info`` (the file object of a file people
 shared, as a Slack Connect channel makes the app ask for it; Slack doc "file_share message",
 "Slack Connect files"),
+``chat.startStream``, ``chat.appendStream``, ``chat.stopStream``, ``assistant.threads.setStatus``
+(Slack's agent display: :mod:`.streams`),
 ``apps.connections.open`` (app-level token only; the Socket Mode URL, see :mod:`.socket_mode`, whose
 WebSocket is served at ``{url}/link/``; a bot token answers ``not_allowed_token_type``).
 Anything else answers ``unknown_method``. ``GET {url}/files-pri/<id>/<name>`` serves files people
@@ -305,6 +307,11 @@ class WebApi:
             "apps.connections.open": self.apps_connections_open,
             "assistant.threads.setSuggestedPrompts": self.agent_messaging.set_suggested_prompts,
         }
+        from .streams import Streams  # it builds on this module's Args and errors
+
+        self.streams = Streams(self, clock)
+        """``chat.startStream`` / ``appendStream`` / ``stopStream`` and ``assistant.threads.setStatus`` (:mod:`.streams`)."""
+        self._methods.update(self.streams.methods())
         self.hosted: dict[str, tuple[str, str, bytes]] = {}
         self.hosted_objects: dict[str, dict[str, Any]] = {}
         self._scripted: dict[str, deque[SlackApiError]] = defaultdict(deque)
@@ -689,6 +696,7 @@ class WebApi:
         message = self.recorder.edit_message(channel.id, ts, **content)
         if message is None:
             raise SlackApiError("message_not_found")
+        self.streams.finish_by_update(channel.id, ts)
         return {
             "channel": channel.id,
             "ts": ts,

@@ -44,6 +44,8 @@ def bot_environment(
         "AGENT_BOT_DATABASE_URL": database_url,
         "AGENT_BOT_CONFIG": str(roles_file),
         "AGENT_BOT_SESSIONS_AS": "bot",  # nobody links a key in these processes: their sessions use the bot's, as before #25
+        # these processes' tests expect the messages display (tests/conftest.py pins it; #27's tests set stream)
+        "AGENT_BOT_SESSION_DISPLAY": os.environ.get("AGENT_BOT_SESSION_DISPLAY", "messages"),
         **extra,
     }
 

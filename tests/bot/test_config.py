@@ -17,6 +17,7 @@ from bot.config import FILE_SETTINGS, MAX_SECRET_FILE_BYTES, ConfigurationError,
 from bot.doctor import (
     COMPUTER_RULES_NONE,
     DATABASE_CREATED_AT_START,
+    DISPLAY_STREAM,
     FIX_API_KEY_ROLE,
     FIX_COMPUTER_RULES,
     FIX_ROLES_MISSING,
@@ -237,6 +238,7 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
         "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
+        f"ok   session display: {DISPLAY_STREAM}",  # clean_env: the default display
     ]
     for value in (stack.slack.bot_token, stack.slack.app_token, "sandbox-member-key", SECRET, ENCRYPTION_KEY):
         assert value not in out

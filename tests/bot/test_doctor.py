@@ -19,6 +19,7 @@ from bot.doctor import (
     COMPUTER_RULES_REST_OPEN,
     COMPUTER_RULES_UNREAD,
     DATABASE_CREATED_AT_START,
+    DISPLAY_MESSAGES,
     ENCRYPTION_KEY_UNSET,
     ENCRYPTION_KEY_UNSET_PERSON,
     FIX_API_KEY_INVALID,
@@ -270,7 +271,7 @@ def test_computer_rules_warn_when_there_are_none(stack, tmp_path):
 def test_all_checks_pass_on_a_good_deployment_and_exit_0(stack, tmp_path):
     checks = run(run_checks(settings_of(stack, tmp_path), mode="http", manifest=MANIFEST, today=lambda: TODAY))
     text, status = report(checks)
-    assert [c.status for c in checks] == ["ok"] * 9, text  # the demo's roles file has computer rules
+    assert [c.status for c in checks] == ["ok"] * 10, text  # the demo's roles file has computer rules
     assert status == 0
 
 
@@ -316,6 +317,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
         f"FAIL encryption key: {ENCRYPTION_KEY_UNSET_PERSON} -> {FIX_ENCRYPTION_KEY_PERSON}",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
+        f"ok   session display: {DISPLAY_MESSAGES}",  # the suite pins the messages display (tests/conftest.py)
     ]
     assert MEMBER_KEY not in "\n".join(lines) and stack.slack.bot_token not in "\n".join(lines)
 
@@ -372,3 +374,22 @@ def test_encryption_key_unset_malformed_or_not_decrypting_the_stored_keys(tmp_pa
         f"FAIL encryption key: 1 Fernet key; 2 of 2 stored linked keys cannot be decrypted -> {FIX_ENCRYPTION_KEY_LOST}",
     ]
     assert not any(key in "\n".join([*lines, malformed]) for key in (old, new))
+
+
+def test_session_display_says_the_setting_and_where_slack_refused_streaming(tmp_path):
+    import datetime as dt
+
+    from bot.doctor import DISPLAY_REFUSED, DISPLAY_STREAM, FIX_DISPLAY_REFUSED, check_session_display
+    from bot.services.sessions.stream_store import StreamSupport
+
+    url = f"sqlite:///{tmp_path / 'display.db'}"
+    assert (
+        check_session_display(Settings(database_url=url, session_display="messages")).line() == f"ok   session display: {DISPLAY_MESSAGES}"
+    )
+    assert check_session_display(Settings(database_url=url, session_display="stream")).line() == f"ok   session display: {DISPLAY_STREAM}"
+    store = Store(url)
+    assert run(StreamSupport(store).refuse("workspace:T0EMULATED", "feature_not_enabled", dt.datetime(2026, 11, 28, tzinfo=dt.UTC)))
+    store.close()
+    refused = DISPLAY_REFUSED.format(where="workspace T0EMULATED (feature_not_enabled)")
+    line = check_session_display(Settings(database_url=url, session_display="stream")).line()
+    assert line == f"warn session display: {refused} -> {FIX_DISPLAY_REFUSED}"

@@ -57,3 +57,31 @@ def test_the_demo_tours_every_feature_and_exits_0(tmp_path, hostile):
     defaults_part = done.stdout[done.stdout.index("── bob: /agent channel set") :]
     assert "What I did in ~/src/web:" in defaults_part and 'You asked: "also count the FIXMEs"' in defaults_part
     assert 'You asked: "is anyone else seeing' not in defaults_part
+
+
+def test_the_demo_with_the_streamed_display_shows_a_sessions_timeline(tmp_path):
+    """Issue #27: with ``AGENT_BOT_SESSION_DISPLAY=stream`` (the default outside the tests) the
+    session tour still completes, and its own step prints the first session's turns as streamed
+    messages: the plan, each task in its final state with its output, the closing line and the
+    feedback buttons."""
+    import os
+
+    from bot.tour import STREAM_STEP
+
+    command = [sys.executable, "-m", "bot.cli", "demo", "--chart-dir", str(tmp_path)]
+    env = {**os.environ, "AGENT_BOT_SESSION_DISPLAY": "stream"}
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "(the session tour stopped" not in done.stdout, done.stdout[-3000:]
+    step = done.stdout.split(STREAM_STEP, 1)[-1]
+    assert STREAM_STEP in done.stdout, done.stdout[-3000:]
+    for part in (
+        "[agent (bot), turn 1]",
+        "(✓) Run `pytest -q` -> 128 passed in 4.21s",
+        "[agent (bot), turn 2]",
+        "Plan: look at the code, make the change, run the checks.",
+        "(✓) Run `git diff --stat main`",
+        "[👍 Good answer] [👎 Bad answer]",
+    ):
+        assert part in step, step[:3000]

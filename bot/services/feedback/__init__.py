@@ -17,6 +17,7 @@ from bot.services.feedback.service import (
     Feedback,
     FeedbackReport,
     Voted,
+    button_value,
     parse_value,
     period_days,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "Turn",
     "Voted",
     "answer_votes",
+    "button_value",
     "parse_value",
     "period_days",
 ]

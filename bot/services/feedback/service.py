@@ -55,6 +55,12 @@ SessionRow = Callable[[str], Awaitable["SessionLink | None"]]
 """The bot's row of a session by its id (:meth:`bot.services.sessions.store.SessionStore.by_session_id`)."""
 
 
+def button_value(vote: str, session_id: str) -> str:
+    """A feedback button's ``value``: ``"up:<session id>"`` or ``"down:<session id>"`` (read back by
+    :func:`parse_value`)."""
+    return f"{vote}:{session_id}"
+
+
 def parse_value(value: str) -> tuple[str, str]:
     """``"up:<session id>"`` -> ``("up", "<session id>")``. Raises
     :class:`bot.outcomes.Declined` (:class:`bot.outcomes.Invalid`) for anything else."""

@@ -409,6 +409,7 @@ class Sessions:
             return None
         await self.store.stop_following(row.id, archived=True)
         archived = await self.store.get(row.id) or row
+        await self.follower.end_stream(archived, "archived")  # a turn streaming when it was archived ends here
         await self.follower.show_parent(archived)  # failures of these two are logged by the gateway
         await self.follower.post_in_thread(archived, self.messages.archived_note(by_user))
         await self.follower.changed(archived)

@@ -66,6 +66,7 @@ from bot.outbox import EXPIRED_REASON, Continuation, Item, Outbox, Queued
 from bot.roles import REPLY_STARTER
 from bot.services.sessions.messages import Payload, SessionMessages, SessionView
 from bot.services.sessions.store import SessionLink, SessionStore, last_steps, total_tokens
+from bot.services.sessions.stream import StreamDisplay, StreamFailed
 from bot.slack import Posted, SlackFailure, SlackGateway
 
 logger = logging.getLogger(__name__)
@@ -220,6 +221,13 @@ class Follower:
         self._inflight: dict[int, asyncio.Task[bool]] = {}
         self.outbox: Outbox | None = None
         """Where agent answers wait for Slack (:meth:`use_outbox`); None: a 429 fails the poll."""
+        self.stream: StreamDisplay | None = None
+        """The streamed display of agent turns (:meth:`use_stream`); None: the messages display."""
+
+    def use_stream(self, stream: StreamDisplay) -> None:
+        """Draw each agent turn as one streamed message (:mod:`bot.services.sessions.stream`, issue
+        #27) where Slack allows it; the messages display stays where it does not (at wiring)."""
+        self.stream = stream
 
     def use_outbox(self, outbox: Outbox) -> None:
         """Post agent answers through ``outbox`` and register the continuation of :data:`ANSWER_KIND` (at wiring)."""
@@ -350,7 +358,9 @@ class Follower:
             polled_at=polled_at,
         )
         answered = errored = False
-        posted = await self.sessions.posted(link.session_id)
+        streamed = self.stream is not None and await self.stream.available(link)
+        posted = {} if streamed else await self.sessions.posted(link.session_id)  # read when needed
+        collected: list[Message] = []  # streamed: the poll's shown messages, for one append
         try:
             for _ in range(MAX_PAGES_PER_POLL):
                 page = await self.agent.list_messages(session_id=link.session_id, limit=PAGE_SIZE, cursor=state.cursor)
@@ -360,29 +370,23 @@ class Follower:
                     state.last_id = msg.id
                     if not shown(msg) or msg.role == "user":
                         continue
-                    if msg.role == "tool" and not msg.is_error:
-                        state.steps = last_steps(state.steps, [step_label(msg)], STEPS_KEPT)
-                        state.step_count += 1
-                        state.dirty = True
+                    if streamed:
+                        collected.append(msg)
                         continue
-                    # collapsing the working message is best effort: a failure leaves it showing the
-                    # last steps (logged by the gateway); the answer below is what must not be lost
-                    if state.working_ts is not None:
-                        await self._edit_working(link, state.working_ts, state.steps, state.step_count, done=True)
-                    elif state.step_count:  # the steps and the answer came in one poll: just the summary line
-                        await self._post_working(link, state.steps, state.step_count, done=True)
-                    state.working_ts, state.steps, state.step_count, state.dirty = None, [], 0, False
-                    await self._relay(link, msg, posted)
-                    errored = errored or bool(msg.is_error)
-                    answered = answered or (msg.role == "assistant" and not msg.is_error)
+                    shown_answer, shown_error = await self._show_message(link, state, msg, posted)
+                    answered, errored = answered or shown_answer, errored or shown_error
                 if page.pagination.has_more and page.pagination.next_cursor:
                     state.cursor, state.last_id = page.pagination.next_cursor, None
                     continue
                 break
         except AgentAPIError as exc:
             # keep the place: what was handled is saved, the rest is read again later
+            if streamed:
+                await self._show_streamed(link, session, state, collected, posted)
             await self._save(link, state, backoff=exc)
             return
+        if streamed:
+            answered, errored = await self._show_streamed(link, session, state, collected, posted)
         now = self.now()
         if state.dirty and state.step_count:
             if state.working_ts is None:
@@ -395,6 +399,49 @@ class Follower:
                 link.working_edited_at = now
         await self._save(link, state)
         await self._show_state(link, session, answered=answered, errored=errored)
+
+    async def _show_message(self, link: SessionLink, state: PollState, msg: Message, posted: dict[str, str | None]) -> tuple[bool, bool]:
+        """The messages display of one shown message: a tool step goes into the working message, an
+        answer is posted (the working message collapsed first). Returns ``(answered, errored)``."""
+        if msg.role == "tool" and not msg.is_error:
+            state.steps = last_steps(state.steps, [step_label(msg)], STEPS_KEPT)
+            state.step_count += 1
+            state.dirty = True
+            return False, False
+        # collapsing the working message is best effort: a failure leaves it showing the
+        # last steps (logged by the gateway); the answer below is what must not be lost
+        if state.working_ts is not None:
+            await self._edit_working(link, state.working_ts, state.steps, state.step_count, done=True)
+        elif state.step_count:  # the steps and the answer came in one poll: just the summary line
+            await self._post_working(link, state.steps, state.step_count, done=True)
+        state.working_ts, state.steps, state.step_count, state.dirty = None, [], 0, False
+        await self._relay(link, msg, posted)
+        return msg.role == "assistant" and not msg.is_error, bool(msg.is_error)
+
+    async def _show_streamed(
+        self, link: SessionLink, session: Session, state: PollState, collected: list[Message], posted: dict[str, str | None]
+    ) -> tuple[bool, bool]:
+        """The streamed display of the poll's messages (:mod:`bot.services.sessions.stream`); where
+        Slack refuses streaming just now, the messages display instead. Returns ``(answered, errored)``.
+        Raises :class:`SlackPostFailed` when Slack did not take a stream call (the place is kept)."""
+        assert self.stream is not None
+        try:
+            streamed = await self.stream.show(link, session, collected)
+        except StreamFailed as exc:
+            raise SlackPostFailed(exc.failure) from exc
+        answered = errored = False
+        if not streamed and collected and link.session_id is not None:  # refused just now: the messages display needs what was posted
+            posted.update(await self.sessions.posted(link.session_id))
+        for msg in collected:
+            if streamed:
+                answered = answered or (msg.role == "assistant" and not msg.is_error)
+                errored = errored or bool(msg.is_error)
+            else:
+                shown_answer, shown_error = await self._show_message(link, state, msg, posted)
+                answered, errored = answered or shown_answer, errored or shown_error
+        if streamed and collected:
+            metrics.relay_lag((self.now() - ms_to_datetime(collected[-1].created_at)).total_seconds())
+        return answered, errored
 
     async def _save(self, link: SessionLink, state: PollState, backoff: AgentAPIError | None = None) -> None:
         """Write what the poll learned (``state``) and when to poll next (after ``backoff``, an
@@ -455,6 +502,7 @@ class Follower:
         await self.sessions.stop_following(link.id)
         fresh = await self.sessions.get(link.id)
         if fresh is not None:
+            await self.end_stream(fresh, "gone")
             await self.show_parent(fresh, status="gone")  # a failure is logged by the gateway; nothing to retry
             await self.changed(fresh)
 
@@ -593,6 +641,12 @@ class Follower:
     async def note(self, link: SessionLink, text: str) -> Posted | SlackFailure:
         """A short note (mrkdwn ``text``) in the session's thread."""
         return await self.post_in_thread(link, self.messages.thread_note(text))
+
+    async def end_stream(self, link: SessionLink, outcome: str) -> None:
+        """Close the session's streamed turn still open (:meth:`StreamDisplay.close`) when the session
+        ends outside a turn: ``archived``, ``gone``. Nothing without the streamed display."""
+        if self.stream is not None:
+            await self.stream.close(link, outcome)
 
     async def post_in_thread(self, link: SessionLink, payload: Payload) -> Posted | SlackFailure:
         """Post a Block Kit payload in the session's thread: the message, or Slack's refusal

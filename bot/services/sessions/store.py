@@ -47,6 +47,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     and_,
     case,
     insert,
@@ -125,6 +126,65 @@ session_posts = Table(
     Column("ts", String(32)),
     Column("claimed_at", DateTime(timezone=True), nullable=False),
 )
+
+session_streams = Table(
+    "session_streams",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(255), nullable=False),
+    Column("turn", Integer, nullable=False),
+    Column("part", Integer, nullable=False),
+    Column("channel", String(64), nullable=False),
+    Column("thread_ts", String(32), nullable=False),
+    Column("ts", String(32)),
+    Column("state", String(16), nullable=False),
+    Column("recipient", String(64)),
+    Column("opened_at", DateTime(timezone=True), nullable=False),
+    Column("turn_started_at", DateTime(timezone=True), nullable=False),
+    Column("tokens_before", Integer, nullable=False),
+    Column("open_task", Text),
+    Column("status_text", Text),
+    Column("status_at", DateTime(timezone=True)),
+    UniqueConstraint("session_id", "turn", "part", name="session_streams_turn_part"),
+)
+"""One streamed message of an agent turn (:mod:`bot.services.sessions.stream`): turn ``turn`` of a
+session, ``part`` 0, then 1, 2... when Slack no longer took the stream and the turn went on in a new
+one ("continued"). ``ts`` is saved right after ``chat.startStream``, before the first append;
+``state``: ``opening`` (claimed, ``ts`` not known yet), ``open``, ``stopping`` (``chat.stopStream``
+claimed), ``stopped``, ``finished`` (ended by ``chat.update``), ``lost`` (its ``ts`` never saved).
+``recipient``: the Slack user it streams to; ``tokens_before`` / ``turn_started_at``: for the turn's
+tokens and time; ``open_task``: the task chunk still ``in_progress`` (JSON); ``status_text`` /
+``status_at``: the thread status last set."""
+
+stream_items = Table(
+    "stream_items",
+    metadata,
+    Column("session_id", String(255), primary_key=True),
+    Column("item_key", String(320), primary_key=True),
+    Column("stream_id", Integer, nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("chunk", Text, nullable=False),
+    Column("state", String(8), nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=False),
+)
+"""Each piece appended to a session's streams, claimed before the append: ``item_key``
+(``text:<message id>:<n>``, ``error:<message id>:<n>`` for an error's text, ``task:<message
+id>:start`` / ``:done``, ``plan:<message id>``, ``continued:<turn>:<part>``) is unique per session,
+so no text or task state is appended twice; ``state`` ``claimed`` -> ``sent`` once Slack took it;
+``chunk``: the chunk (JSON) as sent, so a claim left ``claimed`` by a process that died is sent
+again (in a continued stream) with the same content; ``seq``: the order."""
+
+stream_support = Table(
+    "stream_support",
+    metadata,
+    Column("scope", String(96), primary_key=True),
+    Column("display", String(16), nullable=False),
+    Column("reason", String(64), nullable=False),
+    Column("decided_at", DateTime(timezone=True), nullable=False),
+)
+"""Where Slack refused streaming (:mod:`bot.services.sessions.stream`): ``scope`` ``workspace:<team
+id>`` or ``channel:<channel id>``, ``display`` ``messages``, ``reason`` Slack's error code; inserted
+once (the first replica to learn it logs it), read by every replica and by ``agent-bot doctor``."""
 
 STARTING, STARTED, FAILED, CHOOSING = "starting", "started", "failed", "choosing"
 WAITING = "waiting"

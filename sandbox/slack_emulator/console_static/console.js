@@ -339,6 +339,8 @@
         const accessory = block.accessory ? el("div", { class: "b-accessory" }, element(block.accessory, block, surface)) : null;
         return el("div", { class: "b-section" }, main, accessory);
       }
+      case "context_actions":
+        return el("div", { class: "b-actions b-context-actions" }, (block.elements || []).map((item) => element(item, block, surface)));
       case "context":
         return el(
           "div",
@@ -465,6 +467,17 @@ function element(item, block, surface) {
           confirmThen(item.confirm, () => act({ value: item.value }), button);
         });
         return button;
+      }
+      case "feedback_buttons": {
+        const pair = el("span", { class: "feedback-buttons" });
+        for (const [side, mark] of [["positive_button", "👍"], ["negative_button", "👎"]]) {
+          const choice = item[side];
+          if (!choice) continue;
+          const button = el("button", { type: "button", class: "btn btn-feedback", title: plainText(choice.text), "aria-label": plainText(choice.text), dataset: { actionId: item.action_id || "", value: choice.value } }, mark);
+          button.addEventListener("click", () => act({ value: choice.value }));
+          pair.append(button);
+        }
+        return pair;
       }
       case "overflow": {
         const button = el("button", { type: "button", class: "btn btn-overflow", "aria-label": "More actions", dataset: { actionId: item.action_id || "" } }, "⋯");
@@ -761,6 +774,35 @@ function element(item, block, surface) {
     );
   }
 
+  const TASK_MARK = { pending: "○", in_progress: "◐", complete: "✓", error: "✗" };
+
+  /** A streamed message (chat.startStream): its plan, text, task timeline with each task's state, closing blocks. */
+  function streamNode(stream, surface) {
+    const box = el("div", { class: "stream stream-" + stream.state, dataset: { state: stream.state } });
+    if (stream.plan) box.append(el("div", { class: "stream-plan" }, stream.plan));
+    const tasks = new Map();
+    for (const chunk of stream.chunks) {
+      if (chunk.type === "markdown_text") box.append(el("div", { class: "stream-text" }, mrkdwn(chunk.text)));
+      else if (chunk.type === "task_update") {
+        let node = tasks.get(chunk.id);
+        if (!node) {
+          node = el("div", { class: "stream-task" });
+          tasks.set(chunk.id, node);
+          box.append(node);
+        }
+        node.dataset.status = chunk.status;
+        node.replaceChildren(
+          el("span", { class: "task-mark task-" + chunk.status, title: chunk.status }, TASK_MARK[chunk.status] || "•"),
+          el("span", { class: "task-title" }, mrkdwn(chunk.title)),
+          chunk.output ? el("pre", { class: "task-output" }, chunk.output) : null,
+        );
+      } else if (chunk.type === "blocks") box.append(blocks(chunk.blocks, surface));
+    }
+    if (stream.state === "streaming") box.append(el("span", { class: "stream-cursor", "aria-label": "still writing" }, "▍"));
+    if (stream.closing_blocks) box.append(blocks(stream.closing_blocks, surface));
+    return box;
+  }
+
   function messageNode(message, where) {
     const surface = { kind: "message", channel: where.channel, ts: message.ts, ephemeral: message.ephemeral };
     const author = userName(message.user);
@@ -774,6 +816,7 @@ function element(item, block, surface) {
     );
     let content;
     if (message.deleted) content = el("div", { class: "deleted" }, "This message was deleted.");
+    else if (message.stream) content = streamNode(message.stream, surface);
     else if (message.blocks && message.blocks.length) content = blocks(message.blocks, surface);
     else content = mrkdwn(message.text || "");
     const node = el(
@@ -932,6 +975,15 @@ function element(item, block, surface) {
     const channel = channelById(thread.channel);
     $("thread-where").textContent = channel ? (channel.is_im ? channel.name : "#" + channel.name) : "";
     timeline($("thread-messages"), thread.messages, { channel: thread.channel, inThread: true, parent: thread.ts, fresh: wasHidden, empty: "This thread is gone." });
+    // the thread's status line (assistant.threads.setStatus), under the thread
+    let line = $("thread-status");
+    if (!line) {
+      line = el("div", { id: "thread-status", class: "thread-status", role: "status" });
+      $("thread-messages").after(line);
+    }
+    const status = thread.status;
+    line.hidden = !status;
+    line.textContent = status ? `${S.data.bot.name} ${status.status}` + (status.loading_messages.length ? ` · ${status.loading_messages[0]}` : "") : "";
   }
 
   function render() {
