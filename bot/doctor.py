@@ -133,7 +133,7 @@ COMPUTER_RULES_UNREAD: Final = "not read: the roles file cannot be used"
 COMPUTER_RULES_OK: Final = "{count} rule(s) ({patterns}); {rest}"
 COMPUTER_RULES_REST_OPEN: Final = 'a computer no pattern matches is open to every member (end with "*" to decide for them)'
 COMPUTER_RULES_REST_CAUGHT: Final = '"*" decides for the other computers'
-FIX_COMPUTER_RULES: Final = "add a computers: section to the roles file (docs/configuration.md, Roles file), e.g. ci-*: [members]"
+FIX_COMPUTER_RULES: Final = "add a computers: section to the roles file (docs/configuration.md, Computer rules), e.g. ci-*: [members]"
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,7 @@ async def check_readiness(settings: Settings, agent: AgentClient | None) -> Chec
 
 DATABASE_CREATED_AT_START = "no file yet; start-up creates it (its folder exists)"
 SCHEMA_UPGRADED_AT_START = "its schema is behind this version; start-up upgrades it (AGENT_BOT_DB_AUTO_UPGRADE)"
-FIX_SCHEMA = "back the database up, then run `agent-bot db upgrade` once (docs/operations.md, Upgrading)"
+FIX_SCHEMA = "back the database up, then run `agent-bot db upgrade` once (docs/operations.md, Upgrading and the database)"
 
 
 def _missing_sqlite_file(database_url: str) -> Path | None:
