@@ -3,6 +3,7 @@ traceback, and tours every feature (a heading each), with and without ``--hostil
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -38,6 +39,8 @@ TOURED = (
     "── carol picks Send to agent on bob's reply",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
+RAW_ID = re.compile(r"(?<![/=\w])[UCDGW]0[A-Z0-9]{3,}\b")
+"""A Slack user or channel ID outside a link (``U0MANAGER``, ``C0ENG``): a person sees names (issue #29)."""
 
 
 @pytest.mark.parametrize("hostile", [False, True], ids=["seeded", "hostile"])
@@ -47,6 +50,7 @@ def test_the_demo_tours_every_feature_and_exits_0(tmp_path, hostile):
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout + done.stderr
     assert "Traceback" not in said
+    assert RAW_ID.findall(done.stdout) == []  # people and channels by name, as Slack shows them
     missing = [part for part in TOURED if part not in done.stdout]
     assert missing == [], done.stdout[-3000:]
     assert "exactly once: nothing is posted twice" in done.stdout
