@@ -50,7 +50,8 @@ def test_the_demo_tours_every_feature_and_exits_0(tmp_path, hostile):
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout + done.stderr
     assert "Traceback" not in said
-    assert RAW_ID.findall(done.stdout) == []  # people and channels by name, as Slack shows them
+    if not hostile:  # the hostile data's own "<@W0BOSS|boss>" shows as the text it is
+        assert RAW_ID.findall(done.stdout) == []  # people and channels by name, as Slack shows them
     missing = [part for part in TOURED if part not in done.stdout]
     assert missing == [], done.stdout[-3000:]
     assert "exactly once: nothing is posted twice" in done.stdout
