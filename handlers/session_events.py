@@ -5,11 +5,11 @@ words) in a session's thread go to the agent; in any other thread, and plain cha
 are ignored silently. A reply or a mention reaches the agent without the bot's own leading mention;
 anyone else it mentions is kept, by name (:func:`prompt_of`). A mention elsewhere starts a session,
 followed in its thread; a mention that only asks for help (``@agent help``) starts nothing and is
-answered to its writer only, where they wrote it: in the channel, or in the thread it was written in. A message in a
-person's DM with the bot (its Messages tab, :func:`bot.services.sessions.starter.dm_request`)
-starts a session as a mention does, followed in that message's thread (start key
-``dm:<channel>:<ts>``); ``help`` there answers the help, and the first DM of a person gets a hint
-of what to type, once (:func:`handlers.sessions.hint_once`).
+answered to its writer only, where they wrote it: in the channel, or in the thread it was written
+in. A message in a person's DM with the bot (its Messages tab,
+:func:`bot.services.sessions.starter.dm_request`) starts a session as a mention does, followed in
+that message's thread (start key ``dm:<channel>:<ts>``); ``help`` there answers the help, and the
+first DM of a person gets a hint of what to type, once (:func:`handlers.sessions.hint_once`).
 
 The role check (policy keys ``session start``, ``thread_reply``) ran before, in the middleware; an
 event it did not pass on as the act of someone (``context["agent_user"]``: a person, or an app that
