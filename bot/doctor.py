@@ -137,7 +137,6 @@ COMPUTER_RULES_UNREAD: Final = "not read: the roles file cannot be used"
 COMPUTER_RULES_OK: Final = "{count} rule(s) ({patterns}); {rest}"
 COMPUTER_RULES_REST_OPEN: Final = 'a computer no pattern matches is open to every member (end with "*" to decide for them)'
 COMPUTER_RULES_REST_CAUGHT: Final = '"*" decides for the other computers'
-FIX_COMPUTER_RULES: Final = "add a computers: section to the roles file (docs/configuration.md, Roles file), e.g. ci-*: [members]"
 DISPLAY_MESSAGES: Final = "messages (AGENT_BOT_SESSION_DISPLAY=messages): one message per answer and a working message"
 DISPLAY_STREAM: Final = "streamed: one message per agent turn, with a task timeline, a status line and feedback buttons"
 DISPLAY_REFUSED: Final = "streamed where Slack allows it; shown as messages where it refused: {where}"
@@ -145,6 +144,7 @@ FIX_DISPLAY_REFUSED: Final = (
     "Slack refuses chat.startStream to this app there (agent features not enabled, or a channel type without streams); "
     "nothing to do for the messages display, or enable the app's agent features"
 )
+FIX_COMPUTER_RULES: Final = "add a computers: section to the roles file (docs/configuration.md, Computer rules), e.g. ci-*: [members]"
 
 
 @dataclass(frozen=True)
@@ -309,7 +309,7 @@ async def check_readiness(settings: Settings, agent: AgentClient | None) -> Chec
 
 DATABASE_CREATED_AT_START = "no file yet; start-up creates it (its folder exists)"
 SCHEMA_UPGRADED_AT_START = "its schema is behind this version; start-up upgrades it (AGENT_BOT_DB_AUTO_UPGRADE)"
-FIX_SCHEMA = "back the database up, then run `agent-bot db upgrade` once (docs/operations.md, Upgrading)"
+FIX_SCHEMA = "back the database up, then run `agent-bot db upgrade` once (docs/operations.md, Upgrading and the database)"
 
 
 def _missing_sqlite_file(database_url: str) -> Path | None:

@@ -279,9 +279,13 @@ def tick_alerts(stack: Stack, now: Any = None) -> Any:
 
 
 def tick_home(stack: Stack, later: dt.timedelta) -> Any:
-    """One tick of the Home refresh job as the scheduler would run it ``later`` from now (the refresh
-    waits ``AGENT_BOT_HOME_REFRESH_SECONDS`` after a Home's last publish), on this thread's own event
-    loop with its own Agent API client; returns its :class:`bot.services.home.RefreshReport`."""
+    """One tick of the Home refresh job (the scheduler runs it every
+    :data:`bot.services.home.REFRESH_TICK_SECONDS`) as it would run ``later`` from now, on this
+    thread's own event loop with its own Agent API client; returns its
+    :class:`bot.services.home.RefreshReport`. A tick republishes the Homes marked since their last
+    publish, except one its own refresh published less than ``AGENT_BOT_HOME_REFRESH_SECONDS``
+    before (an open does not count, and a credit-limit request filed or decided lifts that wait:
+    :mod:`bot.services.home`)."""
     from bot.wiring import home_refresher
 
     services = stack.bot.services

@@ -27,6 +27,7 @@ import httpx
 from bot.hooks import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from bot.interactive import run_interactive
 from bot.services.feedback import COMMENT_VIEW, FEEDBACK_ACTION
+from bot.services.home import REFRESH_TICK_SECONDS
 from bot.services.sessions.context import SHORTCUT_CALLBACK, SHORTCUT_VIEW
 from bot.stack import (
     DEMO_CHANNEL,
@@ -83,6 +84,13 @@ TOUR: Sequence[tuple[str, str]] = (
 request with a click and prints the request message, the thread and bob's DM."""
 
 
+def _digest_tick(stack: Stack) -> str:
+    """One digest tick (:func:`tick_digests`), what it did in words, its channels by name (``#engineering``)."""
+    report = tick_digests(stack)
+    named = {key: [_channel(stack, channel) for channel in getattr(report, key)] for key in ("posted", "recovered", "failed")}
+    return str(dataclasses.replace(report, **named).describe())
+
+
 def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     """The digest in the tour: #eng subscribes, the day has not landed, the batch lands, one digest."""
     import httpx
@@ -90,19 +98,19 @@ def _digest_step(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     out.write("\n\u2500\u2500 Daily digest: the sandbox's batch has not landed yesterday yet\n")
     httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": "23:59"}).raise_for_status()
     _print_reply(out, "bob", "digest subscribe at=00:00", stack.command("digest subscribe at=00:00", user=PEOPLE["bob"]), stack)
-    out.write(f"digest tick: {tick_digests(stack).describe()}\n")
+    out.write(f"digest tick: {_digest_tick(stack)}\n")
     landed = httpx.post(f"{stack.sandbox.url}/_sandbox/land").json()["landed"]
     out.write(f"(the sandbox lands {landed} now, as its daily batch would)\n")
-    out.write(f"digest tick: {tick_digests(stack).describe()}\n")
+    out.write(f"digest tick: {_digest_tick(stack)}\n")
     for message in stack.slack.recorder.messages(DEMO_CHANNEL):
         if (message.metadata or {}).get("event_type") and not message.is_reply:
-            out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
-            out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+            out.write(f"\n{_channel(stack, DEMO_CHANNEL)} now shows:\n")
+            out.write(_shown(stack, {"text": message.text, "blocks": message.blocks}) + "\n")
     for file in stack.slack.recorder.files(DEMO_CHANNEL):
         path = chart_dir / file.filename
         path.write_bytes(file.content)
         out.write(f"chart in the digest's thread, saved to {path.resolve()}\n  alt text: {file.alt_txt}\n")
-    out.write(f"digest tick again: {tick_digests(stack).describe()} (exactly once)\n")
+    out.write(f"digest tick again: {_digest_tick(stack)} (exactly once)\n")
     httpx.post(f"{stack.sandbox.url}/_sandbox/batch", json={"lands_at": None}).raise_for_status()
 
 
@@ -154,14 +162,34 @@ def _alerts_tick(stack: Stack, out: TextIO, seen: dict[str, str], now: Any = Non
     """One alerts tick (:func:`tick_alerts`), what it did, and each new alert as #engineering shows it."""
     out.write(f"alerts tick: {tick_alerts(stack, now).describe()}{note}\n")
     for message in _new_alerts(stack, DEMO_CHANNEL, seen):
-        out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n")
-        out.write(render_text(message.as_payload(), users=None) + "\n")
+        out.write(f"\n{_channel(stack, DEMO_CHANNEL)} now shows:\n")
+        out.write(_shown(stack, message.as_payload()) + "\n")
     out.flush()
 
 
 def _sandbox(stack: Stack, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     """``POST /_sandbox/<path>`` (the sandbox's admin endpoints) -> its JSON answer; raises ``httpx.HTTPStatusError``."""
     answer = httpx.post(f"{stack.sandbox.url}/_sandbox/{path}", json=body)
+    answer.raise_for_status()
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+def _short(uuid: str) -> str:
+    """An id as the bot shows it to people: its first 8 characters (``report 34a26910``)."""
+    return uuid[:8]
+
+
+def _computer_name(stack: Stack, computer_id: str) -> str:
+    """A computer by its name (``CI sandbox``), as ``/agent computers`` lists it; its id when the platform does not name it."""
+    found = next((c for c in _sandbox_get(stack, "/api/v0/computers").get("computers", []) if c.get("id") == computer_id), None)
+    return str(found.get("name") or computer_id) if found else computer_id
+
+
+def _sandbox_get(stack: Stack, path: str) -> dict[str, Any]:
+    """``GET`` ``path`` of the sandbox Agent API with the bot's key -> its JSON answer; raises ``httpx.HTTPStatusError``."""
+    key = stack.bot.services.settings.required("agent_api_key")
+    answer = httpx.get(f"{stack.sandbox.url}{path}", headers={"Authorization": f"Bearer {key}"})
     answer.raise_for_status()
     result: dict[str, Any] = answer.json()
     return result
@@ -194,15 +222,16 @@ def _alerts_tour(stack: Stack, out: TextIO) -> None:
     revision = _sandbox(stack, "controls")["revision"]
     report = _sandbox(stack, "readiness", ALERT_REPORTS[0])
     _sandbox(stack, f"computers/{ALERT_COMPUTER}/status", ALERT_COMPUTER_FAILURE)
+    computer = _computer_name(stack, ALERT_COMPUTER)
     out.write(
         f"\n(in the platform: someone changes the enterprise controls (revision {revision}); a new readiness report of "
-        f"acme/web ({report['reportId']}) passes {ALERT_REPORTS[0]['pass_rate']}% of its criteria; {ALERT_COMPUTER} fails its "
-        "dependency install)\n"
+        f"acme/web (report {_short(report['reportId'])}) passes {ALERT_REPORTS[0]['pass_rate']}% of its criteria; the {computer} "
+        "fails its dependency install)\n"
     )
     _alerts_tick(stack, out, seen)
 
     _sandbox(stack, f"computers/{ALERT_COMPUTER}/status", {"status": "active"})
-    out.write(f"\n(in the platform: {ALERT_COMPUTER} is active again)\n")
+    out.write(f"\n(in the platform: the {computer} is active again)\n")
     _alerts_tick(stack, out, seen)
     incident = next((ts for key, ts in seen.items() if key.startswith(f"computers:{ALERT_COMPUTER}:incident:")), None)
     if incident is None:
@@ -213,7 +242,10 @@ def _alerts_tour(stack: Stack, out: TextIO) -> None:
     who, text = ALERTS_MUTE
     _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
     muted = _sandbox(stack, "readiness", ALERT_REPORTS[1])
-    out.write(f"\n(in the platform: another readiness report of acme/web, {muted['reportId']}: {ALERT_REPORTS[1]['pass_rate']}% pass)\n")
+    out.write(
+        f"\n(in the platform: another readiness report of acme/web, report {_short(muted['reportId'])}: "
+        f"{ALERT_REPORTS[1]['pass_rate']}% of its criteria pass)\n"
+    )
     _alerts_tick(stack, out, seen, note=" (muted: recorded, not posted)")
     who, text = ALERTS_UNMUTE
     _print_reply(out, who, text, stack.command(text, user=PEOPLE[who]), stack)
@@ -249,12 +281,42 @@ def _usage_morning(stack: Stack, out: TextIO, seen: dict[str, str]) -> None:
         _sandbox(stack, "batch", {"lands_at": before["lands_at"]})
 
 
+def _shown(stack: Stack, payload: Any) -> str:
+    """``payload`` (a message, ``text`` and/or ``blocks``) as text, with people and channels named
+    as a person sees them in Slack: ``@bob``, ``#engineering`` (the emulator's directory knows
+    them), never their IDs."""
+    directory = stack.slack.directory
+    users = {user.id: user.name for user in directory.users}
+    channels = {channel.id: channel.name for channel in directory.channels}
+    return render_text(payload, users=users, channels=channels)
+
+
+def _person(stack: Stack, user_id: str) -> str:
+    """A person as the tour names them: their name (``bob``), ``agent (bot)`` for the bot, else the ID."""
+    if user_id == stack.slack.directory.bot.user_id:
+        return "agent (bot)"
+    found = stack.slack.directory.user(user_id)
+    return found.name if found is not None else user_id
+
+
+def _people(stack: Stack, user_ids: Sequence[str]) -> str:
+    """The Home tabs of ``user_ids`` as the tour names them (``bob's Home``, :func:`_person`),
+    comma-separated; ``nothing`` when none."""
+    return ", ".join(f"{_person(stack, user)}'s Home" for user in user_ids) or "nothing"
+
+
+def _channel(stack: Stack, channel_id: str) -> str:
+    """A channel as Slack shows it: ``#engineering``, else the ID."""
+    found = stack.slack.directory.channel(channel_id)
+    return f"#{found.name}" if found is not None and not found.is_im else channel_id
+
+
 def _print_reply(out: TextIO, who: str, text: str, reply: Reply, stack: Stack) -> None:
     out.write(f"\n\u2500\u2500 {who}: /agent {text}\n")
     if not reply.payloads:
         out.write(f"(no reply; HTTP {reply.status})\n")
     for payload in reply.payloads:
-        out.write(render_text(payload, users=None) + "\n")
+        out.write(_shown(stack, payload) + "\n")
     out.flush()
 
 
@@ -265,14 +327,12 @@ NOT_HERS = f'session start computer="Alice\'s dev box" {SESSION_PROMPT}'
 
 def _print_thread(out: TextIO, stack: Stack, channel: str, thread_ts: str, title: str) -> None:
     """Every message of a thread as people see it now (parent first), with who wrote it."""
-    names = {uid: name for name, uid in PEOPLE.items()}
-    bot = stack.slack.directory.bot.user_id
     out.write(f"\n\u2500\u2500 {title}\n")
     for message in stack.slack.recorder.messages(channel, thread_ts=thread_ts):
-        who = "agent (bot)" if message.user == bot else names.get(message.user or "", message.user or "?")
+        who = _person(stack, message.user) if message.user else "?"
         reactions = stack.slack.recorder.reactions(channel, message.ts)
         marks = " ".join(f":{name}:" for name in reactions)
-        out.write(f"[{who}]{' ' + marks if marks else ''}\n{render_text(message.as_payload(), users=None)}\n")
+        out.write(f"[{who}]{' ' + marks if marks else ''}\n{_shown(stack, message.as_payload())}\n")
     out.flush()
 
 
@@ -307,7 +367,7 @@ def link_step(stack: Stack, out: TextIO) -> None:
         {**modal.view, "id": modal.view_id}, {field["block_id"]: {field["element"]["action_id"]: f"{KEY_PREFIX}carol"}}, user_id=carol
     )
     told = recorder.wait_for(lambda: recorder.messages(dm)[before:], timeout=10, what="the link's confirmation")
-    out.write(f"\n\u2500\u2500 carol's DM from the bot\n{render_text(told[-1].as_payload(), users=None)}\n")
+    out.write(f"\n\u2500\u2500 carol's DM from the bot\n{_shown(stack, told[-1].as_payload())}\n")
     _print_reply(out, "carol", "whoami", stack.command("whoami", user=carol), stack)
 
 
@@ -361,7 +421,7 @@ def hook_step(stack: Stack, out: TextIO, thread_ts: str) -> None:
     )
     out.write(f"\n\u2500\u2500 carol's agent runs `agent-bot hook` (Notification): HTTP {answer.status_code} {answer.json()}\n")
     last = [m for m in recorder.messages(DEMO_CHANNEL, thread_ts=thread_ts) if m.ts != thread_ts][-1]
-    out.write(f"[agent (bot)] in the session's thread:\n{render_text(last.as_payload())}\n")
+    out.write(f"[agent (bot)] in the session's thread:\n{_shown(stack, last.as_payload())}\n")
 
 
 LIMITS_AFTER: Sequence[tuple[str, str]] = (("carol", "limits"), ("bob", "limits history 5"))
@@ -400,8 +460,8 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
         out.write("\n(no credit-limit request was posted)\n")
         return
     message = requests[-1]
-    out.write(f"\n\u2500\u2500 in #{DEMO_CHANNEL}, the request message bob's command posted:\n")
-    out.write(render_text({"text": message.text, "blocks": message.blocks}, users=None) + "\n")
+    out.write(f"\n\u2500\u2500 in {_channel(stack, DEMO_CHANNEL)}, the request message bob's command posted:\n")
+    out.write(_shown(stack, {"text": message.text, "blocks": message.blocks}) + "\n")
     out.write("\n\u2500\u2500 alice clicks Approve\n")
     stack.client.send_block_action("limits.approve", user_id=PEOPLE["alice"], channel_id=DEMO_CHANNEL, message_ts=message.ts)
     try:
@@ -414,17 +474,17 @@ def _limits_step(stack: Stack, out: TextIO) -> None:
     edited = stack.slack.recorder.message(DEMO_CHANNEL, message.ts)
     if edited is not None:
         out.write("the request message, edited in place:\n")
-        out.write(render_text({"text": edited.text, "blocks": edited.blocks}, users=None) + "\n")
+        out.write(_shown(stack, {"text": edited.text, "blocks": edited.blocks}) + "\n")
     out.write("in its thread:\n")
     for reply in thread[1:]:
-        out.write(render_text({"text": reply.text, "blocks": reply.blocks}, users=None) + "\n")
+        out.write(_shown(stack, {"text": reply.text, "blocks": reply.blocks}) + "\n")
     try:
 
         def outcome_dms() -> list[Any]:  # bob's DM also holds the chart of his `usage 30d chart`
             return [m for m in stack.slack.recorder.messages("D" + PEOPLE["bob"][1:]) if "request #" in (m.text or "").lower()]
 
         dms = stack.slack.recorder.wait_for(outcome_dms, timeout=5.0)
-        out.write("bob's DM:\n" + render_text({"text": dms[-1].text, "blocks": dms[-1].blocks}, users=None) + "\n")
+        out.write("bob's DM:\n" + _shown(stack, {"text": dms[-1].text, "blocks": dms[-1].blocks}) + "\n")
     except AssertionError:
         out.write("(no DM to bob within 5 s)\n")
     for who, text in LIMITS_AFTER:
@@ -439,7 +499,7 @@ def _home_section(stack: Stack, user: str, title: str) -> str:
     if start is None:
         return "(no such section)"
     end = next((i for i in range(start + 1, len(blocks)) if blocks[i].get("type") in ("divider", "header")), len(blocks))
-    return render_text({"text": "", "blocks": blocks[start:end]}, users=None)
+    return _shown(stack, {"text": "", "blocks": blocks[start:end]})
 
 
 def _waiting_title(stack: Stack) -> str:
@@ -460,6 +520,12 @@ def _waiting_title(stack: Stack) -> str:
     return next(title for title in headers(dataclasses.replace(bare, waiting=[])) if title not in without)
 
 
+HOME_NEXT_TICK = "the Home refresh job, at its next tick ({seconds} s later)"
+"""How the tour says when an open Home shows a change: the job runs every
+:data:`bot.services.home.REFRESH_TICK_SECONDS`, and a credit-limit request filed or decided is
+shown at the next tick (the ``AGENT_BOT_HOME_REFRESH_SECONDS`` wait is for sessions' changes)."""
+
+
 def home_step(stack: Stack, out: TextIO) -> None:
     """bob opens the bot's Home tab (``app_home_opened``); print the view the bot published for him.
     Then the Home kept fresh: carol asks for a credit limit, the refresh job republishes bob's Home
@@ -476,14 +542,14 @@ def home_step(stack: Stack, out: TextIO) -> None:
     except AssertionError:
         out.write("(no Home tab published within 15 s)\n")
         return
-    out.write(render_text({"text": "", "blocks": home.view.get("blocks") or []}, users=None) + "\n")
-    interval = dt.timedelta(seconds=stack.bot.services.settings.home_refresh_seconds)
+    out.write(_shown(stack, {"text": "", "blocks": home.view.get("blocks") or []}) + "\n")
+    tick = dt.timedelta(seconds=REFRESH_TICK_SECONDS)
     waiting = _waiting_title(stack)
 
     text = 'limits request 2500 reason="demo: load tests"'
     _print_reply(out, "carol", text, stack.command(text, user=carol), stack)
-    report = tick_home(stack, interval)
-    out.write(f"\n\u2500\u2500 the Home refresh job, {interval.seconds} s later: republished {', '.join(report.published) or 'nothing'}\n")
+    report = tick_home(stack, tick)
+    out.write(f"\n\u2500\u2500 {HOME_NEXT_TICK.format(seconds=tick.seconds)}: republished {_people(stack, report.published)}\n")
     out.write("bob's Home tab now shows:\n" + _home_section(stack, bob, waiting) + "\n")
 
     recent = asyncio.run(stack.bot.services.limits.store.recent(1))  # the request carol just filed (a database read)
@@ -499,8 +565,8 @@ def home_step(stack: Stack, out: TextIO) -> None:
             )
         except AssertionError:
             out.write("(no outcome within 10 s)\n")
-        report = tick_home(stack, 2 * interval)
-        out.write(f"the Home refresh job: republished {', '.join(report.published) or 'nothing'}\n")
+        report = tick_home(stack, 2 * tick)
+        out.write(f"the Home refresh job: republished {_people(stack, report.published)}\n")
         out.write("bob's Home tab now shows:\n" + _home_section(stack, bob, waiting) + "\n")
     _dm_step(stack, out)
     out.flush()
@@ -526,7 +592,7 @@ def _dm_step(stack: Stack, out: TextIO) -> None:
         return
     for message in stack.slack.recorder.messages(channel):
         if message.user == bot and not message.is_reply and message.ts > ts:
-            out.write("[agent (bot)]\n" + render_text(message.as_payload(), users=None) + "\n")
+            out.write("[agent (bot)]\n" + _shown(stack, message.as_payload()) + "\n")
     _print_thread(out, stack, channel, ts, "the thread of carol's DM: her task, and the session the bot started for it")
 
 
@@ -552,7 +618,7 @@ def _feedback_click(stack: Stack, out: TextIO, who: str, value: str, channel: st
     mark = ":+1:" if value.startswith("up:") else ":-1:"
     out.write(f"\n\u2500\u2500 {who} clicks {mark} under the agent's answer (HTTP {sent.status_code})\n")
     told = stack.slack.recorder.wait_for(lambda: stack.slack.recorder.responses(sent.response_url_id), timeout=10, what="the thanks")
-    out.write(render_text(told[-1].payload, users=None) + "\n")
+    out.write(_shown(stack, told[-1].payload) + "\n")
 
 
 def feedback_step(stack: Stack, out: TextIO) -> None:

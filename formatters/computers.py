@@ -111,9 +111,13 @@ def attention_order(computers: Sequence[Computer]) -> list[Computer]:
     return sorted(computers, key=lambda c: _ATTENTION.get(c.status or "", 2))
 
 
+COUNT_WORDS = {"error": "in error", "provisioning": "provisioning", "active": "active"}
+"""How the fleet's count line says each status: "4 computers: 1 in error, 1 provisioning, 2 active"."""
+
+
 def _counts(computers: Sequence[Computer]) -> str:
     by_status = Counter(c.status or "unknown" for c in computers)
-    parts = [f"{by_status[s]} {s}" for s in ("error", "provisioning", "active") if by_status[s]]
+    parts = [f"{by_status[s]} {COUNT_WORDS[s]}" for s in ("error", "provisioning", "active") if by_status[s]]
     parts += [f"{n} {esc(s)}" for s, n in sorted(by_status.items()) if s not in ("error", "provisioning", "active")]
     noun = "computer" if len(computers) == 1 else "computers"
     return f"{len(computers)} {noun}: " + ", ".join(parts)

@@ -82,7 +82,7 @@ REQUEST_LINE: Final = "*#{id}* {state} \u00b7 {entries} \u00b7 asked {when}"
 
 WAITING_TITLE: Final = "Waiting for your approval"
 NO_WAITING: Final = "No credit-limit request waits for you."
-WAITING_LINE: Final = "*#{id}* asked by {requester}: {entries} (total {total} credits)\n*Reason:* {reason} \u00b7 expires {expires}"
+WAITING_LINE: Final = "*#{id}* asked by {requester}: {entries} (total change: {total} credits)\n*Reason:* {reason} \u00b7 expires {expires}"
 NO_REASON: Final = "_no reason given_"
 WAITING_MORE: Final = (
     "{n} newer {requests} also {wait} for you: each has Approve and Reject on its message, and `/agent limits history` lists them."

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from bot.services.periods import Period
 from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary, UserUsage
@@ -173,6 +173,26 @@ def usage_breakdown(breakdown: Breakdown, people: Mapping[str, SlackPerson] | No
     return message(blocks, f"{title}: {len(breakdown.rows)} rows")
 
 
+DELEGATION_WORDS: Final = {
+    "auto-high": "maximum autonomy, minimal confirmations",
+    "auto-medium": "balanced autonomy, some confirmations",
+    "auto-low": "limited autonomy, frequent confirmations",
+    "spec": "specification mode, planning before execution",
+    "manual": "full manual control, every action confirmed",
+}
+"""The delegation levels in words (analytics-and-readiness-api.md, "Delegation levels"): a person
+reads "maximum autonomy, minimal confirmations (`auto-high`)", the value kept for who sets it."""
+
+
+def delegation_level(value: str | None) -> str:
+    """A person's primary delegation level in words, then the value (:data:`DELEGATION_WORDS`); a
+    value the spec does not list as it came (escaped); None: :data:`NOT_REPORTED`."""
+    if not value:
+        return NOT_REPORTED
+    words = DELEGATION_WORDS.get(value)
+    return f"{words} (`{esc(value)}`)" if words else esc(value)
+
+
 def user_usage(usage: UserUsage) -> Payload:
     """The reply to ``/agent usage user <email|@mention> [period]``."""
     title = f"Agent usage of {usage.email}: {usage.period.label()}"
@@ -190,7 +210,7 @@ def user_usage(usage: UserUsage) -> Payload:
         ("Commits", show("git_commits")),
         ("Pull requests", show("git_prs_created")),
         ("Primary model", esc(usage.primary_model) or NOT_REPORTED),
-        ("Delegation level", esc(usage.delegation_level) or NOT_REPORTED),
+        ("Delegation level", delegation_level(usage.delegation_level)),
     ]
     blocks: list = [header(title), *fields(pairs)]
     if usage.languages:

@@ -2,11 +2,14 @@
 
 Thread replies (Events API ``message`` with ``thread_ts``, and the ``app_mention`` with the same
 words) in a session's thread go to the agent; in any other thread, and plain channel messages, they
-are ignored silently. A mention elsewhere starts a session, followed in its thread. A message in a
-person's DM with the bot (its Messages tab, :func:`bot.services.sessions.starter.dm_request`)
-starts a session as a mention does, followed in that message's thread (start key
-``dm:<channel>:<ts>``); ``help`` there answers the help, and the first DM of a person gets a hint
-of what to type, once (:func:`handlers.sessions.hint_once`).
+are ignored silently. A reply or a mention reaches the agent without the bot's own leading mention;
+anyone else it mentions is kept, by name (:func:`prompt_of`). A mention elsewhere starts a session,
+followed in its thread; a mention that only asks for help (``@agent help``) starts nothing and is
+answered to its writer only, where they wrote it: in the channel, or in the thread it was written
+in. A message in a person's DM with the bot (its Messages tab,
+:func:`bot.services.sessions.starter.dm_request`) starts a session as a mention does, followed in
+that message's thread (start key ``dm:<channel>:<ts>``); ``help`` there answers the help, and the
+first DM of a person gets a hint of what to type, once (:func:`handlers.sessions.hint_once`).
 
 The role check (policy keys ``session start``, ``thread_reply``) ran before, in the middleware; an
 event it did not pass on as the act of someone (``context["agent_user"]``: a person, or an app that
@@ -20,7 +23,6 @@ writer who must link first is told so, with the link button, in the thread, to t
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
@@ -32,7 +34,7 @@ from bot.roles import ResolvedUser
 from bot.services.sessions import LinkNeeded, NewStart, NotAllowed, SessionArchived, ThreadReply
 from bot.services.sessions.context import TAKE_THREAD_PROMPT, OwnBot, ThreadContext, ThreadReader, with_context
 from bot.services.sessions.starter import DM_HELP, DM_HELP_WORDS, dm_request, split_options
-from bot.services.sessions.text import readable_for_agent
+from bot.services.sessions.text import readable_for_agent, without_own_mention
 from bot.slack import SlackFailure
 from formatters.blocks import Payload
 from formatters.help import help_message
@@ -47,21 +49,24 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_LEADING_MENTION = re.compile(r"^\s*(<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*)+")
 
-
-async def prompt_of(services: Services, event: dict[str, Any]) -> str:
-    """The words of a mention or a message as the agent reads them: the bot's leading mention taken
-    out, Slack's markup in words (:func:`bot.services.sessions.text.readable_for_agent`), unescaped."""
-    unmentioned = _LEADING_MENTION.sub("", str(event.get("text") or ""))  # the bot's own mention
+async def prompt_of(services: Services, event: dict[str, Any], bot_user_id: str | None) -> str:
+    """The words of a mention or a message as the agent reads them: the bot's own leading mention
+    (``bot_user_id``) taken out (:func:`bot.services.sessions.text.without_own_mention`), anyone
+    else's kept and, with the rest of Slack's markup, in words
+    (:func:`bot.services.sessions.text.readable_for_agent`), unescaped."""
+    unmentioned = without_own_mention(str(event.get("text") or ""), bot_user_id)
     return unescape_slack(await readable_for_agent(unmentioned, services.identity))
 
 
-async def on_dm(services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser, *, team_id: str) -> None:
+async def on_dm(
+    services: Services, router: Router | None, event: dict[str, Any], actor: ResolvedUser, *, team_id: str, bot_user_id: str | None = None
+) -> None:
     """A message in ``actor``'s DM with the bot (:func:`bot.services.sessions.starter.dm_request`):
     the first one gets the hint; ``help`` gets the help (what ``actor``'s role may use, as ``/agent
     help``); a prompt starts a session like a mention (with the key of ``actor`` of ``team_id``),
-    followed in this message's thread."""
+    followed in this message's thread. ``bot_user_id``: the bot's own user, whose leading mention
+    is not part of the prompt."""
     channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
     await hint_once(services, actor.user_id, channel)
     if dm_request(event) == DM_HELP:
@@ -69,7 +74,14 @@ async def on_dm(services: Services, router: Router | None, event: dict[str, Any]
             await send_dm(services, channel, help_for(services, router, actor), "help")
         return
     await start_from_text(
-        services, actor, await prompt_of(services, event), channel=channel, origin="dm", ts=ts, thread_ts=ts, team_id=team_id
+        services,
+        actor,
+        await prompt_of(services, event, bot_user_id),
+        channel=channel,
+        origin="dm",
+        ts=ts,
+        thread_ts=ts,
+        team_id=team_id,
     )
 
 
@@ -143,10 +155,10 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
     team_id = team_of_event(event, context)
     if event.get("type") == "message" and not is_thread_message(event):
         if dm_request(event) is not None:
-            await on_dm(services, router, event, actor, team_id=team_id)
+            await on_dm(services, router, event, actor, team_id=team_id, bot_user_id=context.bot_user_id)
         return
     channel, thread_ts = str(event.get("channel") or ""), event.get("thread_ts")
-    text = await prompt_of(services, event)
+    text = await prompt_of(services, event, context.bot_user_id)
     if thread_ts and thread_ts != event.get("ts"):
         link = await services.sessions.of_thread(channel, thread_ts)
         if link is not None:
@@ -171,8 +183,11 @@ async def on_event(services: Services, event: dict[str, Any], context: AsyncBolt
         return
     ts = str(event.get("ts") or "")
     in_thread = bool(thread_ts and thread_ts != ts)  # a reply in a thread that is no session's: the thread is context (issue #28)
-    if asks_for_help(text) and router is not None and not (in_thread and not text.strip()):  # to this person only, in its thread
-        told = await services.slack.ephemeral(channel, actor.user_id, help_for(services, router, actor), thread_ts=thread_ts or ts)
+    if asks_for_help(text) and router is not None and not (in_thread and not text.strip()):
+        # to this person only, where they are looking: the thread the mention was written in, else
+        # the channel (the help starts no session, so no thread opens under the mention)
+        where = str(thread_ts) if in_thread else None
+        told = await services.slack.ephemeral(channel, actor.user_id, help_for(services, router, actor), thread_ts=where)
         if isinstance(told, SlackFailure):
             logger.info("could not answer %s's help mention: %s", actor.user_id, told.error)
         return

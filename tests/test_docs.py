@@ -91,3 +91,24 @@ def test_the_sections_the_code_cites_exist():
     assert cited, "nothing cites docs/architecture.md by section"
     for title in cited:
         section(title)
+
+
+DOC_POINTER = re.compile(r"\((README|docs/[\w-]+\.md), ([^()]+)\)")
+"""A pointer of ``agent-bot doctor`` to a section: ``(docs/operations.md, Upgrading and the database)``."""
+
+
+def headings(doc: Path) -> set[str]:
+    """Every heading of a Markdown file (any level), outside fenced code."""
+    text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return {match.strip() for match in re.findall(r"^#{1,6} (.+)$", text, flags=re.M)}
+
+
+def test_every_pointer_of_the_doctor_names_a_heading_of_its_doc():
+    import bot.doctor
+
+    texts = [value for value in vars(bot.doctor).values() if isinstance(value, str)]
+    texts.append((ROOT / "bot" / "doctor.py").read_text(encoding="utf-8"))
+    pointers = {(doc, title) for text in texts for doc, title in DOC_POINTER.findall(text)}
+    assert len(pointers) >= 4, pointers  # the roles file, computer rules, installing, upgrading
+    missing = [(doc, title) for doc, title in sorted(pointers) if title not in headings(ROOT / ("README.md" if doc == "README" else doc))]
+    assert missing == []

@@ -470,7 +470,7 @@ class ChannelDefaultsService:
             rules = await fetch_settings_rules(self.agent)
         except AgentAPIError as exc:
             return Dropped("model", model, DROPPED_MODEL_UNREAD.format(what=describe_api_error(exc)[0]))
-        invalid: Invalid | None = model_invalid(rules.models if rules is not None else None, model)
+        invalid: Invalid | None = model_invalid(rules, model)
         if invalid is None:
             return None
         return Dropped("model", model, DROPPED_MODEL, invalid.hint)

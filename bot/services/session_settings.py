@@ -245,8 +245,13 @@ def within_maximum(rules: SettingsRules | None, name: str) -> tuple[str, ...]:
 
 
 def _listed(values: Sequence[str], limit: int) -> str:
-    text = ", ".join(f"`{shown(v, 60)}`" for v in values[:limit])
-    return (text + (f" and {len(values) - limit} more" if len(values) > limit else "")) or "none"
+    return _joined([f"`{shown(v, 60)}`" for v in values], limit)
+
+
+def _joined(names: Sequence[str], limit: int) -> str:
+    """``names`` (mrkdwn-safe) joined with commas, at most ``limit`` and how many more; ``none`` when empty."""
+    text = ", ".join(names[:limit])
+    return (text + (f" and {len(names) - limit} more" if len(names) > limit else "")) or "none"
 
 
 def allowed_models(rules: SettingsRules | None) -> list[str]:
@@ -269,17 +274,35 @@ def model_choices(rules: SettingsRules | None) -> list[tuple[str, str]]:
     return [(value, labels.get(value, value)) for value in allowed_models(rules)]
 
 
-def allowed_model_list(rules: ModelRules) -> str:
-    """The allowed models (the allowed ids, then the custom models), at most :data:`MODELS_SHOWN`, as code spans."""
-    return _listed([*(rules.policy.allowed_model_ids or ()), *rules.custom_models], MODELS_SHOWN)
+def allowed_model_list(rules: ModelRules | SettingsRules) -> str:
+    """The allowed models, at most :data:`MODELS_SHOWN`, as code spans: the allowed ids, then the
+    custom models. With :class:`SettingsRules` each custom model is named once, by what a session's
+    ``model`` names it by (:attr:`CustomModel.value`: its ``id``, the model identifier
+    management-api-v0.md's ``sessionSettings`` and ``modelPolicy`` use), followed by its display
+    name; :class:`ModelRules` alone knows only each custom model's id and model, both listed."""
+    if isinstance(rules, ModelRules):
+        return _listed([*(rules.policy.allowed_model_ids or ()), *rules.custom_models], MODELS_SHOWN)
+    ids = list(dict.fromkeys(rules.models.policy.allowed_model_ids or ()))
+    custom = {m.value: m.display_name for m in rules.custom if m.value not in ids}
+    names = [f"`{shown(v, 60)}`" for v in ids] + [_custom_name(value, display) for value, display in custom.items()]
+    return _joined(names, MODELS_SHOWN)
 
 
-def model_invalid(rules: ModelRules | None, model: str) -> Invalid | None:
-    """Why ``model`` may not be used under ``rules`` (module docstring, "Models"), or None."""
-    if rules is None:
+def _custom_name(value: str, display_name: str) -> str:
+    """A custom model in a list: ``custom:acme-coder-70b-0`` as a code span, then its display name."""
+    return f"`{shown(value, 60)}`" + (f" ({shown(display_name, 60)})" if display_name and display_name != value else "")
+
+
+def model_invalid(rules: ModelRules | SettingsRules | None, model: str) -> Invalid | None:
+    """Why ``model`` may not be used under ``rules`` (module docstring, "Models"), or None; the
+    refusal's hint lists the allowed models (:func:`allowed_model_list`)."""
+    listed = rules
+    if isinstance(rules, SettingsRules):
+        rules = rules.models
+    if rules is None or listed is None:
         return None
     allowed, blocked = rules.policy.allowed_model_ids or (), rules.policy.blocked_model_ids or ()
-    hint = MODEL_ALLOWED_HINT.format(models=allowed_model_list(rules)) if allowed or rules.custom_models else MODEL_NONE_ALLOWED_HINT
+    hint = MODEL_ALLOWED_HINT.format(models=allowed_model_list(listed)) if allowed or rules.custom_models else MODEL_NONE_ALLOWED_HINT
     if model in blocked:
         return Invalid(MODEL_BLOCKED.format(model=shown(model), revision=rules.revision), hint)
     if model in rules.custom_models or not allowed or model in allowed:
@@ -291,7 +314,7 @@ def setting_invalid(rules: SettingsRules | None, name: str, value: str) -> Inval
     """Why ``name=value`` may not be set under ``rules`` (module docstring), or None. A setting
     that is neither a model nor enumerated (:data:`KNOWN_VALUES`) is not checked here."""
     if name in MODEL_SETTINGS:
-        return model_invalid(rules.models if rules is not None else None, value)
+        return model_invalid(rules, value)
     if name not in KNOWN_VALUES:
         return None
     if value not in allowed_values(rules, name):

@@ -18,9 +18,10 @@ Blocks rendered (Slack docs: https://api.slack.com/reference/block-kit/blocks):
 mrkdwn (https://api.slack.com/reference/surfaces/formatting) is softened: ``<url|text>`` becomes
 ``text (url)``, ``<@U1>`` ``@name`` (names from ``users`` when given), ``<#C1|name>`` ``#name``,
 ``<!here>`` ``@here``, ``<!subteam^S1|@team>`` ``@team``, ``<!date^...|fallback>`` the fallback;
-``*bold*`` loses its stars; ``&amp;`` ``&lt;`` ``&gt;`` are unescaped last. A message without blocks
+``*bold*`` loses its stars and ``_italic_`` its underscores (``snake_case`` words stay); ``&amp;``
+``&lt;`` ``&gt;`` are unescaped last. A message without blocks
 renders its ``text``; attachments render after the blocks, indented with ``| ``; shared files as
-``[file: title]``. Styles, colours and emoji codes are kept as they are.
+``[file: title]``. ``~strike~``, colours and emoji codes are kept as they are.
 
 What a person can do with a message or a modal, for the interactive demo (a text stand-in for
 Slack's client): :func:`choices` lists the buttons and menu options of a message (what a click
@@ -41,6 +42,7 @@ DIVIDER = "-" * 40
 
 _ANGLE = re.compile(r"<([^<>]+)>")
 _BOLD = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
+_ITALIC = re.compile(r"(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
 
 
 def render_text(
@@ -138,6 +140,7 @@ class _Renderer:
     def mrkdwn(self, text: str) -> str:
         text = _ANGLE.sub(lambda match: self._angle(match.group(1)), text)
         text = _BOLD.sub(r"\1", text)
+        text = _ITALIC.sub(r"\1", text)
         return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
     def _angle(self, inner: str) -> str:

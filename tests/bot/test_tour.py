@@ -1,12 +1,21 @@
 """``agent-bot demo``, the newcomer's first command, run whole as a process: it exits 0, prints no
-traceback, and tours every feature (a heading each), with and without ``--hostile``."""
+traceback, and tours every feature (a heading each), with and without ``--hostile``; it names people
+and channels as Slack shows them (the tour's helpers, below)."""
 
 from __future__ import annotations
 
+import io
+import re
 import subprocess
 import sys
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+
+from bot.stack import Reply
+from bot.tour import _channel, _people, _print_reply, _shown
+from sandbox.slack_emulator.directory import default_directory
 
 TOURED = (
     "── bob: /agent help",
@@ -38,6 +47,8 @@ TOURED = (
     "── carol picks Send to agent on bob's reply",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
+RAW_ID = re.compile(r"(?<![/=\w])[UCDGW]0[A-Z0-9]{3,}\b")
+"""A Slack user or channel ID outside a link (``U0MANAGER``, ``C0ENG``): a person sees names (issue #29)."""
 
 
 @pytest.mark.parametrize("hostile", [False, True], ids=["seeded", "hostile"])
@@ -47,6 +58,8 @@ def test_the_demo_tours_every_feature_and_exits_0(tmp_path, hostile):
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout + done.stderr
     assert "Traceback" not in said
+    if not hostile:  # the hostile data's own "<@W0BOSS|boss>" shows as the text it is
+        assert RAW_ID.findall(done.stdout) == []  # people and channels by name, as Slack shows them
     missing = [part for part in TOURED if part not in done.stdout]
     assert missing == [], done.stdout[-3000:]
     assert "exactly once: nothing is posted twice" in done.stdout
@@ -85,3 +98,40 @@ def test_the_demo_with_the_streamed_display_shows_a_sessions_timeline(tmp_path):
         "[👍 Good answer] [👎 Bad answer]",
     ):
         assert part in step, step[:3000]
+
+
+# ---------------------------------------------------------------------- names, as Slack shows them
+# The tour printed @U0MANAGER, #C0ENG and "republished U0MANAGER" (issue #29's second trial): its
+# helpers with the emulator's own directory, no stack needed.
+
+
+def fake_stack() -> Any:
+    """What the tour's naming helpers read of a stack: the emulator's directory."""
+    return SimpleNamespace(slack=SimpleNamespace(directory=default_directory()))
+
+
+def test_a_reply_names_people_and_channels_as_slack_shows_them():
+    stack = fake_stack()
+    bot = stack.slack.directory.bot.user_id
+    payload = {"text": "x", "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": f"<@U0MANAGER> asked <@{bot}> in <#C0ENG>"}}]}
+    out = io.StringIO()
+    _print_reply(out, "bob", "help", Reply(200, [payload]), stack)
+    assert out.getvalue() == "\n── bob: /agent help\n@bob asked @agent in #engineering\n"
+
+
+def test_rich_text_mentions_are_named_too():
+    stack = fake_stack()
+    block = {
+        "type": "rich_text",
+        "elements": [
+            {"type": "rich_text_section", "elements": [{"type": "user", "user_id": "U0MEMBER"}, {"type": "channel", "channel_id": "C0ENG"}]}
+        ],
+    }
+    assert _shown(stack, {"blocks": [block]}) == "@carol#engineering"
+
+
+def test_the_home_refresh_and_the_channel_lines_name_people_and_channels():
+    stack = fake_stack()
+    assert _people(stack, ["U0MANAGER", "U0OWNER"]) == "bob's Home, alice's Home"
+    assert _people(stack, []) == "nothing"
+    assert (_channel(stack, "C0ENG"), _channel(stack, "C0NOPE")) == ("#engineering", "C0NOPE")

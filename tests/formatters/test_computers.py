@@ -45,7 +45,7 @@ def broken(**over):
 def test_a_failed_computer_is_one_section_with_its_steps_and_a_retry_button(block_kit_validator):
     payload = block_kit_validator(computer_list([broken()]))
     assert payload["blocks"][0] == {"type": "header", "text": {"type": "plain_text", "text": "Computers", "emoji": True}}
-    assert payload["blocks"][1]["elements"][0]["text"] == "1 computer: 1 error"
+    assert payload["blocks"][1]["elements"][0]["text"] == "1 computer: 1 in error"
     assert payload["blocks"][3] == {
         "type": "section",
         "text": {
@@ -67,7 +67,7 @@ def test_a_failed_computer_is_one_section_with_its_steps_and_a_retry_button(bloc
             "style": "primary",
         },
     }
-    assert payload["text"] == "1 computer: 1 error; in error: Legacy build VM"
+    assert payload["text"] == "1 computer: 1 in error; in error: Legacy build VM"
 
 
 def test_problems_come_first_and_only_a_failed_computer_has_a_button(block_kit_validator):
@@ -82,7 +82,7 @@ def test_problems_come_first_and_only_a_failed_computer_has_a_button(block_kit_v
     names = [s["text"]["text"].split("*")[1] for s in sections]
     assert names == ["Legacy build VM", "Provisioning one", "Alpha", "No status"]
     assert [s.get("accessory", {}).get("value") for s in sections] == ["cmp-broken", None, None, None]
-    assert payload["blocks"][1]["elements"][0]["text"] == "4 computers: 1 error, 1 provisioning, 1 active, 1 unknown"
+    assert payload["blocks"][1]["elements"][0]["text"] == "4 computers: 1 in error, 1 provisioning, 1 active, 1 unknown"
     assert ":white_circle: unknown" in sections[3]["text"]["text"]
     assert "_no provisioning steps reported_" in sections[3]["text"]["text"]
 
@@ -118,7 +118,7 @@ def test_a_long_fleet_is_cut_with_and_n_more(block_kit_validator):
         "type": "context",
         "elements": [{"type": "mrkdwn", "text": "and 8 more computers not shown"}],
     }
-    assert payload["blocks"][1]["elements"][0]["text"] == f"{MAX_COMPUTERS + 8} computers: 1 error, {MAX_COMPUTERS + 7} active"
+    assert payload["blocks"][1]["elements"][0]["text"] == f"{MAX_COMPUTERS + 8} computers: 1 in error, {MAX_COMPUTERS + 7} active"
 
 
 def test_many_steps_are_cut():

@@ -237,3 +237,10 @@ def test_a_computer_in_error_is_named_as_people_know_it_not_by_its_platform_id()
         section(f"{fmt.COMPUTERS_IN_ERROR}\n:red_circle: *Legacy build VM*\n:red_circle: *GPU box* on `gpu-01.acme.internal`"),
         context(fmt.COMPUTERS_HINT),
     ]
+
+
+def test_a_waiting_request_says_its_total_as_a_change_not_as_credits_held():
+    """A request lowering a limit read "(total -2,500 credits)" (issue #29's second trial)."""
+    view = fmt.home_view(Home("U0MANAGER", "manager", NOW, waiting=[pending()]))
+    line = view["blocks"][4]["text"]["text"]
+    assert line.partition("\n")[0] == "*#7* asked by <@U0MEMBER>: `carol@example.com` \u2192 3,000 (total change: +2,000 credits)"

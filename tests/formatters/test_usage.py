@@ -75,6 +75,18 @@ def test_breakdown_and_user_payloads_validate(block_kit_validator):
     assert "*Days active*\n3 of 7" in _all_text(payload)
 
 
+def test_a_delegation_level_reads_in_words_with_its_value():
+    """The analytics' ``auto-high`` showed alone (issue #29's second trial: words for people)."""
+    fields = [
+        field["text"]
+        for block in user_usage(UserUsage(PERIOD, "bob@example.com", "u1", delegation_level="auto-high"))["blocks"]
+        for field in block.get("fields") or []
+    ]
+    assert fields[-1] == "*Delegation level*\nmaximum autonomy, minimal confirmations (`auto-high`)"
+    odd = user_usage(UserUsage(PERIOD, "bob@example.com", "u1", delegation_level="<turbo>"))
+    assert [f["text"] for b in odd["blocks"] for f in b.get("fields") or []][-1] == "*Delegation level*\n&lt;turbo&gt;"
+
+
 def test_no_user_usage_says_the_period_as_a_person_would():
     one = Period(dt.date(2026, 11, 27), dt.date(2026, 11, 27))
     week = Period(dt.date(2026, 11, 21), dt.date(2026, 11, 27))

@@ -45,7 +45,8 @@ stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0})
 ALICE, BOB, CAROL, DAVE = "U0OWNER", "U0MANAGER", "U0MEMBER", "U0GUEST"
 CI, DEV_BOX = "cmp-ci-sandbox", "cmp-dev-laptop"
 ALLOWED = (
-    "`claude-sonnet-4-5`, `claude-opus-4-1`, `claude-haiku-4-5`, `gpt-5-codex`, `custom:acme-coder-70b-0`, `acme-coder-70b` and 2 more"
+    "`claude-sonnet-4-5`, `claude-opus-4-1`, `claude-haiku-4-5`, `gpt-5-codex`, `custom:acme-coder-70b-0` (Acme Coder 70B), "
+    "`custom:claude-sonnet-4-5-managed-1` (Sonnet 4.5 (our cloud account))"
 )
 
 

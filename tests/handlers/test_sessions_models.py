@@ -25,9 +25,11 @@ from tests.inprocess import inprocess_fixture
 stack = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0})
 
 ALLOWED = (
-    "`claude-sonnet-4-5`, `claude-opus-4-1`, `claude-haiku-4-5`, `gpt-5-codex`, `custom:acme-coder-70b-0`, `acme-coder-70b` and 2 more"
+    "`claude-sonnet-4-5`, `claude-opus-4-1`, `claude-haiku-4-5`, `gpt-5-codex`, `custom:acme-coder-70b-0` (Acme Coder 70B), "
+    "`custom:claude-sonnet-4-5-managed-1` (Sonnet 4.5 (our cloud account))"
 )
-"""The sandbox's latest revision: four allowed ids, two custom models (id and model each)."""
+"""The sandbox's latest revision: four allowed ids, two custom models, each once by its id (what
+``sessionSettings.model`` names it by) with its display name."""
 
 
 def latest_revision(stack):

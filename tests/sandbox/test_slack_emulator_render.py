@@ -115,6 +115,7 @@ def test_a_digest_renders_as_readable_text() -> None:
         ("<!here> <!subteam^S0OWNERS|@platform-owners> <!subteam^S0X>", "@here @platform-owners @S0X"),
         ("<!date^1714521600^{date}|May 1st>", "May 1st"),
         ("*bold* and 2*3*4 and **", "bold and 2*3*4 and **"),
+        ("Model: _not set_ · _▼ 59.3%_ · ci_pipeline and __init__", "Model: not set · ▼ 59.3% · ci_pipeline and __init__"),
         ("a &lt;b&gt; &amp;amp;", "a <b> &amp;"),
     ],
 )

@@ -24,6 +24,18 @@ MENTIONS_RESOLVED: Final = 10
 """At most this many different people are looked up per text (the rest keep their name or ID)."""
 
 
+def without_own_mention(text: str, bot_user_id: str | None) -> str:
+    """``text`` without the bot's own mention(s) at its start (``<@U0BOT> fix it`` -> ``fix it``;
+    Slack puts the bot's mention first in an ``app_mention``). Only the bot's (``bot_user_id``, the
+    bot user of the installation that received the event): a reply that starts with someone else's
+    mention keeps it (``<@U0CAROL> fyi``), for :func:`readable_for_agent` to name. ``bot_user_id``
+    None (not known): ``text`` unchanged."""
+    if not bot_user_id:
+        return text
+    own = re.compile(rf"^\s*(?:<@{re.escape(bot_user_id)}(?:\|[^<>]*)?>\s*)+")
+    return own.sub("", text)
+
+
 async def readable_for_agent(text: str, identity: Identity) -> str:
     """``text`` (as Slack sent it) with user, channel and special mentions in words (module docstring)."""
     text = _CHANNEL.sub(lambda m: f"#{m.group(2) or m.group(1)}", text)

@@ -29,6 +29,7 @@
     arrow_up: "⬆️", arrow_down: "⬇️", arrow_right: "➡️", small_red_triangle: "🔺", small_red_triangle_down: "🔻",
     pause_button: "⏸️", arrow_forward: "▶️", money_with_wings: "💸", moneybag: "💰", coin: "🪙", bulb: "💡",
     thinking_face: "🤔", raised_hands: "🙌", clap: "👏", ok_hand: "👌", point_right: "👉", sos: "🆘",
+    wastebasket: "🗑️", heavy_minus_sign: "➖", heavy_plus_sign: "➕", thread: "🧵",
   };
   const STYLE_TAGS = { "*": "b", _: "i", "~": "s" };
   const FORMAT = /(^|[^\p{L}\p{N}])([*_~])(?=[^\s*_~])([^\n]*?[^\s])\2(?![\p{L}\p{N}])/u;
@@ -1143,13 +1144,22 @@ function element(item, block, surface) {
       syncUrl();
       refresh(true);
     });
-    $("person").addEventListener("change", (event) => {
-      S.as = event.target.value;
+    $("person").addEventListener("change", async (event) => {
+      const person = event.target.value;
+      const current = channelById(S.view);
+      const onDm = Boolean(current && current.is_im); // a DM is one person's: open the new person's own
+      const dm = onDm ? await ownDm(person) : null;
+      S.as = person;
+      if (onDm) {
+        S.view = dm || "home";
+        S.thread = null;
+      }
       S.version = null;
       S.modalKey = null;
       S.seen = null;
       syncUrl();
       if (S.view === "home") openHome();
+      else if (dm) post("/console/api/home", { tab: "messages" }); // the app's Messages tab
       else refresh(true);
     });
     document.addEventListener("click", (event) => {
@@ -1163,6 +1173,13 @@ function element(item, block, surface) {
       else refresh(true);
       setInterval(() => refresh(false), POLL_MS);
     });
+  }
+
+  /** The ID of ``person``'s own DM with the app (what the state lists for them), null when there is none. */
+  async function ownDm(person) {
+    const response = await fetch(`/console/api/state?${new URLSearchParams({ as: person })}`, { cache: "no-store" });
+    const data = await response.json().catch(() => ({ ok: false }));
+    return data.ok && data.dms.length ? data.dms[0].id : null;
   }
 
   /** Without ``view`` in the address: the first channel the app is in. */

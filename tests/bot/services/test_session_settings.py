@@ -145,7 +145,8 @@ def test_a_maximum_outside_the_known_order_is_not_enforced():
 
 
 def test_models_are_checked_against_the_model_policy():
-    hint = MODEL_ALLOWED_HINT.format(models="`sonnet`, `opus`, `glm-4-6`, `custom:acme-0`, `acme-coder`, `bare`")
+    # each custom model once, by its id (else its model), with its display name (issue #29's second trial)
+    hint = MODEL_ALLOWED_HINT.format(models="`sonnet`, `opus`, `glm-4-6`, `custom:acme-0` (Acme Coder), `bare`")
     assert check_settings({"model": "gpt-9", "specModeModel": "glm-4-6"}, RULES) == [
         Invalid(MODEL_NOT_ALLOWED.format(model="gpt-9", revision=2), hint),
         Invalid(MODEL_BLOCKED.format(model="glm-4-6", revision=2), hint),

@@ -269,3 +269,19 @@ def test_every_view_as_every_person_shows_without_console_errors(console) -> Non
     expect(console.page.locator(".modal")).to_have_count(0)
     assert stack.slack.recorder.modals()  # the form was a real views.open
     assert console.problems == []
+
+
+def test_switching_person_on_a_dm_opens_the_new_persons_own_dm_without_an_error(console) -> None:
+    carol_dm, dave_dm = ("D" + PEOPLE[person][1:] for person in ("carol", "dave"))
+    console.open("carol", carol_dm)
+    expect(console.page.locator(f"#nav a[data-view='{carol_dm}']")).to_have_class(re.compile("active"))
+    console.switch("dave")
+    console.page.wait_for_function(f"new URLSearchParams(location.search).get('view') === {dave_dm!r}")
+    expect(console.page.locator(f"#nav a[data-view='{dave_dm}']")).to_have_class(re.compile("active"))
+    expect(console.page.locator("#composer-text")).to_have_attribute("placeholder", re.compile("agent"))
+    expect(console.page.locator("#notice")).to_be_hidden()  # no "unknown channel 'D0MEMBER'"
+    console.switch("bob")  # and from a channel, the channel stays
+    console.go(DEMO_CHANNEL)
+    console.switch("alice")
+    console.page.wait_for_function(f"new URLSearchParams(location.search).get('view') === {DEMO_CHANNEL!r}")
+    assert console.problems == []  # no 404 in the browser's console

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bot.services.sessions.text import readable_for_agent
+import pytest
+
+from bot.services.sessions.text import readable_for_agent, without_own_mention
 
 
 class Emails:
@@ -29,3 +31,22 @@ async def test_text_without_markup_is_unchanged_and_nobody_is_looked_up():
     identity = Emails({})
     assert await readable_for_agent("fix <https://x.example|the link> & go", identity) == "fix <https://x.example|the link> & go"  # type: ignore[arg-type]
     assert identity.asked == []
+
+
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("<@U0BOT> fix it", "fix it"),
+        ("  <@U0BOT|agent>  <@U0BOT> fix it", "fix it"),
+        ("<@U0CAROL> fyi", "<@U0CAROL> fyi"),  # someone else's mention is part of what was said
+        ("<@U0BOT> <@U0CAROL> fyi", "<@U0CAROL> fyi"),
+        ("fix it <@U0BOT>", "fix it <@U0BOT>"),  # only at the start
+        ("<@U0BOTX> fix it", "<@U0BOTX> fix it"),  # another user whose id starts with the bot's
+    ],
+)
+def test_only_the_bots_own_leading_mention_is_taken_out(text, left):
+    assert without_own_mention(text, "U0BOT") == left
+
+
+def test_without_knowing_the_bot_nothing_is_taken_out():
+    assert without_own_mention("<@U0BOT> fix it", None) == "<@U0BOT> fix it"
