@@ -49,6 +49,12 @@ MADE_BY_MIGRATIONS = (
     "linked_accounts",
     "slack_outbox",
     "slack_outbox_channels",
+    "analytics_days",
+    "analytics_day_models",
+    "analytics_day_clients",
+    "analytics_day_tools",
+    "analytics_day_users",
+    "analytics_claims",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

@@ -11,7 +11,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by 
 - ``0004`` ``slack_pauses`` (Slack said stop: token revoked, app rate-limited).
 - ``0005`` the alerts' tables; ``0006`` ``home_tabs`` and ``home_charts`` (the App Home's refresh,
   first-DM hint and chart); ``0007`` alert filters and incidents; ``0008`` ``linked_accounts`` (people's
-  own platform API keys, encrypted); ``0010`` the start lease of ``agent_sessions`` and ``slack_outbox``.
+  own platform API keys, encrypted); ``0010`` the start lease of ``agent_sessions`` and ``slack_outbox``;
+  ``0014`` the store of landed analytics days (:mod:`bot.services.analytics_store`).
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any
@@ -58,6 +59,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent
 TABLE_MODULES = (
     "bot.db",
     "bot.outbox",
+    "bot.services.analytics_store",
     "bot.services.accounts.store",
     "bot.services.alerts",
     "bot.services.digest",

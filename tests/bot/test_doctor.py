@@ -13,6 +13,7 @@ from bot.api import AgentClient
 from bot.cli import main
 from bot.config import Settings
 from bot.doctor import (
+    ANALYTICS_STORE_EMPTY,
     COMPUTER_RULES_NONE,
     COMPUTER_RULES_OK,
     COMPUTER_RULES_REST_CAUGHT,
@@ -270,7 +271,7 @@ def test_computer_rules_warn_when_there_are_none(stack, tmp_path):
 def test_all_checks_pass_on_a_good_deployment_and_exit_0(stack, tmp_path):
     checks = run(run_checks(settings_of(stack, tmp_path), mode="http", manifest=MANIFEST, today=lambda: TODAY))
     text, status = report(checks)
-    assert [c.status for c in checks] == ["ok"] * 9, text  # the demo's roles file has computer rules
+    assert [c.status for c in checks] == ["ok"] * 10, text  # the demo's roles file has computer rules
     assert status == 0
 
 
@@ -316,6 +317,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"warn roles file: {ROLES_UNSET} -> {FIX_ROLES_MISSING}",
         f"FAIL encryption key: {ENCRYPTION_KEY_UNSET_PERSON} -> {FIX_ENCRYPTION_KEY_PERSON}",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
+        f"ok   analytics store: {ANALYTICS_STORE_EMPTY}",
     ]
     assert MEMBER_KEY not in "\n".join(lines) and stack.slack.bot_token not in "\n".join(lines)
 

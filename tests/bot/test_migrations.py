@@ -393,10 +393,10 @@ def test_db_upgrade_brings_it_to_head_and_current_and_history_say_so(bot_env, da
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == (
         "no revision (an empty database, or one made before migrations), "
-        f"behind head {head} by 10 migration(s): run `agent-bot db upgrade`\n"
+        f"behind head {head} by 11 migration(s): run `agent-bot db upgrade`\n"
     )
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 10 migration(s) run\n"
+    assert capsys.readouterr().out == f"database upgraded: no revision -> {head} (head), 11 migration(s) run\n"
     assert main(["db", "upgrade"]) == 0
     assert capsys.readouterr().out == f"database already at head {head}\n"
     assert main(["db", "current"]) == 0
@@ -417,7 +417,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0007  alerts: filters per subscription, and alerts that update an earlier one (incidents)\n"
         "0008  linked_accounts: each person's own platform API key, encrypted (Fernet)\n"
         "0009  agent_sessions: which key started a session, and who last steered it\n"
-        "0010  slack_outbox, and the start lease of agent_sessions  (head)\n"
+        "0010  slack_outbox, and the start lease of agent_sessions\n"
+        "0014  analytics_days, its per-day tables and analytics_claims: the store of landed analytics days (issue #30)  (head)\n"
     )
 
 
