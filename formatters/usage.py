@@ -19,6 +19,7 @@ e-mail (escaped).
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -196,6 +197,37 @@ def user_usage(usage: UserUsage) -> Payload:
     if usage.languages:
         blocks.append(context("Languages: " + ", ".join(esc(lang) for lang in usage.languages)))
     return message(blocks, f"{title}: {show('billable_tokens', unit='billable tokens')}")
+
+
+AS_OF = "As of {day}; the platform is not answering."
+DAYS_NOT_HAD = "Not included: {days} (the platform did not give {them})."
+
+
+def day_runs(days: Sequence[dt.date]) -> str:
+    """Days as short runs: ``2026-11-01 – 2026-11-03, 2026-11-05``."""
+    runs: list[tuple[dt.date, dt.date]] = []
+    for day in sorted(days):
+        if runs and runs[-1][1] + dt.timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return ", ".join(a.isoformat() if a == b else f"{a.isoformat()} \u2013 {b.isoformat()}" for a, b in runs)
+
+
+def with_gaps(payload: Payload, *, missing: Sequence[dt.date], outage: bool, as_of: dt.date | None) -> Payload:
+    """``payload`` with one last context line when some days could not be had (issue #30): during an
+    outage "As of <last stored day>; the platform is not answering.", and the days not included;
+    ``payload`` unchanged when nothing is missing (a complete reply says nothing about the store)."""
+    lines = []
+    if outage and as_of is not None:
+        lines.append(AS_OF.format(day=as_of.isoformat()))
+    if missing:
+        lines.append(DAYS_NOT_HAD.format(days=day_runs(missing), them="it" if len(missing) == 1 else "them"))
+    if not lines:
+        return payload
+    note = " ".join(lines)
+    blocks = [*payload["blocks"], context(note).to_dict()]
+    return message(blocks, f"{payload['text']} ({note})")
 
 
 def no_user_usage(email: str, period: Period, *, known: bool) -> tuple[str, str]:

@@ -19,20 +19,23 @@ key ``usage``): the analytics API itself answers only Managers and Owners.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand, quoted
 from bot.identity import mentioned_user
+from bot.services.analytics_store import Gaps, stored_analytics
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
 from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage, organization_email_of_id
 from bot.slack import SlackFailure
 from formatters.blocks import message, section
 from formatters.notices import error_message
-from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
+from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage, with_gaps
 from handlers.router import CommandRequest, Router, UserInputError
 
 if TYPE_CHECKING:
@@ -57,6 +60,24 @@ SPEC = SubCommand(
         "the 7 days before each day), sent to you in a direct message. " + PERIOD_HELP
     ),
 )
+
+
+@contextlib.contextmanager
+def _tracked(request: CommandRequest) -> Iterator[Gaps]:
+    """The :class:`bot.services.analytics_store.Gaps` of the reads inside the block: days the
+    platform did not give, an outage answered from the store (an empty one for a bare client)."""
+    analytics = stored_analytics(request.services.agent)
+    if analytics is None:
+        yield Gaps()
+        return
+    with analytics.tracking() as gaps:
+        yield gaps
+    gaps.check()  # nothing stored could stand in for the platform: its error, as without the store
+
+
+def _noted(payload: dict[str, Any], gaps: Gaps) -> dict[str, Any]:
+    """``payload`` saying which days could not be had (nothing when none)."""
+    return with_gaps(payload, missing=gaps.days(), outage=gaps.outage, as_of=gaps.as_of)
 
 
 def _period(words: list[str], request: CommandRequest) -> Period:
@@ -93,11 +114,12 @@ async def _user_usage(request: CommandRequest, email: str, words: list[str]) -> 
         raise UserInputError(CHART_OF_ORGANIZATION, "Example: `/agent usage 30d chart`.")
     _check_words(words)
     period = _period(words, request)
-    usage = await fetch_user_usage(request.services.agent, period, email)
+    with _tracked(request) as gaps:
+        usage = await fetch_user_usage(request.services.agent, period, email)
     if usage is None:
         known = await request.services.resolver.is_organization_email(email)
         raise UserInputError(*no_user_usage(email, period, known=known))
-    await request.reply(user_usage(usage))
+    await request.reply(_noted(user_usage(usage), gaps))
 
 
 PLATFORM_USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{2,63}")
@@ -154,13 +176,15 @@ async def handle_usage(request: CommandRequest) -> None:
     _check_words(args)
     period = _period(args, request)
     if dimension:
-        breakdown = await fetch_breakdown(agent, period, dimension)
+        with _tracked(request) as gaps:
+            breakdown = await fetch_breakdown(agent, period, dimension)
         people = await request.services.identity.people_of(row.name for row in breakdown.rows) if dimension == "user" else {}
-        await request.reply(usage_breakdown(breakdown, people))
+        await request.reply(_noted(usage_breakdown(breakdown, people), gaps))
     else:
-        summary = await fetch_usage(agent, period)
+        with _tracked(request) as gaps:
+            summary = await fetch_usage(agent, period)
         people = await request.services.identity.people_of(row.name for row in summary.top_users)
-        await request.reply(usage_summary(summary, people))
+        await request.reply(_noted(usage_summary(summary, people), gaps))
     if want_chart:
         await _send_chart(request, period)
 

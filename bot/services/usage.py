@@ -42,6 +42,9 @@ reporting it; an item without its figure (a ``by_user`` item without ``billable_
 out of the ranking. A period's change against the previous one is only computed when both have the
 figure from every day (comparing 5 days with 7 would mislead).
 
+A previous period of which no day could be had (an outage, answered from the store of landed days:
+:mod:`bot.services.analytics_store`) gives no comparison (``UsageSummary.previous`` is None).
+
 Errors: the client's :class:`bot.api.AgentAPIError` subclasses propagate.
 """
 
@@ -310,7 +313,7 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
         period=period,
         previous_period=previous_period,
         totals=_totals(current_rows),
-        previous=_totals(previous_rows) if previous_rows else None,
+        previous=_totals(previous_rows) if previous_rows and any(previous_rows) else None,  # no day at all: no comparison
         top_models=rank(_sum_by((m.model_id, m.billable_tokens) for day in by_model for m in day)),
         top_tools=rank(_sum_by((t.tool, t.invocations) for day in by_tool for t in day)),
         top_mcp_servers=rank(_sum_by(((s.server, s.invocations) for day in by_server for s in day), fold_case=True)),

@@ -10,11 +10,13 @@ the days not stored yet, one request per run of consecutive missing days; the ro
 day. A reader cannot tell a stored day from an answered one, so its reply is the same
 (``tests/bot/services/analytics_store/test_readers.py`` compares whole replies).
 
-What could not be had is collected per request in :class:`Gaps` (:meth:`StoredAnalytics.tracking`):
-days the API's answer did not have (not landed yet, or left out), and an outage: when the API does
-not answer (a transport error, a 5xx, a 429) and some days of the range are stored, the stored
-days are the answer, the rest are missing, and ``Gaps.outage`` says "as of <last stored day>; the
-platform is not answering". With no stored day of the range the API's error is raised as before.
+What could not be had is collected per request in :class:`Gaps` (:meth:`StoredAnalytics.tracking`,
+used by the ``/agent usage`` replies, which say it): days the API's answer did not have (not landed
+yet, or left out), and an outage: when the API does not answer (a transport error, a 5xx, a 429)
+the stored days are the answer, the rest are missing, and ``Gaps.outage`` says "as of <last stored
+day>; the platform is not answering"; :meth:`Gaps.check` raises the API's error when no stored day
+at all was read (then the reply is the usual apology). Outside a tracked request (the digest, the
+alerts, the Home: they cannot say which days are missing) the API's error is raised as before.
 ``/tokens`` without ``group_by`` as full rows (each user's ``by_model``) is not stored: it goes to
 the API.
 """
@@ -59,6 +61,13 @@ class Gaps:
     missing: set[dt.date] = field(default_factory=set)
     outage: bool = False
     as_of: dt.date | None = None
+    error: Exception | None = None
+    """The API's first error of the outage (raised by :meth:`check` when no stored day was read)."""
+
+    def check(self) -> None:
+        """Raise the outage's error when no stored day could stand in for the platform."""
+        if self.outage and self.as_of is None and self.error is not None:
+            raise self.error
 
     def days(self) -> list[dt.date]:
         return sorted(self.missing)
@@ -132,12 +141,12 @@ class StoredAnalytics:
         for first, last in runs(missing):
             try:
                 answer = await asked(first, last)
-            except NOT_ANSWERING:
-                if not have:
+            except NOT_ANSWERING as exc:
+                if gaps is None:  # a reader that cannot say what is missing gets the error
                     raise
-                if gaps is not None:
-                    gaps.outage = True
-                    gaps.missing.update(d for d in missing if first <= d <= last)
+                gaps.outage = True
+                gaps.error = gaps.error or exc
+                gaps.missing.update(d for d in missing if first <= d <= last)
                 continue
             org = answer.meta.org_id
             rows += answer.data
@@ -224,7 +233,8 @@ class StoredAnalytics:
             try:
                 async for user in inner:
                     yield user
-            except NOT_ANSWERING:
+            except NOT_ANSWERING as exc:
                 gaps.outage = True
+                gaps.error = gaps.error or exc
 
         return walk()  # type: ignore[return-value]
