@@ -46,9 +46,13 @@ logger = logging.getLogger(__name__)
 SPEC = SubCommand(
     name="usage",
     summary="Usage analytics: billable tokens, active users, tools, files, commits, top users.",
-    usage="/agent usage [yesterday|7d|last week|this month|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD] [by model|client|tool|user] [chart]",
+    usage=(
+        "/agent usage [yesterday|7d|90d|last week|this month|this quarter|last quarter|this year|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD]"
+        " [by model|client|tool|user] [chart]"
+    ),
     examples=(
         "/agent usage 7d",
+        "/agent usage last quarter",
         "/agent usage last week by model",
         "/agent usage 30d chart",
         "/agent usage user alice@example.com this month",

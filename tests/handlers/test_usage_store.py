@@ -95,3 +95,15 @@ def test_during_an_outage_usage_answers_from_the_store_and_says_so(stack, withou
     assert long["blocks"][-1] == context(long_note).to_dict()
     assert long["blocks"][0]["text"]["text"] == f"Agent usage: {start.isoformat()} \u2013 {last.isoformat()} (90 days)"
     assert "Changes: " not in str(long) and "%" not in str(long["blocks"][1])  # no comparison without the previous days
+
+
+def test_a_quarter_answers_from_the_store_and_a_range_of_more_than_a_year_is_refused(stack):
+    _sync(stack)
+    _log(stack, "DELETE")
+    payload = stack.command("usage last quarter", user="U0MANAGER").last
+    assert payload["blocks"][0]["text"]["text"] == "Agent usage: 2026-07-01 \u2013 2026-09-30 (92 days)"
+    refused = stack.command("usage 2025-11-01..2026-11-02", user="U0MANAGER").last
+    from bot.services.periods import MAX_RANGE_DAYS, PERIOD_HELP, RANGE_TOO_LONG
+    from tests.conftest import error_reply
+
+    assert refused == error_reply(RANGE_TOO_LONG.format(text="2025-11-01..2026-11-02", days=367, most=MAX_RANGE_DAYS, help=PERIOD_HELP))
