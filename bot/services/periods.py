@@ -10,8 +10,8 @@ month``, ``this quarter`` and ``this year`` (from their first day through yester
 and ``last quarter`` (quarters are January-March, April-June, July-September, October-December);
 a day ``YYYY-MM-DD``; and a range ``YYYY-MM-DD..YYYY-MM-DD`` (inclusive, at most
 :data:`MAX_RANGE_DAYS` days). A calendar span that begins before 2026-01-14 begins then.
-``today`` is refused with the reason (today's numbers land tomorrow). Anything else, a day after yesterday, or a day before 2026-01-14 raises
-:class:`PeriodError` whose message says what is allowed.
+``today`` is refused with the reason (today's numbers land tomorrow). Anything else, a day after
+yesterday, or a day before 2026-01-14 raises :class:`PeriodError` whose message says what is allowed.
 """
 
 from __future__ import annotations
