@@ -19,13 +19,15 @@ e-mail (escaped).
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bot.services.periods import Period
-from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary, UserUsage
+from bot.services.usage import Breakdown, Cell, Coverage, Ranked, Totals, UsageSummary, UsageTable, UserUsage
 from formatters.blocks import NOT_REPORTED, Payload, change, context, divider, esc, fields, figure, header, message, number, section
 
 if TYPE_CHECKING:
@@ -243,3 +245,42 @@ def period_words(period: Period) -> str:
     if period.start == period.end:
         return ON_DAY.format(day=period.start.isoformat())
     return FROM_TO.format(start=period.start.isoformat(), end=period.end.isoformat(), days=period.days)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a text cell as a formula (CSV injection, OWASP "CSV Injection"):
+such a cell is written with a leading apostrophe, which spreadsheets show as text."""
+
+
+def csv_cell(value: Cell) -> str:
+    """One cell: empty for None (not reported), an integral number without ``.0``, a text cell
+    neutralised against formulas (:data:`FORMULA_STARTS`)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+def usage_csv(table: UsageTable) -> bytes:
+    """The table as CSV (RFC 4180: comma, CRLF, quotes where needed), UTF-8 with a BOM so that a
+    spreadsheet opens names in any script right; a header row, then the rows."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(table.headers)
+    writer.writerows([csv_cell(cell) for cell in row] for row in table.rows)
+    return ("\ufeff" + out.getvalue()).encode()
+
+
+def csv_filename(table: UsageTable) -> str:
+    """``agent-usage-2026-10-23-2026-11-21.csv``, ``agent-usage-by-user-....csv``."""
+    kind = "" if table.kind == "day" else f"by-{table.kind}-"
+    return f"agent-usage-{kind}{table.period.start.isoformat()}-{table.period.end.isoformat()}.csv"
+
+
+def csv_title(table: UsageTable) -> str:
+    """The file's title: "Agent usage per day, <period>" or "Agent usage by user, <period>"."""
+    what = "per day" if table.kind == "day" else f"by {table.kind}"
+    return f"Agent usage {what}, {table.period.label()}"

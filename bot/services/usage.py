@@ -54,8 +54,8 @@ import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
-from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 from bot.services.periods import Period
 
@@ -351,7 +351,7 @@ async def _nothing() -> None:
 BREAKDOWNS = ("model", "client", "tool", "user")
 
 
-async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int = 15) -> Breakdown:
+async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int | None = 15) -> Breakdown:
     """Rank the period by ``dimension`` (one of :data:`BREAKDOWNS`) with the API's ``group_by``:
     models by billable tokens, tools by calls, clients by average DAU, users by billable tokens
     (``/tokens`` ``by_user``; a user without e-mail by user id). A row (or ``by_user`` item) that
@@ -460,3 +460,69 @@ async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> U
 
 
 _USER_FIGURES = ("billable_tokens", "tool_calls", "sessions", "messages", "files_created", "files_edited", "git_commits", "git_prs_created")
+
+
+Cell = str | float | None
+"""A cell of a :class:`UsageTable`: text, a number, or None (not reported: an empty cell)."""
+
+
+@dataclass(frozen=True)
+class UsageTable:
+    """``/agent usage <period> [by <dimension>] csv``: a table for a spreadsheet. ``kind`` is
+    ``day`` (one row per day of the period) or the breakdown's dimension; ``headers`` name the
+    columns (the API's field names; a breakdown: ``name``, its measure, ``share``)."""
+
+    period: Period
+    kind: str
+    headers: tuple[str, ...]
+    rows: list[tuple[Cell, ...]]
+
+
+DAY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("tokens", "billable_tokens"),
+    ("tokens", "input_tokens"),
+    ("tokens", "output_tokens"),
+    ("tokens", "cache_read_tokens"),
+    ("tokens", "cache_write_tokens"),
+    ("activity", "daily_active_users"),
+    ("activity", "weekly_active_users"),
+    ("activity", "monthly_active_users"),
+    ("activity", "sessions"),
+    ("activity", "messages"),
+    ("activity", "user_messages"),
+    ("tools", "tool_calls"),
+    ("productivity", "files_created"),
+    ("productivity", "files_edited"),
+    ("productivity", "git_commits"),
+    ("productivity", "git_prs_created"),
+)
+"""The columns of the day table after ``date``: (endpoint, the row's field)."""
+
+
+async def fetch_day_table(client: AgentClient, period: Period) -> UsageTable:
+    """One row per day of ``period`` with the day's figures (:data:`DAY_COLUMNS`; a figure the day
+    did not report, or a day the API has no row for, is an empty cell). Four requests at once."""
+    tokens, activity, tools, productivity = await _period_rows(client, period, client.get_token_totals)
+    by_endpoint: dict[str, dict[date, Any]] = {
+        "tokens": {r.date: r for r in tokens},
+        "activity": {r.date: r for r in activity},
+        "tools": {r.date: r for r in tools},
+        "productivity": {r.date: r for r in productivity},
+    }
+    rows: list[tuple[Cell, ...]] = []
+    for n in range(period.days):
+        day = period.start + timedelta(days=n)
+        cells: list[Cell] = [day.isoformat()]
+        for endpoint, name in DAY_COLUMNS:
+            row = by_endpoint[endpoint].get(day)
+            cells.append(getattr(row, name, None) if row is not None else None)
+        rows.append(tuple(cells))
+    return UsageTable(period, "day", ("date", *(name for _, name in DAY_COLUMNS)), rows)
+
+
+async def fetch_breakdown_table(client: AgentClient, period: Period, dimension: str) -> UsageTable:
+    """Every row of :func:`fetch_breakdown` (no top-N cut): ``name``, the measure, ``share`` (0..1)."""
+    breakdown = await fetch_breakdown(client, period, dimension, limit=None)
+    measure = breakdown.measure.replace(" ", "_")
+    rows: list[tuple[Cell, ...]] = [(row.name, row.value, round(row.share, 6)) for row in breakdown.rows]
+    return UsageTable(period, dimension, (dimension, measure, "share"), rows)
