@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 from bot.services.periods import Period
 
 if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
-    from bot.api import ActivityRow, AgentClient, ProductivityRow, TokenSummaryRow, TokenTotalsRow, ToolRow, UserRow
+    from bot.api import ActivityRow, AgentClient, ProductivityRow, TokenSummaryRow, TokenTotalsRow, ToolRow, UserRow, UserTokenTotal
 
 TOP_N = 5
 USERS_CONCURRENCY = 8
@@ -285,11 +285,49 @@ def _reported_lists(lists: Iterable[ListT | None]) -> tuple[list[ListT], Coverag
     return known, Coverage(len(known), len(every)) if len(known) < len(every) else None
 
 
+UserSum = tuple[str, "str | None", "float | None", int]
+"""One user's ``by_user`` items of a period summed: ``(user_id, user_email, billable tokens or None
+when no item reported them, how many items did not report them)``, per user id and e-mail."""
+
+
+class _SummaryAnswer(NamedTuple):
+    data: Sequence[TokenSummaryRow]
+
+
+async def _user_sums(client: AgentClient, start: date, end: date) -> tuple[Sequence[TokenSummaryRow], list[UserSum]] | None:
+    """The store of landed days' one-query view of a period's ``/tokens`` (:meth:`bot.services.
+    analytics_store.StoredAnalytics.stored_user_sums`: the day rows with empty ``by_user`` lists, and
+    every user's items summed), when the client reads through the store and every day is stored;
+    else None (each day's ``by_user`` is read)."""
+    sums = getattr(client, "stored_user_sums", None)
+    if sums is None:
+        return None
+    found: tuple[Sequence[TokenSummaryRow], list[UserSum]] | None = await sums(start, end)
+    return found
+
+
+def _user_items(tokens: Sequence[TokenSummaryRow], by_user: list[list[UserTokenTotal]], sums: list[UserSum] | None) -> list[UserSum]:
+    """The per-user items to rank: the store's sums, or each day's ``by_user`` items as they are."""
+    if sums is not None:
+        return sums
+    return [(u.user_id, u.user_email, u.billable_tokens, 0 if u.billable_tokens is not None else 1) for day in by_user for u in day]
+
+
 async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
-    """Fetch and aggregate the period and its previous period (8 requests, concurrently)."""
+    """Fetch and aggregate the period and its previous period (8 requests, concurrently; from the
+    store of landed days, the users' sums in one query when every day is stored)."""
     previous_period = period.previous()
+    stored_sums: list[list[UserSum]] = []
+
+    async def summary(*, start_date: date, end_date: date) -> Any:
+        found = await _user_sums(client, start_date, end_date)
+        if found is None:
+            return await client.get_token_summary(start_date=start_date, end_date=end_date)
+        stored_sums.append(found[1])
+        return _SummaryAnswer(found[0])
+
     current_rows, previous_rows = await asyncio.gather(
-        _period_rows(client, period, client.get_token_summary),
+        _period_rows(client, period, summary),
         _period_rows(client, previous_period, client.get_token_totals) if previous_period else _nothing(),
     )
     tokens, activity, tools, _productivity = current_rows
@@ -302,12 +340,13 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
         return known
 
     by_user = reported("top_users", (row.by_user for row in tokens))
+    user_items = _user_items(tokens, by_user, stored_sums[0] if stored_sums else None)
     by_model = reported("top_models", (row.by_model for row in tokens))
     by_tool = reported("top_tools", (row.by_tool for row in tools))
     by_server = reported("top_mcp_servers", (row.mcp_by_server for row in tools))
     by_client = reported("clients", (row.daily_active_users_by_client for row in activity))
-    emails = await organization_emails(client, (u.user_id for day in by_user for u in day if not u.user_email))
-    users = _sum_by((user.user_email or emails.get(user.user_id, user.user_id), user.billable_tokens) for day in by_user for user in day)
+    emails = await organization_emails(client, (user_id for user_id, email, _, _ in user_items if not email))
+    users = _sum_by((email or emails.get(user_id, user_id), value) for user_id, email, value, _ in user_items)
     clients = {name: value / len(by_client) for name, value in _sum_by(pair for day in by_client for pair in day.items()).items()}
     return UsageSummary(
         period=period,
@@ -372,14 +411,20 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
         items = [(str(r.group_key), None if r.daily_active_users is None else r.daily_active_users / period.days) for r in clients]
         measure = "average daily active users"
     elif dimension == "user":
-        days = (await client.get_token_summary(start_date=start, end_date=end)).data
-        emails = await organization_emails(client, (u.user_id for r in days for u in r.by_user or () if not u.user_email))
-        items = [(u.user_email or emails.get(u.user_id, u.user_id), u.billable_tokens) for r in days for u in r.by_user or ()]
+        found = await _user_sums(client, start, end)
+        if found is None:
+            days = (await client.get_token_summary(start_date=start, end_date=end)).data
+            sums = _user_items(days, [list(r.by_user or ()) for r in days], None)
+        else:
+            sums = found[1]
+        emails = await organization_emails(client, (user_id for user_id, email, _, _ in sums if not email))
+        items = [(email or emails.get(user_id, user_id), value) for user_id, email, value, _ in sums]
+        nulls = sum(n for _, _, _, n in sums)  # the items that did not report billable tokens
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
     counter = _sum_by(items)
-    unreported = sum(1 for _, value in items if value is None)
+    unreported = nulls if dimension == "user" else sum(1 for _, value in items if value is None)
     return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()), unreported)
 
 

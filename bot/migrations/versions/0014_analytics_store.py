@@ -67,6 +67,7 @@ def upgrade() -> None:
         sa.Column("user_email", sa.Text, nullable=True),
         sa.Column("billable_tokens", sa.Float, nullable=True),
     )
+    op.create_index("analytics_day_users_by_user", "analytics_day_users", ["user_id", "user_email", "day", "billable_tokens"])
     op.create_table(
         "analytics_claims",
         sa.Column("day", sa.Date, primary_key=True),

@@ -23,6 +23,7 @@ the API.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import datetime as dt
@@ -39,10 +40,11 @@ from bot.api.models import (
     LeanMeta,
     ProductivityRow,
     TokenSummaryAnswer,
+    TokenSummaryRow,
     TokenTotalsAnswer,
     ToolRow,
 )
-from bot.services.analytics_store.store import AnalyticsStore
+from bot.services.analytics_store.store import AnalyticsStore, UserSum
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -220,6 +222,20 @@ class StoredAnalytics:
     async def get_productivity(self, *, start_date: Any, end_date: Any) -> AnalyticsResponse[Any]:
         """As :meth:`bot.api.AgentClient.get_productivity`."""
         return await self._rows("productivity", start_date, end_date, None, ProductivityRow)
+
+    async def stored_user_sums(self, start: dt.date, end: dt.date) -> tuple[list[TokenSummaryRow], list[UserSum]] | None:
+        """When every day from ``start`` to ``end`` is stored: the ``/tokens`` day rows with empty
+        ``by_user`` lists (None where the day did not report it) and every user's items summed in one
+        query (:data:`bot.services.usage.UserSum`), so that a reader ranking users never builds one
+        object per user and day; else None. (:func:`bot.services.usage.fetch_usage`, ``by user``.)"""
+        have = await self.store.stored_days(start, end)
+        if len(have) != (end - start).days + 1:
+            return None
+        rows, sums = await asyncio.gather(self.store.token_rows(have, with_users=False), self.store.user_sums(start, end))
+        gaps = _GAPS.get()
+        if gaps is not None and have:
+            gaps.as_of = max(gaps.as_of or end, end)
+        return rows, sums
 
     def iter_organization_users(self, **kwargs: Any) -> AsyncGenerator[Any, None]:
         """As the client's; while a request is tracked, a platform that stops answering ends the walk

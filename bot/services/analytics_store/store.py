@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import and_, case, delete, func, insert, select, update
 
 from bot.api.models import (
     ActivityRow,
@@ -47,6 +47,8 @@ from bot.services.analytics_store.tables import (
 from bot.store import Store
 
 Number = int | float
+UserSum = tuple[str, str | None, Number | None, int]
+"""``(user_id, user_email, billable tokens summed or None, items without them)`` (:meth:`AnalyticsStore.user_sums`)."""
 
 
 class InvalidDay(ValueError):
@@ -335,6 +337,20 @@ class AnalyticsStore:
                 )
             )
         return out
+
+    async def user_sums(self, start: dt.date, end: dt.date) -> list[UserSum]:
+        """Every user's ``by_user`` items from ``start`` to ``end`` summed, per user id and e-mail:
+        ``(user_id, user_email, billable tokens or None, items without billable tokens)``."""
+        u = analytics_day_users.c
+        nulls = func.sum(case((u.billable_tokens.is_(None), 1), else_=0))
+        query = select(u.user_id, u.user_email, func.sum(u.billable_tokens), nulls).where(u.day >= start, u.day <= end)
+        query = query.group_by(u.user_id, u.user_email)
+
+        def work() -> list[UserSum]:
+            with self.engine.connect() as conn:
+                return [(user_id, email, _as_number(total), int(n or 0)) for user_id, email, total, n in conn.execute(query)]
+
+        return await self.store.run(work)
 
     async def model_rows(self, days: Iterable[dt.date], model: type[Any], column: str) -> list[Any]:
         """The ungrouped rows of ``column`` (``activity``, ``tools``, ``productivity``) as ``model``."""
