@@ -31,6 +31,10 @@ TOURED = (
     "── bob opens the bot's Home tab",
     "── carol writes to the bot in its Messages tab",
     "── Socket Mode:",
+    "── The store of landed days:",
+    "── bob: /agent usage 90d",
+    "── bob: /agent usage 30d by model csv",
+    "in bob's DM (first lines of",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 
