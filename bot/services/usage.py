@@ -370,6 +370,14 @@ async def organization_emails(client: AgentClient, ids: Iterable[str]) -> dict[s
     found: dict[str, str] = {}
     if not wanted:
         return found
+    stored = getattr(client, "stored_emails", None)  # the store of landed days keeps what its sync looked up
+    if stored is not None:
+        known: dict[str, str | None] = await stored(wanted)
+        found = {user_id: email for user_id, email in known.items() if email}
+        wanted -= set(known)
+        if not wanted:
+            return found
+        wanted |= set(found)
     async for user in client.iter_organization_users():
         if user.id in wanted and user.email:
             found[user.id] = user.email

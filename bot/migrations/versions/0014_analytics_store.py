@@ -2,7 +2,8 @@
 
 ``analytics_days`` (one row per landed day: the ungrouped rows of ``/tokens``, ``/activity``,
 ``/tools``, ``/productivity``), ``analytics_day_models``, ``analytics_day_clients``,
-``analytics_day_tools`` (the grouped forms), ``analytics_day_users`` (``/tokens`` ``by_user``) and
+``analytics_day_tools`` (the grouped forms), ``analytics_day_users`` (``/tokens`` ``by_user``),
+``analytics_user_emails`` (the organization's e-mail of users analytics sent without one) and
 ``analytics_claims`` (who fetches or re-checks a day): tables of :mod:`bot.services.analytics_store`.
 
 Revision ID: 0014
@@ -69,6 +70,12 @@ def upgrade() -> None:
     )
     op.create_index("analytics_day_users_by_user", "analytics_day_users", ["user_id", "user_email", "day", "billable_tokens"])
     op.create_table(
+        "analytics_user_emails",
+        sa.Column("user_id", sa.String(255), primary_key=True),
+        sa.Column("email", sa.Text, nullable=True),
+        sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
+    )
+    op.create_table(
         "analytics_claims",
         sa.Column("day", sa.Date, primary_key=True),
         sa.Column("kind", sa.String(16), primary_key=True),
@@ -83,6 +90,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     for table in (
         "analytics_claims",
+        "analytics_user_emails",
         "analytics_day_users",
         "analytics_day_tools",
         "analytics_day_clients",

@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import contextvars
 import datetime as dt
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -236,6 +236,11 @@ class StoredAnalytics:
         if gaps is not None and have:
             gaps.as_of = max(gaps.as_of or end, end)
         return rows, sums
+
+    async def stored_emails(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The organization e-mails the sync recorded for ``ids`` (None: it has none); ids never looked
+        up are absent (:func:`bot.services.usage.organization_emails` walks for those)."""
+        return await self.store.emails(ids)
 
     def iter_organization_users(self, **kwargs: Any) -> AsyncGenerator[Any, None]:
         """As the client's; while a request is tracked, a platform that stops answering ends the walk

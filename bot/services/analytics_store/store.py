@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import and_, case, delete, func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from bot.api.models import (
     ActivityRow,
@@ -43,6 +45,7 @@ from bot.services.analytics_store.tables import (
     analytics_day_tools,
     analytics_day_users,
     analytics_days,
+    analytics_user_emails,
 )
 from bot.store import Store
 
@@ -349,6 +352,50 @@ class AnalyticsStore:
         def work() -> list[UserSum]:
             with self.engine.connect() as conn:
                 return [(user_id, email, _as_number(total), int(n or 0)) for user_id, email, total, n in conn.execute(query)]
+
+        return await self.store.run(work)
+
+    async def unnamed_users(self) -> set[str]:
+        """User ids that ``by_user`` sent without an e-mail and whose organization e-mail was never looked up."""
+        u, e = analytics_day_users.c, analytics_user_emails.c
+        known = select(e.user_id)
+        query = select(u.user_id).where(u.user_email.is_(None), u.user_id.not_in(known)).distinct()
+
+        def work() -> set[str]:
+            with self.engine.connect() as conn:
+                return set(conn.execute(query).scalars())
+
+        return await self.store.run(work)
+
+    async def put_emails(self, found: dict[str, str | None], *, now: dt.datetime) -> None:
+        """Record the organization's e-mail of each user id (None: it has none)."""
+        rows = [{"user_id": user_id, "email": email, "seen_at": now} for user_id, email in found.items()]
+
+        def work() -> None:
+            if not rows:
+                return
+            with self.engine.begin() as conn:  # two replicas may record the same user: the later wins
+                upsert = postgresql_insert if conn.dialect.name == "postgresql" else sqlite_insert
+                statement = upsert(analytics_user_emails)
+                statement = statement.on_conflict_do_update(
+                    index_elements=["user_id"], set_={"email": statement.excluded.email, "seen_at": statement.excluded.seen_at}
+                )
+                conn.execute(statement, rows)
+
+        await self.store.run(work)
+
+    async def emails(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The recorded organization e-mail (or None: none) of each of ``ids`` that was looked up."""
+        wanted = list(set(ids))
+        e = analytics_user_emails.c
+
+        def work() -> dict[str, str | None]:
+            out: dict[str, str | None] = {}
+            with self.engine.connect() as conn:
+                for start in range(0, len(wanted), 500):
+                    query = select(e.user_id, e.email).where(e.user_id.in_(wanted[start : start + 500]))
+                    out.update((user_id, email) for user_id, email in conn.execute(query))
+            return out
 
         return await self.store.run(work)
 

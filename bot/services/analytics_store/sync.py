@@ -45,6 +45,7 @@ from bot.services.periods import EARLIEST
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
+    from bot.api.models import OrganizationUserList
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ DEFAULT_RETRY_AFTER: Final = 60.0
 """Seconds a 429 without ``Retry-After`` waits."""
 MAX_RATE_LIMITED: Final = 5
 """429s in a row after which a request gives up for this pass."""
+MAX_USER_PAGES: Final = 10_000
+"""Most pages of ``/organization/users`` one walk reads (a million people)."""
 FETCH, RECHECK = "fetch", "recheck"
 
 T = TypeVar("T")
@@ -176,6 +179,7 @@ class AnalyticsSync:
                 await self._one(day, FETCH, pacer, report, last=last)
             elif record.recheck_due is not None and record.recheck_due <= now:
                 await self._one(day, RECHECK, pacer, report, last=last, fingerprint=record.fingerprint)
+        await self._name_users(pacer, report)
         report.requests = pacer.requests
         self.last_report = report
         status = await self.store.status()
@@ -236,6 +240,33 @@ class AnalyticsSync:
         await self.store.store.run(
             lambda: DAY_CLAIMS.finish(self.store.engine, key, owner=self.owner, values={"done_at": self.now(), "error": None})
         )
+
+    async def _name_users(self, pacer: Pacer, report: SyncReport) -> None:
+        """Look up, in one paced walk of ``/organization/users``, the e-mail of each stored user that
+        analytics sent without one (a reply from the store then names them without a walk). A
+        failure leaves them for the next pass."""
+        unnamed = await self.store.unnamed_users()
+        if not unnamed:
+            return
+        found: dict[str, str | None] = dict.fromkeys(unnamed)
+        cursor: str | None = None
+
+        def page_after(after: str | None) -> Callable[[], Awaitable[OrganizationUserList]]:
+            return lambda: self.agent.list_organization_users(limit=100, cursor=after)
+
+        try:
+            for _ in range(MAX_USER_PAGES):  # one page a paced request
+                page = await pacer.call(page_after(cursor))
+                for user in page.users:
+                    if user.id in found:
+                        found[user.id] = user.email or None
+                if not page.pagination.has_more or not page.pagination.next_cursor:
+                    break
+                cursor = page.pagination.next_cursor
+        except AgentAPIError as exc:
+            logger.warning("analytics sync: the organization's users could not be walked (%s); tried again next pass", _reason(exc))
+            return
+        await self.store.put_emails(found, now=self.now())
 
     async def fetch_day(self, day: dt.date, pacer: Pacer | None = None) -> DayAnswers:
         """The seven answers of ``day`` (paced by ``pacer``), each checked by the client's models;

@@ -12,6 +12,7 @@ Shaped for the questions the readers ask (docs/operations.md, "The analytics sto
   characters), so it is no part of a primary key;
 - ``analytics_day_users``: ``/tokens`` ``by_user``, one row per day and user (50,000 a day at the
   largest organizations: written with one executemany);
+- ``analytics_user_emails``: the organization's e-mail of each user ``by_user`` sent without one;
 - ``analytics_claims``: who fetches a day (``kind`` ``fetch``) or re-checks it (``recheck``): a
   :class:`bot.claims.Lease` per row, done once ``done_at`` is set; a day that failed (the API
   refused it, or its answer failed validation) is released with ``lease_until`` at its next try.
@@ -88,6 +89,17 @@ Index(
 )
 """A covering index for the sums per user over a range (the top users of ``/agent usage``, ``by user``):
 SQLite reads it in order instead of sorting the range's rows (2.0 s -> 0.7 s at 50,000 users x 30 days)."""
+
+analytics_user_emails = Table(
+    "analytics_user_emails",
+    metadata,
+    Column("user_id", String(255), primary_key=True),
+    Column("email", Text, nullable=True),  # NULL: the organization's users had none when last walked
+    Column("seen_at", DateTime(timezone=True), nullable=False),
+)
+"""The organization's e-mail of each user that analytics sent without one (``by_user`` items with a
+null ``user_email``), learnt by the sync's walk of ``/organization/users``, so that a reply from the
+store need not walk the organization again to name them."""
 
 analytics_claims = Table(
     "analytics_claims",
