@@ -452,20 +452,35 @@ def _preceding(ids: Iterable[str], user_id: str) -> str | None:
     return max(lower) if lower else None
 
 
-async def _user_rows(client: AgentClient, period: Period, tokens: Sequence[TokenSummaryRow], user_id: str) -> list[UserRow]:
-    """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
+class UserPlaces(NamedTuple):
+    """Where one user id stands in a period's ``/tokens`` ``by_user`` lists: the days it is in
+    (``active``), the largest user id below it in the whole period (``before``) and on each active
+    day (``before_on``): the ``/users`` cursors that lead to its rows (the cursor is a user ID)."""
+
+    active: set[date]
+    before: str | None
+    before_on: dict[date, str | None]
+
+
+def _places(tokens: Sequence[TokenSummaryRow], user_id: str) -> UserPlaces:
+    """:class:`UserPlaces` of ``user_id`` from the period's day rows."""
     days = {row.date: {u.user_id for u in row.by_user or ()} for row in tokens}
     active = {day for day, ids in days.items() if user_id in ids}
     everyone = set().union(*days.values()) if days else set()
-    rows = await _seek(client, period.start, period.end, user_id, _preceding(everyone, user_id))
-    missing = sorted(active - {row.date for row in rows})
+    return UserPlaces(active, _preceding(everyone, user_id), {day: _preceding(days[day], user_id) for day in active})
+
+
+async def _user_rows(client: AgentClient, period: Period, places: UserPlaces, user_id: str) -> list[UserRow]:
+    """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
+    rows = await _seek(client, period.start, period.end, user_id, places.before)
+    missing = sorted(places.active - {row.date for row in rows})
     if not missing:
         return rows
     limit = asyncio.Semaphore(USERS_CONCURRENCY)
 
     async def one_day(day: date) -> list[UserRow]:
         async with limit:
-            found = await _seek(client, day, day, user_id, _preceding(days[day], user_id))
+            found = await _seek(client, day, day, user_id, places.before_on[day])
         if any(row.date == day for row in found):
             return found
         async with limit:
@@ -476,17 +491,30 @@ async def _user_rows(client: AgentClient, period: Period, tokens: Sequence[Token
     return rows
 
 
-async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> UserUsage | None:
-    """One person's usage, matched by e-mail (case-insensitive): their user id and active days
-    from ``/tokens`` ``by_user``, their rows from ``/users`` (see the module docstring); ``None``
-    when the person has no row in the period."""
-    wanted = email.lower()
+async def _user_ids_and_places(client: AgentClient, period: Period, wanted: str) -> dict[str, UserPlaces]:
+    """The user ids whose ``by_user`` e-mail is ``wanted`` (lower case), else those analytics sent
+    without an e-mail whose organization e-mail is ``wanted``, each with its :class:`UserPlaces`:
+    from the store of landed days in a few queries when every day is stored
+    (:meth:`bot.services.analytics_store.StoredAnalytics.stored_user_places`), else from ``/tokens``."""
+    stored = getattr(client, "stored_user_places", None)
+    if stored is not None:
+        found: dict[str, UserPlaces] | None = await stored(period.start, period.end, wanted, organization_emails)
+        if found is not None:
+            return found
     tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
     ids = {u.user_id for r in tokens for u in r.by_user or () if (u.user_email or "").lower() == wanted}
     if not ids:  # analytics may send them without an e-mail: the organization's list has it
         without = {u.user_id for r in tokens for u in r.by_user or () if not u.user_email}
         ids = {user_id for user_id, found in (await organization_emails(client, without)).items() if found.lower() == wanted}
-    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in sorted(ids)))
+    return {user_id: _places(tokens, user_id) for user_id in ids}
+
+
+async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> UserUsage | None:
+    """One person's usage, matched by e-mail (case-insensitive): their user id and active days
+    from ``/tokens`` ``by_user``, their rows from ``/users`` (see the module docstring); ``None``
+    when the person has no row in the period."""
+    places = await _user_ids_and_places(client, period, email.lower())
+    found = await asyncio.gather(*(_user_rows(client, period, places[user_id], user_id) for user_id in sorted(places)))
     rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:
         return None

@@ -48,6 +48,7 @@ from bot.services.analytics_store.store import AnalyticsStore, UserSum
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
+    from bot.services.usage import UserPlaces
 
 NOT_ANSWERING = (AgentAPITransportError, ServerError, RateLimitedError)
 """The API's errors that mean "the platform is not answering" (an outage), not "the question is wrong"."""
@@ -236,6 +237,26 @@ class StoredAnalytics:
         if gaps is not None and have:
             gaps.as_of = max(gaps.as_of or end, end)
         return rows, sums
+
+    async def stored_user_places(
+        self, start: dt.date, end: dt.date, wanted: str, organization_emails: Callable[..., Awaitable[dict[str, str]]]
+    ) -> dict[str, UserPlaces] | None:
+        """When every day from ``start`` to ``end`` is stored: the user ids whose e-mail is ``wanted``
+        (else those sent without one whose organization e-mail is, by ``organization_emails``) with their
+        :class:`bot.services.usage.UserPlaces`, from a few queries; else None. (``usage user``.)"""
+        from bot.services.usage import UserPlaces
+
+        have = await self.store.stored_days(start, end)
+        if len(have) != (end - start).days + 1:
+            return None
+        ids, without = await self.store.users_by_email(start, end, wanted)
+        if not ids and without:
+            ids = {user_id for user_id, found in (await organization_emails(self, without)).items() if found.lower() == wanted}
+        places = {}
+        for user_id in sorted(ids):
+            active, before, on = await self.store.user_places(start, end, user_id)
+            places[user_id] = UserPlaces(active, before, on)
+        return places
 
     async def stored_emails(self, ids: Iterable[str]) -> dict[str, str | None]:
         """The organization e-mails the sync recorded for ``ids`` (None: it has none); ids never looked

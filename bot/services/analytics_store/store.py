@@ -355,6 +355,39 @@ class AnalyticsStore:
 
         return await self.store.run(work)
 
+    async def users_by_email(self, start: dt.date, end: dt.date, wanted: str) -> tuple[set[str], set[str]]:
+        """The user ids whose ``by_user`` e-mail is ``wanted`` (lower case) from ``start`` to ``end``,
+        and (only when none is) the ids sent without an e-mail."""
+        u = analytics_day_users.c
+        span = (u.day >= start, u.day <= end)
+
+        def work() -> tuple[set[str], set[str]]:
+            with self.engine.connect() as conn:
+                ids = set(conn.execute(select(u.user_id).where(*span, func.lower(u.user_email) == wanted).distinct()).scalars())
+                if ids:
+                    return ids, set()
+                return ids, set(conn.execute(select(u.user_id).where(*span, u.user_email.is_(None)).distinct()).scalars())
+
+        return await self.store.run(work)
+
+    async def user_places(self, start: dt.date, end: dt.date, user_id: str) -> tuple[set[dt.date], str | None, dict[dt.date, str | None]]:
+        """Where ``user_id`` stands in ``by_user`` from ``start`` to ``end``: its days, the largest
+        user id below it over the range and on each of its days (the ``/users`` cursors)."""
+        u = analytics_day_users.c
+        span = (u.day >= start, u.day <= end)
+
+        def work() -> tuple[set[dt.date], str | None, dict[dt.date, str | None]]:
+            with self.engine.connect() as conn:
+                active = set(conn.execute(select(u.day).where(*span, u.user_id == user_id)).scalars())
+                before = conn.execute(select(func.max(u.user_id)).where(*span, u.user_id < user_id)).scalar()
+                on = dict.fromkeys(active)
+                if active:
+                    query = select(u.day, func.max(u.user_id)).where(u.day.in_(active), u.user_id < user_id).group_by(u.day)
+                    on.update((day, found) for day, found in conn.execute(query))
+            return active, before, on
+
+        return await self.store.run(work)
+
     async def unnamed_users(self) -> set[str]:
         """User ids that ``by_user`` sent without an e-mail and whose organization e-mail was never looked up."""
         u, e = analytics_day_users.c, analytics_user_emails.c
