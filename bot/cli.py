@@ -194,6 +194,76 @@ def _alerts_tick(args: argparse.Namespace) -> int:
     return _one_tick("alerts", args.now)
 
 
+def _analytics_sync(args: argparse.Namespace) -> int:
+    """``agent-bot analytics sync [--days N]``: one pass of the store of landed analytics days over
+    the last N days (default ``AGENT_BOT_ANALYTICS_BACKFILL_DAYS``), paced as the bot's own backfill
+    (:mod:`bot.services.analytics_store.sync`), then exit. Prints what it did; 1 when a day failed
+    (it is asked again by a later pass) or the Agent API did not answer the landing check. ``--now``
+    (ISO 8601, UTC when it names no zone) fixes the clock, as ``digest tick``'s."""
+    import datetime as dt
+
+    from bot.api import AgentAPIError, AgentClient
+    from bot.app import ConfigurationError, utc_now
+    from bot.wiring import create_bot
+
+    settings = Settings()
+    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
+    missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
+    if missing:
+        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
+
+    now = utc_now
+    if args.now:
+        fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
+        now = lambda: fixed  # noqa: E731
+
+    async def run() -> int:
+        agent = AgentClient(
+            base_url=settings.required("agent_api_url"),
+            app_url=settings.agent_app_url,
+            api_key=settings.required("agent_api_key"),
+            today=lambda: now().date(),
+        )
+        bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+        sync = bot.services.analytics_sync
+        assert sync is not None
+        try:
+            report = await sync.run(args.days or settings.analytics_backfill_days or 90)
+            status = await sync.store.status()
+        except AgentAPIError as exc:
+            print(f"agent-bot: analytics sync: the Agent API failed ({type(exc).__name__}); run it again later", file=sys.stderr)
+            return 1
+        finally:
+            await agent.aclose()
+            bot.services.store.close()
+        print(
+            SYNC_REPORT.format(
+                stored=len(report.stored),
+                corrected=len(report.corrected),
+                confirmed=len(report.confirmed),
+                failed=len(report.failed),
+                held=len(report.held),
+                requests=report.requests,
+            ),
+            flush=True,
+        )
+        for day, reason in sorted(report.failed.items()):
+            print(f"  {day.isoformat()} not stored: {reason}", flush=True)
+        oldest = status.oldest.isoformat() if status.oldest else "none"
+        newest = status.newest.isoformat() if status.newest else "none"
+        print(f"analytics store: {status.days} days, {oldest} to {newest}", flush=True)
+        return 1 if report.failed else 0
+
+    return asyncio.run(run())
+
+
+SYNC_REPORT = (
+    "analytics sync: {stored} stored, {corrected} corrected, {confirmed} confirmed, {failed} failed, "
+    "{held} held by another replica, {requests} requests"
+)
+
+
 def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
     """One pass of the ``digest`` or ``alerts`` service with its own Agent API client, Slack client
     and store, as a cron job runs it; ``now_text`` (ISO 8601, UTC when it names no zone) fixes the
@@ -374,6 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
     alerts_tick = alert_commands.add_parser("tick", help="one pass of every alert kind (detect, post), then exit")
     alerts_tick.add_argument("--now", help="act as if it were this UTC time (ISO 8601; replays and tests), default: now")
     alerts_tick.set_defaults(run=_alerts_tick)
+
+    analytics = commands.add_parser("analytics", help="the store of landed analytics days")
+    analytics_commands = analytics.add_subparsers(dest="analytics_command", required=True, metavar="ACTION")
+    sync = analytics_commands.add_parser("sync", help="fetch the landed days not stored yet (paced), re-check the last few, then exit")
+    sync.add_argument("--days", type=int, default=None, help="how many past days (default AGENT_BOT_ANALYTICS_BACKFILL_DAYS, 90)")
+    sync.add_argument("--now", default=None, help="ISO 8601 time to run as (default: now)")
+    sync.set_defaults(run=_analytics_sync)
 
     hook = commands.add_parser("hook", help="run by the agent's client as a hook: relay the event on stdin to the bot")
     hook.add_argument(

@@ -26,6 +26,13 @@ AGENT_BOT_DB_AUTO_UPGRADE  start-up runs the pending schema migrations; when    
 AGENT_BOT_CONFIG           YAML file: roles, policy, digest defaults              none
 AGENT_BOT_USER_CACHE_TTL   seconds a Slack user's e-mail / role stays cached      ``600``
 AGENT_BOT_ANALYTICS_CACHE_TTL  seconds analytics answers are kept (0 = off)       ``300``
+AGENT_BOT_ANALYTICS_BACKFILL_DAYS  how many past days the store of landed        ``90``
+                           analytics days keeps filled (:mod:`bot.services.analytics_store`);
+                           0: no sync job (the store is read, and filled only by
+                           ``agent-bot analytics sync``)
+AGENT_BOT_ANALYTICS_SYNC_INTERVAL  seconds at least between two requests of the   ``2``
+                           store's sync (its share of the platform's rate)
+AGENT_BOT_ANALYTICS_SYNC_SECONDS  how often the sync looks for newly landed days  ``900``
 AGENT_BOT_LOG_LEVEL        Python log level name                                  ``INFO``
 AGENT_BOT_LOG_FORMAT       ``text`` or ``json`` (one JSON object a line;          ``text``
                            :mod:`bot.logs`)
@@ -156,6 +163,15 @@ class Settings(BaseSettings):
     user_cache_ttl: float = Field(default=600.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_USER_CACHE_TTL", "user_cache_ttl"))
     analytics_cache_ttl: float = Field(
         default=300.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_CACHE_TTL", "analytics_cache_ttl")
+    )
+    analytics_backfill_days: int = Field(
+        default=90, ge=0, le=366, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_BACKFILL_DAYS", "analytics_backfill_days")
+    )
+    analytics_sync_interval: float = Field(
+        default=2.0, ge=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_SYNC_INTERVAL", "analytics_sync_interval")
+    )
+    analytics_sync_seconds: float = Field(
+        default=900.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_ANALYTICS_SYNC_SECONDS", "analytics_sync_seconds")
     )
     log_level: str = Field(default="INFO", validation_alias=AliasChoices("AGENT_BOT_LOG_LEVEL", "log_level"))
     log_format: Literal["text", "json"] = Field(default="text", validation_alias=AliasChoices("AGENT_BOT_LOG_FORMAT", "log_format"))

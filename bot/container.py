@@ -1,7 +1,8 @@
 """The typed container of what handlers use besides the Slack request: built once by the
 composition root (:func:`bot.wiring.create_bot`), never changed by a handler's ``register()``.
 
-Fields: ``settings``; ``agent`` (the Agent API client); ``store`` (the database); ``slack`` (the one
+Fields: ``settings``; ``agent`` (the Agent API client, reading analytics through the store of landed
+days: :func:`bot.services.analytics_store.reading`); ``store`` (the database); ``slack`` (the one
 Slack gateway, :class:`bot.slack.SlackGateway`); ``identity`` (Slack user <-> e-mail); ``resolver``
 and ``roles_file`` and ``policy`` (the role check's data); the feature services ``sessions``,
 ``limits``, ``digest`` and ``alerts``; ``hooks``, the receiver of agent hook events (``POST /hooks/agent``);
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from bot.outbox import Outbox
     from bot.services.accounts import Accounts
     from bot.services.alerts import AlertService
+    from bot.services.analytics_store import AnalyticsSync
     from bot.services.channel_defaults import ChannelDefaultsService
     from bot.services.computers import ComputersService
     from bot.services.digest import DigestService
@@ -81,6 +83,10 @@ class Services:
     outbox: Outbox | None = None
     """The posts that wait for Slack (:mod:`bot.outbox`), drained by its periodic job; None in a bot
     built without one (tests that construct :class:`Services` by hand)."""
+    analytics_sync: AnalyticsSync | None = None
+    """Fills the store of landed analytics days (:mod:`bot.services.analytics_store`; job
+    ``analytics.sync``, ``agent-bot analytics sync``); ``agent`` reads through that store. None in a
+    bot built without one."""
     today: Callable[[], dt.date] = utc_today
     now: Callable[[], dt.datetime] = utc_now
     jobs: list[PeriodicJob] = field(default_factory=list)

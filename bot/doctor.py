@@ -36,6 +36,8 @@ hide the others):
 10. **session display** (``AGENT_BOT_SESSION_DISPLAY``): streamed (one message per agent turn) or
    messages; a warning naming where Slack refused streaming (the workspace, a channel), which the
    bot recorded once (:mod:`bot.services.sessions.stream`) and shows as messages there.
+11. **analytics store** (:mod:`bot.services.analytics_store`): days stored, the oldest, the last sync
+    and the lag (yesterday minus the newest stored day); a warning when more than a day behind.
 
 No secret is printed: tokens and keys only by the name of their variable. Exit status (the CLI): 1
 when a check fails, else 0. The Web API calls other than ``auth.test`` go through
@@ -354,6 +356,39 @@ def check_database(settings: Settings) -> Check:
     return Check(name, "ok", f"{shown} is reachable and writable")
 
 
+ANALYTICS_STORE_EMPTY = "no landed day stored yet: the bot's start-up backfill fills it, or `agent-bot analytics sync`"
+FIX_ANALYTICS_STORE = "run `agent-bot analytics sync --days 90` (or start the bot and let its backfill run)"
+
+
+def check_analytics_store(settings: Settings, today: dt.date) -> Check:
+    """10. The store of landed analytics days (:mod:`bot.services.analytics_store`): days stored,
+    the oldest, the last sync and the lag (yesterday minus the newest stored day); a warning when
+    more than a day behind (empty is fine: a new deployment's backfill fills it). Nothing is
+    written; a database it cannot read is the database check's failure, only noted here."""
+    from bot.services.analytics_store import AnalyticsStore
+
+    name = "analytics store"
+    if _missing_sqlite_file(settings.database_url) is not None:
+        return Check(name, "ok", ANALYTICS_STORE_EMPTY)
+    store: Store | None = None
+    try:
+        store = Store(settings.database_url, auto_upgrade=False)
+        status = asyncio.run(AnalyticsStore(store).status())  # in the doctor's worker thread: a loop of its own
+    except (DatabaseUnusable, SQLAlchemyError):
+        return Check(name, "warn", "not readable (see the database check)", FIX_DATABASE)
+    finally:
+        if store is not None:
+            store.close()
+    if status.days == 0 or status.newest is None or status.oldest is None:  # a new deployment: its backfill fills it
+        return Check(name, "ok", ANALYTICS_STORE_EMPTY)
+    lag = (today - dt.timedelta(days=1) - status.newest).days
+    last = status.last_sync.isoformat(timespec="seconds") if status.last_sync else "never"
+    detail = f"{status.days} days stored, oldest {status.oldest.isoformat()}, last sync {last}, lag {lag} day{'s' if lag != 1 else ''}"
+    if status.failing:
+        detail += f", {status.failing} day{'s' if status.failing != 1 else ''} failing (asked again later)"
+    return Check(name, "ok" if lag <= 1 else "warn", detail, "" if lag <= 1 else FIX_ANALYTICS_STORE)
+
+
 def check_hook_secret(settings: Settings) -> Check:
     """6. Whether ``AGENT_BOT_HOOK_SECRET`` is set, and what that means (informational)."""
     secret = settings.hook_secret.get_secret_value() if settings.hook_secret else ""
@@ -541,6 +576,7 @@ async def run_checks(
             await asyncio.to_thread(check_encryption_key, settings),
             check_computer_rules(settings),
             await asyncio.to_thread(check_session_display, settings),
+            await asyncio.to_thread(check_analytics_store, settings, today()),
         ]
     finally:
         if agent is not None:

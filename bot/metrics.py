@@ -34,6 +34,11 @@ metric                                                      what it means
                                                             claimed)
 ``agent_bot_slack_outbox_queued_total{kind}``               posts queued to wait for Slack (rate-limited beyond
                                                             the in-line retries; :mod:`bot.outbox`), by kind
+``agent_bot_analytics_days_stored``                         landed analytics days in the store (issue #30); with
+                                                            ``agent_bot_analytics_oldest_day_seconds``,
+                                                            ``agent_bot_analytics_last_sync_seconds`` and
+                                                            ``agent_bot_analytics_lag_days`` (yesterday minus the
+                                                            newest stored day), set after each sync pass
 ``agent_bot_slack_outbox_expired_total{kind}``              queued posts given up at their deadline (the person
                                                             was told), by kind
 ``process_resident_memory_bytes`` (and ``process_*``)       prometheus-client's process collector (Linux)
@@ -67,13 +72,14 @@ import); a test installs a fresh one with :func:`install` and compares whole lin
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
@@ -142,6 +148,10 @@ class Metrics:
     claim_conflicts: Counter
     outbox_queued: Counter
     outbox_expired: Counter
+    analytics_days: Gauge
+    analytics_oldest_day: Gauge
+    analytics_last_sync: Gauge
+    analytics_lag_days: Gauge
 
     @classmethod
     def create(cls, *, process: bool = True) -> Metrics:
@@ -199,6 +209,16 @@ class Metrics:
                 "Queued posts given up at their deadline (the person was told), by kind",
                 ("kind",),
                 registry=registry,
+            ),
+            analytics_days=Gauge("agent_bot_analytics_days_stored", "Landed analytics days in the store", registry=registry),
+            analytics_oldest_day=Gauge(
+                "agent_bot_analytics_oldest_day_seconds", "The oldest stored analytics day (Unix time of its start, UTC)", registry=registry
+            ),
+            analytics_last_sync=Gauge(
+                "agent_bot_analytics_last_sync_seconds", "When a day was last stored or re-checked (Unix time)", registry=registry
+            ),
+            analytics_lag_days=Gauge(
+                "agent_bot_analytics_lag_days", "Days between yesterday (UTC) and the newest stored day", registry=registry
             ),
         )
 
@@ -324,6 +344,18 @@ def slack_outbox_queued(kind: str) -> None:
 def slack_outbox_expired(kind: str) -> None:
     """A queued post of ``kind`` waited past its deadline and was given up (:mod:`bot.outbox`)."""
     current().outbox_expired.labels(kind=_bounded(kind, OUTBOX_KINDS)).inc()
+
+
+def analytics_store(days: int, oldest: dt.date | None, last_sync: dt.datetime | None, lag_days: int | None) -> None:
+    """The store of landed analytics days as the sync last saw it (:mod:`bot.services.analytics_store`)."""
+    metrics = current()
+    metrics.analytics_days.set(days)
+    if oldest is not None:
+        metrics.analytics_oldest_day.set(dt.datetime.combine(oldest, dt.time(), dt.UTC).timestamp())
+    if last_sync is not None:
+        metrics.analytics_last_sync.set(last_sync.timestamp())
+    if lag_days is not None:
+        metrics.analytics_lag_days.set(lag_days)
 
 
 def claim_conflict(claim: str) -> None:

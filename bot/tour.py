@@ -756,6 +756,7 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
         handover_step(stack, out)
     except WaitTimeout as exc:  # reported, not a traceback
         out.write(f"\n(the handover step stopped: {exc})\n")
+    analytics_store_step(stack, out)
 
 
 CHANNEL_DEFAULTS_SET = "channel set computer=ci cwd=~/src/web replies=mentions"
@@ -840,3 +841,58 @@ def handover_step(stack: Stack, out: TextIO) -> None:
     stack.client.send_mention(f"<@{bot}> computer=ci", user_id=PEOPLE["bob"], channel_id=DEMO_CHANNEL, thread_ts=other_ts)
     recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, other_ts, "You asked"), timeout=30, what="the answer to the mention")
     _print_thread(out, stack, DEMO_CHANNEL, other_ts, "bob mentions @agent alone in a thread: the thread is the task")
+
+
+STORE_DAYS = 90
+"""The days :func:`analytics_store_step` stores before it asks for ``usage 90d``."""
+
+
+def analytics_store_step(stack: Stack, out: TextIO) -> None:
+    """The store of landed analytics days (issue #30): the last 90 landed days synced into the bot's
+    database (as its start-up backfill does, without the pacing), then ``usage 90d`` answered from
+    it, and ``usage 30d by model csv``: the table as a CSV file in bob's DM (its first lines shown)."""
+    import asyncio
+
+    from bot.api import AgentClient
+    from bot.services.analytics_store import AnalyticsStore, AnalyticsSync
+    from bot.services.digest import day_landed
+
+    services = stack.bot.services
+    out.write("\n\u2500\u2500 The store of landed days: the analytics land once a day, so the bot keeps each landed day\n")
+
+    async def sync() -> tuple[int, str]:
+        agent = AgentClient(
+            base_url=stack.sandbox.url, api_key=services.settings.required("agent_api_key"), today=services.today
+        )  # this loop's own client
+        try:
+            store = AnalyticsStore(services.store)
+            report = await AnalyticsSync(
+                agent=agent,
+                store=store,
+                now=services.now,
+                today=services.today,
+                landed=lambda day: day_landed(agent, day),
+                backfill_days=STORE_DAYS,
+                request_interval=0,
+            ).run()
+            status = await store.status()
+        finally:
+            await agent.aclose()
+        span = f"{status.oldest} to {status.newest}" if status.oldest else "none"
+        return status.days, f"{len(report.stored)} days fetched now ({report.requests} requests), {span}"
+
+    days, said = asyncio.run(sync())
+    out.write(f"(agent-bot analytics sync --days {STORE_DAYS}: {days} days stored; {said})\n")
+    bob = PEOPLE["bob"]
+    _print_reply(out, "bob", "usage 90d", stack.command("usage 90d", user=bob), stack)
+    _print_reply(out, "bob", "usage 30d by model csv", stack.command("usage 30d by model csv", user=bob), stack)
+    try:  # the file follows the reply
+        csv_files = stack.slack.recorder.wait_for(
+            lambda: [f for f in stack.slack.recorder.files(dm_channel_id(bob)) if f.filename.endswith(".csv")], 20.0, "the CSV file"
+        )
+    except WaitTimeout as exc:
+        out.write(f"(no CSV file: {exc})\n")
+        return
+    lines = csv_files[-1].content.decode("utf-8-sig").splitlines()
+    out.write(f"\u2500\u2500 {csv_files[-1].filename} in bob's DM (first lines of {len(lines)}):\n" + "\n".join(lines[:4]) + "\n")
+    out.flush()

@@ -71,10 +71,11 @@ from bot.services.accounts import Accounts, PlatformEndpoint, key_ring
 from bot.services.alerts import AlertKind, AlertService, ComputersKind, ControlsKind
 from bot.services.alerts.readiness import ReadinessKind
 from bot.services.alerts.usage import UsageKind
+from bot.services.analytics_store import SYNC_JOB, AnalyticsStore, AnalyticsSync, reading
 from bot.services.channel_defaults import ChannelDefaultsService
 from bot.services.computer_rules import ComputerRules
 from bot.services.computers import ComputersService
-from bot.services.digest import DigestService, People
+from bot.services.digest import DigestService, People, day_landed
 from bot.services.feedback import Feedback, FeedbackStore
 from bot.services.home import REFRESH_JOB, REFRESH_TICK_SECONDS, Home, HomeMarks, HomeRefresher, HomeTab, HomeTabs
 from bot.services.hook_tokens import HookTokens
@@ -290,6 +291,7 @@ def build_services(
     """The role check's data (resolver, policy from the roles file) and the feature services: sessions,
     credit limits, digest, alerts, agent hooks, the App Home tabs, the computers; ``jobs`` is empty (:func:`build_jobs`)."""
     agent, slack, identity = clients.agent, clients.slack, clients.identity
+    analytics = reading(agent, store)  # usage, digest, alerts, Home: stored days first (issue #30)
 
     async def organization_emails() -> set[str]:
         return {user.email.lower() async for user in agent.iter_organization_users() if user.email}
@@ -351,7 +353,7 @@ def build_services(
     )
     return Services(
         settings=settings,
-        agent=agent,
+        agent=analytics,
         store=store,
         slack=slack,
         identity=identity,
@@ -360,18 +362,36 @@ def build_services(
         policy=policy,
         sessions=sessions,
         limits=limits,
-        digest=digest_service(agent=agent, store=store, slack=slack, now=now, identity=identity),
-        alerts=alert_service(agent=agent, store=store, slack=slack, now=now, identity=identity),
+        digest=digest_service(agent=analytics, store=store, slack=slack, now=now, identity=identity),
+        alerts=alert_service(agent=analytics, store=store, slack=slack, now=now, identity=identity),
         hooks=hook_receiver,
         home=home_tabs,
-        computers=ComputersService(agent=agent, store=store),
+        computers=ComputersService(agent=analytics, store=store),
         accounts=accounts,
         feedback=Feedback(store=store, session_row=sessions.store.by_session_id, agent=agent, now=now),
         channel_defaults=channel_defaults,
         outbox=outbox,
+        analytics_sync=analytics_sync(settings, agent, store, now, today),
         today=today,
         now=now,
         jobs=[],
+    )
+
+
+def analytics_sync(
+    settings: Settings, agent: AgentClient, store: Store, now: Callable[[], dt.datetime], today: Callable[[], dt.date]
+) -> AnalyticsSync:
+    """The sync of the store of landed analytics days (:mod:`bot.services.analytics_store.sync`): the
+    last ``AGENT_BOT_ANALYTICS_BACKFILL_DAYS`` days, a request every ``AGENT_BOT_ANALYTICS_SYNC_INTERVAL``
+    seconds at most, landed by the digest's rule; also ``agent-bot analytics sync``."""
+    return AnalyticsSync(
+        agent=agent,
+        store=AnalyticsStore(store),
+        now=now,
+        today=today,
+        landed=lambda day: day_landed(agent, day),
+        backfill_days=settings.analytics_backfill_days,
+        request_interval=settings.analytics_sync_interval,
     )
 
 
@@ -400,7 +420,8 @@ def build_accounts(settings: Settings, store: Store, now: Callable[[], dt.dateti
 def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
     """The periodic jobs, in the order the scheduler starts them: the sessions follower, the
     interrupted starts and the Slack outbox's drain, credit-limit expiry, the digest, one per alert kind (:func:`alert_intervals`),
-    the pruning of de-duplication records, the Slack token check, the Home refresh. Every job that
+    the pruning of de-duplication records, the analytics store's sync (``analytics.sync``), the Slack
+    token check, the Home refresh. Every job that
     posts skips its ticks while Slack said stop (:class:`bot.services.lifecycle.SlackLifecycle`)."""
     store, now = services.store, services.now
     lifecycle = SlackLifecycle(store=store, slack=services.slack, now=now)
@@ -427,6 +448,12 @@ def build_jobs(settings: Settings, services: Services) -> list[PeriodicJob]:
             if kind in alerts.kinds
         ),
         PeriodicJob("deliveries.prune", 3600.0, prune_deliveries),
+        # posts nothing, so not gated; its first tick (at start-up) is the backfill
+        *(
+            [PeriodicJob(SYNC_JOB, settings.analytics_sync_seconds, services.analytics_sync.tick)]
+            if services.analytics_sync and settings.analytics_backfill_days
+            else []
+        ),
         PeriodicJob(AUTH_CHECK_JOB, AUTH_CHECK_SECONDS, lifecycle.check_token),  # at start-up: a working token resumes them
         gated(REFRESH_JOB, REFRESH_TICK_SECONDS, home_refresher(services).tick),
         *(
@@ -536,6 +563,7 @@ def digest_service(
     ``slack`` (also used by ``agent-bot digest tick``, the demo, tests and benchmarks); top users are
     named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
     people = (identity or Identity(slack)).people_of
+    agent = reading(agent, store)  # stored days first
     answers = FeedbackStore(store).rated_on  # the line of yesterday's rated agent answers
     return DigestService(
         agent=agent, store=store, slack=slack, now=now, formatter=digest_message, alt_text=chart_alt_text, people=people, answers=answers
@@ -560,6 +588,7 @@ def alert_service(
     through ``slack`` (the app's jobs, ``agent-bot alerts tick``, the demo and tests); users are
     named through ``identity`` (a new :class:`bot.identity.Identity` on ``slack`` when None)."""
     people = (identity or Identity(slack)).people_of
+    agent = reading(agent, store)  # usage alerts read stored days first
     kinds = alert_kinds(agent=agent, store=store, now=now, people=people)
     return AlertService(store=store, slack=slack, now=now, kinds=kinds, overflow_formatter=overflow_message)
 

@@ -19,12 +19,15 @@ e-mail (escaped).
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from bot.services.periods import Period
-from bot.services.usage import Breakdown, Coverage, Ranked, Totals, UsageSummary, UserUsage
+from bot.services.usage import Breakdown, Cell, Coverage, Ranked, Totals, UsageSummary, UsageTable, UserUsage
 from formatters.blocks import NOT_REPORTED, Payload, change, context, divider, esc, fields, figure, header, message, number, section
 
 if TYPE_CHECKING:
@@ -218,6 +221,37 @@ def user_usage(usage: UserUsage) -> Payload:
     return message(blocks, f"{title}: {show('billable_tokens', unit='billable tokens')}")
 
 
+AS_OF = "As of {day}; the platform is not answering."
+DAYS_NOT_HAD = "Not included: {days} (the platform did not give {them})."
+
+
+def day_runs(days: Sequence[dt.date]) -> str:
+    """Days as short runs: ``2026-11-01 – 2026-11-03, 2026-11-05``."""
+    runs: list[tuple[dt.date, dt.date]] = []
+    for day in sorted(days):
+        if runs and runs[-1][1] + dt.timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return ", ".join(a.isoformat() if a == b else f"{a.isoformat()} \u2013 {b.isoformat()}" for a, b in runs)
+
+
+def with_gaps(payload: Payload, *, missing: Sequence[dt.date], outage: bool, as_of: dt.date | None) -> Payload:
+    """``payload`` with one last context line when some days could not be had (issue #30): during an
+    outage "As of <last stored day>; the platform is not answering.", and the days not included;
+    ``payload`` unchanged when nothing is missing (a complete reply says nothing about the store)."""
+    lines = []
+    if outage and as_of is not None:
+        lines.append(AS_OF.format(day=as_of.isoformat()))
+    if missing:
+        lines.append(DAYS_NOT_HAD.format(days=day_runs(missing), them="it" if len(missing) == 1 else "them"))
+    if not lines:
+        return payload
+    note = " ".join(lines)
+    blocks = [*payload["blocks"], context(note).to_dict()]
+    return message(blocks, f"{payload['text']} ({note})")
+
+
 def no_user_usage(email: str, period: Period, *, known: bool) -> tuple[str, str]:
     """``(what, hint)`` for a person with no usage rows in ``period``: ``known`` says whether the
     e-mail is an organization user's (then they simply did not use the platform)."""
@@ -231,3 +265,42 @@ def period_words(period: Period) -> str:
     if period.start == period.end:
         return ON_DAY.format(day=period.start.isoformat())
     return FROM_TO.format(start=period.start.isoformat(), end=period.end.isoformat(), days=period.days)
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a text cell as a formula (CSV injection, OWASP "CSV Injection"):
+such a cell is written with a leading apostrophe, which spreadsheets show as text."""
+
+
+def csv_cell(value: Cell) -> str:
+    """One cell: empty for None (not reported), an integral number without ``.0``, a text cell
+    neutralised against formulas (:data:`FORMULA_STARTS`)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+def usage_csv(table: UsageTable) -> bytes:
+    """The table as CSV (RFC 4180: comma, CRLF, quotes where needed), UTF-8 with a BOM so that a
+    spreadsheet opens names in any script right; a header row, then the rows."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(table.headers)
+    writer.writerows([csv_cell(cell) for cell in row] for row in table.rows)
+    return ("\ufeff" + out.getvalue()).encode()
+
+
+def csv_filename(table: UsageTable) -> str:
+    """``agent-usage-2026-10-23-2026-11-21.csv``, ``agent-usage-by-user-....csv``."""
+    kind = "" if table.kind == "day" else f"by-{table.kind}-"
+    return f"agent-usage-{kind}{table.period.start.isoformat()}-{table.period.end.isoformat()}.csv"
+
+
+def csv_title(table: UsageTable) -> str:
+    """The file's title: "Agent usage per day, <period>" or "Agent usage by user, <period>"."""
+    what = "per day" if table.kind == "day" else f"by {table.kind}"
+    return f"Agent usage {what}, {table.period.label()}"

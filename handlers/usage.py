@@ -2,7 +2,13 @@
 
     /agent usage [period] [by model|client|tool|user]
     /agent usage [period] chart
+    /agent usage [period] [by model|client|tool|user] csv
     /agent usage user <email|@mention> [period]
+
+``csv``: the summary (or breakdown) as usual, plus the table as a CSV file in the asker's DM: one
+row per day of the period with every figure, or (with ``by <dimension>``) every row of the
+breakdown; text cells that a spreadsheet would read as a formula are neutralised
+(:func:`formatters.usage.usage_csv`).
 
 ``chart``: the summary as usual, plus a PNG of billable tokens per day with the 7-day average
 (:mod:`bot.services.chart`, drawn in a worker thread) uploaded into the asker's direct message with the bot
@@ -19,20 +25,31 @@ key ``usage``): the analytics API itself answers only Managers and Owners.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand, quoted
 from bot.identity import mentioned_user
+from bot.services.analytics_store import Gaps, stored_analytics
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
-from bot.services.usage import BREAKDOWNS, fetch_breakdown, fetch_usage, fetch_user_usage, organization_email_of_id
+from bot.services.usage import (
+    BREAKDOWNS,
+    fetch_breakdown,
+    fetch_breakdown_table,
+    fetch_day_table,
+    fetch_usage,
+    fetch_user_usage,
+    organization_email_of_id,
+)
 from bot.slack import SlackFailure
 from formatters.blocks import message, section
 from formatters.notices import error_message
-from formatters.usage import no_user_usage, usage_breakdown, usage_summary, user_usage
+from formatters.usage import csv_filename, csv_title, no_user_usage, usage_breakdown, usage_csv, usage_summary, user_usage, with_gaps
 from handlers.router import CommandRequest, Router, UserInputError
 
 if TYPE_CHECKING:
@@ -43,20 +60,44 @@ logger = logging.getLogger(__name__)
 SPEC = SubCommand(
     name="usage",
     summary="Usage analytics: billable tokens, active users, tools, files, commits, top users.",
-    usage="/agent usage [yesterday|7d|last week|this month|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD] [by model|client|tool|user] [chart]",
+    usage=(
+        "/agent usage [yesterday|7d|90d|last week|this month|this quarter|last quarter|this year|YYYY-MM-DD|YYYY-MM-DD..YYYY-MM-DD]"
+        " [by model|client|tool|user] [chart] [csv]"
+    ),
     examples=(
         "/agent usage 7d",
+        "/agent usage last quarter",
         "/agent usage last week by model",
         "/agent usage 30d chart",
+        "/agent usage 30d by user csv",
         "/agent usage user alice@example.com this month",
     ),
     details=(
         "Numbers come from the analytics API; one day compares with the same weekday a week earlier, "
         "N days with the N days before. `/agent usage user <email|@mention> [period]` shows one person, "
         "`/agent usage me` yourself. `chart` adds a chart of billable tokens per day (with the average of "
-        "the 7 days before each day), sent to you in a direct message. " + PERIOD_HELP
+        "the 7 days before each day), sent to you in a direct message; `csv` sends the table (per day, or the "
+        "whole breakdown) as a CSV file the same way. " + PERIOD_HELP
     ),
 )
+
+
+@contextlib.contextmanager
+def _tracked(request: CommandRequest) -> Iterator[Gaps]:
+    """The :class:`bot.services.analytics_store.Gaps` of the reads inside the block: days the
+    platform did not give, an outage answered from the store (an empty one for a bare client)."""
+    analytics = stored_analytics(request.services.agent)
+    if analytics is None:
+        yield Gaps()
+        return
+    with analytics.tracking() as gaps:
+        yield gaps
+    gaps.check()  # nothing stored could stand in for the platform: its error, as without the store
+
+
+def _noted(payload: dict[str, Any], gaps: Gaps) -> dict[str, Any]:
+    """``payload`` saying which days could not be had (nothing when none)."""
+    return with_gaps(payload, missing=gaps.days(), outage=gaps.outage, as_of=gaps.as_of)
 
 
 def _period(words: list[str], request: CommandRequest) -> Period:
@@ -91,13 +132,16 @@ async def handle_usage_me(request: CommandRequest) -> None:
 async def _user_usage(request: CommandRequest, email: str, words: list[str]) -> None:
     if any(w.lower() == "chart" for w in words):
         raise UserInputError(CHART_OF_ORGANIZATION, "Example: `/agent usage 30d chart`.")
+    if any(w.lower() == "csv" for w in words):
+        raise UserInputError(CSV_OF_ORGANIZATION, "Example: `/agent usage 30d by user csv`.")
     _check_words(words)
     period = _period(words, request)
-    usage = await fetch_user_usage(request.services.agent, period, email)
+    with _tracked(request) as gaps:
+        usage = await fetch_user_usage(request.services.agent, period, email)
     if usage is None:
         known = await request.services.resolver.is_organization_email(email)
         raise UserInputError(*no_user_usage(email, period, known=known))
-    await request.reply(user_usage(usage))
+    await request.reply(_noted(user_usage(usage), gaps))
 
 
 PLATFORM_USER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{2,63}")
@@ -142,6 +186,8 @@ async def handle_usage(request: CommandRequest) -> None:
     """Answer ``/agent usage ...`` (see the module docstring); ``chart`` may stand anywhere."""
     args = [a for a in request.command.args if a.lower() != "chart"]
     want_chart = len(args) < len(request.command.args)
+    want_csv = any(a.lower() == "csv" for a in args)
+    args = [a for a in args if a.lower() != "csv"]
     agent = request.services.agent
     dimension = None
     lowered = [a.lower() for a in args]
@@ -154,21 +200,58 @@ async def handle_usage(request: CommandRequest) -> None:
     _check_words(args)
     period = _period(args, request)
     if dimension:
-        breakdown = await fetch_breakdown(agent, period, dimension)
+        with _tracked(request) as gaps:
+            breakdown = await fetch_breakdown(agent, period, dimension)
         people = await request.services.identity.people_of(row.name for row in breakdown.rows) if dimension == "user" else {}
-        await request.reply(usage_breakdown(breakdown, people))
+        await request.reply(_noted(usage_breakdown(breakdown, people), gaps))
     else:
-        summary = await fetch_usage(agent, period)
+        with _tracked(request) as gaps:
+            summary = await fetch_usage(agent, period)
         people = await request.services.identity.people_of(row.name for row in summary.top_users)
-        await request.reply(usage_summary(summary, people))
+        await request.reply(_noted(usage_summary(summary, people), gaps))
     if want_chart:
         await _send_chart(request, period)
+    if want_csv:
+        await _send_csv(request, period, dimension)
 
 
 def _check_words(words: list[str]) -> None:
     unknown = [w for w in words if not looks_like_period(w)]
     if unknown:
         raise UserInputError(f"I don't understand `{quoted(' '.join(unknown))}`.", f"Usage: `{SPEC.usage}`")
+
+
+CSV_OF_ORGANIZATION = "The CSV is the organization's table (per day, or by model, client, tool or user), not one person's."
+CSV_SENT = ":page_facing_up: The table is in your direct messages with me, as a CSV file."
+CSV_COMMENT = ":page_facing_up: {title}: one row per {row}; open it in any spreadsheet."
+CSV_FAILED = "I could not send the CSV file ({reason}); the numbers above stand."
+
+
+async def _send_csv(request: CommandRequest, period: Period, dimension: str | None) -> None:
+    """The period's table (per day, or the whole breakdown) as a CSV file in the asker's DM
+    (:func:`formatters.usage.usage_csv`: text cells neutralised against spreadsheet formulas)."""
+    agent = request.services.agent
+    with _tracked(request):  # days not had are empty cells of the day table, or left out of the sums
+        table = await (fetch_breakdown_table(agent, period, dimension) if dimension else fetch_day_table(agent, period))
+    slack = request.services.slack
+    dm = await slack.open_dm(request.user.user_id)
+    title = csv_title(table)
+    sent = (
+        dm
+        if isinstance(dm, SlackFailure)
+        else await slack.upload(
+            dm,
+            content=usage_csv(table),
+            filename=csv_filename(table),
+            title=title,
+            snippet_type="csv",
+            comment=CSV_COMMENT.format(title=title, row="day" if dimension is None else dimension),
+        )
+    )
+    if isinstance(sent, SlackFailure):
+        await request.reply(error_message(CSV_FAILED.format(reason=sent.error)))
+        return
+    await request.reply(message([section(CSV_SENT)], CSV_SENT))
 
 
 CHART_OF_ORGANIZATION = "The chart shows the whole organization's billable tokens, not one person's."

@@ -62,6 +62,13 @@ MADE_BY_MIGRATIONS = (
     "answer_votes",
     "channel_defaults",
     "channel_default_changes",
+    "analytics_days",
+    "analytics_day_models",
+    "analytics_day_clients",
+    "analytics_day_tools",
+    "analytics_day_users",
+    "analytics_claims",
+    "analytics_user_emails",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

@@ -15,7 +15,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by 
   ``0011`` ``answer_votes`` (feedback on the agent's answers);
   ``0012`` ``channel_defaults`` and ``channel_default_changes`` (a channel's session defaults, and their log);
   ``0013`` slack-sdk's installation tables and ``slack_installation_states`` (OAuth installs, token rotation);
-  ``0014`` ``session_streams``, ``stream_items`` and ``stream_support`` (the agent turns streamed into Slack).
+  ``0014`` ``session_streams``, ``stream_items`` and ``stream_support`` (the agent turns streamed into Slack);
+  ``0015`` the store of landed analytics days (:mod:`bot.services.analytics_store`).
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any
@@ -63,6 +64,7 @@ TABLE_MODULES = (
     "bot.db",
     "bot.installations",
     "bot.outbox",
+    "bot.services.analytics_store",
     "bot.services.accounts.store",
     "bot.services.alerts",
     "bot.services.channel_defaults",

@@ -3,13 +3,15 @@
 Analytics data is daily, UTC, from :data:`EARLIEST` (2026-01-14) through yesterday (the spec's
 24-hour lag: "Data is available through yesterday (UTC)"; analytics-and-readiness-api.md, Limits).
 
-Accepted forms (case-insensitive): ``yesterday`` (the default); relative spans ``7d`` and ``30d``
-(any ``Nd`` from 1 to 366: the N days ending yesterday), also typed ``7 days`` or ``last 7 days``;
-calendar spans ``last week`` (Monday to Sunday before this week), ``this week`` and ``this month``
-(from their first day through yesterday), ``last month``; a day ``YYYY-MM-DD``; and a range
-``YYYY-MM-DD..YYYY-MM-DD`` (inclusive). ``today`` is refused with the reason (today's numbers land
-tomorrow). Anything else, a day after yesterday, or a day before 2026-01-14 raises
-:class:`PeriodError` whose message says what is allowed.
+Accepted forms (case-insensitive): ``yesterday`` (the default); relative spans ``7d``, ``30d`` and
+``90d`` (any ``Nd`` from 1 to 366: the N days ending yesterday), also typed ``7 days`` or ``last 7
+days``; calendar spans ``last week`` (Monday to Sunday before this week), ``this week``, ``this
+month``, ``this quarter`` and ``this year`` (from their first day through yesterday), ``last month``
+and ``last quarter`` (quarters are January-March, April-June, July-September, October-December);
+a day ``YYYY-MM-DD``; and a range ``YYYY-MM-DD..YYYY-MM-DD`` (inclusive, at most
+:data:`MAX_RANGE_DAYS` days). A calendar span that begins before 2026-01-14 begins then.
+``today`` is refused with the reason (today's numbers land tomorrow). Anything else, a day after
+yesterday, or a day before 2026-01-14 raises :class:`PeriodError` whose message says what is allowed.
 """
 
 from __future__ import annotations
@@ -23,10 +25,15 @@ MAX_RELATIVE_DAYS = 366
 _RELATIVE = re.compile(r"^(\d+)d$", re.ASCII)  # ASCII digits only: Arabic-Indic "10d" is not a period
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$", re.ASCII)
 
+MAX_RANGE_DAYS = 366
+"""The longest range ``YYYY-MM-DD..YYYY-MM-DD`` (a year, leap years included)."""
+
 PERIOD_HELP = (
-    "Use `yesterday`, `7d` or `7 days` (any number of days), `last week`, `this week`, `this month`, `last month`, "
-    "a day `YYYY-MM-DD`, or a range `YYYY-MM-DD..YYYY-MM-DD`. Data starts 2026-01-14 and runs through yesterday (UTC)."
+    "Use `yesterday`, `7d`, `90d` or `7 days` (any number of days up to 366), `last week`, `this week`, `this month`, "
+    "`last month`, `this quarter`, `last quarter`, `this year`, a day `YYYY-MM-DD`, or a range `YYYY-MM-DD..YYYY-MM-DD` "
+    "of at most a year. Data starts 2026-01-14 and runs through yesterday (UTC)."
 )
+RANGE_TOO_LONG = "`{text}` spans {days} days; a range may span at most {most} days (a year). {help}"
 TODAY_NOT_LANDED = "Today's numbers land tomorrow: data runs through yesterday, {last} (UTC). Try `yesterday` or `{span}`."
 NOTHING_YET = "`{text}` has no data yet: it starts today, and data runs through yesterday, {last} (UTC). Try `{instead}`."
 _DAYS_PHRASE = re.compile(r"^(?:last\s+)?(\d+)\s*days?$", re.ASCII)
@@ -99,6 +106,8 @@ def parse_period(text: str | None, today: dt.date) -> Period:
     elif ".." in word:
         first, _, second = word.partition("..")
         period = Period(_day(first, text), _day(second, text))
+        if period.days > MAX_RANGE_DAYS:
+            raise PeriodError(RANGE_TOO_LONG.format(text=text, days=period.days, most=MAX_RANGE_DAYS, help=PERIOD_HELP))
     else:
         day = _day(word, text)
         period = Period(day, day)
@@ -112,11 +121,33 @@ def parse_period(text: str | None, today: dt.date) -> Period:
 
 
 def _calendar_span(word: str, today: dt.date, text: str | None) -> Period | None:
-    """``last week``, ``this week``, ``this month``, ``last month`` as UTC days (weeks start on
-    Monday, ISO 8601); ``this ...`` ends yesterday. None for any other word."""
+    """``last week``, ``this week``, ``this month``, ``last month``, ``this quarter``, ``last
+    quarter``, ``this year`` as UTC days (weeks start on Monday, ISO 8601); ``this ...`` ends
+    yesterday; a span that begins before 2026-01-14 begins then. None for any other word."""
+    span = _calendar_days(word, today, text)
+    if span is None or span.end < EARLIEST:
+        return span
+    return Period(max(span.start, EARLIEST), span.end)
+
+
+def _quarter_start(day: dt.date) -> dt.date:
+    return day.replace(month=(day.month - 1) // 3 * 3 + 1, day=1)
+
+
+def _calendar_days(word: str, today: dt.date, text: str | None) -> Period | None:
     last = latest_day(today)
     week_start = today - dt.timedelta(days=today.weekday())
     month_start = today.replace(day=1)
+    quarter_start = _quarter_start(today)
+    if word == "last quarter":
+        end = quarter_start - dt.timedelta(days=1)
+        return Period(_quarter_start(end), end)
+    if word in ("this quarter", "this year"):
+        start = quarter_start if word == "this quarter" else today.replace(month=1, day=1)
+        if start > last:
+            instead = "last quarter" if word == "this quarter" else "365d"
+            raise PeriodError(NOTHING_YET.format(text=text, last=last.isoformat(), instead=instead))
+        return Period(start, last)
     if word == "last week":
         return Period(week_start - dt.timedelta(days=7), week_start - dt.timedelta(days=1))
     if word == "last month":
@@ -141,7 +172,7 @@ def _day(word: str, original: str | None) -> dt.date:
     raise PeriodError(f"`{original}` is not a period I know. {PERIOD_HELP}")
 
 
-PERIOD_WORDS = frozenset({"yesterday", "today", "last", "this", "week", "month", "days", "day"})
+PERIOD_WORDS = frozenset({"yesterday", "today", "last", "this", "week", "month", "quarter", "year", "days", "day"})
 """Words that only ever belong to a period in a command line (``last week``, ``7 days``)."""
 
 

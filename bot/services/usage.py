@@ -42,6 +42,9 @@ reporting it; an item without its figure (a ``by_user`` item without ``billable_
 out of the ranking. A period's change against the previous one is only computed when both have the
 figure from every day (comparing 5 days with 7 would mislead).
 
+A previous period of which no day could be had (an outage, answered from the store of landed days:
+:mod:`bot.services.analytics_store`) gives no comparison (``UsageSummary.previous`` is None).
+
 Errors: the client's :class:`bot.api.AgentAPIError` subclasses propagate.
 """
 
@@ -51,13 +54,13 @@ import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
-from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 from bot.services.periods import Period
 
 if TYPE_CHECKING:  # the data types here are imported by formatters, which stay off the transport
-    from bot.api import ActivityRow, AgentClient, ProductivityRow, TokenSummaryRow, TokenTotalsRow, ToolRow, UserRow
+    from bot.api import ActivityRow, AgentClient, ProductivityRow, TokenSummaryRow, TokenTotalsRow, ToolRow, UserRow, UserTokenTotal
 
 TOP_N = 5
 USERS_CONCURRENCY = 8
@@ -282,11 +285,49 @@ def _reported_lists(lists: Iterable[ListT | None]) -> tuple[list[ListT], Coverag
     return known, Coverage(len(known), len(every)) if len(known) < len(every) else None
 
 
+UserSum = tuple[str, "str | None", "float | None", int]
+"""One user's ``by_user`` items of a period summed: ``(user_id, user_email, billable tokens or None
+when no item reported them, how many items did not report them)``, per user id and e-mail."""
+
+
+class _SummaryAnswer(NamedTuple):
+    data: Sequence[TokenSummaryRow]
+
+
+async def _user_sums(client: AgentClient, start: date, end: date) -> tuple[Sequence[TokenSummaryRow], list[UserSum]] | None:
+    """The store of landed days' one-query view of a period's ``/tokens`` (:meth:`bot.services.
+    analytics_store.StoredAnalytics.stored_user_sums`: the day rows with empty ``by_user`` lists, and
+    every user's items summed), when the client reads through the store and every day is stored;
+    else None (each day's ``by_user`` is read)."""
+    sums = getattr(client, "stored_user_sums", None)
+    if sums is None:
+        return None
+    found: tuple[Sequence[TokenSummaryRow], list[UserSum]] | None = await sums(start, end)
+    return found
+
+
+def _user_items(tokens: Sequence[TokenSummaryRow], by_user: list[list[UserTokenTotal]], sums: list[UserSum] | None) -> list[UserSum]:
+    """The per-user items to rank: the store's sums, or each day's ``by_user`` items as they are."""
+    if sums is not None:
+        return sums
+    return [(u.user_id, u.user_email, u.billable_tokens, 0 if u.billable_tokens is not None else 1) for day in by_user for u in day]
+
+
 async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
-    """Fetch and aggregate the period and its previous period (8 requests, concurrently)."""
+    """Fetch and aggregate the period and its previous period (8 requests, concurrently; from the
+    store of landed days, the users' sums in one query when every day is stored)."""
     previous_period = period.previous()
+    stored_sums: list[list[UserSum]] = []
+
+    async def summary(*, start_date: date, end_date: date) -> Any:
+        found = await _user_sums(client, start_date, end_date)
+        if found is None:
+            return await client.get_token_summary(start_date=start_date, end_date=end_date)
+        stored_sums.append(found[1])
+        return _SummaryAnswer(found[0])
+
     current_rows, previous_rows = await asyncio.gather(
-        _period_rows(client, period, client.get_token_summary),
+        _period_rows(client, period, summary),
         _period_rows(client, previous_period, client.get_token_totals) if previous_period else _nothing(),
     )
     tokens, activity, tools, _productivity = current_rows
@@ -299,18 +340,19 @@ async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
         return known
 
     by_user = reported("top_users", (row.by_user for row in tokens))
+    user_items = _user_items(tokens, by_user, stored_sums[0] if stored_sums else None)
     by_model = reported("top_models", (row.by_model for row in tokens))
     by_tool = reported("top_tools", (row.by_tool for row in tools))
     by_server = reported("top_mcp_servers", (row.mcp_by_server for row in tools))
     by_client = reported("clients", (row.daily_active_users_by_client for row in activity))
-    emails = await organization_emails(client, (u.user_id for day in by_user for u in day if not u.user_email))
-    users = _sum_by((user.user_email or emails.get(user.user_id, user.user_id), user.billable_tokens) for day in by_user for user in day)
+    emails = await organization_emails(client, (user_id for user_id, email, _, _ in user_items if not email))
+    users = _sum_by((email or emails.get(user_id, user_id), value) for user_id, email, value, _ in user_items)
     clients = {name: value / len(by_client) for name, value in _sum_by(pair for day in by_client for pair in day.items()).items()}
     return UsageSummary(
         period=period,
         previous_period=previous_period,
         totals=_totals(current_rows),
-        previous=_totals(previous_rows) if previous_rows else None,
+        previous=_totals(previous_rows) if previous_rows and any(previous_rows) else None,  # no day at all: no comparison
         top_models=rank(_sum_by((m.model_id, m.billable_tokens) for day in by_model for m in day)),
         top_tools=rank(_sum_by((t.tool, t.invocations) for day in by_tool for t in day)),
         top_mcp_servers=rank(_sum_by(((s.server, s.invocations) for day in by_server for s in day), fold_case=True)),
@@ -328,6 +370,14 @@ async def organization_emails(client: AgentClient, ids: Iterable[str]) -> dict[s
     found: dict[str, str] = {}
     if not wanted:
         return found
+    stored = getattr(client, "stored_emails", None)  # the store of landed days keeps what its sync looked up
+    if stored is not None:
+        known: dict[str, str | None] = await stored(wanted)
+        found = {user_id: email for user_id, email in known.items() if email}
+        wanted -= set(known)
+        if not wanted:
+            return found
+        wanted |= set(found)
     async for user in client.iter_organization_users():
         if user.id in wanted and user.email:
             found[user.id] = user.email
@@ -348,7 +398,7 @@ async def _nothing() -> None:
 BREAKDOWNS = ("model", "client", "tool", "user")
 
 
-async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int = 15) -> Breakdown:
+async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, limit: int | None = 15) -> Breakdown:
     """Rank the period by ``dimension`` (one of :data:`BREAKDOWNS`) with the API's ``group_by``:
     models by billable tokens, tools by calls, clients by average DAU, users by billable tokens
     (``/tokens`` ``by_user``; a user without e-mail by user id). A row (or ``by_user`` item) that
@@ -369,14 +419,20 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
         items = [(str(r.group_key), None if r.daily_active_users is None else r.daily_active_users / period.days) for r in clients]
         measure = "average daily active users"
     elif dimension == "user":
-        days = (await client.get_token_summary(start_date=start, end_date=end)).data
-        emails = await organization_emails(client, (u.user_id for r in days for u in r.by_user or () if not u.user_email))
-        items = [(u.user_email or emails.get(u.user_id, u.user_id), u.billable_tokens) for r in days for u in r.by_user or ()]
+        found = await _user_sums(client, start, end)
+        if found is None:
+            days = (await client.get_token_summary(start_date=start, end_date=end)).data
+            sums = _user_items(days, [list(r.by_user or ()) for r in days], None)
+        else:
+            sums = found[1]
+        emails = await organization_emails(client, (user_id for user_id, email, _, _ in sums if not email))
+        items = [(email or emails.get(user_id, user_id), value) for user_id, email, value, _ in sums]
+        nulls = sum(n for _, _, _, n in sums)  # the items that did not report billable tokens
         measure = "billable tokens"
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
     counter = _sum_by(items)
-    unreported = sum(1 for _, value in items if value is None)
+    unreported = nulls if dimension == "user" else sum(1 for _, value in items if value is None)
     return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()), unreported)
 
 
@@ -396,20 +452,35 @@ def _preceding(ids: Iterable[str], user_id: str) -> str | None:
     return max(lower) if lower else None
 
 
-async def _user_rows(client: AgentClient, period: Period, tokens: Sequence[TokenSummaryRow], user_id: str) -> list[UserRow]:
-    """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
+class UserPlaces(NamedTuple):
+    """Where one user id stands in a period's ``/tokens`` ``by_user`` lists: the days it is in
+    (``active``), the largest user id below it in the whole period (``before``) and on each active
+    day (``before_on``): the ``/users`` cursors that lead to its rows (the cursor is a user ID)."""
+
+    active: set[date]
+    before: str | None
+    before_on: dict[date, str | None]
+
+
+def _places(tokens: Sequence[TokenSummaryRow], user_id: str) -> UserPlaces:
+    """:class:`UserPlaces` of ``user_id`` from the period's day rows."""
     days = {row.date: {u.user_id for u in row.by_user or ()} for row in tokens}
     active = {day for day, ids in days.items() if user_id in ids}
     everyone = set().union(*days.values()) if days else set()
-    rows = await _seek(client, period.start, period.end, user_id, _preceding(everyone, user_id))
-    missing = sorted(active - {row.date for row in rows})
+    return UserPlaces(active, _preceding(everyone, user_id), {day: _preceding(days[day], user_id) for day in active})
+
+
+async def _user_rows(client: AgentClient, period: Period, places: UserPlaces, user_id: str) -> list[UserRow]:
+    """Every ``/users`` row of ``user_id`` in the period (see the module docstring)."""
+    rows = await _seek(client, period.start, period.end, user_id, places.before)
+    missing = sorted(places.active - {row.date for row in rows})
     if not missing:
         return rows
     limit = asyncio.Semaphore(USERS_CONCURRENCY)
 
     async def one_day(day: date) -> list[UserRow]:
         async with limit:
-            found = await _seek(client, day, day, user_id, _preceding(days[day], user_id))
+            found = await _seek(client, day, day, user_id, places.before_on[day])
         if any(row.date == day for row in found):
             return found
         async with limit:
@@ -420,17 +491,30 @@ async def _user_rows(client: AgentClient, period: Period, tokens: Sequence[Token
     return rows
 
 
-async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> UserUsage | None:
-    """One person's usage, matched by e-mail (case-insensitive): their user id and active days
-    from ``/tokens`` ``by_user``, their rows from ``/users`` (see the module docstring); ``None``
-    when the person has no row in the period."""
-    wanted = email.lower()
+async def _user_ids_and_places(client: AgentClient, period: Period, wanted: str) -> dict[str, UserPlaces]:
+    """The user ids whose ``by_user`` e-mail is ``wanted`` (lower case), else those analytics sent
+    without an e-mail whose organization e-mail is ``wanted``, each with its :class:`UserPlaces`:
+    from the store of landed days in a few queries when every day is stored
+    (:meth:`bot.services.analytics_store.StoredAnalytics.stored_user_places`), else from ``/tokens``."""
+    stored = getattr(client, "stored_user_places", None)
+    if stored is not None:
+        found: dict[str, UserPlaces] | None = await stored(period.start, period.end, wanted, organization_emails)
+        if found is not None:
+            return found
     tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
     ids = {u.user_id for r in tokens for u in r.by_user or () if (u.user_email or "").lower() == wanted}
     if not ids:  # analytics may send them without an e-mail: the organization's list has it
         without = {u.user_id for r in tokens for u in r.by_user or () if not u.user_email}
         ids = {user_id for user_id, found in (await organization_emails(client, without)).items() if found.lower() == wanted}
-    found = await asyncio.gather(*(_user_rows(client, period, tokens, user_id) for user_id in sorted(ids)))
+    return {user_id: _places(tokens, user_id) for user_id in ids}
+
+
+async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> UserUsage | None:
+    """One person's usage, matched by e-mail (case-insensitive): their user id and active days
+    from ``/tokens`` ``by_user``, their rows from ``/users`` (see the module docstring); ``None``
+    when the person has no row in the period."""
+    places = await _user_ids_and_places(client, period, email.lower())
+    found = await asyncio.gather(*(_user_rows(client, period, places[user_id], user_id) for user_id in sorted(places)))
     rows = sorted((row for rows in found for row in rows), key=lambda r: (r.date, r.user_id))
     if not rows:
         return None
@@ -457,3 +541,69 @@ async def fetch_user_usage(client: AgentClient, period: Period, email: str) -> U
 
 
 _USER_FIGURES = ("billable_tokens", "tool_calls", "sessions", "messages", "files_created", "files_edited", "git_commits", "git_prs_created")
+
+
+Cell = str | float | None
+"""A cell of a :class:`UsageTable`: text, a number, or None (not reported: an empty cell)."""
+
+
+@dataclass(frozen=True)
+class UsageTable:
+    """``/agent usage <period> [by <dimension>] csv``: a table for a spreadsheet. ``kind`` is
+    ``day`` (one row per day of the period) or the breakdown's dimension; ``headers`` name the
+    columns (the API's field names; a breakdown: ``name``, its measure, ``share``)."""
+
+    period: Period
+    kind: str
+    headers: tuple[str, ...]
+    rows: list[tuple[Cell, ...]]
+
+
+DAY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("tokens", "billable_tokens"),
+    ("tokens", "input_tokens"),
+    ("tokens", "output_tokens"),
+    ("tokens", "cache_read_tokens"),
+    ("tokens", "cache_write_tokens"),
+    ("activity", "daily_active_users"),
+    ("activity", "weekly_active_users"),
+    ("activity", "monthly_active_users"),
+    ("activity", "sessions"),
+    ("activity", "messages"),
+    ("activity", "user_messages"),
+    ("tools", "tool_calls"),
+    ("productivity", "files_created"),
+    ("productivity", "files_edited"),
+    ("productivity", "git_commits"),
+    ("productivity", "git_prs_created"),
+)
+"""The columns of the day table after ``date``: (endpoint, the row's field)."""
+
+
+async def fetch_day_table(client: AgentClient, period: Period) -> UsageTable:
+    """One row per day of ``period`` with the day's figures (:data:`DAY_COLUMNS`; a figure the day
+    did not report, or a day the API has no row for, is an empty cell). Four requests at once."""
+    tokens, activity, tools, productivity = await _period_rows(client, period, client.get_token_totals)
+    by_endpoint: dict[str, dict[date, Any]] = {
+        "tokens": {r.date: r for r in tokens},
+        "activity": {r.date: r for r in activity},
+        "tools": {r.date: r for r in tools},
+        "productivity": {r.date: r for r in productivity},
+    }
+    rows: list[tuple[Cell, ...]] = []
+    for n in range(period.days):
+        day = period.start + timedelta(days=n)
+        cells: list[Cell] = [day.isoformat()]
+        for endpoint, name in DAY_COLUMNS:
+            row = by_endpoint[endpoint].get(day)
+            cells.append(getattr(row, name, None) if row is not None else None)
+        rows.append(tuple(cells))
+    return UsageTable(period, "day", ("date", *(name for _, name in DAY_COLUMNS)), rows)
+
+
+async def fetch_breakdown_table(client: AgentClient, period: Period, dimension: str) -> UsageTable:
+    """Every row of :func:`fetch_breakdown` (no top-N cut): ``name``, the measure, ``share`` (0..1)."""
+    breakdown = await fetch_breakdown(client, period, dimension, limit=None)
+    measure = breakdown.measure.replace(" ", "_")
+    rows: list[tuple[Cell, ...]] = [(row.name, row.value, round(row.share, 6)) for row in breakdown.rows]
+    return UsageTable(period, dimension, (dimension, measure, "share"), rows)

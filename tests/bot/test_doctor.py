@@ -13,6 +13,7 @@ from bot.api import AgentClient
 from bot.cli import main
 from bot.config import Settings
 from bot.doctor import (
+    ANALYTICS_STORE_EMPTY,
     COMPUTER_RULES_NONE,
     COMPUTER_RULES_OK,
     COMPUTER_RULES_REST_CAUGHT,
@@ -318,6 +319,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
         f"FAIL encryption key: {ENCRYPTION_KEY_UNSET_PERSON} -> {FIX_ENCRYPTION_KEY_PERSON}",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
         f"ok   session display: {DISPLAY_MESSAGES}",  # the suite pins the messages display (tests/conftest.py)
+        f"ok   analytics store: {ANALYTICS_STORE_EMPTY}",
     ]
     assert MEMBER_KEY not in "\n".join(lines) and stack.slack.bot_token not in "\n".join(lines)
 

@@ -45,6 +45,10 @@ TOURED = (
     "── the session in #engineering: the channel's computer and directory",
     "── bob: /agent channel reset",
     "── carol picks Send to agent on bob's reply",
+    "── The store of landed days:",
+    "── bob: /agent usage 90d",
+    "── bob: /agent usage 30d by model csv",
+    "in bob's DM (first lines of",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 RAW_ID = re.compile(r"(?<![/=\w])[UCDGW]0[A-Z0-9]{3,}\b")

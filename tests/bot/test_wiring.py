@@ -35,6 +35,7 @@ def test_the_jobs_in_the_order_the_scheduler_starts_them(bot):
         DIGEST_JOB,
         *(alert_job(kind) for kind in ("controls", "readiness", "computers", "usage")),
         "deliveries.prune",
+        "analytics.sync",
         "slack.auth_check",
         "home.refresh",
     ]
