@@ -49,6 +49,7 @@ from bot.installations import (
     InstalledWorkspaces,
     InstallPage,
     StateStore,
+    TeamsSeen,
     authorization_url,
     oauth_client,
 )
@@ -220,7 +221,7 @@ def _oauth_clients(settings: Settings, *, agent: AgentClient, store: Store | Non
         raise ConfigurationError("OAuth mode (SLACK_CLIENT_ID) keeps its installations in the database: open the store first")
     web = web_client(None, settings.slack_api_url)
     installations = build_installations(settings, store, oauth_client(settings.slack_api_url), now)
-    tokens = InstalledTokens(installations)
+    tokens = InstalledTokens(installations, TeamsSeen(engine=store.engine, run=store.run, now=now))
     slack = SlackGateway(web, tokens)
     identity = Identity(slack, ttl=settings.user_cache_ttl)
     return Clients(agent=agent, web=web, slack=slack, identity=identity, bot_token=CurrentToken(tokens), installations=installations)
@@ -460,7 +461,8 @@ def build_app(
             **oauth,
         )
     installation = Installation(services.slack) if installations is None else None
-    workspaces: Workspaces = installation if installation is not None else InstalledWorkspaces(installations)  # type: ignore[arg-type]
+    seen = services.slack.tokens.seen if isinstance(services.slack.tokens, InstalledTokens) else None
+    workspaces: Workspaces = installation if installation is not None else InstalledWorkspaces(installations, seen)  # type: ignore[arg-type]
     app.middleware(tag_request)
     app.middleware(build_workspace_check(workspaces, messages=notices))
     app.middleware(build_dedupe(services.store, messages=notices))
