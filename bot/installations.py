@@ -448,6 +448,25 @@ class Installations:
         await self._run(mark)
         logger.warning("Slack %s for %s: its installation is marked revoked (kept); requests from it are refused", reason, key)
 
+    async def team_access(self, enterprise_id: str | None, team_ids: Iterable[str], *, granted: bool) -> None:
+        """Slack's ``team_access_revoked`` / ``team_access_granted`` for the org-wide installation of
+        ``enterprise_id``: an org admin removed it from the workspaces ``team_ids`` (each is marked, as an
+        uninstall there: work there stops, the others go on) or added it to them (their marks cleared)."""
+        keys, now = [team_key(enterprise_id, t) for t in team_ids if t], self.now()
+        if enterprise_id is None or not keys:
+            return
+        table = slack_installation_states
+
+        def write() -> None:
+            with self._engine.begin() as conn:
+                for key in keys:
+                    self._ensure_row(conn, key)
+                    values = {"revoked_at": None} if granted else {"revoked_at": now, "revoked_reason": "team_access_revoked"}
+                    conn.execute(sa.update(table).where(table.c.key == key).values(**values))
+
+        await self._run(write)
+        logger.warning("Slack team access %s for %s", "granted" if granted else "revoked (work there stops; kept)", ", ".join(keys))
+
     async def _revoked_keys(self) -> set[str]:
         def read() -> set[str]:
             with self._engine.connect() as conn:
@@ -694,6 +713,19 @@ class InstalledTokens:
         return self._last or ""
 
 
+def team_access_listener(installations: Installations, *, granted: bool) -> Callable[..., Awaitable[None]]:
+    """The Bolt listener of ``team_access_granted`` (``granted``) or ``team_access_revoked`` (Slack docs of
+    those events: ``event.team_ids``, the workspaces an org-wide app was added to or removed from; the
+    envelope's ``enterprise_id``): acknowledged, then :meth:`Installations.team_access`."""
+
+    async def team_access(ack: Callable[[], Awaitable[Any]], body: dict[str, Any], event: dict[str, Any]) -> None:
+        await ack()
+        teams = [str(t) for t in event.get("team_ids") or [] if t]
+        await installations.team_access(extract_enterprise_id(body), teams, granted=granted)
+
+    return team_access
+
+
 class CurrentToken(SecretStr):
     """A ``SecretStr`` whose value is the token :class:`InstalledTokens` gave last: what a service
     that holds the bot token as a ``SecretStr`` (session replies' file downloads) reads in OAuth mode."""
@@ -761,7 +793,7 @@ class InstalledWorkspaces:
         else:
             enterprise_id = (ACTING_TEAM.get() or (None, None))[0]
         ACTING_TEAM.set((enterprise_id, team_id))
-        bot = await self.installations.active_bot(enterprise_id, team_id) if team_id else None
+        bot = await self.installations.active_bot(enterprise_id, team_id) if team_id or enterprise_id else None
         accepted = bot is not None and bot.app_id == app_id
         if accepted and body is not None and self.seen is not None:
             await self.seen.learn(ids_of(body), enterprise_id, team_id)

@@ -52,6 +52,7 @@ from bot.installations import (
     TeamsSeen,
     authorization_url,
     oauth_client,
+    team_access_listener,
 )
 from bot.metrics import MeteredApp
 from bot.middleware import (
@@ -465,6 +466,9 @@ def build_app(
     workspaces: Workspaces = installation if installation is not None else InstalledWorkspaces(installations, seen)  # type: ignore[arg-type]
     app.middleware(tag_request)
     app.middleware(build_workspace_check(workspaces, messages=notices))
+    if installations is not None:  # Enterprise Grid: an org-wide install added to or removed from workspaces
+        app.event("team_access_granted")(team_access_listener(installations, granted=True))
+        app.event("team_access_revoked")(team_access_listener(installations, granted=False))
     app.middleware(build_dedupe(services.store, messages=notices))
     # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
     # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Unpack
@@ -139,6 +140,8 @@ class GridOAuth(OAuthServer):
         self._targets: dict[str, str | None] = {}  # code -> team ID or None (org-wide)
         self._target: str | None = None
         self._grid_lock = threading.RLock()
+        self.removed: set[str] = set()
+        """Workspaces an org admin removed the org-wide install from (its token no longer reaches them)."""
 
     # ----------------------------------------------------------------- the grants, per target
 
@@ -235,11 +238,11 @@ def attach(web_api: WebApi, oauth: GridOAuth, bot_token: str) -> None:
         def handle(args: Any, request: Request) -> dict[str, Any]:
             owner = owner_of(request)
             data = dict(getattr(args, "data", None) or {})
-            if owner is not None and owner != grid.enterprise_id:  # a workspace's token reaches that workspace only
+            if owner is not None:  # a workspace's token reaches that workspace only; the org's, those not removed
                 for name in SUBJECTS:
                     value = data.get(name)
                     held = grid.workspace_of(str(value)) if value else None
-                    if held is not None and held.team.id != owner:
+                    if held is not None and (held.team.id in oauth.removed if owner == grid.enterprise_id else held.team.id != owner):
                         raise SlackApiError("user_not_found" if name.startswith("user") else "channel_not_found")
             oauth.calls.append((method, owner, data))
             return handler(args, request)
@@ -270,6 +273,18 @@ class GridClientSide(SlackClientSide):
             yield
         finally:
             self._team = before
+
+    def send_team_access(self, team_ids: list[str], *, granted: bool, **delivery: Unpack[DeliveryOptions]) -> SentRequest:
+        """An org admin added the org-wide install to workspaces ``team_ids`` (``granted``: the
+        ``team_access_granted`` event) or removed it from them (``team_access_revoked``; the org-wide
+        token no longer reaches them). Slack docs of those events: ``event.team_ids``."""
+        if granted:
+            self.oauth.removed.difference_update(team_ids)
+        else:
+            self.oauth.removed.update(team_ids)
+        kind = "team_access_granted" if granted else "team_access_revoked"
+        with self.in_workspace(self.grid.workspaces[0].team.id):
+            return self.send_event({"type": kind, "team_ids": list(team_ids), "event_ts": f"{time.time():.6f}"}, **delivery)
 
     def send(self, request: SlackRequest, **delivery: Unpack[DeliveryOptions]) -> SentRequest:
         return super().send(self.rewritten(request), **delivery)

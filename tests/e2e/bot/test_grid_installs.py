@@ -312,3 +312,19 @@ def test_tokens_revoked_in_one_workspace_stops_that_workspace_only(grid):
     assert wait_until(lambda: marks(grid), "the tokens_revoked listener") == [(f"E0GRID:{FIRST}", "tokens_revoked")]
     assert refused(grid, "whoami", user="U0MANAGER", channel="C0GENERAL")
     assert shown(command(grid, "whoami", user="U1ERIN", channel="C1GENERAL"))["blocks"]
+
+
+def test_an_org_admin_removing_the_org_wide_install_from_one_workspace_stops_work_there_only(grid):
+    install(grid)
+    command(grid, "whoami", user="U1FRANK", channel="C1GENERAL")
+    assert grid.client.send_team_access([SECOND], granted=False).status_code == 200
+    assert wait_until(lambda: marks(grid), "the team_access_revoked listener") == [(f"E0GRID:{SECOND}", "team_access_revoked")]
+    assert refused(grid, "whoami", user="U1FRANK", channel="C1GENERAL")
+    assert shown(command(grid, "whoami", user="U0MANAGER", channel="C0GENERAL"))["blocks"]
+    assert post_outside_a_request(grid, "C1GENERAL") == SlackFailure("chat.postMessage", NO_TOKEN, True)
+    assert isinstance(post_outside_a_request(grid, "C0GENERAL"), Posted)
+    assert grid.client.send_team_access([SECOND], granted=True).status_code == 200  # added back
+    wait_until(lambda: not marks(grid), "the team_access_granted listener")
+    assert shown(command(grid, "whoami", user="U1FRANK", channel="C1GENERAL")) == whoami(
+        "U1FRANK", "frank@example.com", Role.manager, SOURCE_ROLES_FILE
+    )
