@@ -28,7 +28,7 @@ from sandbox.server import RunningServer, serve_in_thread
 from .client_side import EVENTS_PATH, AsyncSlackClientSide, SlackClientSide
 from .console import Console
 from .directory import Directory, default_directory
-from .grid import Grid, GridClientSide, GridOAuth
+from .grid import Grid, GridClientSide, GridConsole, GridOAuth
 from .grid import attach as attach_grid
 from .oauth import OAuthServer
 from .recorder import Recorder
@@ -142,7 +142,9 @@ class SlackEmulator:
         return f"{self.url}/response/{response_url_id}"
 
     def client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> SlackClientSide:
-        """A blocking client side that sends signed requests to ``{bot_url}{path}``."""
+        """A blocking client side that sends signed requests to ``{bot_url}{path}`` (on a Grid: :meth:`grid_client`)."""
+        if self.grid is not None:
+            return self.grid_client(bot_url, path=path, timeout=timeout)
         return SlackClientSide(self, bot_url, path=path, timeout=timeout)
 
     def grid_client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> GridClientSide:
@@ -170,7 +172,8 @@ class SlackEmulator:
         the bot at ``bot_url`` as signed requests; ``notes`` label people in it (``{"U0OWNER": "owner"}``).
         Returns the :class:`.console.Console`; calling it again replaces the bot URL and notes."""
         if self._console is None:
-            self._console = Console(self, bot_url, notes=notes)
+            grid = self.grid
+            self._console = Console(self, bot_url, notes=notes) if grid is None else GridConsole(self, bot_url, grid=grid, notes=notes)
             self.app.router.routes.extend(self._console.routes())
         else:
             self._console.bot_url = bot_url

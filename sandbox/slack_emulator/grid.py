@@ -32,12 +32,13 @@ What this module adds to :class:`.emulator.SlackEmulator` (``SlackEmulator(grid=
   channel) acting and the enterprise fields above; :meth:`GridClientSide.in_workspace` for requests
   that name no person (``app_uninstalled``, ``tokens_revoked``).
 
-The console switches workspace with :func:`console_workspaces` (the people and channels of each).
+:class:`GridConsole`: the browser console of a Grid, whose person switcher switches workspace too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import threading
 import time
@@ -50,6 +51,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .client_side import DeliveryOptions, SentRequest, SlackClientSide, SlackRequest
+from .console import Console
 from .directory import (
     DEFAULT_CHANNELS,
     DEFAULT_USER_GROUPS,
@@ -339,6 +341,30 @@ class GridClientSide(SlackClientSide):
     @staticmethod
     def _as(request: SlackRequest, body: str, payload: dict[str, Any]) -> SlackRequest:
         return SlackRequest(request.kind, body, request.content_type, payload, request.response_url_id, request.response_url)
+
+
+class GridConsole(Console):
+    """The browser console (:mod:`.console`) on a Grid: switching to a person switches to their
+    workspace; the page's header names it, the channel list holds that workspace's channels, and the
+    state lists every workspace (``workspaces``: :func:`console_workspaces`). Requests go through
+    :meth:`.emulator.SlackEmulator.client`, the Grid's client side."""
+
+    def __init__(self, emulator: Any, bot_url: str, *, grid: Grid, **options: Any) -> None:
+        super().__init__(emulator, bot_url, **options)
+        self.grid = grid
+
+    def _conversations(self, person: EmulatedUser) -> list[EmulatedChannel]:
+        mine = self.grid.workspace_of(person.id)
+        return [c for c in super()._conversations(person) if mine is None or c.is_im or mine.holds(c.id)]
+
+    def state(self, person: EmulatedUser, *, view: str = "", thread_ts: str | None = None) -> dict[str, Any]:
+        answer = super().state(person, view=view, thread_ts=thread_ts)
+        mine = self.grid.workspace_of(person.id) or self.grid.workspaces[0]
+        answer.pop("version", None)
+        answer["workspace"] = {"name": mine.team.name, "domain": mine.team.domain, "id": mine.team.id}
+        answer["workspaces"] = console_workspaces(self.grid)
+        answer["version"] = hashlib.sha1(json.dumps(answer, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return answer
 
 
 def console_workspaces(grid: Grid) -> list[dict[str, Any]]:

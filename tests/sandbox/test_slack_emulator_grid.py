@@ -99,3 +99,15 @@ def test_requests_carry_the_workspace_of_the_person_and_the_enterprise(slack):
         {"enterprise_id": "E0GRID", "team_id": None, "user_id": "U0AGENTBOT", "is_bot": True, "is_enterprise_install": True},
     )
     assert json.loads(seen[-1][1])["team_id"] == "T0SECOND"
+
+
+def test_the_console_switches_workspace_with_the_person(slack):
+    console = slack.serve_console("http://bot.invalid")
+    frank = slack.directory.user("U1FRANK")
+    bob = slack.directory.user("U0MANAGER")
+    seen_by_frank, seen_by_bob = console.state(frank), console.state(bob)
+    assert seen_by_frank["workspace"] == {"name": "Second Workspace", "domain": "second-workspace", "id": "T0SECOND"}
+    assert [c["id"] for c in seen_by_frank["channels"]] == ["C1GENERAL", "C1DIGEST"]
+    assert seen_by_bob["workspace"]["id"] == "T0EMULATED"
+    assert [c["id"] for c in seen_by_bob["channels"]] == ["C0GENERAL", "C0ENG", "C0DIGEST", "C0RANDOM", "C0SECRET"]
+    assert [w["team"]["id"] for w in seen_by_bob["workspaces"]] == ["T0EMULATED", "T0SECOND"]

@@ -33,7 +33,7 @@ from formatters.users import MORE_ACTION
 from sandbox.agent_api import SandboxConfig, create_app
 from sandbox.server import serve_in_thread
 from sandbox.slack_emulator import Grid, SlackEmulator
-from sandbox.slack_emulator.client_side import SlackRequest
+from sandbox.slack_emulator.client_side import SlackClientSide, SlackRequest
 from sandbox.slack_emulator.grid import GridClientSide
 from tests.e2e.bot.test_oauth_installs import T0, Clock, free_port, oauth_settings, wait_until
 
@@ -224,7 +224,7 @@ def test_a_request_from_an_enterprise_or_workspace_without_an_installation_is_re
         "response_url": "http://127.0.0.1:9/none",
         "trigger_id": "trigger-else",
     }
-    with grid.slack.client(grid.url) as client:  # as sent: not rewritten for the Grid
+    with SlackClientSide(grid.slack, grid.url) as client:  # as sent: not rewritten for the Grid
         sent = client.send(SlackRequest("slash_command", urlencode(fields), "application/x-www-form-urlencoded", fields))
     assert (sent.status_code, sent.json()) == (200, other_workspace_message())
     assert len(grid.calls) == calls  # nothing was asked of Slack
