@@ -328,3 +328,15 @@ def test_an_org_admin_removing_the_org_wide_install_from_one_workspace_stops_wor
     assert shown(command(grid, "whoami", user="U1FRANK", channel="C1GENERAL")) == whoami(
         "U1FRANK", "frank@example.com", Role.manager, SOURCE_ROLES_FILE
     )
+
+
+def test_doctor_names_an_org_wide_install_and_the_workspaces_installed_on_their_own(grid):
+    from bot.doctor import Check, check_installations
+
+    name = "slack installs (oauth mode)"
+    install(grid)
+    assert check_installations(grid.settings) == Check(name, "ok", "OAuth mode; installed org-wide in E0GRID")
+    install(grid, team=SECOND)
+    assert check_installations(grid.settings) == Check(
+        name, "ok", "OAuth mode; installed org-wide in E0GRID; installed in 1 workspace(s): T0SECOND"
+    )
