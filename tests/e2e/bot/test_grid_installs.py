@@ -52,7 +52,13 @@ class GridRunning:
 
 
 @pytest.fixture
-def grid(tmp_path: Path) -> Iterator[GridRunning]:
+def jobs() -> bool:
+    """Whether the bot's periodic jobs tick (a test parametrizes ``jobs`` True for the session follower)."""
+    return False
+
+
+@pytest.fixture
+def grid(tmp_path: Path, jobs: bool) -> Iterator[GridRunning]:
     clock = Clock()
     sandbox = serve_in_thread(create_app(SandboxConfig(today=T0.date())))
     slack = SlackEmulator(grid=Grid()).start()
@@ -63,8 +69,9 @@ def grid(tmp_path: Path) -> Iterator[GridRunning]:
     settings = oauth_settings(slack, sandbox.url, f"sqlite:///{tmp_path / 'bot.db'}", Fernet.generate_key().decode(), roles)
     settings.slack_redirect_uri = f"http://127.0.0.1:{port}/slack/oauth_redirect"
     agent = AgentClient(base_url=sandbox.url, api_key=SandboxConfig().api_key, today=lambda: T0.date())
+    settings.sessions_as = "bot"  # sessions start with the bot's key: nobody needs to link one here
     bot = create_bot(settings, agent=agent, now=clock)
-    bot.run_jobs = False
+    bot.run_jobs = jobs
     server = serve_in_thread(bot.asgi(), port=port)
     running = GridRunning(slack, bot, server.url, clock, settings, sandbox.url)
     try:
@@ -105,7 +112,7 @@ def refused(running: GridRunning, text: str, *, user: str, channel: str) -> bool
 
 
 def whoami(user: str, email: str, role: Role, source: str) -> dict[str, Any]:
-    return whoami_message(ResolvedUser(user, email, role, source), LinkStatus(linked=False), "person")
+    return whoami_message(ResolvedUser(user, email, role, source), LinkStatus(linked=False), "bot")
 
 
 def shown(payload: dict[str, Any]) -> dict[str, Any]:
@@ -340,3 +347,25 @@ def test_doctor_names_an_org_wide_install_and_the_workspaces_installed_on_their_
     assert check_installations(grid.settings) == Check(
         name, "ok", "OAuth mode; installed org-wide in E0GRID; installed in 1 workspace(s): T0SECOND"
     )
+
+
+@pytest.mark.parametrize("jobs", [True])
+def test_a_session_started_in_the_second_workspace_is_followed_in_its_thread_with_that_workspaces_token(grid):
+    install(grid, team=SECOND)
+    install(grid, team=FIRST)  # installed last: not what the follower goes with
+    grid.client.send_slash_command("session start computer=ci count the open TODOs", user_id="U1ERIN", channel_id="C1GENERAL")
+    recorder = grid.slack.recorder
+
+    def parent() -> Any:
+        return next((m for m in recorder.messages("C1GENERAL") if m.user == "U0AGENTBOT" and not m.thread_ts), None)
+
+    started = recorder.wait_for(parent, timeout=15, what="the session's parent message")
+
+    def answered() -> Any:  # the agent's answer, posted by the follower (a job: no request)
+        grid.clock.advance(seconds=0.05)  # the follower's next poll comes due on the bot's clock
+        thread = [m for m in recorder.messages("C1GENERAL", started.ts) if m.ts != started.ts and m.user == "U0AGENTBOT"]
+        return thread if any("TODO" in (m.text or "") for m in thread) else None
+
+    wait_until(answered, "the agent's answer in the thread", timeout=30)
+    posts = [o for m, o, args in grid.calls if m in ("chat.postMessage", "chat.update") and args.get("channel") == "C1GENERAL"]
+    assert posts and set(posts) == {SECOND}
