@@ -20,12 +20,14 @@ follower, the Home refresh, hooks):
    where the bot has seen it: ``slack_conversation_teams`` (:class:`TeamsSeen`) maps each channel and
    person ID to its ``(enterprise_id, team_id)``, learned from every request the workspace check
    accepts (Slack's channel and user IDs are unique across a Grid, so one ID has one place);
-2. else the team the request acts for (:data:`ACTING_TEAM`);
-3. else, outside a request, the one installation when there is only one (a single workspace), and
-   for a call that names no channel or person (``users.lookupByEmail``, ``usergroups.list``,
-   ``auth.test``: any installation of the deployment answers it) the one installed last;
-4. else the installation that finds the channel (``conversations.info``) or person (``users.info``),
-   asked in turn and remembered in ``slack_conversation_teams``; none: no token (``not_authed``).
+2. a call that names no channel or person (``views.open``, ``users.lookupByEmail``,
+   ``usergroups.list``, ``auth.test``), or any call when the bot holds one installation only: the
+   team the request acts for (:data:`ACTING_TEAM`); outside a request, the installation (with
+   several, the one installed last: any of them answers such a call);
+3. else (a channel or person never seen, several installations: another workspace's channel named in
+   a request, a job's first post somewhere) the installation that finds it (``conversations.info`` /
+   ``users.info``, asked of each in turn), remembered in ``slack_conversation_teams``; found by none:
+   the team the request acts for, outside a request no token (``not_authed``).
 
 The stores are slack-sdk's SQLAlchemy ones (python-slack-sdk ``oauth/installation_store/sqlalchemy``,
 ``oauth/state_store/sqlalchemy``): their tables (``slack_installations``, ``slack_bots``,
@@ -681,15 +683,15 @@ class InstalledTokens:
         if subject is not None and self.seen is not None and (seen := await self.seen.team_of(subject)) is not None:
             return seen
         acting = ACTING_TEAM.get()
-        if acting is not None:
+        if subject is None and acting is not None:
             return acting
         teams = await self.installations.active_teams()
         if len(teams) <= 1 or subject is None:  # one installation; or a call naming nobody: any answers it
-            return teams[0] if teams else None
+            return acting or (teams[0] if teams else None)
         found = await self.installations.locate(subject)
         if found is not None and self.seen is not None:
             await self.seen.learn([subject], *found)
-        return found
+        return found or acting
 
     async def token(self) -> str | None:
         team = await self.team()

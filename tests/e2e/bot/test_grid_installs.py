@@ -369,3 +369,12 @@ def test_a_session_started_in_the_second_workspace_is_followed_in_its_thread_wit
     wait_until(answered, "the agent's answer in the thread", timeout=30)
     posts = [o for m, o, args in grid.calls if m in ("chat.postMessage", "chat.update") and args.get("channel") == "C1GENERAL"]
     assert posts and set(posts) == {SECOND}
+
+
+def test_a_channel_of_the_other_workspace_named_in_a_request_goes_with_that_workspaces_installation(grid):
+    install(grid, team=FIRST)
+    install(grid, team=SECOND)
+    answer = command(grid, "digest subscribe <#C1DIGEST|second-digest> at=00:00 days=daily", user="U0MANAGER", channel="C0GENERAL")
+    assert answer["text"].startswith(":white_check_mark: <#C1DIGEST> gets the daily digest at 00:00 UTC"), answer["text"]
+    asked = [(m, o) for m, o, args in grid.calls if args.get("channel") == "C1DIGEST"]
+    assert asked and asked[-1] == ("conversations.info", SECOND)  # found with each installation in turn: the second's
