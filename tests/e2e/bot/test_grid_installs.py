@@ -378,3 +378,16 @@ def test_a_channel_of_the_other_workspace_named_in_a_request_goes_with_that_work
     assert answer["text"].startswith(":white_check_mark: <#C1DIGEST> gets the daily digest at 00:00 UTC"), answer["text"]
     asked = [(m, o) for m, o, args in grid.calls if args.get("channel") == "C1DIGEST"]
     assert asked and asked[-1] == ("conversations.info", SECOND)  # found with each installation in turn: the second's
+
+
+def test_the_org_wide_token_rotates_once_while_both_workspaces_keep_being_answered(grid):
+    grid.slack.oauth.token_rotation = True
+    install(grid)
+    asked = [(6, "U0MANAGER", "C0GENERAL"), (5, "U1FRANK", "C1GENERAL"), (2, "U1ERIN", "C1GENERAL")]
+    for hours, user, channel in asked:
+        grid.clock.advance(hours=hours)  # 6 h, 11 h (within 120 minutes of expiry: refreshed), 13 h (the first token expired)
+        assert shown(command(grid, "whoami", user=user, channel=channel))["blocks"]
+    assert (grid.slack.oauth.refresh_calls, grid.slack.oauth.refreshes) == (1, 1)
+    assert {grid.slack.oauth.owner(t) for t in grid.slack.oauth._tokens} == {"E0GRID"}  # type: ignore[attr-defined]
+    assert {o for m, o, _ in grid.calls if m == "users.info"} == {"E0GRID"}
+    assert bots(grid)[-1] == ("E0GRID", None, True)
