@@ -383,13 +383,6 @@ class Installations:
         teams: list[tuple[str | None, str | None]] = await self._run(listed)
         return teams
 
-    async def only_team(self) -> tuple[str | None, str | None] | None:
-        """``(enterprise_id, team_id)`` of the one installation not revoked, when there is exactly one
-        (a single workspace, or one organization installed org-wide): what a call outside a request
-        that names no channel or person goes with; None when there are none or several."""
-        teams = await self.active_teams()
-        return teams[0] if len(teams) == 1 else None
-
     async def locate(self, subject: str) -> tuple[str | None, str | None] | None:
         """The installation that finds channel or person ``subject`` (``conversations.info`` or
         ``users.info`` with each installation's token in turn), as ``(enterprise_id, team_id)``
