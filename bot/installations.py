@@ -146,6 +146,8 @@ ACTING_TEAM: contextvars.ContextVar[tuple[str | None, str | None] | None] = cont
 """``(enterprise_id, team_id)`` of the request being handled (None outside a request)."""
 ACTING_ENTERPRISE_INSTALL: contextvars.ContextVar[bool] = contextvars.ContextVar("acting_enterprise_install", default=False)
 """Whether the request being handled went to an org-wide installation (``is_enterprise_install``)."""
+LAST_TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("last_token", default=None)
+"""The last token :class:`InstalledTokens` gave in this task (:meth:`InstalledTokens.last`)."""
 SUBJECT_ARGUMENTS: Final = ("channel", "user", "user_id", "users")
 """The Web API arguments that name the channel or person a call acts on, in the order they are read."""
 
@@ -661,8 +663,9 @@ def ids_of(body: Mapping[str, Any]) -> list[str | None]:
 class InstalledTokens:
     """The token source of OAuth mode (:class:`bot.slack.TokenSource`): the token of the installation the
     module docstring's rules choose for the call being made (:data:`bot.slack.SLACK_CALL`), through
-    ``seen`` (:class:`TeamsSeen`; None: rules 2-4 only). Keeps the last token it gave for :meth:`last`
-    (a synchronous reader: the file downloads of session replies)."""
+    ``seen`` (:class:`TeamsSeen`; None: rules 2-3 only). Keeps the last token it gave for :meth:`last`
+    (a synchronous reader: the file downloads of session replies), per task: a request's download
+    reads the token of its own last call, not another workspace's request's."""
 
     def __init__(self, installations: Installations, seen: TeamsSeen | None = None) -> None:
         self.installations = installations
@@ -693,6 +696,7 @@ class InstalledTokens:
         token = await self.installations.token_for(*team)
         if token is not None:
             self._last = token
+            LAST_TOKEN.set(token)
         return token
 
     async def revoked(self, reason: str) -> bool:
@@ -704,8 +708,8 @@ class InstalledTokens:
         return True
 
     def last(self) -> str:
-        """The last token given ("" before the first)."""
-        return self._last or ""
+        """The last token given in this task (a request's, a job's), else in this process ("" before the first)."""
+        return LAST_TOKEN.get() or self._last or ""
 
 
 def team_access_listener(installations: Installations, *, granted: bool) -> Callable[..., Awaitable[None]]:

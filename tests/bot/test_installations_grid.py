@@ -75,3 +75,34 @@ def test_two_replicas_learning_the_same_ids_at_once_write_each_once_and_a_later_
 )
 def test_the_argument_that_names_what_a_call_acts_on(arguments, subject):
     assert subject_of(arguments) == subject
+
+
+async def test_the_last_token_a_task_was_given_is_its_own(tmp_path):
+    """Two requests of two workspaces at once: each task's file download reads its own workspace's token."""
+    from bot.installations import InstalledTokens
+
+    class Two:
+        async def active_teams(self):
+            return [("E0GRID", "T0EMULATED"), ("E0GRID", "T0SECOND")]
+
+        async def token_for(self, enterprise_id, team_id):
+            return f"xoxb-{team_id}"
+
+    from bot.installations import ACTING_TEAM
+
+    tokens = InstalledTokens(Two())  # type: ignore[arg-type]
+
+    async def request(team: str, wait: asyncio.Event, go: asyncio.Event) -> str:
+        ACTING_TEAM.set(("E0GRID", team))
+        await tokens.token()
+        wait.set()
+        await go.wait()  # the other request's token is given meanwhile
+        return tokens.last()
+
+    first, second, go = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    one = asyncio.create_task(request("T0EMULATED", first, go))
+    await first.wait()
+    two = asyncio.create_task(request("T0SECOND", second, go))
+    await second.wait()
+    go.set()
+    assert (await one, await two) == ("xoxb-T0EMULATED", "xoxb-T0SECOND")
