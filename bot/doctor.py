@@ -219,7 +219,8 @@ async def check_bot_token(settings: Settings, manifest: Path) -> Check:
 
 def check_installations(settings: Settings) -> Check:
     """1, in OAuth mode (``SLACK_CLIENT_ID``; :mod:`bot.installations`): the mode, its secrets, and how
-    many workspaces the bot holds an installation of (not revoked) in its database. Reads only."""
+    many workspaces the bot holds an installation of (not revoked) in its database, and the Enterprise
+    Grid organizations it is installed in org-wide. Reads only."""
     name = "slack installs (oauth mode)"
     missing = settings.missing("slack_client_secret", "slack_state_secret", "encryption_key")
     if missing:
@@ -244,8 +245,12 @@ def check_installations(settings: Settings) -> Check:
     if not held:
         gone = f" ({len(teams)} uninstalled or revoked, kept)" if teams else ""
         return Check(name, "warn", f"OAuth mode; {NO_INSTALLATION}{gone}", FIX_NO_INSTALLATION)
-    workspaces = ", ".join(sorted(str(team) for _, team in held))
-    return Check(name, "ok", f"OAuth mode; installed in {len(held)} workspace(s): {workspaces}")
+    organizations = sorted(str(enterprise) for enterprise, team in held if team is None)  # org-wide (Enterprise Grid)
+    workspaces = sorted(str(team) for _, team in held if team is not None)
+    said = [f"installed org-wide in {', '.join(organizations)}"] if organizations else []
+    if workspaces or not organizations:
+        said.append(f"installed in {len(workspaces)} workspace(s): {', '.join(workspaces)}")
+    return Check(name, "ok", f"OAuth mode; {'; '.join(said)}")
 
 
 async def check_mode_credentials(settings: Settings, mode: Mode) -> Check:

@@ -4,9 +4,30 @@ Two ways to run, one code path. The Slack gateway (:class:`bot.slack.SlackGatewa
 source (:class:`bot.slack.TokenSource`) for the token of every call: :class:`bot.slack.SingleToken`
 (``SLACK_BOT_TOKEN``, the default) or :class:`InstalledTokens` here (OAuth mode: ``SLACK_CLIENT_ID``,
 ``SLACK_CLIENT_SECRET``, ``SLACK_STATE_SECRET``), which answers with the token of the installation
-of the team the bot acts for (:data:`ACTING_TEAM`, set for each request by :class:`InstalledAuthorize`),
-or, for a job that runs outside a request, of the installation there is (part 1 of the issue: one
-workspace per deployment). Services do not change.
+of the channel or person the call acts on (below), else of the team the request acts for
+(:data:`ACTING_TEAM`, set for each request by :class:`InstalledAuthorize` and the workspace check).
+Services do not change.
+
+Enterprise Grid (issue #31 part 2; Slack docs "Organization-wide apps"): an installation is of one
+workspace (``team_id``, with its ``enterprise_id`` when the workspace is in a Grid) or of a whole
+organization (org-wide: ``enterprise_id``, no team, ``is_enterprise_install``); slack-sdk's store finds
+either (:meth:`Installations.active_bot`: the workspace's own installation first, else its
+organization's). Which installation a call goes with is decided in one place,
+:meth:`InstalledTokens.token`, for requests and background work alike (digests, alerts, the session
+follower, the Home refresh, hooks):
+
+1. the call's channel or person (``channel``, ``user``, ``users``, ``user_id``: :data:`bot.slack.SLACK_CALL`)
+   where the bot has seen it: ``slack_conversation_teams`` (:class:`TeamsSeen`) maps each channel and
+   person ID to its ``(enterprise_id, team_id)``, learned from every request the workspace check
+   accepts (Slack's channel and user IDs are unique across a Grid, so one ID has one place);
+2. a call that names no channel or person (``views.open``, ``users.lookupByEmail``,
+   ``usergroups.list``, ``auth.test``), or any call when the bot holds one installation only: the
+   team the request acts for (:data:`ACTING_TEAM`); outside a request, the installation (with
+   several, the one installed last: any of them answers such a call);
+3. else (a channel or person never seen, several installations: another workspace's channel named in
+   a request, a job's first post somewhere) the installation that finds it (``conversations.info`` /
+   ``users.info``, asked of each in turn), remembered in ``slack_conversation_teams``; found by none:
+   the team the request acts for, outside a request no token (``not_authed``).
 
 The stores are slack-sdk's SQLAlchemy ones (python-slack-sdk ``oauth/installation_store/sqlalchemy``,
 ``oauth/state_store/sqlalchemy``): their tables (``slack_installations``, ``slack_bots``,
@@ -18,9 +39,11 @@ The bot's database layer is synchronous SQLAlchemy, so the async store Bolt call
 synchronous stores in a worker thread (:meth:`bot.store.Store.run`).
 
 The bot's own state of each installation is one row of ``slack_installation_states`` (key
-``<enterprise_id or ->:<team_id>``): whether Slack said it was uninstalled or its tokens revoked
-(``revoked_at``, ``revoked_reason``: the installation is marked, nothing is deleted; a new install
-clears the mark) and the claim of its token refresh (``refresh_by``, ``refresh_until``).
+``<enterprise_id or ->:<team_id or ->``; an org-wide installation's is ``E...:-``): whether Slack said it
+was uninstalled or its tokens revoked (``revoked_at``, ``revoked_reason``: the installation is marked,
+nothing is deleted; a new install clears the mark) and the claim of its token refresh (``refresh_by``,
+``refresh_until``). A workspace's mark stops that workspace only (also when it is served by its
+organization's installation); the org-wide installation's mark stops every workspace it serves.
 
 Token rotation (Slack doc "Token rotation"): an installation whose bot has a refresh token is
 refreshed (``oauth.v2.access`` with ``grant_type=refresh_token``) once its token expires within
@@ -43,7 +66,7 @@ import html
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -53,6 +76,7 @@ from slack_bolt.authorization.async_authorize import AsyncAuthorize
 from slack_bolt.context.async_context import AsyncBoltContext
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import extract_channel_id, extract_enterprise_id, extract_is_enterprise_install, extract_user_id
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.oauth.installation_store import Bot, Installation
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
@@ -63,7 +87,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.db import metadata
 from bot.services.accounts.crypto import KeyRing
-from bot.slack import SlackFailure
+from bot.slack import SLACK_CALL, SlackFailure
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +144,12 @@ SCOPE_WORDS: Final = {
 
 ACTING_TEAM: contextvars.ContextVar[tuple[str | None, str | None] | None] = contextvars.ContextVar("acting_team", default=None)
 """``(enterprise_id, team_id)`` of the request being handled (None outside a request)."""
+ACTING_ENTERPRISE_INSTALL: contextvars.ContextVar[bool] = contextvars.ContextVar("acting_enterprise_install", default=False)
+"""Whether the request being handled went to an org-wide installation (``is_enterprise_install``)."""
+LAST_TOKEN: contextvars.ContextVar[str | None] = contextvars.ContextVar("last_token", default=None)
+"""The last token :class:`InstalledTokens` gave in this task (:meth:`InstalledTokens.last`)."""
+SUBJECT_ARGUMENTS: Final = ("channel", "user", "user_id", "users")
+"""The Web API arguments that name the channel or person a call acts on, in the order they are read."""
 
 
 def _widened(table: sa.Table) -> sa.Table:
@@ -140,6 +170,14 @@ slack_installation_states = sa.Table(
     sa.Column("revoked_reason", sa.String(32), nullable=True),
     sa.Column("refresh_by", sa.String(64), nullable=True),
     sa.Column("refresh_until", sa.DateTime(timezone=True), nullable=True),
+)
+slack_conversation_teams = sa.Table(
+    "slack_conversation_teams",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),  # a channel (C, G, D) or person (U, W) ID: unique across a Grid
+    sa.Column("enterprise_id", sa.String(32), nullable=True),
+    sa.Column("team_id", sa.String(32), nullable=True),
+    sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
 )
 
 
@@ -192,9 +230,11 @@ class EncryptedInstallationStore(AsyncInstallationStore):
 
         def save() -> None:
             self._sync.save(sealed)
-            with self._engine.begin() as conn:  # installed again: no longer revoked
+            with self._engine.begin() as conn:  # installed again: no longer revoked (org-wide: nor its workspaces)
                 key = team_key(installation.enterprise_id, installation.team_id)
-                conn.execute(sa.update(slack_installation_states).where(slack_installation_states.c.key == key).values(revoked_at=None))
+                column = slack_installation_states.c.key
+                again = column.like(f"{installation.enterprise_id}:%") if installation.is_enterprise_install else column == key
+                conn.execute(sa.update(slack_installation_states).where(again).values(revoked_at=None))
 
         await self._run(save)
 
@@ -304,18 +344,25 @@ class Installations:
         self.owner = owner or uuid.uuid4().hex
 
     async def active_bot(self, enterprise_id: str | None, team_id: str | None) -> Bot | None:
-        """The latest bot of the installation of ``team_id`` (in ``enterprise_id``), None when the bot
-        holds none or it is marked revoked."""
-        bot = await self.store.async_find_bot(enterprise_id=enterprise_id, team_id=team_id)
-        if bot is None or await self._revoked(team_key(bot.enterprise_id, bot.team_id)):
+        """The latest bot serving ``team_id`` (in ``enterprise_id``): the workspace's own installation,
+        else its organization's org-wide one (``enterprise_id`` given); None when the bot holds neither,
+        when the one found is marked revoked, or when the workspace itself is (Slack said it was
+        uninstalled there)."""
+        revoked = await self._revoked_keys()
+        if team_id is not None and team_key(enterprise_id, team_id) in revoked:
+            return None
+        bot = await self.store.async_find_bot(enterprise_id=enterprise_id, team_id=team_id) if team_id is not None else None
+        if bot is None and enterprise_id is not None:
+            bot = await self.store.async_find_bot(enterprise_id=enterprise_id, team_id=None, is_enterprise_install=True)
+        if bot is None or team_key(bot.enterprise_id, bot.team_id) in revoked:
             return None
         return bot
 
-    async def only_team(self) -> tuple[str | None, str | None] | None:
-        """``(enterprise_id, team_id)`` of the installation installed last that is not revoked (what
-        a job outside a request acts for), None when there is none."""
+    async def active_teams(self) -> list[tuple[str | None, str | None]]:
+        """``(enterprise_id, team_id)`` of every installation not marked revoked, installed last first
+        (an org-wide one's ``team_id`` is None)."""
 
-        def latest() -> tuple[str | None, str | None] | None:
+        def listed() -> list[tuple[str | None, str | None]]:
             with self._engine.connect() as conn:
                 revoked = {
                     r.key
@@ -328,13 +375,38 @@ class Installations:
                         slack_bots.c.installed_at.desc(), slack_bots.c.id.desc()
                     )
                 )
+                teams: list[tuple[str | None, str | None]] = []
                 for row in rows:
-                    if team_key(row.enterprise_id, row.team_id) not in revoked:
-                        return row.enterprise_id, row.team_id
-            return None
+                    team = (row.enterprise_id, row.team_id)
+                    if team_key(*team) not in revoked and team not in teams:
+                        teams.append(team)
+                return teams
 
-        found: tuple[str | None, str | None] | None = await self._run(latest)
-        return found
+        teams: list[tuple[str | None, str | None]] = await self._run(listed)
+        return teams
+
+    async def locate(self, subject: str) -> tuple[str | None, str | None] | None:
+        """The installation that finds channel or person ``subject`` (``conversations.info`` or
+        ``users.info`` with each installation's token in turn), as ``(enterprise_id, team_id)``
+        (an org-wide one's ``team_id``: the person's ``team_id`` when Slack gives it); None when none
+        does. Failures are logged at INFO and the next installation is asked."""
+        person = subject[:1] in ("U", "W")
+        for enterprise_id, team_id in await self.active_teams():
+            token = await self.token_for(enterprise_id, team_id)
+            if not token:
+                continue
+            try:
+                if person:
+                    answer = await self._client.users_info(token=token, user=subject)
+                    team_id = team_id or (answer.get("user") or {}).get("team_id")
+                else:
+                    await self._client.conversations_info(token=token, channel=subject)
+            except (SlackApiError, SlackClientError, OSError, TimeoutError) as exc:
+                error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+                logger.info("%s is not found with the installation of %s (%s)", subject, team_key(enterprise_id, team_id), error)
+                continue
+            return enterprise_id, team_id
+        return None
 
     async def count(self) -> int:
         """How many workspaces the bot holds an installation of that is not revoked (``agent-bot doctor``)."""
@@ -355,10 +427,11 @@ class Installations:
         number: int = await self._run(counted)
         return number
 
-    async def mark_revoked(self, enterprise_id: str | None, team_id: str | None, reason: str) -> None:
+    async def mark_revoked(self, enterprise_id: str | None, team_id: str | None, reason: str, *, enterprise_install: bool = False) -> None:
         """Slack said the installation of ``team_id`` was uninstalled or its tokens revoked (``reason``,
-        the event type): mark it; nothing is deleted."""
-        key, now = team_key(enterprise_id, team_id), self.now()
+        the event type): mark it; nothing is deleted. ``enterprise_install``: the org-wide installation
+        of ``enterprise_id`` (every workspace it serves stops); else the workspace ``team_id`` alone."""
+        key, now = team_key(enterprise_id, None if enterprise_install else team_id), self.now()
 
         def mark() -> None:
             with self._engine.begin() as conn:
@@ -370,17 +443,34 @@ class Installations:
                 )
 
         await self._run(mark)
-        logger.warning("Slack %s for team %s: its installation is marked revoked (kept); requests from it are refused", reason, team_id)
+        logger.warning("Slack %s for %s: its installation is marked revoked (kept); requests from it are refused", reason, key)
 
-    async def _revoked(self, key: str) -> bool:
-        def read() -> bool:
+    async def team_access(self, enterprise_id: str | None, team_ids: Iterable[str], *, granted: bool) -> None:
+        """Slack's ``team_access_revoked`` / ``team_access_granted`` for the org-wide installation of
+        ``enterprise_id``: an org admin removed it from the workspaces ``team_ids`` (each is marked, as an
+        uninstall there: work there stops, the others go on) or added it to them (their marks cleared)."""
+        keys, now = [team_key(enterprise_id, t) for t in team_ids if t], self.now()
+        if enterprise_id is None or not keys:
+            return
+        table = slack_installation_states
+
+        def write() -> None:
+            with self._engine.begin() as conn:
+                for key in keys:
+                    self._ensure_row(conn, key)
+                    values = {"revoked_at": None} if granted else {"revoked_at": now, "revoked_reason": "team_access_revoked"}
+                    conn.execute(sa.update(table).where(table.c.key == key).values(**values))
+
+        await self._run(write)
+        logger.warning("Slack team access %s for %s", "granted" if granted else "revoked (work there stops; kept)", ", ".join(keys))
+
+    async def _revoked_keys(self) -> set[str]:
+        def read() -> set[str]:
             with self._engine.connect() as conn:
-                return (
-                    conn.execute(sa.select(slack_installation_states.c.revoked_at).where(slack_installation_states.c.key == key)).scalar()
-                    is not None
-                )
+                table = slack_installation_states
+                return {r.key for r in conn.execute(sa.select(table.c.key).where(table.c.revoked_at.is_not(None)))}
 
-        revoked: bool = await self._run(read)
+        revoked: set[str] = await self._run(read)
         return revoked
 
     @staticmethod
@@ -501,33 +591,138 @@ class Installations:
         return refreshed
 
 
-class InstalledTokens:
-    """The token source of OAuth mode (:class:`bot.slack.TokenSource`): the token of the installation
-    of :data:`ACTING_TEAM`, or outside a request of :meth:`Installations.only_team`. Keeps the last
-    token it gave for :meth:`last` (a synchronous reader: the file downloads of session replies)."""
+class TeamsSeen:
+    """Where each channel and person is (module docstring, rule 1): ``slack_conversation_teams`` in the
+    bot's database (``engine``, ``run``: a worker thread), written when a request shows an ID somewhere
+    it was not known to be, read through a cache of this process (an ID's place does not change but
+    when Slack moves a channel between workspaces; the next request from it writes the new place)."""
 
-    def __init__(self, installations: Installations) -> None:
+    def __init__(self, *, engine: sa.Engine, run: Callable[[Callable[[], Any]], Any], now: Callable[[], dt.datetime]) -> None:
+        self._engine, self._run, self.now = engine, run, now
+        self._known: dict[str, tuple[str | None, str | None]] = {}
+
+    async def learn(self, ids: Iterable[str | None], enterprise_id: str | None, team_id: str | None) -> None:
+        """``ids`` (channels, people) are in ``team_id`` of ``enterprise_id``; written where that is new."""
+        place = (enterprise_id, team_id)
+        new = sorted({i for i in ids if i and self._known.get(i) != place})
+        if team_id is None or not new:
+            return
+        now, table = self.now(), slack_conversation_teams
+
+        def write() -> None:
+            with self._engine.begin() as conn:
+                for id_ in new:
+                    values = {"enterprise_id": enterprise_id, "team_id": team_id, "seen_at": now}
+                    if conn.execute(sa.update(table).where(table.c.id == id_).values(**values)).rowcount == 0:
+                        try:
+                            with conn.begin_nested():
+                                conn.execute(sa.insert(table).values(id=id_, **values))
+                        except sa.exc.IntegrityError:  # another replica wrote it meanwhile: the same place
+                            pass
+
+        await self._run(write)
+        self._known.update(dict.fromkeys(new, place))
+
+    async def team_of(self, id_: str) -> tuple[str | None, str | None] | None:
+        """``(enterprise_id, team_id)`` of channel or person ``id_``; None when never seen."""
+        if id_ in self._known:
+            return self._known[id_]
+
+        def read() -> tuple[str | None, str | None] | None:
+            with self._engine.connect() as conn:
+                row = conn.execute(
+                    sa.select(slack_conversation_teams.c.enterprise_id, slack_conversation_teams.c.team_id).where(
+                        slack_conversation_teams.c.id == id_
+                    )
+                ).first()
+            return None if row is None else (row.enterprise_id, row.team_id)
+
+        found: tuple[str | None, str | None] | None = await self._run(read)
+        if found is not None:
+            self._known[id_] = found
+        return found
+
+
+def subject_of(arguments: Mapping[str, Any]) -> str | None:
+    """The channel or person a Web API call acts on (:data:`SUBJECT_ARGUMENTS`; ``users`` of
+    ``conversations.open``: the first); None when it names none."""
+    for name in SUBJECT_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str) and value[:1] in ("C", "G", "D", "U", "W"):
+            return value.split(",")[0].strip()
+    return None
+
+
+def ids_of(body: Mapping[str, Any]) -> list[str | None]:
+    """The channel and person IDs a request carries (Bolt's own readers of each kind of payload)."""
+    found = body.get("event")
+    event: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    return [extract_channel_id(dict(body)), extract_user_id(dict(body)), event.get("channel"), event.get("user")]
+
+
+class InstalledTokens:
+    """The token source of OAuth mode (:class:`bot.slack.TokenSource`): the token of the installation the
+    module docstring's rules choose for the call being made (:data:`bot.slack.SLACK_CALL`), through
+    ``seen`` (:class:`TeamsSeen`; None: rules 2-3 only). Keeps the last token it gave for :meth:`last`
+    (a synchronous reader: the file downloads of session replies), per task: a request's download
+    reads the token of its own last call, not another workspace's request's."""
+
+    def __init__(self, installations: Installations, seen: TeamsSeen | None = None) -> None:
         self.installations = installations
+        self.seen = seen
         self._last: str | None = None
 
+    async def team(self) -> tuple[str | None, str | None] | None:
+        """``(enterprise_id, team_id)`` the call being made goes as (module docstring), None: no installation."""
+        call = SLACK_CALL.get()
+        subject = subject_of(call[1]) if call is not None else None
+        if subject is not None and self.seen is not None and (seen := await self.seen.team_of(subject)) is not None:
+            return seen
+        acting = ACTING_TEAM.get()
+        if subject is None and acting is not None:
+            return acting
+        teams = await self.installations.active_teams()
+        if len(teams) <= 1 or subject is None:  # one installation; or a call naming nobody: any answers it
+            return acting or (teams[0] if teams else None)
+        found = await self.installations.locate(subject)
+        if found is not None and self.seen is not None:
+            await self.seen.learn([subject], *found)
+        return found or acting
+
     async def token(self) -> str | None:
-        team = ACTING_TEAM.get() or await self.installations.only_team()
+        team = await self.team()
         if team is None:
             return None
         token = await self.installations.token_for(*team)
         if token is not None:
             self._last = token
+            LAST_TOKEN.set(token)
         return token
 
-    async def revoked(self, reason: str) -> None:
-        """Mark the installation of the team of the request being handled revoked (``reason``)."""
+    async def revoked(self, reason: str) -> bool:
+        """Mark the installation of the request being handled revoked (``reason``): its workspace's, or
+        the org-wide one when the request went to it; the others go on (True)."""
         team = ACTING_TEAM.get()
         if team is not None:
-            await self.installations.mark_revoked(*team, reason)
+            await self.installations.mark_revoked(*team, reason, enterprise_install=ACTING_ENTERPRISE_INSTALL.get())
+        return True
 
     def last(self) -> str:
-        """The last token given ("" before the first)."""
-        return self._last or ""
+        """The last token given in this task (a request's, a job's), else in this process ("" before the first)."""
+        return LAST_TOKEN.get() or self._last or ""
+
+
+def team_access_listener(installations: Installations, *, granted: bool) -> Callable[..., Awaitable[None]]:
+    """The Bolt listener of ``team_access_granted`` (``granted``) or ``team_access_revoked`` (Slack docs of
+    those events: ``event.team_ids``, the workspaces an org-wide app was added to or removed from; the
+    envelope's ``enterprise_id``): acknowledged, then :meth:`Installations.team_access`."""
+
+    async def team_access(ack: Callable[[], Awaitable[Any]], body: dict[str, Any], event: dict[str, Any]) -> None:
+        await ack()
+        teams = [str(t) for t in event.get("team_ids") or [] if t]
+        await installations.team_access(extract_enterprise_id(body), teams, granted=granted)
+
+    return team_access
 
 
 class CurrentToken(SecretStr):
@@ -561,6 +756,7 @@ class InstalledAuthorize(AsyncAuthorize):
         **_actor: Any,
     ) -> AuthorizeResult | None:
         ACTING_TEAM.set((enterprise_id, team_id))
+        ACTING_ENTERPRISE_INSTALL.set(bool(context.is_enterprise_install))
         bot = await self.installations.active_bot(enterprise_id, team_id)
         if bot is None:
             return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, user_id=user_id)
@@ -578,18 +774,29 @@ class InstalledAuthorize(AsyncAuthorize):
 
 class InstalledWorkspaces:
     """The workspace check of OAuth mode (:func:`bot.middleware.build_workspace_check`): a request is
-    accepted when the bot holds an installation of its team, of this app, not revoked."""
+    accepted when the bot holds an installation for its enterprise / team / app, not revoked (the
+    workspace's own, or its organization's org-wide one: :meth:`Installations.active_bot`). Each
+    accepted request's channel and person are noted in ``seen`` (:class:`TeamsSeen`)."""
 
-    def __init__(self, installations: Installations) -> None:
+    def __init__(self, installations: Installations, seen: TeamsSeen | None = None) -> None:
         self.installations = installations
+        self.seen = seen
 
-    async def accepts(self, team_id: str | None, app_id: str | None) -> bool | SlackFailure:
-        """Also sets :data:`ACTING_TEAM` where Bolt's authorize did not run (``app_uninstalled`` and
-        ``tokens_revoked``, which Bolt lets through without it)."""
-        enterprise_id = (ACTING_TEAM.get() or (None, None))[0]
+    async def accepts(self, team_id: str | None, app_id: str | None, *, body: Mapping[str, Any] | None = None) -> bool | SlackFailure:
+        """Sets :data:`ACTING_TEAM` (the workspace where the request happened: ``team_id``, and the
+        ``enterprise_id`` of ``body``) and :data:`ACTING_ENTERPRISE_INSTALL`, also where Bolt's authorize
+        did not run (``app_uninstalled`` and ``tokens_revoked``, which Bolt lets through without it)."""
+        if body is not None:
+            enterprise_id = extract_enterprise_id(dict(body))
+            ACTING_ENTERPRISE_INSTALL.set(bool(extract_is_enterprise_install(dict(body))))
+        else:
+            enterprise_id = (ACTING_TEAM.get() or (None, None))[0]
         ACTING_TEAM.set((enterprise_id, team_id))
-        bot = await self.installations.active_bot(enterprise_id, team_id) if team_id else None
-        return bot is not None and bot.app_id == app_id
+        bot = await self.installations.active_bot(enterprise_id, team_id) if team_id or enterprise_id else None
+        accepted = bot is not None and bot.app_id == app_id
+        if accepted and body is not None and self.seen is not None:
+            await self.seen.learn(ids_of(body), enterprise_id, team_id)
+        return accepted
 
 
 class InstallPage(AsyncOAuthFlow):

@@ -15,7 +15,10 @@ middleware"; a refusal returns a response instead of calling ``next()``):
    an event with ``200`` and nothing done, a slash command in its ack, a button with an ephemeral
    reply, a modal with an error on its first input (:meth:`MiddlewareMessages.other_workspace_message`);
    logged at WARNING. When ``auth.test`` fails nothing is accepted (the refusal says so). Enterprise
-   Grid org-wide installs are not supported (``org_deploy_enabled: false`` in manifest.yaml).
+   Grid (OAuth mode): a request is accepted when the bot holds an installation for its enterprise
+   (``enterprise_id``, read as Bolt reads it) / team / app: the workspace's own, or the
+   organization's org-wide one (``is_enterprise_install``); the check also notes where the request's
+   channel and person are, which the gateway's token source reads (:mod:`bot.installations`).
 1. :func:`build_dedupe`: Slack re-sends a delivery it thinks failed, with ``X-Slack-Retry-Num``
    (Slack doc "Events API", retries). Each delivery has a key: an event's ``event_id``, a slash
    command's or a button click's ``trigger_id``. The first delivery of a key claims it in the store
@@ -329,9 +332,9 @@ class Installation:
             self.known = found
         return self.known
 
-    async def accepts(self, team_id: str | None, app_id: str | None) -> bool | SlackFailure:
+    async def accepts(self, team_id: str | None, app_id: str | None, *, body: Mapping[str, Any] | None = None) -> bool | SlackFailure:
         """Whether a request of ``team_id`` and ``app_id`` is this installation's (a failed
-        ``auth.test``: the failure, and nothing is accepted)."""
+        ``auth.test``: the failure, and nothing is accepted); ``body`` is not needed here."""
         known = await self.learn()
         if isinstance(known, SlackFailure):
             return known
@@ -342,8 +345,9 @@ class Workspaces(Protocol):
     """What the workspace check asks: :class:`Installation` (one bot token) or, in OAuth mode,
     :class:`bot.installations.InstalledWorkspaces` (an installation the bot holds for the team and app)."""
 
-    async def accepts(self, team_id: str | None, app_id: str | None) -> bool | SlackFailure:
-        """True when a request of ``team_id`` / ``app_id`` is served; a failure when that cannot be told."""
+    async def accepts(self, team_id: str | None, app_id: str | None, *, body: Mapping[str, Any] | None = None) -> bool | SlackFailure:
+        """True when a request of ``team_id`` / ``app_id`` (the whole request: ``body``) is served; a
+        failure when that cannot be told."""
         ...
 
 
@@ -373,7 +377,7 @@ def build_workspace_check(installation: Workspaces, *, messages: MiddlewareMessa
         ids = workspace_of(body)
         if ids is None:
             return await next()
-        known = await installation.accepts(*ids)
+        known = await installation.accepts(*ids, body=body)
         if known is True:
             return await next()
         unchecked = isinstance(known, SlackFailure)

@@ -37,6 +37,7 @@ handling, rate limits), ``auth.test``, ``bots.info``, ``chat.postMessage``, ``ch
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -261,17 +262,25 @@ def _is_transport(exc: BaseException) -> bool:
     return isinstance(exc, OSError | asyncio.TimeoutError) or type(exc).__module__.startswith("aiohttp")
 
 
+SLACK_CALL: contextvars.ContextVar[tuple[str, Mapping[str, Any]] | None] = contextvars.ContextVar("slack_call", default=None)
+"""``(method, arguments)`` of the Web API call the gateway asks its :class:`TokenSource` a token for
+(set around :meth:`TokenSource.token`): what lets OAuth mode choose the installation of the channel
+or person the call acts on (``channel``, ``user``, ``users``, ``user_id``)."""
+
+
 class TokenSource(Protocol):
     """Where the gateway gets the bot token of each call: :class:`SingleToken` (``SLACK_BOT_TOKEN``) or,
-    in OAuth mode, :class:`bot.installations.InstalledTokens` (the installation of the team acted for)."""
+    in OAuth mode, :class:`bot.installations.InstalledTokens` (the installation of the channel or person
+    the call acts on, read from :data:`SLACK_CALL`; else of the team acted for)."""
 
     async def token(self) -> str | None:
         """The bot token to call with now; None when there is none (no installation)."""
         ...
 
-    async def revoked(self, reason: str) -> None:
+    async def revoked(self, reason: str) -> bool | None:
         """Slack said the token was revoked or the app uninstalled (``reason``, the event type), in
-        the request being handled: an installation is marked (OAuth mode); one token: nothing to do."""
+        the request being handled: an installation is marked (OAuth mode: True, the others go on);
+        one token: nothing to do here (None: the whole bot pauses, :mod:`bot.services.lifecycle`)."""
         ...
 
 
@@ -284,7 +293,7 @@ class SingleToken:
     async def token(self) -> str | None:
         return self._token.get_secret_value()
 
-    async def revoked(self, reason: str) -> None:
+    async def revoked(self, reason: str) -> bool | None:
         return None  # the pause of bot.services.lifecycle says it all
 
 
@@ -309,11 +318,15 @@ class SlackGateway:
         self.tokens = tokens
         self._clients: dict[str, AsyncWebClient] = {}
 
-    async def _client(self, method: str) -> AsyncWebClient | SlackFailure:
-        """The client to call ``method`` with (see the class docstring)."""
+    async def _client(self, method: str, arguments: Mapping[str, Any] | None = None) -> AsyncWebClient | SlackFailure:
+        """The client to call ``method`` with ``arguments`` (see the class docstring)."""
         if self.tokens is None:
             return self.client
-        token = await self.tokens.token()
+        call = SLACK_CALL.set((method, arguments or {}))
+        try:
+            token = await self.tokens.token()
+        finally:
+            SLACK_CALL.reset(call)
         if not token:
             logger.warning("Slack %s not called: no installation's token for it", method)
             metrics.slack_api_error(method, NO_TOKEN)
@@ -340,7 +353,7 @@ class SlackGateway:
     async def call(self, method: str, **arguments: Any) -> dict[str, Any] | SlackFailure:
         """Call Web API ``method`` (dotted, as Slack names it: ``chat.postMessage``) with ``arguments``;
         the answer's data, or a :class:`SlackFailure` (logged)."""
-        client = await self._client(method)
+        client = await self._client(method, arguments)
         if isinstance(client, SlackFailure):
             return client
         # the SDK's named method, so each is encoded as Slack expects (JSON, form or query)
@@ -521,7 +534,7 @@ class SlackGateway:
 
     async def _upload_v2(self, arguments: dict[str, Any]) -> dict[str, Any] | SlackFailure:
         """``files_upload_v2`` with ``arguments``: the answer of ``files.completeUploadExternal``."""
-        client = await self._client("files.upload")
+        client = await self._client("files.upload", arguments)
         if isinstance(client, SlackFailure):
             return client
         try:

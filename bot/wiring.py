@@ -49,8 +49,10 @@ from bot.installations import (
     InstalledWorkspaces,
     InstallPage,
     StateStore,
+    TeamsSeen,
     authorization_url,
     oauth_client,
+    team_access_listener,
 )
 from bot.metrics import MeteredApp
 from bot.middleware import (
@@ -223,7 +225,7 @@ def _oauth_clients(settings: Settings, *, agent: AgentClient, store: Store | Non
         raise ConfigurationError("OAuth mode (SLACK_CLIENT_ID) keeps its installations in the database: open the store first")
     web = web_client(None, settings.slack_api_url)
     installations = build_installations(settings, store, oauth_client(settings.slack_api_url), now)
-    tokens = InstalledTokens(installations)
+    tokens = InstalledTokens(installations, TeamsSeen(engine=store.engine, run=store.run, now=now))
     slack = SlackGateway(web, tokens)
     identity = Identity(slack, ttl=settings.user_cache_ttl)
     return Clients(agent=agent, web=web, slack=slack, identity=identity, bot_token=CurrentToken(tokens), installations=installations)
@@ -493,9 +495,13 @@ def build_app(
             **oauth,
         )
     installation = Installation(services.slack) if installations is None else None
-    workspaces: Workspaces = installation if installation is not None else InstalledWorkspaces(installations)  # type: ignore[arg-type]
+    seen = services.slack.tokens.seen if isinstance(services.slack.tokens, InstalledTokens) else None
+    workspaces: Workspaces = installation if installation is not None else InstalledWorkspaces(installations, seen)  # type: ignore[arg-type]
     app.middleware(tag_request)
     app.middleware(build_workspace_check(workspaces, messages=notices))
+    if installations is not None:  # Enterprise Grid: an org-wide install added to or removed from workspaces
+        app.event("team_access_granted")(team_access_listener(installations, granted=True))
+        app.event("team_access_revoked")(team_access_listener(installations, granted=False))
     app.middleware(build_dedupe(services.store, messages=notices))
     # Bolt calls its listener runner's completion handler when a listener has finished (after its ack
     # and its work); AsyncApp takes no custom one as an argument, so the default (a no-op) is replaced

@@ -8,9 +8,11 @@ API's 30,000 events an hour from one workspace.
 
 What the bot does (:class:`SlackLifecycle`; the listeners are :mod:`handlers.lifecycle`):
 
-- revoked or uninstalled: in OAuth mode the installation is marked revoked (kept, not deleted:
-  :mod:`bot.installations`; its requests are refused until it is installed again, which lifts the
-  pause), and a ``revoked`` row in ``slack_pauses`` (:class:`bot.store.SlackPause`,
+- revoked or uninstalled, in OAuth mode: the installation is marked revoked (kept, not deleted:
+  :mod:`bot.installations`; its requests are refused until it is installed again), and nothing
+  else: the workspace's calls find no token (``not_authed``) while the other workspaces (other
+  installations) go on; the org-wide installation's mark stops every workspace it serves.
+- revoked or uninstalled, one bot token: a ``revoked`` row in ``slack_pauses`` (:class:`bot.store.SlackPause`,
   shared by every replica) and one WARNING line; the periodic jobs that post and follow (session
   follower, digests, limits) skip their ticks (:meth:`SlackLifecycle.gate`). The row is cleared by
   :meth:`SlackLifecycle.check_token` when ``auth.test`` succeeds again: a periodic job that runs
@@ -54,8 +56,9 @@ class SlackLifecycle:
         """The bot token was revoked or the app uninstalled (``reason``: the event type): stop
         posting and following until :meth:`check_token` sees the token work again."""
         tokens = getattr(self.slack, "tokens", None)  # the gateway's token source (a stand-in may have none)
-        if tokens is not None:  # OAuth mode: the installation is marked revoked (bot.installations)
-            await tokens.revoked(reason)
+        if tokens is not None and await tokens.revoked(reason):  # OAuth mode: that installation only (bot.installations)
+            logger.warning("Slack %s: that installation's work stops; the other installations go on", reason)
+            return
         await self.store.pause_slack(REVOKED, reason, self.now())
         logger.warning("Slack %s: the bot token no longer works; posting and following sessions stop until auth.test succeeds", reason)
 

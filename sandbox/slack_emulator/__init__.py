@@ -14,7 +14,8 @@ It stands in for Slack on both sides of a bot:
 It is an independent implementation of Slack's documented behaviour (each module names the Slack
 doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``.
 
-OAuth v2 installs and token rotation: :mod:`.oauth`. Not emulated: scopes, the RTM API, Slack's own delivery timeouts and
+OAuth v2 installs and token rotation: :mod:`.oauth`; an Enterprise Grid: :mod:`.grid`.
+Not emulated: scopes, the RTM API, Slack's own delivery timeouts and
 retries (tests send retries explicitly), message search. Membership is: the bot reads the history
 of, and gets events from, only the conversations it is in (:mod:`.web_api`, :mod:`.client_side`).
 """
@@ -31,6 +32,7 @@ from .directory import (
     dm_channel_id,
 )
 from .emulator import DEFAULT_BOT_TOKEN, DEFAULT_SIGNING_SECRET, DEFAULT_VERIFICATION_TOKEN, SlackEmulator
+from .grid import Grid, GridClientSide, GridOAuth, GridWorkspace
 from .oauth import DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, OAuthServer
 from .recorder import (
     ApiCall,
@@ -68,6 +70,10 @@ __all__ = [
     "EmulatedUserGroup",
     "Envelope",
     "Ephemeral",
+    "Grid",
+    "GridClientSide",
+    "GridOAuth",
+    "GridWorkspace",
     "Message",
     "MessageUpdate",
     "ModalView",

@@ -28,6 +28,8 @@ from sandbox.server import RunningServer, serve_in_thread
 from .client_side import EVENTS_PATH, AsyncSlackClientSide, SlackClientSide
 from .console import Console
 from .directory import Directory, default_directory
+from .grid import Grid, GridClientSide, GridConsole, GridOAuth
+from .grid import attach as attach_grid
 from .oauth import OAuthServer
 from .recorder import Recorder
 from .response_urls import ResponseUrlOrigin, ResponseUrlRegistry
@@ -56,8 +58,10 @@ class SlackEmulator:
         post_message_rate_limit: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         app_token: str = DEFAULT_APP_TOKEN,
+        grid: Grid | None = None,
     ) -> None:
-        self.directory = directory or default_directory()
+        self.grid = grid  # an Enterprise Grid (.grid): its people and channels, org-wide and workspace installs
+        self.directory = directory or (grid.directory() if grid is not None else default_directory())
         self.socket_mode = SocketModeHub(app_token=app_token, app_id=self.directory.bot.app_id)
         self.bot_token = bot_token
         self.signing_secret = signing_secret
@@ -73,7 +77,11 @@ class SlackEmulator:
             clock=clock,
             socket_mode=self.socket_mode,
         )
-        self.oauth = OAuthServer(directory=self.directory)  # OAuth installs and rotating tokens (.oauth)
+        self.oauth = (  # OAuth installs and rotating tokens (.oauth; a Grid's: .grid)
+            OAuthServer(directory=self.directory) if grid is None else GridOAuth(grid=grid, directory=self.directory)
+        )
+        if isinstance(self.oauth, GridOAuth):
+            attach_grid(self.web_api, self.oauth, bot_token)
         self.web_api.token_refusal = self.oauth.refusal  # type: ignore[method-assign]
         self.web_api.app.router.routes[0:0] = self.oauth.routes()
         self._server: RunningServer | None = None
@@ -135,8 +143,16 @@ class SlackEmulator:
         return f"{self.url}/response/{response_url_id}"
 
     def client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> SlackClientSide:
-        """A blocking client side that sends signed requests to ``{bot_url}{path}``."""
+        """A blocking client side that sends signed requests to ``{bot_url}{path}`` (on a Grid: :meth:`grid_client`)."""
+        if self.grid is not None:
+            return self.grid_client(bot_url, path=path, timeout=timeout)
         return SlackClientSide(self, bot_url, path=path, timeout=timeout)
+
+    def grid_client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> GridClientSide:
+        """The blocking client side of a Grid (:class:`.grid.GridClientSide`); needs ``grid``."""
+        if self.grid is None or not isinstance(self.oauth, GridOAuth):
+            raise RuntimeError("this emulator has no Enterprise Grid; pass grid=Grid()")
+        return GridClientSide(self, bot_url, grid=self.grid, oauth=self.oauth, path=path, timeout=timeout)
 
     def async_client(self, bot_url: str, *, path: str = EVENTS_PATH, timeout: float = 10.0) -> AsyncSlackClientSide:
         """The same as :meth:`client`, with coroutine methods."""
@@ -157,7 +173,8 @@ class SlackEmulator:
         the bot at ``bot_url`` as signed requests; ``notes`` label people in it (``{"U0OWNER": "owner"}``).
         Returns the :class:`.console.Console`; calling it again replaces the bot URL and notes."""
         if self._console is None:
-            self._console = Console(self, bot_url, notes=notes)
+            grid = self.grid
+            self._console = Console(self, bot_url, notes=notes) if grid is None else GridConsole(self, bot_url, grid=grid, notes=notes)
             self.app.router.routes.extend(self._console.routes())
         else:
             self._console.bot_url = bot_url

@@ -272,7 +272,7 @@ def test_computer_rules_warn_when_there_are_none(stack, tmp_path):
 def test_all_checks_pass_on_a_good_deployment_and_exit_0(stack, tmp_path):
     checks = run(run_checks(settings_of(stack, tmp_path), mode="http", manifest=MANIFEST, today=lambda: TODAY))
     text, status = report(checks)
-    assert [c.status for c in checks] == ["ok"] * 10, text  # the demo's roles file has computer rules
+    assert [c.status for c in checks] == ["ok"] * 11, text  # the demo's roles file has computer rules
     assert status == 0
 
 
