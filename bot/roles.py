@@ -164,6 +164,7 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "session.send_to_agent": "send a message to the agent (Send to agent)",
     "session.start_from_message": "start an agent session",
     "session.suggested": "start an agent session",
+    "alerts.ask_agent": "ask the agent about an alert (Ask the agent)",
     "sessions": "list agent sessions (`/agent sessions`)",
     "sessions feedback": "read the feedback on the agent's answers (`/agent sessions feedback`)",
     "session_feedback": "rate the agent's answers",

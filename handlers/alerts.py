@@ -37,11 +37,15 @@ from bot.services.alerts import (
     UnknownKindError,
     parse_duration,
 )
+from bot.services.alerts.ask import ASK_ACTION, Ask
 from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
 from bot.slack import SlackFailure
 from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unknown_alert_repository, unmuted, unsubscribed
+from formatters.session_shortcut import MessageOrigin
+from handlers.accounts import team_of
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
-from handlers.router import CommandRequest, Router, UserInputError
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
+from handlers.session_shortcut import open_start_form
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -318,8 +322,49 @@ async def handle_test(request: CommandRequest) -> None:
     await request.reply(sample_posted(kind.name, channel))
 
 
+ASK_STALE = "This button no longer says what to ask the agent."
+ASK_STALE_HINT = "Start a session with `/agent session start` and say what failed."
+
+
+async def handle_ask(request: ActionRequest) -> None:
+    """*Ask the agent* on a computers or readiness alert, or on the failing criteria of a readiness
+    report (value: :meth:`bot.services.alerts.ask.Ask.encode`): the session-start form prefilled
+    with what failed, on the alert's computer (else the channel's default computer), followed in the
+    alert's thread (:func:`handlers.session_shortcut.open_start_form`, the shortcut's form and start
+    path: a double submit or a retry starts one session). The role check ran before: the button's
+    policy key reads as ``session start`` (:data:`bot.policy.POLICY_ALIASES`). A click on an
+    ephemeral message (the reply to ``/agent reports``), which has no thread, opens the start form
+    prefilled, and the session gets its own thread."""
+    ask = Ask.decode(request.value)
+    if ask is None:
+        raise UserInputError(ASK_STALE, ASK_STALE_HINT)
+    container = request.body.get("container") or {}
+    message = request.body.get("message") or {}
+    ephemeral = bool(container.get("is_ephemeral")) or not request.message_ts
+    origin = None
+    if not ephemeral:
+        root = str(message.get("thread_ts") or request.message_ts)
+        origin = MessageOrigin(request.channel_id, request.user.user_id, request.message_ts, root, "alert")
+
+    async def prompt() -> str:
+        return ask.prompt
+
+    await open_start_form(
+        request.services,
+        by=request.user,
+        team_id=team_of(request.body),
+        trigger_id=request.trigger_id,
+        prompt=prompt(),
+        origin=origin,
+        respond=None if request.in_view else request.respond,
+        computer=ask.computer_id,
+        channel=request.channel_id,
+    )
+
+
 def register(app: AsyncApp, router: Router, services: Services) -> None:
-    """Add the ``/agent alerts`` sub-commands."""
+    """Add the ``/agent alerts`` sub-commands and the *Ask the agent* button."""
+    app.action(ASK_ACTION)(action_listener(services, handle_ask))
     for spec, handler in (
         (SUBSCRIBE, handle_subscribe),
         (UNSUBSCRIBE, handle_unsubscribe),

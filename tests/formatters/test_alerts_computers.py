@@ -4,6 +4,7 @@ sandbox fleet renders safely (no ping, link or invisible character, Slack's limi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 import pytest
@@ -63,6 +64,25 @@ def test_a_computer_in_error_names_the_step_and_error_and_offers_retry(block_kit
                     "style": "primary",
                     "text": {"type": "plain_text", "text": "Retry install"},
                 },
+            },
+            {
+                "type": "actions",
+                "block_id": "alert.ask",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": "alerts.ask_agent",
+                        "text": {"type": "plain_text", "text": "Ask the agent"},
+                        "value": json.dumps(
+                            {
+                                "p": "Computer Legacy <!channel> VM failed at step `Install dependencies`: find out why and fix it.\n"
+                                "The step's error: npm ERR! code ERESOLVE <@U123> & `x`",
+                                "c": "cmp-legacy-build",
+                            },
+                            separators=(",", ":"),
+                        ),
+                    }
+                ],
             },
             note(
                 "Incident 2 of this computer \u00b7 *Retry install* restarts its dependency install (for managers and owners, "
@@ -212,11 +232,13 @@ def test_the_hostile_fleet_renders_safely(block_kit_validator, what):
 
 
 def _strings(node):
+    """Every string Slack shows (a button's ``value``, the Ask the agent prompt as typed, is never shown)."""
     if isinstance(node, str):
         yield node
     elif isinstance(node, dict):
-        for value in node.values():
-            yield from _strings(value)
+        for key, value in node.items():
+            if not (key == "value" and node.get("type") == "button"):
+                yield from _strings(value)
     elif isinstance(node, list):
         for item in node:
             yield from _strings(item)
