@@ -94,6 +94,7 @@ from formatters.alerts_readiness import readiness_alert
 from formatters.alerts_usage import usage_alert
 from formatters.digest import chart_alt_text, digest_message
 from formatters.home import home_view
+from handlers.alerts import AlertAutorun
 from handlers.home import home_charts, home_service
 from handlers.router import Router
 
@@ -343,7 +344,7 @@ def build_services(
         tokens=HookTokens(store, now=now),
         messages=session_messages,
     )
-    return Services(
+    services = Services(
         settings=settings,
         agent=agent,
         store=store,
@@ -367,6 +368,9 @@ def build_services(
         now=now,
         jobs=[],
     )
+    services.alerts.autorun = AlertAutorun(services)  # a session for each new incident (issue #28 part 4)
+    services.alerts.autorun_cap = settings.autorun_daily_cap
+    return services
 
 
 def slack_outbox(settings: Settings, clients: Clients, store: Store, now: Callable[[], dt.datetime], *, owner: str) -> Outbox:

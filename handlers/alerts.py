@@ -1,6 +1,6 @@
 """``/agent alerts``: subscribe a channel (or yourself, in a DM) to alerts, list, mute, test.
 
-    /agent alerts subscribe <kind> [#channel]
+    /agent alerts subscribe <kind> [#channel] [autorun]
     /agent alerts unsubscribe <kind|id> [#channel]
     /agent alerts list [#channel]
     /agent alerts mute <kind|id> [#channel] for=<duration>
@@ -23,13 +23,18 @@ tick (``AGENT_BOT_ALERT_*_SECONDS``), ``agent-bot alerts tick`` runs once, and t
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
+from bot.api import AgentAPIError
 from bot.commands import SubCommand, in_code
 from bot.outcomes import Declined, NothingChanged
+from bot.roles import ResolvedUser
 from bot.services.alerts import (
+    AUTORUN_KINDS,
+    AlertEvent,
     AlertKind,
     AlertSubscription,
     FilterError,
@@ -39,16 +44,32 @@ from bot.services.alerts import (
 )
 from bot.services.alerts.ask import ASK_ACTION, Ask
 from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
+from bot.services.sessions import ChooseComputer, LinkNeeded, NewStart
+from bot.services.sessions.acting import NOT_LINKED
+from bot.services.sessions.starter import START_POLICY_KEY
 from bot.slack import SlackFailure
-from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unknown_alert_repository, unmuted, unsubscribed
+from formatters.alerts import (
+    autorun_over_cap,
+    autorun_refused,
+    muted,
+    sample_posted,
+    subscribed,
+    subscription_list,
+    unknown_alert_repository,
+    unmuted,
+    unsubscribed,
+)
+from formatters.notices import outcome_message
 from formatters.session_shortcut import MessageOrigin
 from handlers.accounts import team_of
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
-from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
 from handlers.session_shortcut import open_start_form
 
 if TYPE_CHECKING:
     from bot.container import Services
+
+logger = logging.getLogger(__name__)
 
 POLICY_KEY = "alerts"
 
@@ -62,11 +83,12 @@ _KINDS_TEXT = (
 SUBSCRIBE = SubCommand(
     name="alerts subscribe",
     summary="Alert a channel (or you, in a DM) when something changes: enterprise controls, readiness, computers, usage spikes.",
-    usage="/agent alerts subscribe <kind> [#channel] [filters]",
+    usage="/agent alerts subscribe <kind> [#channel] [filters] [autorun]",
     examples=(
         "/agent alerts subscribe controls",
         "/agent alerts subscribe readiness #web-team repo=acme/web drop=5",
         "/agent alerts subscribe computers #ops",
+        "/agent alerts subscribe computers #ops autorun",
         "/agent alerts subscribe usage #eng-leads spike=4x min=2M",
     ),
     details=(
@@ -74,7 +96,9 @@ SUBSCRIBE = SubCommand(
         "billable tokens at least that many times the average of the 7 days before) and `min=` (billable tokens, "
         "default 1M; k, M or B). A subscription starts from now: "
         "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
-        "are collected in one message's thread."
+        "are collected in one message's thread. `autorun` (`computers`; managers and owners): each new incident "
+        "starts an agent session in its alert's thread with your own key, at most `AGENT_BOT_AUTORUN_DAILY_CAP` a day "
+        "in the channel; subscribing again without it turns it off."
     ),
     policy_key=POLICY_KEY,
 )
@@ -242,19 +266,39 @@ async def _subscription(request: CommandRequest, usage: str) -> AlertSubscriptio
     return found[0]
 
 
+AUTORUN_WORD = "autorun"
+AUTORUN_POLICY_KEY = "alerts.autorun"
+AUTORUN_NOT_FOR = "`{kind}` alerts cannot autorun: only {kinds} alerts start a session for each new incident."
+AUTORUN_HINT = "Use *Ask the agent* on an alert to start a session by hand."
+
+
 async def handle_subscribe(request: CommandRequest) -> None:
     args = list(request.command.args)
+    autorun = any(a.lower() == AUTORUN_WORD for a in args[1:])
+    args = [args[0], *(a for a in args[1:] if a.lower() != AUTORUN_WORD)] if args else args
     kind = _kind(request, args[0] if args else None, SUBSCRIBE.usage)
     filters = _filters(request, kind, SUBSCRIBE.usage)
     _check_policy(request, kind.name)
+    if autorun:
+        if kind.name not in AUTORUN_KINDS:
+            kinds = ", ".join(f"`{k}`" for k in AUTORUN_KINDS)
+            raise UserInputError(AUTORUN_NOT_FOR.format(kind=kind.name, kinds=kinds), AUTORUN_HINT)
+        policy = request.services.policy
+        if not policy.allows(request.user, AUTORUN_POLICY_KEY):
+            role = policy.minimum(AUTORUN_POLICY_KEY).name
+            raise UserInputError(
+                NEEDS_ROLE.format(kind=f"{kind.name} {AUTORUN_WORD}", role=role, key=AUTORUN_POLICY_KEY),
+                NEEDS_ROLE_HINT.format(role=role, key=AUTORUN_POLICY_KEY),
+            )
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
     unknown = await _unknown_repository(request, filters)
     if unknown is not None:
         await request.reply(unknown_alert_repository(unknown))
         return
-    sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters)
-    await request.reply(subscribed(sub, new=new))
+    runs = (request.user.user_id, team_of(request.body)) if autorun else None
+    sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters, autorun=runs)
+    await request.reply(subscribed(sub, new=new, cap=request.services.alerts.autorun_cap))
 
 
 async def _unknown_repository(request: CommandRequest, filters: dict[str, object]) -> UnknownRepository | None:
@@ -360,6 +404,88 @@ async def handle_ask(request: ActionRequest) -> None:
         computer=ask.computer_id,
         channel=request.channel_id,
     )
+
+
+AUTORUN_NOT_ALLOWED = "<@{user}>, who turned autorun on, may no longer start agent sessions (the role check of `session start`)"
+AUTORUN_NO_COMPUTER = (
+    "no computer to run it on: the computer in error is not one a session can start on, and the channel has no default "
+    "computer (`/agent channel set computer=<name>`)"
+)
+AUTORUN_API = "the Agent platform refused the start ({what})"
+AUTORUN_UNLINKED = (
+    "<@{user}>, who turned autorun on, has not linked their own platform API key (`/agent link`), and this bot starts "
+    "sessions with the person's own key"
+)
+AUTORUN_AS = "as <@{user}>, who turned autorun on: {reason}"
+
+
+class AlertAutorun:
+    """The :class:`bot.services.alerts.Autorunner` of the bot (``bot.wiring``): a new incident's
+    session starts through the one start path (:meth:`bot.services.sessions.Sessions.start`, start
+    key ``autorun:<subscription>:<event key>``: a second try or a second replica starts nothing more),
+    as the person who turned autorun on (their role now, their own key: :mod:`bot.services.sessions.acting`),
+    on the alert's computer when a session can start there, else the channel's default computer,
+    followed in the alert's thread. What keeps it from starting (unlinked in ``AGENT_BOT_SESSIONS_AS=person``,
+    no role, no computer, the platform's refusal) is said in that thread with an *Ask the agent*
+    button (:func:`formatters.alerts.autorun_refused`)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def start(self, sub: AlertSubscription, event: AlertEvent, ask: Ask) -> tuple[str, str | None]:
+        services = self.services
+        thread = event.thread_ts or event.message_ts
+        user = sub.autorun_by or ""
+        by = await services.resolver.resolve(user)
+        why: str | None = None
+        if not services.policy.allows(by, START_POLICY_KEY):
+            why = AUTORUN_NOT_ALLOWED.format(user=user)
+        else:
+            try:
+                why = await self._start(sub, event, ask, by, thread)
+            except LinkNeeded as exc:  # AGENT_BOT_SESSIONS_AS=person: their own key or nothing
+                why = AUTORUN_UNLINKED.format(user=user) if exc.reason == NOT_LINKED else AUTORUN_AS.format(user=user, reason=exc.reason)
+            except Declined as exc:
+                why = str(outcome_message(exc.outcome)["text"])
+            except AgentAPIError as exc:
+                why = AUTORUN_API.format(what=describe_api_error(exc)[0])
+        if why is None:
+            return "started", None
+        posted = await services.slack.post(event.channel_id, autorun_refused(sub, why, ask), thread_ts=thread)
+        if isinstance(posted, SlackFailure):
+            logger.warning("autorun of %s: could not say why it did not start (%s)", event.event_key, posted.error)
+        return "refused", why
+
+    async def _start(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, by: ResolvedUser, thread: str | None) -> str | None:
+        """Start it; None once started (or failed where its parent message shows it), else why not."""
+        services = self.services
+        choices = await services.sessions.starter.form_choices(by, event.channel_id)
+        usable = {c.id for c in choices.computers}
+        computer = ask.computer_id if ask.computer_id in usable else None
+        applied = await services.channel_defaults.apply(sub.autorun_team, event.channel_id, computer=computer, cwd=None, model=None, by=by)
+        if applied.computer is None or applied.computer not in usable:
+            return AUTORUN_NO_COMPUTER
+        start = NewStart(
+            start_key=f"autorun:{sub.id}:{event.event_key}",
+            slack_user=by.user_id,
+            user_email=by.email,
+            channel=event.channel_id,
+            origin="autorun",
+            prompt=ask.prompt,
+            cwd=applied.cwd,
+            model=applied.model,
+            thread_ts=thread,
+            team_id=sub.autorun_team,
+        )
+        outcome = await services.sessions.start(start, applied.computer, by=by)
+        if isinstance(outcome, ChooseComputer):
+            return AUTORUN_NO_COMPUTER
+        return None
+
+    async def over_cap(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, cap: int) -> None:
+        posted = await self.services.slack.post(event.channel_id, autorun_over_cap(cap))
+        if isinstance(posted, SlackFailure):
+            logger.warning("autorun in %s: could not say the daily cap is reached (%s)", event.channel_id, posted.error)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

@@ -52,6 +52,7 @@ MADE_BY_MIGRATIONS = (
     "answer_votes",
     "channel_defaults",
     "channel_default_changes",
+    "alert_autoruns",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

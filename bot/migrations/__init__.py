@@ -14,7 +14,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by 
   own platform API keys, encrypted); ``0010`` the start lease of ``agent_sessions`` and ``slack_outbox``;
   ``0011`` ``answer_votes`` (feedback on the agent's answers);
   ``0012`` ``channel_defaults`` and ``channel_default_changes`` (a channel's session defaults, and their log);
-  ``0013`` slack-sdk's installation tables and ``slack_installation_states`` (OAuth installs, token rotation).
+  ``0013`` slack-sdk's installation tables and ``slack_installation_states`` (OAuth installs, token rotation);
+  ``0018`` alert autorun: ``alert_autoruns`` and the autorun and ask columns of the alert tables.
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any

@@ -420,7 +420,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0010  slack_outbox, and the start lease of agent_sessions\n"
         "0011  answer_votes: feedback on the agent's answers\n"
         "0012  channel_defaults, channel_default_changes: a channel's session defaults, and who changed which, when\n"
-        "0013  OAuth installs: slack-sdk's installation and state store tables, and the bot's state of each installation  (head)\n"
+        "0013  OAuth installs: slack-sdk's installation and state store tables, and the bot's state of each installation\n"
+        "0018  alerts: autorun (a session started for each new incident), and what an alert asks the agent  (head)\n"
     )
 
 
