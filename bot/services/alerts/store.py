@@ -639,7 +639,7 @@ class AlertsRepository:
                             alert_events.c.parent_key.is_(None),
                             alert_events.c.ask.is_not(None),
                             alert_events.c.message_ts.is_not(None),
-                            alert_events.c.created_at >= sub.autorun_since,
+                            alert_events.c.created_at > sub.autorun_since,
                         )
                         .order_by(alert_events.c.created_at, alert_events.c.ordinal)
                     ).all()
