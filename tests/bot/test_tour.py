@@ -36,6 +36,7 @@ TOURED = (
     "── the session in #engineering: the channel's computer and directory",
     "── bob: /agent channel reset",
     "── carol picks Send to agent on bob's reply",
+    "── carol clicks Ask the agent on the alert",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 
