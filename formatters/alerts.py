@@ -197,9 +197,10 @@ def subscribed(sub: AlertSubscription, *, new: bool, cap: int | None = None) -> 
 
 
 def autorun_refused(sub: AlertSubscription, why: str, ask: Ask) -> Payload:
-    """Said in an incident's thread when autorun could not start its session: ``why`` (words, escaped
-    here), whose key it would have gone with, and the *Ask the agent* button of ``ask`` to start it by hand."""
-    text = AUTORUN_REFUSED.format(why=esc(why.rstrip(".")))
+    """Said in an incident's thread when autorun could not start its session: ``why`` (mrkdwn, its
+    strings from people or the API escaped by the caller, its mentions kept: ``<@U0MANAGER>``), whose
+    key it would have gone with, and the *Ask the agent* button of ``ask`` to start it by hand."""
+    text = AUTORUN_REFUSED.format(why=why.rstrip("."))
     hint = AUTORUN_REFUSED_HINT.format(user=esc(sub.autorun_by or ""))
     return message([section(text), context(hint), actions(ask_button(ask), block_id=ASK_BLOCK)], text)
 

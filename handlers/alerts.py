@@ -59,6 +59,7 @@ from formatters.alerts import (
     unmuted,
     unsubscribed,
 )
+from formatters.blocks import esc
 from formatters.notices import outcome_message
 from formatters.session_shortcut import MessageOrigin
 from handlers.accounts import team_of
@@ -438,17 +439,19 @@ class AlertAutorun:
         user = sub.autorun_by or ""
         by = await services.resolver.resolve(user)
         why: str | None = None
+        user = esc(user)  # a Slack user ID; the reasons below are mrkdwn (autorun_refused)
         if not services.policy.allows(by, START_POLICY_KEY):
             why = AUTORUN_NOT_ALLOWED.format(user=user)
         else:
             try:
                 why = await self._start(sub, event, ask, by, thread)
             except LinkNeeded as exc:  # AGENT_BOT_SESSIONS_AS=person: their own key or nothing
-                why = AUTORUN_UNLINKED.format(user=user) if exc.reason == NOT_LINKED else AUTORUN_AS.format(user=user, reason=exc.reason)
+                unlinked = exc.reason == NOT_LINKED
+                why = AUTORUN_UNLINKED.format(user=user) if unlinked else AUTORUN_AS.format(user=user, reason=esc(exc.reason))
             except Declined as exc:
-                why = str(outcome_message(exc.outcome)["text"])
+                why = str(outcome_message(exc.outcome)["text"])  # escaped there
             except AgentAPIError as exc:
-                why = AUTORUN_API.format(what=describe_api_error(exc)[0])
+                why = AUTORUN_API.format(what=esc(describe_api_error(exc, your_key=True)[0]))
         if why is None:
             return "started", None
         posted = await services.slack.post(event.channel_id, autorun_refused(sub, why, ask), thread_ts=thread)

@@ -96,6 +96,10 @@ def test_an_unlinked_subscribers_autorun_says_why_in_the_thread_with_a_button_to
     [note] = said
     expected = autorun_refused(sub, AUTORUN_UNLINKED.format(user="U0MANAGER"), Ask(PROMPT, BOX))
     assert block_kit_validator({"text": note.text, "blocks": note.blocks}) == expected
+    assert note.text == (  # the subscriber mentioned (as Slack shows a mention), not escaped into "&lt;@U0MANAGER&gt;"
+        ":warning: Autorun could not start a session for this incident: <@U0MANAGER>, who turned autorun on, has not linked "
+        "their own platform API key (`/agent link`), and this bot starts sessions with the person's own key."
+    )
     [button] = [e for b in note.blocks if b["type"] == "actions" for e in b["elements"]]
     assert (button["action_id"], Ask.decode(button["value"])) == (ASK_ACTION, Ask(PROMPT, BOX))
     assert len(autorun_rows(stack)) == before  # nothing started
