@@ -16,9 +16,11 @@ from bot.services.alerts import EVENT_TYPE, alert_events, alert_state, alert_sub
 from bot.services.alerts.ask import ASK_ACTION, Ask, criteria_ask
 from bot.services.sessions.context import SHORTCUT_VIEW, ThreadContext, slack_time, with_context
 from formatters.blocks import message, section
+from formatters.notices import error_message
 from formatters.reports import ASK_BLOCK, ask_button, criterion_words
 from formatters.session_shortcut import ALERT_NOTE, ALERT_TITLE, MessageOrigin, message_origin
 from formatters.sessions import START_VIEW
+from handlers.alerts import ASK_STALE, ASK_STALE_HINT
 from tests.inprocess import inprocess_fixture
 from tests.refusals import demo_refusal
 
@@ -168,3 +170,11 @@ def test_the_reports_failing_criteria_ask_opens_the_start_form_prefilled(stack, 
     stack.run(client.send_view_submission(view, values, user_id="U0MEMBER"))
     [link] = rows(stack)[: len(rows(stack)) - before]
     assert (link.channel, user_prompt(stack, link)) == (CHANNEL, asked.prompt)
+
+
+def test_a_button_whose_value_says_nothing_to_ask_gets_a_clear_answer_and_no_form(stack):
+    forged = {"type": "message", "text": "x", "blocks": [{"type": "actions", "elements": [ask_button(Ask("x")).to_dict()]}]}
+    forged["blocks"][0]["elements"][0]["value"] = "not what the bot wrote"
+    reply = stack.click(ASK_ACTION, user="U0MEMBER", channel=CHANNEL, message=forged)
+    assert {"text": reply.last["text"], "blocks": reply.last["blocks"]} == error_message(ASK_STALE, ASK_STALE_HINT)
+    assert stack.slack.recorder.modals() == []
