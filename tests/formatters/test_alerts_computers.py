@@ -75,11 +75,12 @@ def test_a_computer_in_error_names_the_step_and_error_and_offers_retry(block_kit
                         "text": {"type": "plain_text", "text": "Ask the agent"},
                         "value": json.dumps(
                             {
-                                "p": "Computer Legacy <!channel> VM failed at step `Install dependencies`: find out why and fix it.\n"
-                                "The step's error: npm ERR! code ERESOLVE <@U123> & `x`",
+                                "p": "Computer Legacy \u2039!channel> VM failed at step `Install dependencies`: find out why and fix it.\n"
+                                "The step's error: npm ERR! code ERESOLVE \u2039@U123> & `x`",
                                 "c": "cmp-legacy-build",
                             },
                             separators=(",", ":"),
+                            ensure_ascii=False,
                         ),
                     }
                 ],
@@ -232,13 +233,11 @@ def test_the_hostile_fleet_renders_safely(block_kit_validator, what):
 
 
 def _strings(node):
-    """Every string Slack shows (a button's ``value``, the Ask the agent prompt as typed, is never shown)."""
     if isinstance(node, str):
         yield node
     elif isinstance(node, dict):
-        for key, value in node.items():
-            if not (key == "value" and node.get("type") == "button"):
-                yield from _strings(value)
+        for value in node.values():
+            yield from _strings(value)
     elif isinstance(node, list):
         for item in node:
             yield from _strings(item)

@@ -134,7 +134,9 @@ def test_hostile_text_is_escaped_and_long_lists_are_capped(block_kit_validator):
     [ask] = [b for b in payload["blocks"] if b["type"] == "actions"]  # no Details: a report id too long for a button value
     assert (ask["block_id"], [e["action_id"] for e in ask["elements"]]) == ("alert.ask", ["alerts.ask_agent"])
     asked = Ask.decode(ask["elements"][0]["value"])
-    assert asked is not None and asked.prompt.startswith("Make these readiness criteria pass in acme/<!channel>`x: `<!channel> & ")
+    assert asked is not None and asked.prompt.startswith(
+        "Make these readiness criteria pass in acme/\u2039!channel>`x: `\u2039!channel> & "
+    )
     assert asked.prompt.endswith(" and 111 more.") and len(ask["elements"][0]["value"]) <= 2000
     assert payload["blocks"][-1]["elements"][0]["text"] == ALERT_HINT.format(repo="acme/&lt;!channel&gt;\u02cbx")
     assert (

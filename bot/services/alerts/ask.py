@@ -4,12 +4,16 @@ autorun session, in words a person would write, and the computer the session goe
 Pure: an alert's facts in, :class:`Ask` out; no Block Kit (the formatters put an :class:`Ask` into
 a button's value with :meth:`Ask.encode`, the click handler reads it back with :meth:`Ask.decode`).
 Texts from the API (a computer's name, a step, an error, a criterion id, a repository) are kept as
-plain text: the prompt goes to the agent and into a form's ``initial_value``, where nothing is rendered.
+plain text on one line: the prompt goes to the agent and into a form's ``initial_value``, where
+nothing is rendered; the opening ``<`` of Slack's markup in them (``<!channel>``, ``<@U1>``,
+``<https://...>``) is written as a single left-pointing angle quotation mark (U+2039), so neither the
+button's value nor the session's messages carry a ping.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -33,9 +37,16 @@ CRITERIA_MANY: Final = "Make these readiness criteria pass in {repo}: {names}."
 CRITERIA_MORE: Final = " and {n} more"
 
 
+_SLACK_MARKUP = re.compile(r"<(?=[!@#]|https?:|mailto:)", re.IGNORECASE)
+"""The opening ``<`` of Slack's markup (a ping, a mention, a link: Slack doc "Formatting text for app
+surfaces"); an API string's is written U+2039 (a single angle quotation mark) so a prompt never carries one into Slack again."""
+
+
 def _one_line(text: str, limit: int) -> str:
-    """``text`` on one line, its invisible characters (bidi controls, zero widths) left out, cut to ``limit``."""
+    """``text`` on one line, its invisible characters (bidi controls, zero widths) left out, Slack's
+    markup defused (:data:`_SLACK_MARKUP`), cut to ``limit``."""
     one = " ".join("".join(ch for ch in text if ch.isprintable() or ch.isspace()).split())
+    one = _SLACK_MARKUP.sub("\u2039", one)
     return one if len(one) <= limit else one[: limit - 1] + "\u2026"
 
 
