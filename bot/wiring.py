@@ -90,6 +90,7 @@ from formatters import notices
 from formatters import sessions as session_messages
 from formatters.alerts import controls_alert, overflow_message
 from formatters.alerts_computers import computer_alert, computer_news
+from formatters.alerts_readiness import alert_ask as readiness_ask
 from formatters.alerts_readiness import readiness_alert
 from formatters.alerts_usage import usage_alert
 from formatters.digest import chart_alt_text, digest_message
@@ -545,7 +546,7 @@ def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.dateti
     ``people`` names the users of usage alerts (:meth:`bot.identity.Identity.people_of`; None: e-mails)."""
     return [
         ControlsKind(agent, controls_alert, now),
-        ReadinessKind(agent, readiness_alert),
+        ReadinessKind(agent, readiness_alert, ask=readiness_ask),
         ComputersKind(agent, computer_alert, computer_news, now),
         UsageKind(agent, usage_alert, now, people),
     ]

@@ -97,7 +97,7 @@ SUBSCRIBE = SubCommand(
         "billable tokens at least that many times the average of the 7 days before) and `min=` (billable tokens, "
         "default 1M; k, M or B). A subscription starts from now: "
         "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
-        "are collected in one message's thread. `autorun` (`computers`; managers and owners): each new incident "
+        "are collected in one message's thread. `autorun` (`computers`, `readiness`; managers and owners): each new incident "
         "starts an agent session in its alert's thread with your own key, at most `AGENT_BOT_AUTORUN_DAILY_CAP` a day "
         "in the channel; subscribing again without it turns it off."
     ),
@@ -409,8 +409,8 @@ async def handle_ask(request: ActionRequest) -> None:
 
 AUTORUN_NOT_ALLOWED = "<@{user}>, who turned autorun on, may no longer start agent sessions (the role check of `session start`)"
 AUTORUN_NO_COMPUTER = (
-    "no computer to run it on: the computer in error is not one a session can start on, and the channel has no default "
-    "computer (`/agent channel set computer=<name>`)"
+    "no computer to run it on: the alert names none a session can start on (a computer in error is not), and the channel "
+    "has no default computer (`/agent channel set computer=<name>`)"
 )
 AUTORUN_API = "the Agent platform refused the start ({what})"
 AUTORUN_UNLINKED = (

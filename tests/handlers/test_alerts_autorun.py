@@ -107,3 +107,17 @@ def test_an_unlinked_subscribers_autorun_says_why_in_the_thread_with_a_button_to
     assert (row["state"], row["note"]) == ("refused", AUTORUN_UNLINKED.format(user="U0MANAGER"))
     stack.run(stack.bot.services.alerts.tick())
     assert len([m for m in stack.slack.recorder.messages(CHANNEL) if m.thread_ts == alert.ts and m.ts != alert.ts]) == 1
+
+
+def test_a_readiness_autorun_asks_to_make_the_newly_failing_criterion_pass(stack):
+    stack.command("channel set computer=cmp-ci-sandbox", user="U0OWNER", channel=CHANNEL)
+    stack.command("alerts subscribe readiness repo=acme/web autorun", user="U0OWNER", channel=CHANNEL)
+    before = len(autorun_rows(stack))
+    stack.sandbox_state.add_report("acme/web")  # one criterion newly failing
+    stack.run(stack.bot.services.alerts.tick())
+    [alert] = alerts(stack)
+    [button] = [e for b in alert.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == ASK_ACTION]
+    asked = Ask.decode(button["value"])
+    assert asked is not None and asked.prompt.startswith("Make criterion `") and asked.prompt.endswith(" pass in acme/web.")
+    [link] = autorun_rows(stack)[: len(autorun_rows(stack)) - before]
+    assert (link.thread_ts, link.computer_id, link.prompt) == (alert.ts, "cmp-ci-sandbox", asked.prompt)

@@ -149,7 +149,7 @@ DEFAULT_AUTORUN_CAP = 3
 """Sessions autorun starts in one channel per UTC day (``AGENT_BOT_AUTORUN_DAILY_CAP``)."""
 AUTORUN_LEASE = dt.timedelta(minutes=10)
 """How long an autorun claimed and not finished waits before another tick tries its start again."""
-AUTORUN_KINDS: Final = ("computers",)
+AUTORUN_KINDS: Final = ("readiness", "computers")
 """The kinds whose subscriptions may autorun (their new incidents carry an ask)."""
 
 
