@@ -423,7 +423,7 @@ AUTORUN_AS = "as <@{user}>, who turned autorun on: {reason}"
 class AlertAutorun:
     """The :class:`bot.services.alerts.Autorunner` of the bot (``bot.wiring``): a new incident's
     session starts through the one start path (:meth:`bot.services.sessions.Sessions.start`, start
-    key ``autorun:<subscription>:<event key>``: a second try or a second replica starts nothing more),
+    key ``autorun:<channel>:<alert ts>``, the posted alert's own: a second try or a second replica starts nothing more),
     as the person who turned autorun on (their role now, their own key: :mod:`bot.services.sessions.acting`),
     on the alert's computer when a session can start there, else the channel's default computer,
     followed in the alert's thread. What keeps it from starting (unlinked in ``AGENT_BOT_SESSIONS_AS=person``,
@@ -469,7 +469,7 @@ class AlertAutorun:
         if applied.computer is None or applied.computer not in usable:
             return AUTORUN_NO_COMPUTER
         start = NewStart(
-            start_key=f"autorun:{sub.id}:{event.event_key}",
+            start_key=f"autorun:{event.channel_id}:{event.message_ts}",  # the alert message: unique, whatever ids are reused
             slack_user=by.user_id,
             user_email=by.email,
             channel=event.channel_id,

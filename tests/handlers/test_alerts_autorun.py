@@ -14,7 +14,7 @@ from sqlalchemy import delete
 
 from bot.services.alerts import EVENT_TYPE, alert_autoruns, alert_events, alert_state, alert_subscriptions
 from bot.services.alerts.ask import ASK_ACTION, Ask
-from formatters.alerts import AUTORUN_LISTED, autorun_refused, subscribed
+from formatters.alerts import AUTORUN_LISTED, autorun_over_cap, autorun_refused, subscribed
 from formatters.notices import error_message
 from handlers.alerts import AUTORUN_POLICY_KEY, AUTORUN_UNLINKED, NEEDS_ROLE, NEEDS_ROLE_HINT
 from tests.inprocess import inprocess_fixture
@@ -121,3 +121,24 @@ def test_a_readiness_autorun_asks_to_make_the_newly_failing_criterion_pass(stack
     assert asked is not None and asked.prompt.startswith("Make criterion `") and asked.prompt.endswith(" pass in acme/web.")
     [link] = autorun_rows(stack)[: len(autorun_rows(stack)) - before]
     assert (link.thread_ts, link.computer_id, link.prompt) == (alert.ts, "cmp-ci-sandbox", asked.prompt)
+
+
+def test_past_the_daily_cap_the_channel_is_told_once_and_nothing_more_starts(stack, block_kit_validator):
+    services = stack.bot.services
+    stack.command("channel set computer=cmp-ci-sandbox", user="U0OWNER", channel=CHANNEL)
+    stack.command("alerts subscribe computers autorun", user="U0OWNER", channel=CHANNEL)
+    before = len(autorun_rows(stack))
+    cap, services.alerts.autorun_cap = services.alerts.autorun_cap, 1
+    failed = {"status": "error", "error": "pip: no matching wheel"}
+    try:
+        for computer in (BOX, "cmp-gpu-box"):
+            httpx.post(f"{stack.sandbox.url}/_sandbox/computers/{computer}/status", json=failed).raise_for_status()
+        stack.run(services.alerts.tick())
+        stack.run(services.alerts.tick())
+    finally:
+        services.alerts.autorun_cap = cap
+        httpx.post(f"{stack.sandbox.url}/_sandbox/computers/cmp-gpu-box/status", json={"status": "provisioning"})
+    assert len(alerts(stack)) == 2
+    assert len(autorun_rows(stack)) - before == 1
+    told = [m for m in stack.slack.recorder.messages(CHANNEL) if m.text == autorun_over_cap(1)["text"]]
+    assert len(told) == 1 and block_kit_validator({"text": told[0].text, "blocks": told[0].blocks}) == autorun_over_cap(1)

@@ -159,7 +159,7 @@ class Autorunner(Protocol):
 
     async def start(self, sub: AlertSubscription, event: AlertEvent, ask: Ask) -> tuple[str, str | None]:
         """Start the session of ``event`` (posted: ``message_ts``) as ``sub.autorun_by`` with the start
-        key ``autorun:<subscription>:<event key>`` (a second call starts nothing more), followed in the
+        key ``autorun:<channel>:<alert ts>`` (a second call starts nothing more), followed in the
         alert's thread: ``("started", None)`` or ``("refused", why)`` (said in the thread, with a
         button to start it by hand)."""
         ...
