@@ -149,6 +149,8 @@ DEFAULT_AUTORUN_CAP = 3
 """Sessions autorun starts in one channel per UTC day (``AGENT_BOT_AUTORUN_DAILY_CAP``)."""
 AUTORUN_LEASE = dt.timedelta(minutes=10)
 """How long an autorun claimed and not finished waits before another tick tries its start again."""
+AUTORUN_WINDOW = dt.timedelta(days=1)
+"""Incidents recorded longer ago than this are not started automatically (the bot was down): a person asks."""
 AUTORUN_KINDS: Final = ("readiness", "computers")
 """The kinds whose subscriptions may autorun (their new incidents carry an ask)."""
 
@@ -282,7 +284,7 @@ class AlertService:
             return
         now = self.now()
         stale = now - AUTORUN_LEASE
-        for sub, event, retry in await self.repo.autorun_candidates(stale):
+        for sub, event, retry in await self.repo.autorun_candidates(stale, now - AUTORUN_WINDOW):
             ask = Ask.decode(event.ask or "")
             if ask is None:
                 continue

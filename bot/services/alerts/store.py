@@ -620,9 +620,10 @@ class AlertsRepository:
 
     # ---- autorun (a session for each new incident)
 
-    async def autorun_candidates(self, stale: dt.datetime) -> list[tuple[AlertSubscription, AlertEvent, bool]]:
+    async def autorun_candidates(self, stale: dt.datetime, since: dt.datetime) -> list[tuple[AlertSubscription, AlertEvent, bool]]:
         """``(subscription, incident, retry)``: the posted top-level alerts with an ask, of the
-        subscriptions with autorun on, recorded since it was turned on, that have no autorun row yet
+        subscriptions with autorun on, recorded after it was turned on and after ``since`` (older
+        incidents, from before a long downtime, are left to people), that have no autorun row yet
         (``retry`` False), or whose row is still ``claimed`` since before ``stale`` (``retry`` True:
         a process that claimed and stopped before it started; the start key makes a second try start once)."""
 
@@ -639,7 +640,7 @@ class AlertsRepository:
                             alert_events.c.parent_key.is_(None),
                             alert_events.c.ask.is_not(None),
                             alert_events.c.message_ts.is_not(None),
-                            alert_events.c.created_at > sub.autorun_since,
+                            alert_events.c.created_at > max(since, sub.autorun_since or since),
                         )
                         .order_by(alert_events.c.created_at, alert_events.c.ordinal)
                     ).all()

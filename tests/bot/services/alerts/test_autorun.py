@@ -160,3 +160,15 @@ def test_a_start_that_stopped_half_way_is_tried_again_after_its_lease(world):
     assert [key for _sub, key, _ts, _p in recorder.started] == ["computers:c-1:incident:1"]
     [row] = run(service.repo.autoruns())
     assert (row["slot"], row["state"]) == (1, "started")
+
+
+def test_an_incident_older_than_a_day_is_left_to_people(world):
+    recorder = Recorder()
+    unwired = world.service(owner="a")  # a process that posts alerts but starts no sessions
+    run(unwired.subscribe("computers", CHANNEL, "U0MANAGER", autorun=("U0MANAGER", "T0DEMO")))
+    run(unwired.tick())
+    fail(world, "c-1")
+    run(unwired.tick())
+    world.now += dt.timedelta(days=1, minutes=1)  # the bot that autoruns comes back a day later
+    run(replica(world, recorder, "b").tick())
+    assert recorder.started == [] and run(unwired.repo.autoruns()) == []
