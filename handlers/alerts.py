@@ -407,7 +407,7 @@ async def handle_ask(request: ActionRequest) -> None:
     )
 
 
-AUTORUN_NOT_ALLOWED = "<@{user}>, who turned autorun on, may no longer start agent sessions (the role check of `session start`)"
+AUTORUN_NOT_ALLOWED = "<@{user}>, who turned autorun on, no longer has the role it needs (policy keys `session start` and `alerts.autorun`)"
 AUTORUN_NO_COMPUTER = (
     "no computer to run it on: the alert names none a session can start on (a computer in error is not), and the channel "
     "has no default computer (`/agent channel set computer=<name>`)"
@@ -440,8 +440,8 @@ class AlertAutorun:
         by = await services.resolver.resolve(user)
         why: str | None = None
         user = esc(user)  # a Slack user ID; the reasons below are mrkdwn (autorun_refused)
-        if not services.policy.allows(by, START_POLICY_KEY):
-            why = AUTORUN_NOT_ALLOWED.format(user=user)
+        if not (services.policy.allows(by, START_POLICY_KEY) and services.policy.allows(by, AUTORUN_POLICY_KEY)):
+            why = AUTORUN_NOT_ALLOWED.format(user=user)  # their role now, not the one they had when they turned it on
         else:
             try:
                 why = await self._start(sub, event, ask, by, thread)

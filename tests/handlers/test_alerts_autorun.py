@@ -16,7 +16,7 @@ from bot.services.alerts import EVENT_TYPE, alert_autoruns, alert_events, alert_
 from bot.services.alerts.ask import ASK_ACTION, Ask
 from formatters.alerts import AUTORUN_LISTED, autorun_over_cap, autorun_refused, subscribed
 from formatters.notices import error_message
-from handlers.alerts import AUTORUN_POLICY_KEY, AUTORUN_UNLINKED, NEEDS_ROLE, NEEDS_ROLE_HINT
+from handlers.alerts import AUTORUN_NOT_ALLOWED, AUTORUN_POLICY_KEY, AUTORUN_UNLINKED, NEEDS_ROLE, NEEDS_ROLE_HINT
 from tests.inprocess import inprocess_fixture
 
 running = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0}, linked=("alice",))
@@ -142,3 +142,14 @@ def test_past_the_daily_cap_the_channel_is_told_once_and_nothing_more_starts(sta
     assert len(autorun_rows(stack)) - before == 1
     told = [m for m in stack.slack.recorder.messages(CHANNEL) if m.text == autorun_over_cap(1)["text"]]
     assert len(told) == 1 and block_kit_validator({"text": told[0].text, "blocks": told[0].blocks}) == autorun_over_cap(1)
+
+
+def test_a_subscriber_whose_role_no_longer_allows_autorun_starts_nothing_and_it_is_said(stack):
+    team = stack.slack.directory.team.id
+    sub, _ = stack.run(stack.bot.services.alerts.subscribe("computers", CHANNEL, "U0MEMBER", autorun=("U0MEMBER", team)))
+    before = len(autorun_rows(stack))
+    incident(stack)  # carol is a member now (as if a manager's role was taken away after she turned it on)
+    [alert] = alerts(stack)
+    [note] = [m for m in stack.slack.recorder.messages(CHANNEL) if m.thread_ts == alert.ts and m.ts != alert.ts]
+    assert {"text": note.text, "blocks": note.blocks} == autorun_refused(sub, AUTORUN_NOT_ALLOWED.format(user="U0MEMBER"), Ask(PROMPT, BOX))
+    assert len(autorun_rows(stack)) == before
