@@ -46,6 +46,9 @@ AGENT_BOT_ALERT_COMPUTERS_SECONDS  how often computers are checked (``computers`
 AGENT_BOT_ALERT_READINESS_SECONDS  how often readiness reports are checked         ``900``
                            (``readiness`` alerts); ``usage`` alerts check with
                            the digest's cadence
+AGENT_BOT_AUTORUN_DAILY_CAP  sessions alert autorun starts in one channel per     ``3``
+                           UTC day (``alerts subscribe computers autorun``);
+                           over it, said once in the channel
 AGENT_BOT_SESSION_FOLLOW_HOURS  hours an idle session is still polled             ``24``
 AGENT_BOT_HOME_REFRESH_SECONDS  seconds at least between two refreshes of one     ``30``
                            person's Home tab after changes (opening it always
@@ -187,6 +190,9 @@ class Settings(BaseSettings):
     )
     alert_readiness_seconds: float = Field(
         default=900.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_ALERT_READINESS_SECONDS", "alert_readiness_seconds")
+    )
+    autorun_daily_cap: int = Field(
+        default=3, ge=0, le=1000, validation_alias=AliasChoices("AGENT_BOT_AUTORUN_DAILY_CAP", "autorun_daily_cap")
     )
     session_follow_hours: float = Field(
         default=24.0, gt=0, validation_alias=AliasChoices("AGENT_BOT_SESSION_FOLLOW_HOURS", "session_follow_hours")

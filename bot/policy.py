@@ -54,6 +54,7 @@ POLICY_ALIASES: Final[Mapping[str, str]] = MappingProxyType(
         "session.send_to_agent": "session start",  # the "Send to agent" message shortcut (issue #28)
         "session.start_from_message": "session start",  # the start form it opens
         "session.suggested": "session start",  # a suggested prompt's button (the Messages tab)
+        "alerts.ask_agent": "session start",  # an alert's or a report's Ask the agent button (issue #28 part 4)
     }
 )
 """Policy keys that are another key's: a shortcut and its form are a session start, so the roles

@@ -114,6 +114,7 @@ DEFAULT_POLICY: dict[str, Role] = {
     "alerts.readiness": Role.member,  # readiness reports: pass rate drops, criteria newly failing
     "alerts.computers": Role.member,  # computers going to error and back
     "alerts.usage": Role.manager,  # usage spikes, first-seen models, clients and MCP servers
+    "alerts.autorun": Role.manager,  # a session started for each new incident (subscribe ... autorun)
     # credit limits (handlers/limits.py); approvals.approver_role sets the approvers' keys
     "limits": Role.member,  # reading; a member sees only their own (below limits.read_all)
     "limits.read_all": Role.manager,
@@ -164,6 +165,7 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "session.send_to_agent": "send a message to the agent (Send to agent)",
     "session.start_from_message": "start an agent session",
     "session.suggested": "start an agent session",
+    "alerts.ask_agent": "ask the agent about an alert (Ask the agent)",
     "sessions": "list agent sessions (`/agent sessions`)",
     "sessions feedback": "read the feedback on the agent's answers (`/agent sessions feedback`)",
     "session_feedback": "rate the agent's answers",
@@ -180,6 +182,7 @@ ACTION_WORDS: Final[Mapping[str, str]] = {
     "alerts.readiness": "subscribe to alerts on readiness reports",
     "alerts.computers": "subscribe to alerts on computers in error",
     "alerts.usage": "subscribe to alerts on usage spikes",
+    "alerts.autorun": "start an agent session for each new incident automatically (`autorun`)",
     "limits": "see credit limits (`/agent limits`)",
     "limits.read_all": "see everyone's credit limits",
     "limits set": "set credit limits (`/agent limits set`)",

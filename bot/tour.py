@@ -13,6 +13,7 @@ the prompt (:func:`bot.interactive.run_interactive`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime as dt
 import json
@@ -757,6 +758,7 @@ def _tour(stack: Stack, out: TextIO, chart_dir: Path) -> None:
     except WaitTimeout as exc:  # reported, not a traceback
         out.write(f"\n(the handover step stopped: {exc})\n")
     analytics_store_step(stack, out)
+    ask_agent_step(stack, out)
 
 
 CHANNEL_DEFAULTS_SET = "channel set computer=ci cwd=~/src/web replies=mentions"
@@ -896,3 +898,63 @@ def analytics_store_step(stack: Stack, out: TextIO) -> None:
     lines = csv_files[-1].content.decode("utf-8-sig").splitlines()
     out.write(f"\u2500\u2500 {csv_files[-1].filename} in bob's DM (first lines of {len(lines)}):\n" + "\n".join(lines[:4]) + "\n")
     out.flush()
+
+
+ASK_COMPUTER = "cmp-gpu-box"
+ASK_FAILURE = {"status": "error", "step": "install-deps", "error": "pip: no matching distribution found for torch==9.9"}
+"""The incident of the Ask the agent step: the GPU workstation fails its dependency install."""
+
+
+def ask_agent_step(stack: Stack, out: TextIO) -> None:
+    """An alert's *Ask the agent* (issue #28 part 4): the GPU workstation fails its dependency
+    install, #engineering's ``computers`` alert says so with an *Ask the agent* button; carol clicks
+    it, the start form opens prefilled with what failed, she submits it on the CI sandbox, and the
+    session follows in the alert's thread. A sandbox failure or a wait that times out stops the step
+    with a line saying so (the tour goes on)."""
+    from bot.api import AgentAPIError
+    from bot.services.alerts import EVENT_TYPE
+    from bot.services.alerts.ask import ASK_ACTION
+
+    assert stack.client is not None
+    recorder = stack.slack.recorder
+    carol = PEOPLE["carol"]
+    key = f"computers:{ASK_COMPUTER}:incident:"
+    try:
+        _sandbox(stack, f"computers/{ASK_COMPUTER}/status", ASK_FAILURE)
+        out.write(f"\n(in the platform: {ASK_COMPUTER} fails its dependency install)\n")
+        out.write(f"alerts tick: {tick_alerts(stack).describe()}\n")
+        alert = next(
+            (
+                m
+                for m in recorder.messages(DEMO_CHANNEL)
+                if not m.is_reply
+                and (m.metadata or {}).get("event_type") == EVENT_TYPE
+                and str(((m.metadata or {}).get("event_payload") or {}).get("key", "")).startswith(key)
+            ),
+            None,
+        )
+        if alert is None:
+            out.write("(no computers alert was posted for it, so there is nothing to ask the agent about)\n")
+            return
+        out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n{render_text(alert.as_payload(), users=None)}\n")
+        click = stack.client.send_block_action(ASK_ACTION, user_id=carol, channel_id=DEMO_CHANNEL, message_ts=alert.ts)
+        trigger = click.request.payload["trigger_id"]
+        modal = recorder.wait_for(
+            lambda: next((m for m in recorder.modals(SHORTCUT_VIEW) if m.trigger_id == trigger), None), timeout=10, what="the form"
+        )
+        assert modal is not None  # wait_for raises when none came
+        prefilled = next(b for b in modal.view["blocks"] if b.get("block_id") == "prompt")["element"].get("initial_value", "")
+        out.write(f"\n\u2500\u2500 carol clicks Ask the agent on the alert: the start form opens, prefilled with {prefilled!r}\n")
+        out.write("(the GPU workstation is in error, so she picks the CI sandbox and submits)\n")
+        values = {
+            "computer": {"value": {"type": "static_select", "selected_option": {"value": "cmp-ci-sandbox"}}},
+            "prompt": {"value": prefilled},
+        }
+        stack.client.send_view_submission({**modal.view, "id": modal.view_id, "hash": modal.hash}, values, user_id=carol)
+        recorder.wait_for(lambda: thread_has(stack, DEMO_CHANNEL, alert.ts, "You asked"), timeout=30, what="the agent's answer")
+        _print_thread(out, stack, DEMO_CHANNEL, alert.ts, "the alert's thread: the session follows there")
+    except (httpx.HTTPError, AgentAPIError, WaitTimeout) as exc:
+        out.write(f"\n(the Ask the agent step stopped: {exc})\n")
+    finally:
+        with contextlib.suppress(httpx.HTTPError):  # else the fleet stays as it is; the interactive prompt shows it
+            _sandbox(stack, f"computers/{ASK_COMPUTER}/status", {"status": "provisioning"})

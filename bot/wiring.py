@@ -95,10 +95,12 @@ from formatters import sessions as session_messages
 from formatters import streams as stream_messages
 from formatters.alerts import controls_alert, overflow_message
 from formatters.alerts_computers import computer_alert, computer_news
+from formatters.alerts_readiness import alert_ask as readiness_ask
 from formatters.alerts_readiness import readiness_alert
 from formatters.alerts_usage import usage_alert
 from formatters.digest import chart_alt_text, digest_message
 from formatters.home import home_view
+from handlers.alerts import AlertAutorun
 from handlers.home import home_charts, home_service
 from handlers.router import Router
 
@@ -353,7 +355,7 @@ def build_services(
         tokens=HookTokens(store, now=now),
         messages=session_messages,
     )
-    return Services(
+    services = Services(
         settings=settings,
         agent=analytics,
         store=store,
@@ -378,6 +380,9 @@ def build_services(
         now=now,
         jobs=[],
     )
+    services.alerts.autorun = AlertAutorun(services)  # a session for each new incident (issue #28 part 4)
+    services.alerts.autorun_cap = settings.autorun_daily_cap
+    return services
 
 
 def analytics_sync(
@@ -581,7 +586,7 @@ def alert_kinds(*, agent: AgentClient, store: Store, now: Callable[[], dt.dateti
     ``people`` names the users of usage alerts (:meth:`bot.identity.Identity.people_of`; None: e-mails)."""
     return [
         ControlsKind(agent, controls_alert, now),
-        ReadinessKind(agent, readiness_alert),
+        ReadinessKind(agent, readiness_alert, ask=readiness_ask),
         ComputersKind(agent, computer_alert, computer_news, now),
         UsageKind(agent, usage_alert, now, people),
     ]

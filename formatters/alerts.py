@@ -14,12 +14,26 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from formatters.blocks import MAX_BLOCKS, SECTION_TEXT_MAX, Payload, bullet_list, context, cut, esc, esc_text, header, message, section
+from formatters.blocks import (
+    MAX_BLOCKS,
+    SECTION_TEXT_MAX,
+    Payload,
+    actions,
+    bullet_list,
+    context,
+    cut,
+    esc,
+    esc_text,
+    header,
+    message,
+    section,
+)
 from formatters.controls import change_line
-from formatters.reports import unknown_repository_message
+from formatters.reports import ASK_BLOCK, ask_button, unknown_repository_message
 
 if TYPE_CHECKING:
     from bot.services.alerts import AlertEvent, AlertSubscription, ControlsAlert
+    from bot.services.alerts.ask import Ask
     from bot.services.readiness import UnknownRepository
 
 CONTROLS_TITLE = "Enterprise controls changed: revision {revision}"
@@ -157,12 +171,44 @@ def filters_text(filters: Mapping[str, object]) -> str:
     return " ".join(f"`{esc(name)}={esc(filter_value(name, value))}`" for name, value in sorted(filters.items()))
 
 
-def subscribed(sub: AlertSubscription, *, new: bool) -> Payload:
-    """The reply to ``/agent alerts subscribe``; an existing subscription's reply shows its filters now."""
+AUTORUN_ON = (
+    "Autorun is on: each new incident starts an agent session in its alert's thread, with <@{user}>'s own key, "
+    "at most {cap} a day in this channel."
+)
+AUTORUN_LISTED = "autorun with <@{user}>'s key"
+AUTORUN_REFUSED = ":warning: Autorun could not start a session for this incident: {why}."
+AUTORUN_REFUSED_HINT = "Autorun acts as <@{user}>, who turned it on: their own key, their role. *Ask the agent* starts it by hand, as you."
+AUTORUN_OVER_CAP = (
+    ":pause_button: Autorun has started its {cap} sessions for today in this channel, so it starts no more until tomorrow (UTC); "
+    "*Ask the agent* on an alert starts one by hand."
+)
+AUTORUN_OVER_CAP_HINT = "The cap is `AGENT_BOT_AUTORUN_DAILY_CAP` (whoever runs the bot sets it)."
+
+
+def subscribed(sub: AlertSubscription, *, new: bool, cap: int | None = None) -> Payload:
+    """The reply to ``/agent alerts subscribe``; an existing subscription's reply shows its filters
+    now, and autorun when it is on (``cap``: sessions a channel gets a day)."""
     text = (SUBSCRIBED if new else ALREADY).format(target=target(sub.channel_id), kind=esc(sub.kind), id=sub.id)
     if sub.filters:
         text += " " + FILTERS.format(filters=filters_text(sub.filters))
+    if sub.autorun_by:
+        text += " " + AUTORUN_ON.format(user=esc(sub.autorun_by), cap=cap if cap is not None else "a few")
     return _one(text)
+
+
+def autorun_refused(sub: AlertSubscription, why: str, ask: Ask) -> Payload:
+    """Said in an incident's thread when autorun could not start its session: ``why`` (mrkdwn, its
+    strings from people or the API escaped by the caller, its mentions kept: ``<@U0MANAGER>``), whose
+    key it would have gone with, and the *Ask the agent* button of ``ask`` to start it by hand."""
+    text = AUTORUN_REFUSED.format(why=why.rstrip("."))
+    hint = AUTORUN_REFUSED_HINT.format(user=esc(sub.autorun_by or ""))
+    return message([section(text), context(hint), actions(ask_button(ask), block_id=ASK_BLOCK)], text)
+
+
+def autorun_over_cap(cap: int) -> Payload:
+    """Said once a day in a channel whose autorun sessions reached ``cap``."""
+    text = AUTORUN_OVER_CAP.format(cap=cap)
+    return message([section(text), context(AUTORUN_OVER_CAP_HINT)], text)
 
 
 def unsubscribed(kind: str, channel_id: str, subscription_id: int | None) -> Payload:
@@ -184,6 +230,8 @@ def subscription_list(
         done = counts.get(sub.id, {})
         muted = f"muted until {_when(sub.muted_until, '')}" if sub.muted(now) and sub.muted_until else "on"
         kind = f"{esc(sub.kind)} {filters_text(sub.filters)}" if sub.filters else esc(sub.kind)
+        if sub.autorun_by:
+            kind += " \u00b7 " + AUTORUN_LISTED.format(user=esc(sub.autorun_by))
         lines.append(
             f"*{sub.id}* \u00b7 {kind} \u00b7 {muted} \u00b7 since {sub.created_at:%Y-%m-%d} by <@{esc(sub.created_by)}> \u00b7 "
             f"{_plural(done.get('posted', 0), 'alert')} posted, {done.get('pending', 0)} waiting, {done.get('muted', 0)} muted"

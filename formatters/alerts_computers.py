@@ -22,9 +22,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from bot.services.alerts.ask import computer_ask
 from bot.services.alerts.computers import FAILED, FLAPPED, RECOVERED
-from formatters.blocks import BUTTON_VALUE_MAX, Payload, button, context, cut, esc, esc_text, header, message, section
+from formatters.blocks import BUTTON_VALUE_MAX, Payload, actions, button, context, cut, esc, esc_text, header, message, section
 from formatters.computers import NAME_MAX, RETRY_ACTION, RETRY_LABEL, STEP_ERROR_MAX, retried_notice, status_words
+from formatters.reports import ASK_BLOCK, ask_button
 
 if TYPE_CHECKING:
     from bot.api import Computer
@@ -140,6 +142,8 @@ def computer_alert(alert: ComputerAlert, *, test: bool = False) -> Payload:
     if alert.what == FAILED and alert.retry and 0 < len(alert.computer_id) <= BUTTON_VALUE_MAX:
         retry = button(RETRY_LABEL, RETRY_ACTION, alert.computer_id, style="primary")
     blocks.append(section("\n".join(lines), accessory=retry, block_id=ALERT_RETRY_BLOCK if retry else None))
+    if alert.what in (FAILED, FLAPPED) and alert.computer is not None:  # a real computer: the agent can work on it
+        blocks.append(actions(ask_button(computer_ask(alert.computer_id, alert.name, alert.step, alert.error)), block_id=ASK_BLOCK))
     notes = [INCIDENT.format(n=alert.incident)]
     if retry is not None:
         notes.append(RETRY_HELP)

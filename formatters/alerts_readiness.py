@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from bot.services.alerts.ask import Ask, criteria_ask
 from formatters.blocks import (
     BUTTON_VALUE_MAX,
     DOWN,
@@ -33,7 +34,18 @@ from formatters.blocks import (
     message,
     section,
 )
-from formatters.reports import DETAILS_ACTION, DETAILS_BUTTON, SHORT_HASH, criterion_words, fraction, percent, short_id, timestamp
+from formatters.reports import (
+    ASK_BLOCK,
+    DETAILS_ACTION,
+    DETAILS_BUTTON,
+    SHORT_HASH,
+    ask_button,
+    criterion_words,
+    fraction,
+    percent,
+    short_id,
+    timestamp,
+)
 
 if TYPE_CHECKING:
     from bot.services.alerts.readiness import ReadinessAlert
@@ -172,10 +184,21 @@ def readiness_alert(alert: ReadinessAlert | None, *, test: bool = False, reposit
     blocks.append(
         context(EVALUATED.format(when=timestamp(report.created_at), where=_where(report), report_id=esc(short_id(report.report_id))))
     )
+    ask = alert_ask(alert)
+    asking = [ask_button(ask)] if ask is not None else []
     if len(report.report_id) <= BUTTON_VALUE_MAX:
-        blocks.append(actions(button(DETAILS_BUTTON, DETAILS_ACTION, report.report_id), block_id=DETAILS_ACTION))
+        blocks.append(actions(button(DETAILS_BUTTON, DETAILS_ACTION, report.report_id), *asking, block_id=DETAILS_ACTION))
+    elif asking:
+        blocks.append(actions(*asking, block_id=ASK_BLOCK))
     blocks.append(context(ALERT_HINT.format(repo=esc(repo))))
     return message(blocks, _fallback(alert, test=test))
+
+
+def alert_ask(alert: ReadinessAlert) -> Ask | None:
+    """What the alert's *Ask the agent* button asks: make the newly failing criteria pass in the
+    repository; None when none newly fails."""
+    failing = [c.id for c in alert.newly_failing if c.after is not None and c.after.outcome != "passing"]
+    return criteria_ask(alert.report.repository.slug, failing, criterion_words)
 
 
 def _fallback(alert: ReadinessAlert, *, test: bool) -> str:

@@ -20,8 +20,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from slack_sdk.models.blocks import Block
+from slack_sdk.models.blocks import Block, ButtonElement
 
+from bot.services.alerts.ask import ASK_ACTION, Ask, criteria_ask
 from bot.services.readiness import (
     AmbiguousRepository,
     Comparison,
@@ -58,6 +59,11 @@ from formatters.blocks import (
 )
 
 DETAILS_ACTION = "reports.details"
+ASK_LABEL = "Ask the agent"
+"""The label of the *Ask the agent* button (action :data:`bot.services.alerts.ask.ASK_ACTION`) of an
+alert or of a report's failing criteria: it opens the session-start form prefilled with what failed."""
+ASK_BLOCK = "alert.ask"
+"""Block id of the actions block carrying the *Ask the agent* button."""
 DETAILS_BUTTON = "Details"
 MAX_DETAIL_MESSAGES = 4
 """Most messages one Details click sends (a response_url accepts 5 posts; one is kept spare)."""
@@ -215,10 +221,24 @@ def _bound_note(walk: Walk, consequence: str) -> str:
     return PAGE_BOUND.format(pages=walk.pages, reports=walk.reports, consequence=consequence)
 
 
+def ask_button(ask: Ask) -> ButtonElement:
+    """The *Ask the agent* button of ``ask`` (value :meth:`bot.services.alerts.ask.Ask.encode`, at
+    most 2,000 characters)."""
+    return button(ASK_LABEL, ASK_ACTION, ask.encode())
+
+
+def report_ask(report: Report) -> Ask | None:
+    """What the *Ask the agent* button of a report asks: make its failing criteria pass in its
+    repository (:func:`bot.services.alerts.ask.criteria_ask`); None when none fails."""
+    return criteria_ask(report.repository.slug, [c.id for c in group(report.criteria)["failing"]], criterion_words)
+
+
 def _details_button(report: Report) -> list:
+    ask = report_ask(report)
     if len(report.report_id) > BUTTON_VALUE_MAX:
-        return []
-    return [actions(button(DETAILS_BUTTON, DETAILS_ACTION, report.report_id), block_id=DETAILS_ACTION)]
+        return [actions(ask_button(ask), block_id=ASK_BLOCK)] if ask is not None else []
+    details = button(DETAILS_BUTTON, DETAILS_ACTION, report.report_id)
+    return [actions(details, *([ask_button(ask)] if ask is not None else []), block_id=DETAILS_ACTION)]
 
 
 # ---------------------------------------------------------------------------------------------

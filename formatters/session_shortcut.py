@@ -22,6 +22,9 @@ from formatters.blocks import Payload, actions, button, context, cut, esc, messa
 from formatters.sessions import INPUT_MAX, START_BLOCKS, form_origin, start_modal
 
 FORM_TITLE: Final = "Send to agent"
+ALERT_TITLE: Final = "Ask the agent"
+"""The title of the form an alert's *Ask the agent* button opens (Slack: at most 24 characters)."""
+ALERT_NOTE: Final = "The session is followed in this alert's thread; the agent also gets the alert."
 THREAD_NOTE: Final = "The session is followed in this message's thread; the agent also gets {what}."
 THREAD_WORDS: Final = "the message and the thread's earlier messages (the last 50 at most)"
 MESSAGE_WORDS: Final = "the message (its author and time)"
@@ -51,29 +54,54 @@ class MessageOrigin:
     opener: str
     ts: str
     thread_ts: str
+    origin: str = "shortcut"
+    """The session's origin (``agent_sessions.origin``): ``shortcut``, or ``alert`` (an alert's *Ask the agent*)."""
 
 
 def message_start_modal(
-    choices: FormChoices, origin: MessageOrigin, *, prompt: str, in_thread: bool, defaults: Applied | None = None
+    choices: FormChoices,
+    origin: MessageOrigin,
+    *,
+    prompt: str,
+    in_thread: bool,
+    defaults: Applied | None = None,
 ) -> dict[str, Any]:
     """The start form (:func:`formatters.sessions.start_modal`, the same fields) opened by the
     message shortcut: ``callback_id`` :data:`bot.services.sessions.context.SHORTCUT_VIEW`, the
     prompt prefilled with the message's words (``prompt``, plain text, cut to the input's
     maximum), a note of what the agent also gets (``in_thread``: the thread's earlier messages);
-    ``private_metadata`` JSON ``{"channel", "opener", "ts", "thread_ts"}`` (:func:`message_origin`);
-    ``defaults``: the channel's, preselected as in :func:`formatters.sessions.start_modal`."""
+    ``private_metadata`` JSON ``{"channel", "opener", "ts", "thread_ts"}`` and, for an alert,
+    ``"origin": "alert"`` (:func:`message_origin`); ``defaults``: the channel's (for an alert about a
+    computer: that computer), preselected as in :func:`formatters.sessions.start_modal`. An alert's
+    form (``origin.origin == "alert"``) is titled :data:`ALERT_TITLE` and says :data:`ALERT_NOTE`."""
+    alert = origin.origin == "alert"
     view = start_modal(choices, channel=origin.channel, opener=origin.opener, defaults=defaults)
     view["callback_id"] = SHORTCUT_VIEW
-    view["title"] = {"type": "plain_text", "text": FORM_TITLE}
-    view["private_metadata"] = json.dumps(
-        {"channel": origin.channel, "opener": origin.opener, "ts": origin.ts, "thread_ts": origin.thread_ts}, separators=(",", ":")
-    )
+    view["title"] = {"type": "plain_text", "text": ALERT_TITLE if alert else FORM_TITLE}
+    data = {"channel": origin.channel, "opener": origin.opener, "ts": origin.ts, "thread_ts": origin.thread_ts}
+    view["private_metadata"] = json.dumps({**data, "origin": "alert"} if alert else data, separators=(",", ":"))
     blocks = [dict(b) for b in view["blocks"]]
     for block in blocks:
         if block.get("block_id") == START_BLOCKS["prompt"] and prompt:
             block["element"] = {**block["element"], "initial_value": prompt[:INPUT_MAX]}
-    note = THREAD_NOTE.format(what=THREAD_WORDS if in_thread else MESSAGE_WORDS)
+    note = ALERT_NOTE if alert else THREAD_NOTE.format(what=THREAD_WORDS if in_thread else MESSAGE_WORDS)
     view["blocks"] = [*blocks, {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]}]
+    return view
+
+
+def prefilled_start_modal(
+    choices: FormChoices, *, channel: str, opener: str, prompt: str, defaults: Applied | None = None
+) -> dict[str, Any]:
+    """The start form of ``/agent session start`` (:func:`formatters.sessions.start_modal`, the same
+    ``callback_id`` and submission) with the prompt prefilled (plain text, cut to the input's
+    maximum) and titled :data:`ALERT_TITLE`: an *Ask the agent* click on a message with no thread
+    (the ephemeral reply to ``/agent reports``)."""
+    view = start_modal(choices, channel=channel, opener=opener, defaults=defaults)
+    view["title"] = {"type": "plain_text", "text": ALERT_TITLE}
+    prefill = {"initial_value": prompt[:INPUT_MAX]} if prompt else {}
+    view["blocks"] = [
+        {**b, "element": {**b["element"], **prefill}} if b.get("block_id") == START_BLOCKS["prompt"] else b for b in view["blocks"]
+    ]
     return view
 
 
@@ -87,7 +115,7 @@ def message_origin(private_metadata: str) -> MessageOrigin | None:
     ts, thread_ts = data.get("ts"), data.get("thread_ts")
     if not isinstance(ts, str) or not isinstance(thread_ts, str) or not ts or not thread_ts:
         return None
-    return MessageOrigin(found[0], found[1], ts, thread_ts)
+    return MessageOrigin(found[0], found[1], ts, thread_ts, "alert" if data.get("origin") == "alert" else "shortcut")
 
 
 def cannot_read(error: str) -> Payload:

@@ -1,6 +1,6 @@
 """``/agent alerts``: subscribe a channel (or yourself, in a DM) to alerts, list, mute, test.
 
-    /agent alerts subscribe <kind> [#channel]
+    /agent alerts subscribe <kind> [#channel] [autorun]
     /agent alerts unsubscribe <kind|id> [#channel]
     /agent alerts list [#channel]
     /agent alerts mute <kind|id> [#channel] for=<duration>
@@ -23,13 +23,18 @@ tick (``AGENT_BOT_ALERT_*_SECONDS``), ``agent-bot alerts tick`` runs once, and t
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from slack_bolt.async_app import AsyncApp
 
+from bot.api import AgentAPIError
 from bot.commands import SubCommand, in_code
 from bot.outcomes import Declined, NothingChanged
+from bot.roles import ResolvedUser
 from bot.services.alerts import (
+    AUTORUN_KINDS,
+    AlertEvent,
     AlertKind,
     AlertSubscription,
     FilterError,
@@ -37,14 +42,35 @@ from bot.services.alerts import (
     UnknownKindError,
     parse_duration,
 )
+from bot.services.alerts.ask import ASK_ACTION, Ask
 from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
+from bot.services.sessions import ChooseComputer, LinkNeeded, NewStart
+from bot.services.sessions.acting import NOT_LINKED
+from bot.services.sessions.starter import START_POLICY_KEY
 from bot.slack import SlackFailure
-from formatters.alerts import muted, sample_posted, subscribed, subscription_list, unknown_alert_repository, unmuted, unsubscribed
+from formatters.alerts import (
+    autorun_over_cap,
+    autorun_refused,
+    muted,
+    sample_posted,
+    subscribed,
+    subscription_list,
+    unknown_alert_repository,
+    unmuted,
+    unsubscribed,
+)
+from formatters.blocks import esc
+from formatters.notices import outcome_message
+from formatters.session_shortcut import MessageOrigin
+from handlers.accounts import team_of
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
-from handlers.router import CommandRequest, Router, UserInputError
+from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
+from handlers.session_shortcut import open_start_form
 
 if TYPE_CHECKING:
     from bot.container import Services
+
+logger = logging.getLogger(__name__)
 
 POLICY_KEY = "alerts"
 
@@ -58,11 +84,12 @@ _KINDS_TEXT = (
 SUBSCRIBE = SubCommand(
     name="alerts subscribe",
     summary="Alert a channel (or you, in a DM) when something changes: enterprise controls, readiness, computers, usage spikes.",
-    usage="/agent alerts subscribe <kind> [#channel] [filters]",
+    usage="/agent alerts subscribe <kind> [#channel] [filters] [autorun]",
     examples=(
         "/agent alerts subscribe controls",
         "/agent alerts subscribe readiness #web-team repo=acme/web drop=5",
         "/agent alerts subscribe computers #ops",
+        "/agent alerts subscribe computers #ops autorun",
         "/agent alerts subscribe usage #eng-leads spike=4x min=2M",
     ),
     details=(
@@ -70,7 +97,9 @@ SUBSCRIBE = SubCommand(
         "billable tokens at least that many times the average of the 7 days before) and `min=` (billable tokens, "
         "default 1M; k, M or B). A subscription starts from now: "
         "nothing that happened before is replayed. At most 10 alerts an hour go into a channel; the rest "
-        "are collected in one message's thread."
+        "are collected in one message's thread. `autorun` (`computers`, `readiness`; managers and owners): each new incident "
+        "starts an agent session in its alert's thread with your own key, at most `AGENT_BOT_AUTORUN_DAILY_CAP` a day "
+        "in the channel; subscribing again without it turns it off."
     ),
     policy_key=POLICY_KEY,
 )
@@ -238,19 +267,39 @@ async def _subscription(request: CommandRequest, usage: str) -> AlertSubscriptio
     return found[0]
 
 
+AUTORUN_WORD = "autorun"
+AUTORUN_POLICY_KEY = "alerts.autorun"
+AUTORUN_NOT_FOR = "`{kind}` alerts cannot autorun: only {kinds} alerts start a session for each new incident."
+AUTORUN_HINT = "Use *Ask the agent* on an alert to start a session by hand."
+
+
 async def handle_subscribe(request: CommandRequest) -> None:
     args = list(request.command.args)
+    autorun = any(a.lower() == AUTORUN_WORD for a in args[1:])
+    args = [args[0], *(a for a in args[1:] if a.lower() != AUTORUN_WORD)] if args else args
     kind = _kind(request, args[0] if args else None, SUBSCRIBE.usage)
     filters = _filters(request, kind, SUBSCRIBE.usage)
     _check_policy(request, kind.name)
+    if autorun:
+        if kind.name not in AUTORUN_KINDS:
+            kinds = ", ".join(f"`{k}`" for k in AUTORUN_KINDS)
+            raise UserInputError(AUTORUN_NOT_FOR.format(kind=kind.name, kinds=kinds), AUTORUN_HINT)
+        policy = request.services.policy
+        if not policy.allows(request.user, AUTORUN_POLICY_KEY):
+            role = policy.minimum(AUTORUN_POLICY_KEY).name
+            raise UserInputError(
+                NEEDS_ROLE.format(kind=f"{kind.name} {AUTORUN_WORD}", role=role, key=AUTORUN_POLICY_KEY),
+                NEEDS_ROLE_HINT.format(role=role, key=AUTORUN_POLICY_KEY),
+            )
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
     unknown = await _unknown_repository(request, filters)
     if unknown is not None:
         await request.reply(unknown_alert_repository(unknown))
         return
-    sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters)
-    await request.reply(subscribed(sub, new=new))
+    runs = (request.user.user_id, team_of(request.body)) if autorun else None
+    sub, new = await request.services.alerts.subscribe(kind.name, channel, request.user.user_id, filters, autorun=runs)
+    await request.reply(subscribed(sub, new=new, cap=request.services.alerts.autorun_cap))
 
 
 async def _unknown_repository(request: CommandRequest, filters: dict[str, object]) -> UnknownRepository | None:
@@ -318,8 +367,133 @@ async def handle_test(request: CommandRequest) -> None:
     await request.reply(sample_posted(kind.name, channel))
 
 
+ASK_STALE = "This button no longer says what to ask the agent."
+ASK_STALE_HINT = "Start a session with `/agent session start` and say what failed."
+
+
+async def handle_ask(request: ActionRequest) -> None:
+    """*Ask the agent* on a computers or readiness alert, or on the failing criteria of a readiness
+    report (value: :meth:`bot.services.alerts.ask.Ask.encode`): the session-start form prefilled
+    with what failed, on the alert's computer (else the channel's default computer), followed in the
+    alert's thread (:func:`handlers.session_shortcut.open_start_form`, the shortcut's form and start
+    path: a double submit or a retry starts one session). The role check ran before: the button's
+    policy key reads as ``session start`` (:data:`bot.policy.POLICY_ALIASES`). A click on an
+    ephemeral message (the reply to ``/agent reports``), which has no thread, opens the start form
+    prefilled, and the session gets its own thread."""
+    ask = Ask.decode(request.value)
+    if ask is None:
+        raise UserInputError(ASK_STALE, ASK_STALE_HINT)
+    container = request.body.get("container") or {}
+    message = request.body.get("message") or {}
+    ephemeral = bool(container.get("is_ephemeral")) or not request.message_ts
+    origin = None
+    if not ephemeral:
+        root = str(message.get("thread_ts") or request.message_ts)
+        origin = MessageOrigin(request.channel_id, request.user.user_id, request.message_ts, root, "alert")
+
+    async def prompt() -> str:
+        return ask.prompt
+
+    await open_start_form(
+        request.services,
+        by=request.user,
+        team_id=team_of(request.body),
+        trigger_id=request.trigger_id,
+        prompt=prompt(),
+        origin=origin,
+        respond=None if request.in_view else request.respond,
+        computer=ask.computer_id,
+        channel=request.channel_id,
+    )
+
+
+AUTORUN_NOT_ALLOWED = "<@{user}>, who turned autorun on, no longer has the role it needs (policy keys `session start` and `alerts.autorun`)"
+AUTORUN_NO_COMPUTER = (
+    "no computer to run it on: the alert names none a session can start on (a computer in error is not), and the channel "
+    "has no default computer (`/agent channel set computer=<name>`)"
+)
+AUTORUN_API = "the Agent platform refused the start ({what})"
+AUTORUN_UNLINKED = (
+    "<@{user}>, who turned autorun on, has not linked their own platform API key (`/agent link`), and this bot starts "
+    "sessions with the person's own key"
+)
+AUTORUN_AS = "as <@{user}>, who turned autorun on: {reason}"
+
+
+class AlertAutorun:
+    """The :class:`bot.services.alerts.Autorunner` of the bot (``bot.wiring``): a new incident's
+    session starts through the one start path (:meth:`bot.services.sessions.Sessions.start`, start
+    key ``autorun:<channel>:<alert ts>``, the posted alert's own: a second try or a second replica starts nothing more),
+    as the person who turned autorun on (their role now, their own key: :mod:`bot.services.sessions.acting`),
+    on the alert's computer when a session can start there, else the channel's default computer,
+    followed in the alert's thread. What keeps it from starting (unlinked in ``AGENT_BOT_SESSIONS_AS=person``,
+    no role, no computer, the platform's refusal) is said in that thread with an *Ask the agent*
+    button (:func:`formatters.alerts.autorun_refused`)."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    async def start(self, sub: AlertSubscription, event: AlertEvent, ask: Ask) -> tuple[str, str | None]:
+        services = self.services
+        thread = event.thread_ts or event.message_ts
+        user = sub.autorun_by or ""
+        by = await services.resolver.resolve(user)
+        why: str | None = None
+        user = esc(user)  # a Slack user ID; the reasons below are mrkdwn (autorun_refused)
+        if not (services.policy.allows(by, START_POLICY_KEY) and services.policy.allows(by, AUTORUN_POLICY_KEY)):
+            why = AUTORUN_NOT_ALLOWED.format(user=user)  # their role now, not the one they had when they turned it on
+        else:
+            try:
+                why = await self._start(sub, event, ask, by, thread)
+            except LinkNeeded as exc:  # AGENT_BOT_SESSIONS_AS=person: their own key or nothing
+                unlinked = exc.reason == NOT_LINKED
+                why = AUTORUN_UNLINKED.format(user=user) if unlinked else AUTORUN_AS.format(user=user, reason=esc(exc.reason))
+            except Declined as exc:
+                why = str(outcome_message(exc.outcome)["text"])  # escaped there
+            except AgentAPIError as exc:
+                why = AUTORUN_API.format(what=esc(describe_api_error(exc, your_key=True)[0]))
+        if why is None:
+            return "started", None
+        posted = await services.slack.post(event.channel_id, autorun_refused(sub, why, ask), thread_ts=thread)
+        if isinstance(posted, SlackFailure):
+            logger.warning("autorun of %s: could not say why it did not start (%s)", event.event_key, posted.error)
+        return "refused", why
+
+    async def _start(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, by: ResolvedUser, thread: str | None) -> str | None:
+        """Start it; None once started (or failed where its parent message shows it), else why not."""
+        services = self.services
+        choices = await services.sessions.starter.form_choices(by, event.channel_id)
+        usable = {c.id for c in choices.computers}
+        computer = ask.computer_id if ask.computer_id in usable else None
+        applied = await services.channel_defaults.apply(sub.autorun_team, event.channel_id, computer=computer, cwd=None, model=None, by=by)
+        if applied.computer is None or applied.computer not in usable:
+            return AUTORUN_NO_COMPUTER
+        start = NewStart(
+            start_key=f"autorun:{event.channel_id}:{event.message_ts}",  # the alert message: unique, whatever ids are reused
+            slack_user=by.user_id,
+            user_email=by.email,
+            channel=event.channel_id,
+            origin="autorun",
+            prompt=ask.prompt,
+            cwd=applied.cwd,
+            model=applied.model,
+            thread_ts=thread,
+            team_id=sub.autorun_team,
+        )
+        outcome = await services.sessions.start(start, applied.computer, by=by)
+        if isinstance(outcome, ChooseComputer):
+            return AUTORUN_NO_COMPUTER
+        return None
+
+    async def over_cap(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, cap: int) -> None:
+        posted = await self.services.slack.post(event.channel_id, autorun_over_cap(cap))
+        if isinstance(posted, SlackFailure):
+            logger.warning("autorun in %s: could not say the daily cap is reached (%s)", event.channel_id, posted.error)
+
+
 def register(app: AsyncApp, router: Router, services: Services) -> None:
-    """Add the ``/agent alerts`` sub-commands."""
+    """Add the ``/agent alerts`` sub-commands and the *Ask the agent* button."""
+    app.action(ASK_ACTION)(action_listener(services, handle_ask))
     for spec, handler in (
         (SUBSCRIBE, handle_subscribe),
         (UNSUBSCRIBE, handle_unsubscribe),

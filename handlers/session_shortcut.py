@@ -30,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Awaitable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
@@ -39,6 +41,7 @@ from bot.commands import unescape_slack
 from bot.errors import reported
 from bot.outcomes import Declined
 from bot.roles import ResolvedUser, Role
+from bot.services.channel_defaults import Applied
 from bot.services.sessions import NewStart
 from bot.services.sessions.context import SHORTCUT_CALLBACK, SHORTCUT_VIEW, OwnBot, ThreadContext, ThreadReader, with_context
 from bot.services.sessions.suggestions import SuggestedPrompts
@@ -54,6 +57,7 @@ from formatters.session_shortcut import (
     cannot_read,
     message_origin,
     message_start_modal,
+    prefilled_start_modal,
     suggested_prompts_message,
 )
 from formatters.sessions import FORM_NOT_YOURS, FORM_STALE, MODEL_DEFAULT, START_BLOCKS
@@ -107,11 +111,50 @@ async def on_shortcut(services: Services, body: dict[str, Any], context: AsyncBo
     channel = str((body.get("channel") or {}).get("id") or "")
     ts = str(message.get("ts") or body.get("message_ts") or "")
     root = str(message.get("thread_ts") or ts)
-    probe, choices, prompt, preselected = await asyncio.gather(  # at once: the trigger_id lapses 3 s after the click
-        services.slack.replies_page(channel, root, limit=1),
+
+    async def prompt() -> str:
+        written = await readable_for_agent(str(message.get("text") or ""), services.identity)
+        return unescape_slack(written).strip()
+
+    origin = MessageOrigin(channel, user_id, ts, root)
+    await open_start_form(services, by=by, team_id=team_of(body), trigger_id=str(body.get("trigger_id") or ""),
+                          prompt=prompt(), origin=origin, respond=respond)  # fmt: skip
+
+
+async def open_start_form(
+    services: Services,
+    *,
+    by: ResolvedUser,
+    team_id: str,
+    trigger_id: str,
+    prompt: Awaitable[str],
+    origin: MessageOrigin | None,
+    respond: AsyncRespond | None,
+    computer: str | None = None,
+    channel: str = "",
+) -> None:
+    """Open the session-start form prefilled for a thread: the one way the "Send to agent" shortcut
+    and an alert's *Ask the agent* button open it (:func:`formatters.session_shortcut.message_start_modal`,
+    submitted to :func:`on_message_view`, which starts the session followed in ``origin``'s thread).
+
+    At once, since ``trigger_id`` lapses 3 s after the click: whether the bot can read the
+    conversation (one ``conversations.replies`` of one message), what the form offers
+    (:meth:`bot.services.sessions.starter.Starter.form_choices`), the ``prompt`` to prefill (plain
+    text) and the channel's defaults (:func:`handlers.channel_defaults.form_defaults`); ``computer``
+    (an alert's computer) is preselected before the channel's default computer when the form offers
+    it. A conversation the bot cannot read, a refusal of the form's choices, a thread that is a
+    session's already, or a form Slack would not open is told to ``by`` (:func:`tell`), and no form opens.
+
+    ``origin`` None (a click on an ephemeral message, which has no thread: the reply to ``/agent
+    reports``): the start form of ``/agent session start`` in ``channel``, prefilled
+    (:func:`formatters.session_shortcut.prefilled_start_modal`); the session gets its own thread."""
+    user_id = by.user_id
+    channel, root = (origin.channel, origin.thread_ts) if origin is not None else (channel, "")
+    probe, choices, said, preselected = await asyncio.gather(
+        services.slack.replies_page(channel, root, limit=1) if origin is not None else nothing(),
         services.sessions.starter.form_choices(by, channel),
-        readable_for_agent(str(message.get("text") or ""), services.identity),
-        form_defaults(services, team_of(body), channel, by),  # the channel's defaults, preselected
+        prompt,
+        form_defaults(services, team_id, channel, by),  # the channel's defaults, preselected
         return_exceptions=True,
     )
     if isinstance(probe, SlackFailure) and probe.error in CANNOT_READ_ERRORS and probe.error != JOINABLE:
@@ -120,17 +163,25 @@ async def on_shortcut(services: Services, body: dict[str, Any], context: AsyncBo
     if isinstance(choices, BaseException):
         await tell(services, respond, user_id, refusal_of(choices))
         return
-    if await services.sessions.of_thread(channel, root) is not None:  # its replies reach that session's agent already
+    if origin is not None and await services.sessions.of_thread(channel, root) is not None:  # its replies reach that agent already
         await tell(services, respond, user_id, already_a_session())
         return
-    if isinstance(prompt, BaseException):
-        raise prompt
-    origin = MessageOrigin(channel, user_id, ts, root)
+    if isinstance(said, BaseException):
+        raise said
     defaults = None if isinstance(preselected, BaseException) else preselected  # none: the form as without them
-    form = message_start_modal(choices, origin, prompt=unescape_slack(prompt).strip(), in_thread=root != ts, defaults=defaults)
-    opened = await services.slack.open_view(str(body.get("trigger_id") or ""), form)
+    if computer is not None and any(c.id == computer for c in choices.computers):
+        defaults = replace(defaults, computer=computer) if defaults is not None else Applied(computer, None, None)
+    if origin is None:
+        form = prefilled_start_modal(choices, channel=channel, opener=user_id, prompt=said, defaults=defaults)
+    else:
+        form = message_start_modal(choices, origin, prompt=said, in_thread=root != origin.ts, defaults=defaults)
+    opened = await services.slack.open_view(trigger_id, form)
     if isinstance(opened, SlackFailure):
         await tell(services, respond, user_id, error_message(FORM_NOT_OPENED.format(error=opened.error), FORM_NOT_OPENED_HINT))
+
+
+async def nothing() -> None:
+    """No question to ask (a form without a thread to probe)."""
 
 
 def refusal_of(exc: BaseException) -> Payload:
@@ -185,7 +236,7 @@ async def on_message_view(services: Services, ack: AsyncAck, body: dict[str, Any
         slack_user=user_id,
         user_email=by.email,
         channel=origin.channel,
-        origin="shortcut",
+        origin=origin.origin,
         prompt=with_context(prompt, thread),
         cwd=cwd,
         model=model,

@@ -49,6 +49,7 @@ TOURED = (
     "── bob: /agent usage 90d",
     "── bob: /agent usage 30d by model csv",
     "in bob's DM (first lines of",
+    "── carol clicks Ask the agent on the alert",
 )
 """One line of each feature's part of the tour (DEVELOPERS.md: the demo tours every feature)."""
 RAW_ID = re.compile(r"(?<![/=\w])[UCDGW]0[A-Z0-9]{3,}\b")

@@ -4,6 +4,7 @@ sandbox fleet renders safely (no ping, link or invisible character, Slack's limi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
 import pytest
@@ -63,6 +64,26 @@ def test_a_computer_in_error_names_the_step_and_error_and_offers_retry(block_kit
                     "style": "primary",
                     "text": {"type": "plain_text", "text": "Retry install"},
                 },
+            },
+            {
+                "type": "actions",
+                "block_id": "alert.ask",
+                "elements": [
+                    {
+                        "type": "button",
+                        "action_id": "alerts.ask_agent",
+                        "text": {"type": "plain_text", "text": "Ask the agent"},
+                        "value": json.dumps(
+                            {
+                                "p": "Computer Legacy \u2039!channel> VM failed at step `Install dependencies`: find out why and fix it.\n"
+                                "The step's error: npm ERR! code ERESOLVE \u2039@U123> & `x`",
+                                "c": "cmp-legacy-build",
+                            },
+                            separators=(",", ":"),
+                            ensure_ascii=False,
+                        ),
+                    }
+                ],
             },
             note(
                 "Incident 2 of this computer \u00b7 *Retry install* restarts its dependency install (for managers and owners, "

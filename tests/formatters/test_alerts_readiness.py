@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from bot.services.alerts.ask import Ask
 from bot.services.alerts.readiness import ReadinessAlert
 from bot.services.alerts.readiness import readiness_alert as compare
 from bot.services.readiness import Criterion, Report, Repository
@@ -65,7 +66,13 @@ def test_an_alert_says_the_pass_rate_its_change_the_flips_and_the_way_to_the_rep
                 "type": "actions",
                 "block_id": "reports.details",
                 "elements": [
-                    {"type": "button", "action_id": "reports.details", "text": {"type": "plain_text", "text": "Details"}, "value": "r-2"}
+                    {"type": "button", "action_id": "reports.details", "text": {"type": "plain_text", "text": "Details"}, "value": "r-2"},
+                    {
+                        "type": "button",
+                        "action_id": "alerts.ask_agent",
+                        "text": {"type": "plain_text", "text": "Ask the agent"},
+                        "value": '{"p":"Make these readiness criteria pass in acme/web: `ci`, `lint`.","c":null}',
+                    },
                 ],
             },
             {"type": "context", "elements": [{"type": "mrkdwn", "text": ALERT_HINT.format(repo="acme/web")}]},
@@ -124,7 +131,13 @@ def test_hostile_text_is_escaped_and_long_lists_are_capped(block_kit_validator):
         payload["blocks"][1]["text"]["text"] == "*acme/&lt;!channel&gt;\u02cbx*: *0 of 121 criteria pass (0%)* \u00b7 "
         "\u25bc 100 points since the previous report (100%, 2026-11-24 08:05 UTC)"
     )
-    assert not any(b["type"] == "actions" for b in payload["blocks"])  # a report id too long for a button value
+    [ask] = [b for b in payload["blocks"] if b["type"] == "actions"]  # no Details: a report id too long for a button value
+    assert (ask["block_id"], [e["action_id"] for e in ask["elements"]]) == ("alert.ask", ["alerts.ask_agent"])
+    asked = Ask.decode(ask["elements"][0]["value"])
+    assert asked is not None and asked.prompt.startswith(
+        "Make these readiness criteria pass in acme/\u2039!channel>`x: `\u2039!channel> & "
+    )
+    assert asked.prompt.endswith(" and 111 more.") and len(ask["elements"][0]["value"]) <= 2000
     assert payload["blocks"][-1]["elements"][0]["text"] == ALERT_HINT.format(repo="acme/&lt;!channel&gt;\u02cbx")
     assert (
         payload["text"]

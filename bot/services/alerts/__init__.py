@@ -12,10 +12,13 @@ from bot.services.alerts.controls import CONTROLS, SECURITY_PATHS, ControlsAlert
 from bot.services.alerts.kinds import AlertKind, Detected, Detection, FilterError, Pass, StateMove
 from bot.services.alerts.service import (
     ALL_KINDS,
+    AUTORUN_KINDS,
+    DEFAULT_AUTORUN_CAP,
     DEFAULT_CAP,
     EVENT_TYPE,
     OVERFLOW_EVENT,
     AlertService,
+    Autorunner,
     NotYetError,
     TickReport,
     UnknownKindError,
@@ -25,6 +28,7 @@ from bot.services.alerts.store import (
     AlertEvent,
     AlertsRepository,
     AlertSubscription,
+    alert_autoruns,
     alert_events,
     alert_overflows,
     alert_state,
@@ -33,8 +37,10 @@ from bot.services.alerts.store import (
 
 __all__ = [
     "ALL_KINDS",
+    "AUTORUN_KINDS",
     "COMPUTERS",
     "CONTROLS",
+    "DEFAULT_AUTORUN_CAP",
     "DEFAULT_CAP",
     "EVENT_TYPE",
     "OVERFLOW_EVENT",
@@ -44,6 +50,7 @@ __all__ = [
     "AlertService",
     "AlertSubscription",
     "AlertsRepository",
+    "Autorunner",
     "ComputerAlert",
     "ComputersKind",
     "ControlsAlert",
@@ -56,6 +63,7 @@ __all__ = [
     "StateMove",
     "TickReport",
     "UnknownKindError",
+    "alert_autoruns",
     "alert_events",
     "alert_overflows",
     "alert_state",

@@ -64,6 +64,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from bot.services.alerts.ask import computer_ask
 from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, no_filters
 
 if TYPE_CHECKING:
@@ -336,7 +337,8 @@ class ComputersKind:
             found.events.append(Detected(key, self.news(alert), ordinal=ordinal, parent_key=parent, edit=self.formatter(alert)))
             return
         limit: int = cutoff if cutoff is not None else _ms(self.now())
-        found.events.append(Detected(key, self.formatter(alert), ordinal=ordinal, applies=lambda sub: _start(sub) <= limit))
+        ask = computer_ask(alert.computer_id, alert.name, alert.step, alert.error) if alert.what in (FAILED, FLAPPED) else None
+        found.events.append(Detected(key, self.formatter(alert), ordinal=ordinal, applies=lambda sub: _start(sub) <= limit, ask=ask))
 
     def _listed(self, found: Detection, ref: str, computer: Computer, before: Known | None, now: int, last_pass: int | None) -> Known:
         """The alerts of a computer in the list, and what is known of it after this pass."""

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from bot.services.alerts.ask import Ask
     from bot.services.alerts.store import AlertSubscription
     from bot.slack import Payload
 
@@ -64,6 +65,8 @@ class Detected:
     parent_key: str | None = None
     edit: Payload | None = None
     summary: str | None = None
+    ask: Ask | None = None
+    """What an autorun session asks the agent (a new incident's; :mod:`bot.services.alerts.ask`); None: no autorun."""
 
 
 @dataclass(frozen=True)

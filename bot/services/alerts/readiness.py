@@ -54,6 +54,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from bot.services.alerts.ask import Ask
 from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, named_filters, points, repositories
 from bot.services.readiness import CriterionChange, Listing, Report
 
@@ -178,10 +179,19 @@ class ReadinessKind:
     filter_names: tuple[str, ...] = FILTER_NAMES
 
     def __init__(
-        self, agent: AgentClient, formatter: ReadinessFormatter, *, page_size: int | None = None, max_pages: int | None = None
+        self,
+        agent: AgentClient,
+        formatter: ReadinessFormatter,
+        *,
+        page_size: int | None = None,
+        max_pages: int | None = None,
+        ask: Callable[[ReadinessAlert], Ask | None] | None = None,
     ) -> None:
         self.agent = agent
         self.formatter = formatter
+        self.ask = ask
+        """What an autorun session of an alert asks (:func:`formatters.alerts_readiness.alert_ask`: its
+        newly failing criteria in words); None: this kind's alerts carry no ask."""
         self.page_size = page_size
         self.max_pages = max_pages
 
@@ -224,6 +234,7 @@ class ReadinessKind:
                     self.formatter(alert),
                     ordinal=len(read.new) - n,  # oldest first
                     applies=functools.partial(_applies, report=report, place=position[token], alert=alert, position=position),
+                    ask=self.ask(alert) if self.ask is not None else None,
                 )
             )
         newest = Marker.of(read.new[0]).text()

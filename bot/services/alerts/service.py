@@ -47,8 +47,9 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
+from bot.services.alerts.ask import Ask
 from bot.services.alerts.kinds import AlertKind, Pass
 from bot.services.alerts.store import (
     CAP_WINDOW,
@@ -126,9 +127,13 @@ class TickReport:
     overflowed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     api_calls: int = 0
+    autoran: list[str] = field(default_factory=list)
+    """Incidents whose autorun session was asked for (``"<channel>:<key>"``), whatever its outcome."""
 
     def describe(self) -> str:
         parts = [f"detected {self.detected}", f"posted {len(self.posted)}"]
+        if self.autoran:
+            parts.append(f"autorun {len(self.autoran)}")
         if self.overflowed:
             parts.append(f"into overflow threads {len(self.overflowed)}")
         if self.recovered:
@@ -139,6 +144,32 @@ class TickReport:
 
 
 OverflowFormatter = Callable[[int], Payload]
+
+DEFAULT_AUTORUN_CAP = 3
+"""Sessions autorun starts in one channel per UTC day (``AGENT_BOT_AUTORUN_DAILY_CAP``)."""
+AUTORUN_LEASE = dt.timedelta(minutes=10)
+"""How long an autorun claimed and not finished waits before another tick tries its start again."""
+AUTORUN_WINDOW = dt.timedelta(days=1)
+"""Incidents recorded longer ago than this are not started automatically (the bot was down): a person asks."""
+AUTORUN_KINDS: Final = ("readiness", "computers")
+"""The kinds whose subscriptions may autorun (their new incidents carry an ask)."""
+
+
+class Autorunner(Protocol):
+    """Starts an autorun session and says what needs saying (``bot.wiring``: the sessions' start path
+    and its Slack words; the service builds no Block Kit)."""
+
+    async def start(self, sub: AlertSubscription, event: AlertEvent, ask: Ask) -> tuple[str, str | None]:
+        """Start the session of ``event`` (posted: ``message_ts``) as ``sub.autorun_by`` with the start
+        key ``autorun:<channel>:<alert ts>`` (a second call starts nothing more), followed in the
+        alert's thread: ``("started", None)`` or ``("refused", why)`` (said in the thread, with a
+        button to start it by hand)."""
+        ...
+
+    async def over_cap(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, cap: int) -> None:
+        """Say once in the channel that today's ``cap`` autorun sessions are used up (``event``: the
+        first incident left to people)."""
+        ...
 
 
 class AlertService:
@@ -164,8 +195,12 @@ class AlertService:
         pace: float = PACE,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         monotonic: Callable[[], float] = time.monotonic,
+        autorun: Autorunner | None = None,
+        autorun_cap: int = DEFAULT_AUTORUN_CAP,
     ) -> None:
         self.repo = AlertsRepository(store)
+        self.autorun = autorun
+        self.autorun_cap = autorun_cap
         self.pace = pace
         self.sleep = sleep
         self.monotonic = monotonic
@@ -193,14 +228,23 @@ class AlertService:
         return tuple(k for k in ALL_KINDS if k in self.kinds) + tuple(k for k in self.kinds if k not in ALL_KINDS)
 
     async def subscribe(
-        self, kind: str, channel_id: str, created_by: str, filters: Mapping[str, Any] | None = None
+        self,
+        kind: str,
+        channel_id: str,
+        created_by: str,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        autorun: tuple[str, str] | None = None,
     ) -> tuple[AlertSubscription, bool]:
         """Subscribe ``channel_id`` to ``kind`` with ``filters`` (parsed by the kind), starting from the
         present (:meth:`AlertKind.present`). ``(subscription, new)``; an existing subscription keeps its
-        start and takes the new filters. Raises :class:`NotYetError`, :class:`UnknownKindError`, the
-        client's errors."""
+        start and takes the new filters and autorun. ``autorun``: ``(Slack user ID, team ID)`` of whose
+        key starts a session for each new incident from now on (a kind of :data:`AUTORUN_KINDS`),
+        None: off. Raises :class:`NotYetError`, :class:`UnknownKindError`, the client's errors."""
         start = await self.kind(kind).present()
-        return await self.repo.subscribe(kind, channel_id, start=start, created_by=created_by, now=self.now(), filters=filters)
+        return await self.repo.subscribe(
+            kind, channel_id, start=start, created_by=created_by, now=self.now(), filters=filters, autorun=autorun
+        )
 
     async def sample(self, kind: str, filters: Mapping[str, Any] | None = None) -> Payload:
         """The message ``/agent alerts test <kind>`` posts (marked as a test). Raises the client's errors."""
@@ -223,9 +267,40 @@ class AlertService:
                 )
                 error = error or exc
         await self._deliver_all(report)
+        try:
+            await self._autorun_all(report)
+        except Exception as exc:  # the alerts are out; the autoruns are tried again at the next tick
+            logger.warning("alerts: autorun failed (%s); tried again at the next tick", type(exc).__name__)
+            error = error or exc
         if error is not None:
             raise error
         return report
+
+    async def _autorun_all(self, report: TickReport) -> None:
+        """A session for each new incident of a subscription with autorun on (module docstring of
+        :mod:`bot.services.alerts.store`, ``alert_autoruns``): claimed once across replicas, at most
+        :attr:`autorun_cap` a channel per UTC day; over it, said once in the channel."""
+        if self.autorun is None:
+            return
+        now = self.now()
+        stale = now - AUTORUN_LEASE
+        for sub, event, retry in await self.repo.autorun_candidates(stale, now - AUTORUN_WINDOW):
+            ask = Ask.decode(event.ask or "")
+            if ask is None:
+                continue
+            if retry:
+                slot = await self.repo.retake_autorun(sub, event, stale, now)
+            else:
+                slot = await self.repo.claim_autorun(sub, event, now.astimezone(dt.UTC).date().isoformat(), self.autorun_cap, now)
+            if slot is None:
+                continue
+            if slot <= 0:
+                if slot == 0:
+                    await self.autorun.over_cap(sub, event, ask, self.autorun_cap)
+                continue
+            state, note = await self.autorun.start(sub, event, ask)
+            await self.repo.finish_autorun(sub, event, state, note, self.now())
+            report.autoran.append(f"{event.channel_id}:{event.event_key}")
 
     def tick_of(self, kind: str) -> Callable[[], Awaitable[TickReport]]:
         """The periodic job of one kind: a tick that detects ``kind`` only (and delivers everything pending)."""
@@ -243,7 +318,9 @@ class AlertService:
         found = await kind.detect(Pass(subs, state, self.now()))
         report.api_calls += found.api_calls
         events = [
-            NewEvent(sub, d.key, d.summary or d.payload["text"], d.payload, d.ordinal, d.parent_key, d.edit)
+            NewEvent(
+                sub, d.key, d.summary or d.payload["text"], d.payload, d.ordinal, d.parent_key, d.edit, d.ask.encode() if d.ask else None
+            )
             for d in found.events
             for sub in subs
             if d.applies(sub)

@@ -16,6 +16,10 @@ Tables (created by :mod:`bot.migrations`, revisions 0005 and 0007):
   posted), ``listed`` (a muted one shown on unmute). ``parent_key``: the alert this one updates (an
   incident's later news, posted in its thread); ``edit``: the parent message's new content.
 - ``alert_overflows``: per (channel, hour window) the parent message "N more alerts, see the thread".
+- ``alert_autoruns`` (revision 0017): one claim row per (subscription, incident) a session was
+  started for automatically (autorun), and one per (channel, UTC day, slot): slots 1 to the daily
+  cap are sessions, slot 0 the one "over the cap" notice of the day; both keys are unique, so two
+  replicas start one session per incident and never more than the cap a day.
 
 :class:`AlertsRepository` raises ``sqlalchemy.exc.SQLAlchemyError`` when the database fails.
 """
@@ -67,6 +71,9 @@ alert_subscriptions = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("muted_until", DateTime(timezone=True), nullable=True),
     Column("filters", Text, nullable=False, server_default="{}"),
+    Column("autorun_by", String(32), nullable=True),  # who turned autorun on (a Slack user ID); None: off
+    Column("autorun_team", String(32), nullable=True),  # their Slack team (their linked key's)
+    Column("autorun_since", DateTime(timezone=True), nullable=True),  # incidents recorded from then on
     UniqueConstraint("kind", "channel_id", name="uq_alert_subscriptions_kind_channel"),
 )
 
@@ -99,6 +106,22 @@ alert_events = Table(
     Column("posted_at", DateTime(timezone=True), nullable=True),
     Column("parent_key", String(128), nullable=True),
     Column("edit", Text, nullable=True),  # JSON {"text", "blocks"}: the parent message once this is posted
+    Column("ask", Text, nullable=True),  # JSON {"p", "c"}: what its Ask the agent asks (bot.services.alerts.ask.Ask)
+)
+
+alert_autoruns = Table(
+    "alert_autoruns",
+    metadata,
+    Column("subscription_id", Integer, primary_key=True),
+    Column("event_key", String(128), primary_key=True),
+    Column("channel_id", String(32), nullable=False),
+    Column("day", String(10), nullable=False),  # YYYY-MM-DD (UTC)
+    Column("slot", Integer, nullable=True),  # 1..cap: a session of the day; 0: over the cap, said; None: over the cap
+    Column("state", String(16), nullable=False),  # claimed | started | refused | over_cap
+    Column("note", Text, nullable=True),  # why it did not start (no secret: words for people)
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("channel_id", "day", "slot", name="uq_alert_autoruns_channel_day_slot"),
 )
 
 alert_overflows = Table(
@@ -133,6 +156,10 @@ class AlertSubscription:
     created_at: dt.datetime
     muted_until: dt.datetime | None = None
     filters: Mapping[str, Any] = field(default_factory=dict)
+    autorun_by: str | None = None
+    """Who turned autorun on (a Slack user ID; sessions go with their key); None: off."""
+    autorun_team: str = ""
+    autorun_since: dt.datetime | None = None
 
     def muted(self, now: dt.datetime) -> bool:
         return self.muted_until is not None and self.muted_until > now
@@ -155,6 +182,8 @@ class AlertEvent:
     thread_ts: str | None = None
     parent_key: str | None = None
     edit: Payload | None = None
+    ask: str | None = None
+    """What its *Ask the agent* asks (:meth:`bot.services.alerts.ask.Ask.encode`); None: nothing."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +199,7 @@ class NewEvent:
     ordinal: int = 0
     parent_key: str | None = None
     edit: Payload | None = None
+    ask: str | None = None
 
 
 def _event_key(event: AlertEvent) -> ColumnElement[bool]:
@@ -183,7 +213,19 @@ def _overflow_key(channel_id: str, window: str) -> ColumnElement[bool]:
 def _sub(row: Any) -> AlertSubscription:
     muted = aware(row.muted_until)
     filters = json.loads(row.filters) if row.filters else {}
-    return AlertSubscription(row.id, row.kind, row.channel_id, row.start, row.created_by, aware(row.created_at), muted, filters)
+    return AlertSubscription(
+        row.id,
+        row.kind,
+        row.channel_id,
+        row.start,
+        row.created_by,
+        aware(row.created_at),
+        muted,
+        filters,
+        row.autorun_by,
+        row.autorun_team or "",
+        aware(row.autorun_since) if row.autorun_since is not None else None,
+    )
 
 
 def _event(row: Any) -> AlertEvent:
@@ -201,6 +243,7 @@ def _event(row: Any) -> AlertEvent:
         row.thread_ts,
         row.parent_key,
         json.loads(row.edit) if row.edit else None,
+        row.ask,
     )
 
 
@@ -227,10 +270,14 @@ class AlertsRepository:
         created_by: str,
         now: dt.datetime,
         filters: Mapping[str, Any] | None = None,
+        autorun: tuple[str, str] | None = None,
     ) -> tuple[AlertSubscription, bool]:
         """The (kind, channel) subscription, inserted when missing (then True), starting at ``start``
-        with ``filters``; an existing one keeps its start and gets the new filters (False)."""
+        with ``filters``; an existing one keeps its start and gets the new filters (False).
+        ``autorun``: ``(Slack user ID, team ID)`` of who turns autorun on (from ``now``), None: off;
+        an existing subscription takes it too (autorun kept on keeps its ``autorun_since``)."""
         text = json.dumps(dict(filters or {}), sort_keys=True)
+        runs = {"autorun_by": autorun[0], "autorun_team": autorun[1]} if autorun else {"autorun_by": None, "autorun_team": None}
 
         def work() -> tuple[AlertSubscription, bool]:
             key = and_(alert_subscriptions.c.kind == kind, alert_subscriptions.c.channel_id == channel_id)
@@ -239,13 +286,22 @@ class AlertsRepository:
                 with self.store.engine.begin() as conn:
                     conn.execute(
                         insert(alert_subscriptions).values(
-                            kind=kind, channel_id=channel_id, start=start, created_by=created_by, created_at=now, filters=text
+                            kind=kind,
+                            channel_id=channel_id,
+                            start=start,
+                            created_by=created_by,
+                            created_at=now,
+                            filters=text,
+                            autorun_since=now if autorun else None,
+                            **runs,
                         )
                     )
             except IntegrityError:  # subscribed before, or by another replica at this moment
                 new = False
                 with self.store.engine.begin() as conn:
-                    conn.execute(update(alert_subscriptions).where(key).values(filters=text))
+                    before = conn.execute(select(alert_subscriptions.c.autorun_since).where(key)).scalar_one_or_none()
+                    since = (before or now) if autorun else None
+                    conn.execute(update(alert_subscriptions).where(key).values(filters=text, autorun_since=since, **runs))
             with self.store.engine.connect() as conn:
                 return _sub(conn.execute(select(alert_subscriptions).where(key)).one()), new
 
@@ -393,6 +449,7 @@ class AlertsRepository:
                                 attempts=0,
                                 parent_key=event.parent_key,
                                 edit=json.dumps(event.edit, ensure_ascii=False) if event.edit is not None else None,
+                                ask=event.ask,
                             )
                         )
                     added += 1
@@ -558,5 +615,114 @@ class AlertsRepository:
                     )
                 ).all()
             return [r.message_ts for r in rows]
+
+        return await self.store.run(work)
+
+    # ---- autorun (a session for each new incident)
+
+    async def autorun_candidates(self, stale: dt.datetime, since: dt.datetime) -> list[tuple[AlertSubscription, AlertEvent, bool]]:
+        """``(subscription, incident, retry)``: the posted top-level alerts with an ask, of the
+        subscriptions with autorun on, recorded after it was turned on and after ``since`` (older
+        incidents, from before a long downtime, are left to people), that have no autorun row yet
+        (``retry`` False), or whose row is still ``claimed`` since before ``stale`` (``retry`` True:
+        a process that claimed and stopped before it started; the start key makes a second try start once)."""
+
+        def work() -> list[tuple[AlertSubscription, AlertEvent, bool]]:
+            found: list[tuple[AlertSubscription, AlertEvent, bool]] = []
+            with self.store.engine.connect() as conn:
+                subs = [_sub(r) for r in conn.execute(select(alert_subscriptions).where(alert_subscriptions.c.autorun_by.is_not(None)))]
+                for sub in subs:
+                    rows = conn.execute(
+                        select(alert_events)
+                        .where(
+                            alert_events.c.subscription_id == sub.id,
+                            alert_events.c.state == "posted",
+                            alert_events.c.parent_key.is_(None),
+                            alert_events.c.ask.is_not(None),
+                            alert_events.c.message_ts.is_not(None),
+                            alert_events.c.created_at > max(since, sub.autorun_since or since),
+                        )
+                        .order_by(alert_events.c.created_at, alert_events.c.ordinal)
+                    ).all()
+                    runs = {
+                        r.event_key: r for r in conn.execute(select(alert_autoruns).where(alert_autoruns.c.subscription_id == sub.id)).all()
+                    }
+                    for row in rows:
+                        run = runs.get(row.event_key)
+                        if run is None:
+                            found.append((sub, _event(row), False))
+                        elif run.state == "claimed" and aware(run.updated_at) < stale:
+                            found.append((sub, _event(row), True))
+            return found
+
+        return await self.store.run(work)
+
+    async def claim_autorun(self, sub: AlertSubscription, event: AlertEvent, day: str, cap: int, now: dt.datetime) -> int | None:
+        """Claim the autorun of ``event`` for ``sub`` on UTC ``day``: the slot won (1 to ``cap``: start
+        its session), 0 (over the cap, and this call says so in the channel: the day's first), -1
+        (over the cap, said already), or None (another process has this incident). Each insert is a
+        unique key: two replicas never both win an incident or a slot."""
+        base = {
+            "subscription_id": sub.id,
+            "event_key": event.event_key,
+            "channel_id": event.channel_id,
+            "day": day,
+            "created_at": now,
+            "updated_at": now,
+        }
+        mine = and_(alert_autoruns.c.subscription_id == sub.id, alert_autoruns.c.event_key == event.event_key)
+
+        def work() -> int | None:
+            for slot, state in [*((n, "claimed") for n in range(1, cap + 1)), (0, "over_cap"), (None, "over_cap")]:
+                try:
+                    with self.store.engine.begin() as conn:
+                        conn.execute(insert(alert_autoruns).values(**base, slot=slot, state=state))
+                    return -1 if slot is None else slot
+                except IntegrityError:
+                    with self.store.engine.connect() as conn:
+                        if conn.execute(select(func.count()).where(mine)).scalar_one():
+                            return None  # the incident is another's (or done)
+            return None  # pragma: no cover  # a NULL slot never collides
+
+        return await self.store.run(work)
+
+    async def retake_autorun(self, sub: AlertSubscription, event: AlertEvent, stale: dt.datetime, now: dt.datetime) -> int | None:
+        """Take over a ``claimed`` autorun row left since before ``stale`` (a conditional UPDATE: one
+        process wins); its slot, or None."""
+
+        def work() -> int | None:
+            mine = and_(alert_autoruns.c.subscription_id == sub.id, alert_autoruns.c.event_key == event.event_key)
+            with self.store.engine.begin() as conn:
+                moved = conn.execute(
+                    update(alert_autoruns)
+                    .where(mine, alert_autoruns.c.state == "claimed", alert_autoruns.c.updated_at < stale)
+                    .values(updated_at=now)
+                ).rowcount
+                if moved != 1:
+                    return None
+                slot = conn.execute(select(alert_autoruns.c.slot).where(mine)).scalar_one()
+                return int(slot) if slot is not None else None
+
+        return await self.store.run(work)
+
+    async def finish_autorun(self, sub: AlertSubscription, event: AlertEvent, state: str, note: str | None, now: dt.datetime) -> None:
+        """Record how the autorun of ``event`` ended: ``started`` or ``refused`` (``note``: why)."""
+
+        def work() -> None:
+            mine = and_(alert_autoruns.c.subscription_id == sub.id, alert_autoruns.c.event_key == event.event_key)
+            with self.store.engine.begin() as conn:
+                conn.execute(update(alert_autoruns).where(mine).values(state=state, note=note, updated_at=now))
+
+        await self.store.run(work)
+
+    async def autoruns(self, channel_id: str | None = None) -> list[dict[str, Any]]:
+        """The autorun rows (of ``channel_id``), oldest first, as dicts (tests, lists)."""
+
+        def work() -> list[dict[str, Any]]:
+            query = select(alert_autoruns).order_by(alert_autoruns.c.created_at, alert_autoruns.c.event_key)
+            if channel_id is not None:
+                query = query.where(alert_autoruns.c.channel_id == channel_id)
+            with self.store.engine.connect() as conn:
+                return [dict(r._mapping) for r in conn.execute(query).all()]
 
         return await self.store.run(work)
