@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from bot.cli import main
 from bot.config import FILE_SETTINGS, MAX_SECRET_FILE_BYTES, ConfigurationError, Settings, env_name, env_names
 from bot.doctor import (
+    ANALYTICS_STORE_EMPTY,
     COMPUTER_RULES_NONE,
     DATABASE_CREATED_AT_START,
     DISPLAY_STREAM,
@@ -239,6 +240,7 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
         "ok   encryption key: 1 Fernet key; no linked key stored yet (no database file yet)",
         f"warn computer rules: {COMPUTER_RULES_NONE} -> {FIX_COMPUTER_RULES}",
         f"ok   session display: {DISPLAY_STREAM}",  # clean_env: the default display
+        f"ok   analytics store: {ANALYTICS_STORE_EMPTY}",
     ]
     for value in (stack.slack.bot_token, stack.slack.app_token, "sandbox-member-key", SECRET, ENCRYPTION_KEY):
         assert value not in out

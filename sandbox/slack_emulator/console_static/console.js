@@ -29,7 +29,7 @@
     arrow_up: "⬆️", arrow_down: "⬇️", arrow_right: "➡️", small_red_triangle: "🔺", small_red_triangle_down: "🔻",
     pause_button: "⏸️", arrow_forward: "▶️", money_with_wings: "💸", moneybag: "💰", coin: "🪙", bulb: "💡",
     thinking_face: "🤔", raised_hands: "🙌", clap: "👏", ok_hand: "👌", point_right: "👉", sos: "🆘",
-    wastebasket: "🗑️", heavy_minus_sign: "➖", heavy_plus_sign: "➕", thread: "🧵",
+    wastebasket: "🗑️", heavy_minus_sign: "➖", heavy_plus_sign: "➕", thread: "🧵", page_facing_up: "📄",
   };
   const STYLE_TAGS = { "*": "b", _: "i", "~": "s" };
   const FORMAT = /(^|[^\p{L}\p{N}])([*_~])(?=[^\s*_~])([^\n]*?[^\s])\2(?![\p{L}\p{N}])/u;

@@ -7,7 +7,6 @@ between a claim and its append, an expired stream, a 429; and the fallback where
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -302,7 +301,6 @@ async def test_the_messages_setting_keeps_the_old_display(tmp_path) -> None:
         world.slack.stop()
 
 
-@pytest.mark.skipif(not os.environ.get("AGENT_BOT_TEST_POSTGRES_URL"), reason="AGENT_BOT_TEST_POSTGRES_URL not set")
 async def test_a_second_replica_on_postgresql_continues_the_same_stream() -> None:
     world = await make_world(postgres_url("session_streams", "stream_items", "stream_support", "agent_sessions", "session_posts"))
     try:
