@@ -17,6 +17,7 @@ check (the action ids and the form's ``callback_id`` are policy keys) ran before
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
@@ -120,9 +121,21 @@ async def on_pick(request: ActionRequest) -> None:
         await request.replace(payload)  # the menu, only the asker's, becomes the outcome
 
 
-async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
-    """The start form submitted: field errors back on the form, else the session starts."""
-    view = body.get("view") or {}
+@dataclass(frozen=True)
+class StartFields:
+    """What a submitted start form says (the start form of ``/agent session start``, and the same
+    fields of the "Send to agent" and "Ask the agent" forms): ``prompt`` ("" when empty), ``cwd``,
+    ``computer_id``, ``model`` (None when empty or the model select's "default")."""
+
+    prompt: str
+    cwd: str | None
+    computer_id: str | None
+    model: str | None
+
+
+def start_fields(view: dict[str, Any]) -> StartFields:
+    """The :class:`StartFields` of a submitted view (Slack doc "view_submission payload":
+    ``view.state.values``, by block id :data:`formatters.sessions.START_BLOCKS`)."""
     values = (view.get("state") or {}).get("values") or {}
 
     def value(block: str) -> str | None:
@@ -133,6 +146,25 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         text = element.get("value")
         return text.strip() if isinstance(text, str) and text.strip() else None
 
+    return StartFields(value("prompt") or "", value("cwd"), value("computer"), value("model"))
+
+
+async def refused_fields(services: Services, ack: AsyncAck, fields: StartFields, *, by: ResolvedUser, channel: str) -> bool:
+    """Whether the start form's fields have errors (:meth:`bot.services.sessions.starter.Starter.form_errors`);
+    when they do, they are acked back onto the form, each at most Slack's field error length, and
+    nothing starts."""
+    found = await services.sessions.starter.form_errors(
+        prompt=fields.prompt, cwd=fields.cwd, computer_id=fields.computer_id, model=fields.model, by=by, channel=channel
+    )
+    errors = {START_BLOCKS[field]: cut(error, FIELD_ERROR_MAX).replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
+    if errors:
+        await ack(response_action="errors", errors=errors)
+    return bool(errors)
+
+
+async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
+    """The start form submitted: field errors back on the form, else the session starts."""
+    view = body.get("view") or {}
     user_id = str((body.get("user") or {}).get("id") or "")
     origin = form_origin(str(view.get("private_metadata") or ""))
     if origin is None or origin[1] != user_id:  # Slack doc "view_submission payload": user is the submitter
@@ -140,30 +172,24 @@ async def on_start_view(services: Services, ack: AsyncAck, body: dict[str, Any],
         refusal = FORM_STALE if origin is None else FORM_NOT_YOURS
         await ack(response_action="errors", errors={START_BLOCKS["prompt"]: refusal[:FIELD_ERROR_MAX]})
         return
-    channel = origin[0]
+    channel = origin[0] or user_id
     by: ResolvedUser = context.get("agent_user") or ResolvedUser(user_id, None, Role.guest, "not resolved")
-    prompt, cwd, computer_id = value("prompt") or "", value("cwd"), value("computer")
-    found = await services.sessions.starter.form_errors(
-        prompt=prompt, cwd=cwd, computer_id=computer_id, model=value("model"), by=by, channel=channel or user_id
-    )
-    found = {field: cut(error, FIELD_ERROR_MAX) if field == "model" else error for field, error in found.items()}  # a refusal, its hint
-    errors = {START_BLOCKS[field]: error.replace("*", "")[:FIELD_ERROR_MAX] for field, error in found.items()}
-    if errors:
-        await ack(response_action="errors", errors=errors)
+    fields = start_fields(view)
+    if await refused_fields(services, ack, fields, by=by, channel=channel):
         return
     await ack()
     start = NewStart(
         start_key=f"view:{view.get('id')}",
         slack_user=user_id,
         user_email=by.email,
-        channel=channel or user_id,
+        channel=channel,
         origin="modal",
-        prompt=prompt,
-        cwd=cwd,
-        model=value("model"),
+        prompt=fields.prompt,
+        cwd=fields.cwd,
+        model=fields.model,
         team_id=team_of(body),
     )
-    await start_and_tell(services, start, computer_id, by=by)
+    await start_and_tell(services, start, fields.computer_id, by=by)
 
 
 def register(app: AsyncApp, router: Router, services: Services) -> None:

@@ -47,7 +47,7 @@ from bot.services.sessions.context import SHORTCUT_CALLBACK, SHORTCUT_VIEW, OwnB
 from bot.services.sessions.suggestions import SuggestedPrompts
 from bot.services.sessions.text import readable_for_agent
 from bot.slack import SlackFailure
-from formatters.blocks import Payload, cut
+from formatters.blocks import Payload
 from formatters.notices import error_message, outcome_message
 from formatters.session_shortcut import (
     SESSION_THREAD,
@@ -60,10 +60,11 @@ from formatters.session_shortcut import (
     prefilled_start_modal,
     suggested_prompts_message,
 )
-from formatters.sessions import FORM_NOT_YOURS, FORM_STALE, MODEL_DEFAULT, START_BLOCKS
+from formatters.sessions import FORM_NOT_YOURS, FORM_STALE, START_BLOCKS
 from handlers.accounts import team_of
 from handlers.channel_defaults import form_defaults
 from handlers.router import ActionRequest, Router, action_listener, describe_api_error
+from handlers.session_actions import refused_fields, start_fields
 from handlers.sessions import FORM_NOT_OPENED, FORM_NOT_OPENED_HINT, start_and_tell
 
 if TYPE_CHECKING:
@@ -196,16 +197,6 @@ def refusal_of(exc: BaseException) -> Payload:
 async def on_message_view(services: Services, ack: AsyncAck, body: dict[str, Any], context: AsyncBoltContext) -> None:
     """The "Send to agent" form submitted (module docstring)."""
     view = body.get("view") or {}
-    values = (view.get("state") or {}).get("values") or {}
-
-    def value(block: str) -> str | None:
-        element = (values.get(START_BLOCKS[block]) or {}).get("value") or {}
-        if element.get("selected_option"):
-            chosen = element["selected_option"].get("value")
-            return None if chosen == MODEL_DEFAULT else chosen
-        text = element.get("value")
-        return text.strip() if isinstance(text, str) and text.strip() else None
-
     user_id = str((body.get("user") or {}).get("id") or "")
     origin = message_origin(str(view.get("private_metadata") or ""))
     if origin is None or origin.opener != user_id:
@@ -213,13 +204,8 @@ async def on_message_view(services: Services, ack: AsyncAck, body: dict[str, Any
         await ack(response_action="errors", errors={START_BLOCKS["prompt"]: refusal[:FIELD_ERROR_MAX]})
         return
     by: ResolvedUser = context.get("agent_user") or ResolvedUser(user_id, None, Role.guest, "not resolved")
-    prompt, cwd, computer_id, model = value("prompt") or "", value("cwd"), value("computer"), value("model")
-    found = await services.sessions.starter.form_errors(
-        prompt=prompt, cwd=cwd, computer_id=computer_id, model=model, by=by, channel=origin.channel
-    )
-    errors = {START_BLOCKS[f]: cut(e, FIELD_ERROR_MAX).replace("*", "")[:FIELD_ERROR_MAX] for f, e in found.items()}
-    if errors:
-        await ack(response_action="errors", errors=errors)
+    fields = start_fields(view)
+    if await refused_fields(services, ack, fields, by=by, channel=origin.channel):
         return
     if await services.sessions.of_thread(origin.channel, origin.thread_ts) is not None:  # one began there meanwhile
         await ack(response_action="errors", errors={START_BLOCKS["prompt"]: SESSION_THREAD[:FIELD_ERROR_MAX]})
@@ -237,13 +223,13 @@ async def on_message_view(services: Services, ack: AsyncAck, body: dict[str, Any
         user_email=by.email,
         channel=origin.channel,
         origin=origin.origin,
-        prompt=with_context(prompt, thread),
-        cwd=cwd,
-        model=model,
+        prompt=with_context(fields.prompt, thread),
+        cwd=fields.cwd,
+        model=fields.model,
         thread_ts=origin.thread_ts,
         team_id=team_of(body),
     )
-    await start_and_tell(services, start, computer_id, by=by, thread_ts=origin.thread_ts)
+    await start_and_tell(services, start, fields.computer_id, by=by, thread_ts=origin.thread_ts)
 
 
 async def read_message(services: Services, origin: MessageOrigin, own: OwnBot) -> ThreadContext | SlackFailure:
