@@ -26,10 +26,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import signal
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Literal
 
 from bot.config import Settings
@@ -194,38 +195,52 @@ def _alerts_tick(args: argparse.Namespace) -> int:
     return _one_tick("alerts", args.now)
 
 
-def _analytics_sync(args: argparse.Namespace) -> int:
-    """``agent-bot analytics sync [--days N]``: one pass of the store of landed analytics days over
-    the last N days (default ``AGENT_BOT_ANALYTICS_BACKFILL_DAYS``), paced as the bot's own backfill
-    (:mod:`bot.services.analytics_store.sync`), then exit. Prints what it did; 1 when a day failed
-    (it is asked again by a later pass) or the Agent API did not answer the landing check. ``--now``
-    (ISO 8601, UTC when it names no zone) fixes the clock, as ``digest tick``'s."""
-    import datetime as dt
-
-    from bot.api import AgentAPIError, AgentClient
+def _one_shot(now_text: str | None) -> tuple[Settings, Callable[[], dt.datetime], Callable[[], tuple[Any, Any]]]:
+    """What a one-shot command (``digest tick``, ``alerts tick``, ``analytics sync``) runs on: the
+    settings (logging configured; Slack's token, or OAuth's settings, and the Agent API's checked:
+    :class:`bot.app.ConfigurationError` when one is missing), its clock (``now_text``, ISO 8601, UTC
+    when it names no zone, fixes it), and a maker of ``(AgentClient, Bot)`` to call inside the
+    command's event loop (Socket Mode's settings: it serves no Slack request, so it needs no signing secret)."""
+    from bot.api import AgentClient
     from bot.app import ConfigurationError, utc_now
     from bot.wiring import create_bot
 
     settings = Settings()
     configure_logging(settings.log_level, _secrets(settings), settings.log_format)
-    missing = settings.missing("slack_bot_token", "agent_api_url", "agent_api_key")
+    slack = ("slack_client_secret", "slack_state_secret", "encryption_key") if settings.oauth else ("slack_bot_token",)
+    missing = settings.missing(*slack, "agent_api_url", "agent_api_key")
     if missing:
         raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
-
     now = utc_now
-    if args.now:
-        fixed = dt.datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+    if now_text:
+        fixed = dt.datetime.fromisoformat(now_text.replace("Z", "+00:00"))
         fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
         now = lambda: fixed  # noqa: E731
 
-    async def run() -> int:
+    def make() -> tuple[Any, Any]:
         agent = AgentClient(
             base_url=settings.required("agent_api_url"),
             app_url=settings.agent_app_url,
             api_key=settings.required("agent_api_key"),
             today=lambda: now().date(),
         )
-        bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+        return agent, create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+
+    return settings, now, make
+
+
+def _analytics_sync(args: argparse.Namespace) -> int:
+    """``agent-bot analytics sync [--days N]``: one pass of the store of landed analytics days over
+    the last N days (default ``AGENT_BOT_ANALYTICS_BACKFILL_DAYS``), paced as the bot's own backfill
+    (:mod:`bot.services.analytics_store.sync`), then exit. Prints what it did; 1 when a day failed
+    (it is asked again by a later pass) or the Agent API did not answer the landing check. ``--now``
+    (ISO 8601, UTC when it names no zone) fixes the clock, as ``digest tick``'s."""
+    from bot.api import AgentAPIError
+
+    settings, _, make = _one_shot(args.now)
+
+    async def run() -> int:
+        agent, bot = make()
         sync = bot.services.analytics_sync
         assert sync is not None
         try:
@@ -270,34 +285,13 @@ def _one_tick(job: Literal["digest", "alerts"], now_text: str | None) -> int:
     clock. Prints the pass's report; 1 when the Agent API failed (the next tick retries). While Slack
     said stop (a pause the running bot recorded: token revoked, app rate-limited;
     :mod:`bot.services.lifecycle`), it posts nothing and says so, as the scheduler's jobs do."""
-    import datetime as dt
-
-    from bot.api import AgentAPIError, AgentClient
-    from bot.app import ConfigurationError, utc_now
+    from bot.api import AgentAPIError
     from bot.services.lifecycle import SlackLifecycle
-    from bot.wiring import create_bot
 
-    settings = Settings()
-    configure_logging(settings.log_level, _secrets(settings), settings.log_format)
-    slack = ("slack_client_secret", "slack_state_secret", "encryption_key") if settings.oauth else ("slack_bot_token",)
-    missing = settings.missing(*slack, "agent_api_url", "agent_api_key")
-    if missing:
-        raise ConfigurationError(f"missing settings: {', '.join(missing)} (see README, Configuration)")
-    now = utc_now
-    if now_text:
-        fixed = dt.datetime.fromisoformat(now_text.replace("Z", "+00:00"))
-        fixed = fixed if fixed.tzinfo else fixed.replace(tzinfo=dt.UTC)
-        now = lambda: fixed  # noqa: E731
+    _, now, make = _one_shot(now_text)
 
     async def run() -> int:
-        agent = AgentClient(
-            base_url=settings.required("agent_api_url"),
-            app_url=settings.agent_app_url,
-            api_key=settings.required("agent_api_key"),
-            today=lambda: now().date(),
-        )
-        # socket_mode=True: this process serves no Slack request, so it needs no signing secret
-        bot = create_bot(settings, agent=agent, now=now, today=lambda: now().date(), socket_mode=True)
+        agent, bot = make()
         service = bot.services.digest if job == "digest" else bot.services.alerts
         try:
             pause = await SlackLifecycle(store=bot.services.store, slack=bot.services.slack, now=now).paused()
