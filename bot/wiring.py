@@ -328,7 +328,7 @@ def build_services(
     channel_defaults = ChannelDefaultsService(
         store=store, agent=agent, rules=sessions.starter.rules, now=now, one_line=session_messages.one_line
     )
-    sessions.starter.use_reply_rules(channel_defaults.replies)  # a session thread says when only mentions reach the agent
+    sessions.starter.use_reply_rules(channel_defaults.replies)  # the parent message says when only mentions reach the agent
     sessions.follower.use_outbox(outbox)
     # each agent turn as one streamed message where Slack allows it (issue #27); else the messages display
     sessions.follower.use_stream(

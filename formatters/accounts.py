@@ -45,6 +45,11 @@ LINKED_FORBIDDEN: Final = (
     "The platform accepted the key but refused it the list of computers (403): your role there may not allow "
     "everything you ask me to do; the platform will say so when it refuses."
 )
+ORGANIZATION_WIDE: Final = (
+    "Your link holds in every workspace of this Enterprise Grid organization (your Slack user is the same in each); "
+    "`/agent unlink` in any of them removes it from all."
+)
+"""Said under a link (and by ``/agent whoami``) of a person of an Enterprise Grid organization."""
 ENDING: Final = "key ending …{fingerprint}"
 ENDING_SHORT: Final = "a short key, none of it shown"
 UNLINKED: Final = ":wastebasket: Unlinked: I deleted your platform API key."
@@ -134,11 +139,14 @@ def linking_off_message(refused: Refused, hint: str) -> Payload:
 
 
 def linked_message(linked: Linked) -> Payload:
-    """The confirmation of a link (a DM): it is done, and which key (its last 4 characters)."""
+    """The confirmation of a link (a DM): it is done, and which key (its last 4 characters); in an
+    Enterprise Grid organization, that it holds in each of its workspaces (:data:`ORGANIZATION_WIDE`)."""
     text = LINKED.format(ending=ending(linked.fingerprint))
     blocks: list[Block] = [section(text)]
     if linked.forbidden:
         blocks.append(context(LINKED_FORBIDDEN))
+    if linked.enterprise_id:
+        blocks.append(context(ORGANIZATION_WIDE))
     return message(blocks, text)
 
 
@@ -152,7 +160,8 @@ def unlinked_message(removed: bool, sessions_as: SessionsAs) -> Payload:
 
 def whoami_message(user: ResolvedUser, status: LinkStatus, sessions_as: SessionsAs) -> Payload:
     """``/agent whoami``: the person's role and why (:attr:`bot.roles.ResolvedUser.source`), their
-    link (since when, refused, unreadable, or none) and what ``AGENT_BOT_SESSIONS_AS`` means for them."""
+    link (since when, refused, unreadable, or none; in an Enterprise Grid organization, that it holds in
+    each of its workspaces) and what ``AGENT_BOT_SESSIONS_AS`` means for them."""
     you, _hint = why_role(Role.guest, user.role.name, user.source, user.email)  # escaped there
     if not status.linked:
         link = WHOAMI_NOT_LINKED
@@ -168,6 +177,8 @@ def whoami_message(user: ResolvedUser, status: LinkStatus, sessions_as: Sessions
         sessions = SESSIONS_BOT_LINKED if usable else SESSIONS_BOT_UNLINKED
     else:
         sessions = SESSIONS_PERSON_LINKED if usable else SESSIONS_PERSON_UNLINKED
+    if status.linked and status.enterprise_id:
+        link = f"{link}\n{ORGANIZATION_WIDE}"
     return message([header(WHOAMI_TITLE), section(you), section(link), context(sessions)], f"{you} {link} {sessions}")
 
 

@@ -47,6 +47,7 @@ from bot.services.sessions.messages import (
     MENU_ACTION,
     PICK_ACTION,
     REFRESH_ACTION,
+    REPLIES_MENTIONS,
     START_VIEW,
     SessionView,
 )
@@ -155,6 +156,11 @@ MAY_REPLY = {
     REPLY_STARTER: "only {who} can reply to the agent in this thread",
     REPLY_CHANNEL: "anyone in this channel can reply to the agent in this thread",
 }
+MENTIONS_ONLY_LINE = (
+    ":speech_balloon: In this channel only replies that mention me reach the agent; "
+    "other replies in this thread stay between people (`/agent channel` shows the channel's rule)."
+)
+"""The parent message's line when its channel's ``replies`` rule is ``mentions`` (issue #28); kept through every edit."""
 NOT_ALLOWED = ":no_entry: Only {who} can {what}."
 NOT_ALLOWED_HINT = "Ask one of them, or start your own session with `/agent session start <prompt>`."
 ARCHIVED_REPLY_NOT_SENT = "This session is archived, so your reply was not sent to the agent."
@@ -300,7 +306,8 @@ def steered_by(starter: str, steerer: str | None, *, bot_key: bool = False) -> s
 def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
     """The parent message of a session's thread (public): who started it (and that it was with the
     bot's key, when so), the prompt, computer, status (an ``idle`` one names the starter it waits
-    for), id; who steered it last, when someone else did; counts and who may reply, or, once
+    for), id; who steered it last, when someone else did; that only replies mentioning the bot reach
+    the agent, under the channel's ``replies=mentions`` rule; counts and who may reply, or, once
     archived, that nobody's replies go to the agent and how to start a new session; the whole id
     last in the context line, for an operator."""
     request, earlier = split_prompt(view.prompt)  # a prompt that carries a thread (issue #28) shows the request
@@ -322,6 +329,8 @@ def parent_message(view: SessionView, *, buttons: bool = True) -> Payload:
         blocks.append(context(steered))
     if view.error:
         blocks.append(section(f":warning: {one_line(view.error, 500)}"))
+    if view.channel_replies == REPLIES_MENTIONS and view.status != "archived":
+        blocks.append(context(MENTIONS_ONLY_LINE))
     replies = (
         ARCHIVED_NO_REPLIES
         if view.status == "archived"

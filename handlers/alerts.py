@@ -30,8 +30,8 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.api import AgentAPIError
 from bot.commands import SubCommand, in_code
-from bot.outcomes import Declined, NothingChanged
-from bot.roles import ResolvedUser
+from bot.outcomes import Declined, NothingChanged, Refused
+from bot.roles import ResolvedUser, Role, action_words
 from bot.services.alerts import (
     AUTORUN_KINDS,
     AlertEvent,
@@ -158,8 +158,6 @@ NOT_MUTED = "Subscription {id} (`{kind}` alerts) is not muted: its alerts are po
 NOT_MUTED_HINT = "`/agent alerts mute <kind|id> for=2h` mutes it; `/agent alerts list` shows which are muted."
 MUTE_FOR = "How long? `for=` is missing."
 MUTE_FOR_HINT = "Usage: `{usage}`; durations: 30m, 2h, 1d, 1w (at most 30 days)."
-NEEDS_ROLE = "`{kind}` alerts need the {role} role."
-NEEDS_ROLE_HINT = "Ask a {role} to do it, or whoever runs the bot to change the policy key `{key}` in its roles file."
 NOT_IN_CHANNEL = "I am not a member of the private channel <#{channel}>, so I cannot post alerts there."
 NOT_IN_CHANNEL_HINT = "Invite me with `/invite @agent` in that channel, then try again."
 CHANNEL_UNKNOWN = "I cannot see the channel `{channel}`."
@@ -211,12 +209,21 @@ def _filters(request: CommandRequest, kind: AlertKind, usage: str) -> dict[str, 
         raise UserInputError(str(exc), FILTERS_HINT.format(kind=kind.name, accepted=accepted, usage=usage)) from None
 
 
-def _check_policy(request: CommandRequest, kind: str) -> None:
-    key = request.services.alerts.kind(kind).policy_key
+async def _check_policy(request: CommandRequest, kind: str) -> None:
+    """Raises :class:`bot.outcomes.Declined` with a :class:`bot.outcomes.Refused` when the person's
+    role does not reach the kind's policy key: what they tried in words (:func:`bot.roles.action_words`),
+    the least role that may, and, above member, who holds it (:meth:`bot.roles.RoleResolver.who_can`),
+    as the role check's own refusals say it (:func:`formatters.notices.outcome_message`)."""
+    await _check_key(request, request.services.alerts.kind(kind).policy_key)
+
+
+async def _check_key(request: CommandRequest, key: str) -> None:
+    """:func:`_check_policy` for one policy key (a kind's, or autorun's :data:`AUTORUN_POLICY_KEY`)."""
     policy = request.services.policy
     if not policy.allows(request.user, key):
-        role = policy.minimum(key).name
-        raise UserInputError(NEEDS_ROLE.format(kind=kind, role=role, key=key), NEEDS_ROLE_HINT.format(role=role, key=key))
+        needed = policy.minimum(key)
+        helpers = await request.services.resolver.who_can(needed) if needed > Role.member else ()
+        raise Declined(Refused(action_words(key), needs=needed.name, who_can_help=helpers))
 
 
 async def _where(request: CommandRequest, words: list[str], what: str) -> str:
@@ -255,10 +262,10 @@ async def _subscription(request: CommandRequest, usage: str) -> AlertSubscriptio
         sub = await repo.get(int(args[0]))
         if sub is None:
             raise UserInputError(NO_SUBSCRIPTION_ID.format(id=args[0]), LIST_HINT)
-        _check_policy(request, sub.kind)
+        await _check_policy(request, sub.kind)
         return sub
     kind = _kind(request, args[0], usage).name
-    _check_policy(request, kind)
+    await _check_policy(request, kind)
     channel = await _where(request, args[1:], "kind")
     found = await repo.subscriptions(kind=kind, channel_id=channel)
     if not found:
@@ -279,18 +286,12 @@ async def handle_subscribe(request: CommandRequest) -> None:
     args = [args[0], *(a for a in args[1:] if a.lower() != AUTORUN_WORD)] if args else args
     kind = _kind(request, args[0] if args else None, SUBSCRIBE.usage)
     filters = _filters(request, kind, SUBSCRIBE.usage)
-    _check_policy(request, kind.name)
+    await _check_policy(request, kind.name)
     if autorun:
         if kind.name not in AUTORUN_KINDS:
             kinds = ", ".join(f"`{k}`" for k in AUTORUN_KINDS)
             raise UserInputError(AUTORUN_NOT_FOR.format(kind=kind.name, kinds=kinds), AUTORUN_HINT)
-        policy = request.services.policy
-        if not policy.allows(request.user, AUTORUN_POLICY_KEY):
-            role = policy.minimum(AUTORUN_POLICY_KEY).name
-            raise UserInputError(
-                NEEDS_ROLE.format(kind=f"{kind.name} {AUTORUN_WORD}", role=role, key=AUTORUN_POLICY_KEY),
-                NEEDS_ROLE_HINT.format(role=role, key=AUTORUN_POLICY_KEY),
-            )
+        await _check_key(request, AUTORUN_POLICY_KEY)
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
     unknown = await _unknown_repository(request, filters)
@@ -357,7 +358,7 @@ async def handle_test(request: CommandRequest) -> None:
     args = list(request.command.args)
     kind = _kind(request, args[0] if args else None, TEST.usage)
     filters = _filters(request, kind, TEST.usage)
-    _check_policy(request, kind.name)
+    await _check_policy(request, kind.name)
     channel = await _where(request, args[1:], "kind")
     await _check_can_post(request, channel)
     sample = await request.services.alerts.sample(kind.name, filters)

@@ -69,7 +69,7 @@ async def on_dm(
     is not part of the prompt."""
     channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
     await hint_once(services, actor.user_id, channel)
-    if dm_request(event) == DM_HELP:
+    if dm_request(event, bot_user_id) == DM_HELP:
         if router is not None:
             await send_dm(services, channel, help_for(services, router, actor), "help")
         return

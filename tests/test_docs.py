@@ -112,3 +112,25 @@ def test_every_pointer_of_the_doctor_names_a_heading_of_its_doc():
     assert len(pointers) >= 4, pointers  # the roles file, computer rules, installing, upgrading
     missing = [(doc, title) for doc, title in sorted(pointers) if title not in headings(ROOT / ("README.md" if doc == "README" else doc))]
     assert missing == []
+
+
+QUOTED_POINTER = re.compile(r'\b(README|docs/[\w-]+\.md)(?:,\s*|\s+\(\s*)"([^"]+)"')
+"""A docstring's or a message's pointer to a section: ``(docs/architecture.md, "Outcomes")`` or
+``docs/operations.md ("The analytics store")``; a title may be broken over lines."""
+
+
+def test_every_pointer_to_a_section_in_the_code_names_a_heading_of_its_doc():
+    pointers: set[tuple[str, str, str]] = set()
+    for package in ("bot", "handlers", "formatters"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            unquoted = [(doc, title) for doc, title in DOC_POINTER.findall(text) if not title.startswith('"')]
+            for doc, title in [*QUOTED_POINTER.findall(text), *unquoted]:
+                pointers.add((str(path.relative_to(ROOT)), doc, " ".join(title.split())))
+    assert len({(doc, title) for _, doc, title in pointers}) >= 8, pointers
+    missing = [
+        (where, doc, title)
+        for where, doc, title in sorted(pointers)
+        if title not in headings(ROOT / ("README.md" if doc == "README" else doc))
+    ]
+    assert missing == []

@@ -53,6 +53,7 @@ from bot.outcomes import Invalid, NothingChanged
 from bot.roles import ResolvedUser
 from bot.services.computer_rules import ComputerRules
 from bot.services.session_settings import check_session_settings, fetch_settings_rules, model_invalid
+from bot.services.sessions.messages import REPLIES_ALL, REPLIES_MENTIONS
 from bot.services.sessions.models import Quote
 from bot.services.sessions.starter import CWD_MAX, find_computer
 from bot.store import DatabaseUnusable, Store, metadata
@@ -60,8 +61,6 @@ from bot.user_errors import UserInputError, describe_api_error
 
 logger = logging.getLogger(__name__)
 
-REPLIES_ALL: Final = "all"
-REPLIES_MENTIONS: Final = "mentions"
 REPLIES: Final = (REPLIES_ALL, REPLIES_MENTIONS)
 SETTINGS: Final = ("computer", "cwd", "model", "replies")
 """The keys of ``/agent channel set``, in the order they are shown."""

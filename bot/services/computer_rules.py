@@ -1,7 +1,7 @@
 """Who may start sessions on which computers: the roles file's ``computers:`` rules, applied.
 
 The rules are :class:`bot.roles.ComputerRule` s (the roles file's ``computers:`` section, documented
-in :mod:`bot.roles` and docs/configuration.md, "Roles file"). For a computer (its id and name, as
+in :mod:`bot.roles` and docs/configuration.md, "Computer rules"). For a computer (its id and name, as
 ``GET /api/v0/computers`` lists them: management-api-v0.md, "Computer"):
 
 - the first rule whose pattern matches the computer's name or id (case-insensitive glob) decides;

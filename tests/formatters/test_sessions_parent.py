@@ -73,3 +73,16 @@ def test_the_status_reply_and_the_archive_question_name_a_session_by_its_short_i
     assert payload["text"] == "Agent session 3f2a1b2c: :grey_question: awaiting tool approval"
     assert payload["blocks"][-1]["elements"][0]["text"] == f"Session `{sid}`"  # the whole id stays in the details
     assert archive_question(sid, "")["text"] == ARCHIVE_QUESTION.format(title="`3f2a1b2c`")
+
+
+def test_under_replies_mentions_the_parent_says_only_mentions_reach_the_agent(block_kit_validator):
+    from formatters.sessions import MENTIONS_ONLY_LINE
+
+    view = SessionView("U0MEMBER", "go", "CI sandbox", "running", "s-1", 1, 10, channel_replies="mentions")
+    payload = block_kit_validator(parent_message(view))
+    assert payload["blocks"][2] == {"type": "context", "elements": [{"type": "mrkdwn", "text": MENTIONS_ONLY_LINE}]}
+    assert payload["blocks"][3]["type"] == "context"  # then the counts and who may reply, as under `all`
+    everyone = block_kit_validator(parent_message(SessionView("U0MEMBER", "go", "CI sandbox", "running", "s-1", 1, 10)))
+    assert payload["blocks"][:2] + payload["blocks"][3:] == everyone["blocks"]  # the one line is all that differs
+    archived = parent_message(SessionView("U0MEMBER", "go", "CI sandbox", "archived", "s-1", channel_replies="mentions"))
+    assert archived["blocks"] == parent_message(SessionView("U0MEMBER", "go", "CI sandbox", "archived", "s-1"))["blocks"]

@@ -15,8 +15,7 @@ from sqlalchemy import delete
 from bot.services.alerts import EVENT_TYPE, alert_autoruns, alert_events, alert_state, alert_subscriptions
 from bot.services.alerts.ask import ASK_ACTION, Ask
 from formatters.alerts import AUTORUN_LISTED, autorun_over_cap, autorun_refused, subscribed
-from formatters.notices import error_message
-from handlers.alerts import AUTORUN_NOT_ALLOWED, AUTORUN_POLICY_KEY, AUTORUN_UNLINKED, NEEDS_ROLE, NEEDS_ROLE_HINT
+from handlers.alerts import AUTORUN_NOT_ALLOWED, AUTORUN_POLICY_KEY, AUTORUN_UNLINKED
 from tests.inprocess import inprocess_fixture
 
 running = inprocess_fixture(sandbox_options={"reply_delay_seconds": 0.0}, linked=("alice",))
@@ -81,8 +80,16 @@ def test_an_owners_autorun_starts_one_session_per_incident_in_the_alerts_thread(
 
 def test_a_member_may_not_turn_autorun_on(stack):
     reply = stack.command("alerts subscribe computers autorun", user="U0MEMBER", channel=CHANNEL)
-    text = NEEDS_ROLE.format(kind="computers autorun", role="manager", key=AUTORUN_POLICY_KEY)
-    assert answer(reply) == error_message(text, NEEDS_ROLE_HINT.format(role="manager", key=AUTORUN_POLICY_KEY))
+    refused = ":no_entry: Only managers and owners can start an agent session for each new incident automatically (`autorun`)."
+    helpers = "Who can help: <@U0MANAGER>, <@U0OWNER>."
+    assert answer(reply) == {
+        "text": f"{refused} {helpers}",
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": refused}},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": helpers}]},
+        ],
+    }
+    assert AUTORUN_POLICY_KEY not in str(reply.last)  # no policy key: words
     assert stack.run(stack.bot.services.alerts.repo.subscriptions()) == []
 
 

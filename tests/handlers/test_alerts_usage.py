@@ -8,10 +8,11 @@ import datetime as dt
 import pytest
 from sqlalchemy import delete
 
+from bot.outcomes import Refused
 from bot.services.alerts import alert_events, alert_state, alert_subscriptions
 from formatters.alerts import sample_posted, subscribed
-from formatters.notices import error_message
-from handlers.alerts import FILTERS_HINT, NEEDS_ROLE, NEEDS_ROLE_HINT, SUBSCRIBE, TEST
+from formatters.notices import error_message, outcome_message
+from handlers.alerts import FILTERS_HINT, SUBSCRIBE, TEST
 from tests.inprocess import inprocess_fixture
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
@@ -69,10 +70,7 @@ HINT = FILTERS_HINT.format(kind="usage", accepted="`spike=` `min=`", usage=SUBSC
         (
             "alerts subscribe usage",
             "U0MEMBER",
-            error_message(
-                NEEDS_ROLE.format(kind="usage", role="manager", key="alerts.usage"),
-                NEEDS_ROLE_HINT.format(role="manager", key="alerts.usage"),
-            ),
+            outcome_message(Refused("subscribe to alerts on usage spikes", needs="manager", who_can_help=("U0MANAGER", "U0OWNER"))),
         ),
     ],
 )

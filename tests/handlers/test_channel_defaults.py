@@ -30,12 +30,12 @@ from bot.services.channel_defaults import (
 )
 from bot.services.session_settings import MODEL_ALLOWED_HINT, MODEL_NOT_ALLOWED, check_session_settings
 from bot.services.sessions.messages import START_VIEW
-from bot.services.sessions.starter import COMPUTER_HINT, MENTIONS_ONLY_NOTE, UNKNOWN_COMPUTER
+from bot.services.sessions.starter import COMPUTER_HINT, UNKNOWN_COMPUTER
 from bot.stack import DEMO_CHANNEL
 from bot.user_errors import UserInputError
 from formatters.channel_defaults import CHANGED, RESET_DONE, channel_defaults_message, dropped_notice
 from formatters.notices import error_message
-from formatters.sessions import thread_note
+from formatters.sessions import MENTIONS_ONLY_LINE
 from tests.conftest import error_reply, sandbox_get
 from tests.inprocess import inprocess_fixture
 from tests.refusals import demo_refusal
@@ -262,8 +262,6 @@ def test_under_replies_mentions_only_replies_that_mention_the_bot_reach_the_agen
     stack.command("session start summarise the incident", user=CAROL)
     link = newest(stack)
     bot_user = stack.slack.directory.bot.user_id
-    in_thread = [{"text": m.text, "blocks": m.blocks} for m in stack.slack.recorder.messages(DEMO_CHANNEL, thread_ts=link.thread_ts)]
-    assert in_thread.count(thread_note(MENTIONS_ONLY_NOTE)) == 1  # the thread says which rule holds, once
     session = stack.sandbox_state.sessions.get(link.session_id)
 
     def user_messages() -> list[str]:
@@ -282,6 +280,36 @@ def test_under_replies_mentions_only_replies_that_mention_the_bot_reach_the_agen
     stack.command("channel set replies=all", user=BOB)  # as today: every reply reaches the agent
     stack.message("and the owners", user=CAROL, thread_ts=link.thread_ts)
     assert user_messages() == ["summarise the incident", "add the timeline", "and the owners"]
+
+
+MENTIONS_LINE_BLOCK = {"type": "context", "elements": [{"type": "mrkdwn", "text": MENTIONS_ONLY_LINE}]}
+
+
+def parent_versions(stack, link) -> list[list[dict[str, Any]]]:
+    """The blocks of ``link``'s parent message as first posted, then as each ``chat.update`` left them."""
+    recorder = stack.slack.recorder
+    edits = recorder.updates(DEMO_CHANNEL, link.parent_ts)
+    first = edits[0].before if edits else recorder.message(DEMO_CHANNEL, link.parent_ts)
+    assert first is not None
+    return [first.blocks or [], *[edit.after.blocks or [] for edit in edits]]
+
+
+def test_under_replies_mentions_the_parent_message_says_so_through_every_edit(stack):
+    stack.command("channel set computer=ci replies=mentions", user=BOB)
+    stack.command("session start summarise the incident", user=CAROL)
+    link = newest(stack)
+    session = stack.sandbox_state.sessions.get(link.session_id)
+    stack.slack.recorder.wait_for(lambda: session.queued == 0 and session.status == "idle", timeout=5, what="the agent")
+    assert stack.run(stack.bot.services.sessions.follower.poll_now(link.id))  # its status changes: the parent is edited
+    versions = parent_versions(stack, link)
+    assert len(versions) >= 2  # the first post ("starting") and at least one edit (its status)
+    assert all(MENTIONS_LINE_BLOCK in blocks for blocks in versions)
+    replies = [m for m in stack.slack.recorder.messages(DEMO_CHANNEL, thread_ts=link.thread_ts) if m.is_reply]
+    assert not any(MENTIONS_ONLY_LINE in m.text for m in replies)  # the parent says it: no note in the thread
+    stack.command("channel set replies=all", user=BOB)
+    stack.command("session start summarise it again", user=CAROL)
+    again = newest(stack)
+    assert not any(MENTIONS_LINE_BLOCK in blocks for blocks in parent_versions(stack, again))
 
 
 def test_a_slack_retry_of_a_set_changes_and_logs_nothing_more(stack):

@@ -116,3 +116,14 @@ def test_edits_apps_and_threads_in_a_dm_start_nothing(stack):
     assert stack.run(stack.bot.services.sessions.store.recent(50)) == before
     assert len(bot_posts(stack, "U0OWNER")) == posts
     assert stack.slack.recorder.ephemerals(channel, "U0OWNER") == []
+
+
+def test_only_the_bots_own_mention_is_taken_out_of_a_dm_before_deciding_it_asks_for_help(stack):
+    bot_user = stack.slack.directory.bot.user_id
+    dm(stack, "U0MEMBER", f"<@{bot_user}> help")  # the bot's own mention, then help: the help
+    assert bot_posts(stack, "U0MEMBER")[-1] == help_for(stack, "U0MEMBER")
+    posts_before = len(bot_posts(stack, "U0MEMBER"))
+    sent = dm(stack, "U0MEMBER", "<@U0OWNER> help")  # help for alice: a task for the agent, her mention kept
+    assert len(bot_posts(stack, "U0MEMBER")) == posts_before  # no help answered
+    link = newest(stack)  # carol's one usable computer: started at once
+    assert (link.slack_user, link.thread_ts, link.prompt) == ("U0MEMBER", sent.request.payload["event"]["ts"], "@alice@example.com help")

@@ -62,3 +62,20 @@ def test_a_session_started_from_slack_streams_its_turn_with_a_timeline_and_feedb
         "block_id": FEEDBACK_ACTION,
         "value": f"down:{done.session_id}",
     }
+
+
+def test_under_replies_mentions_the_parent_of_a_streamed_session_says_so_through_every_edit(stack: Any) -> None:
+    from formatters.sessions import MENTIONS_ONLY_LINE
+
+    line = {"type": "context", "elements": [{"type": "mrkdwn", "text": MENTIONS_ONLY_LINE}]}
+    stack.command("channel set replies=mentions", user="U0MANAGER")
+    try:
+        stack.command("session start computer=ci count the TODOs", user="U0MEMBER")
+        [link] = stack.run(stack.bot.services.sessions.store.recent(1))
+        follow(stack, link.thread_ts)
+        edits = stack.slack.recorder.updates(DEMO_CHANNEL, link.parent_ts)
+        assert edits  # its status changed
+        assert all(line in (blocks or []) for blocks in [edits[0].before.blocks, *[edit.after.blocks for edit in edits]])
+        assert streamed(stack, link.thread_ts)  # the turn was streamed
+    finally:
+        stack.command("channel reset", user="U0MANAGER")

@@ -15,6 +15,13 @@ not linked, refused by the platform since (:meth:`Accounts.mark_refused`), or no
 (its encryption key was removed from the ring). The caller then does what ``AGENT_BOT_SESSIONS_AS``
 says; nothing here falls back to the bot's key.
 
+Enterprise Grid (issue #31, "people are matched by e-mail across workspaces"): a person the bot saw
+act in a workspace of a Grid (:meth:`.store.LinkedAccounts.enterprise_of`) has one link for the whole
+organization, kept under the enterprise ID and found by their Slack user ID (the same in every
+workspace of a Grid, as :mod:`bot.installations` relies on too), then, failing that, under the
+workspace (a link made before the bot saw the organization); ``unlink`` there removes every row of
+the user ID. A person of a workspace in no Grid links per workspace, as before.
+
 Secrets: a key lives in memory only as ``SecretStr`` (its ``repr`` is ``'**********'``), in the
 database only as a Fernet token, in logs and messages only as its fingerprint (last 4 characters).
 An :class:`AgentClient` masks its own key out of any server text it copies into an error
@@ -47,7 +54,7 @@ from bot.api.errors import (
 from bot.api.retry import RetryPolicy
 from bot.outcomes import Invalid, Refused
 from bot.services.accounts.crypto import ENCRYPTION_VARIABLE, InvalidToken, KeyRing, digest, fingerprint
-from bot.services.accounts.store import LinkedAccounts
+from bot.services.accounts.store import LinkedAccounts, LinkedRow
 from bot.store import Store
 
 logger = logging.getLogger(__name__)
@@ -99,13 +106,16 @@ class PlatformEndpoint:
 class LinkStatus:
     """A person's link: ``linked``; ``since`` when (aware UTC); ``refused_at`` when the platform
     answered 401/403 to it since (None while usable); ``fingerprint`` its last 4 characters (``""``
-    for a short key); ``readable`` False when the bot's encryption keys no longer decrypt it."""
+    for a short key); ``readable`` False when the bot's encryption keys no longer decrypt it;
+    ``enterprise_id``: the Enterprise Grid organization in whose every workspace the link holds
+    (None: this workspace only)."""
 
     linked: bool
     since: dt.datetime | None = None
     refused_at: dt.datetime | None = None
     fingerprint: str = ""
     readable: bool = True
+    enterprise_id: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -116,11 +126,14 @@ class LinkStatus:
 @dataclass(frozen=True)
 class Linked:
     """A key just linked: its ``fingerprint``, ``since`` (aware UTC), and ``forbidden``: the check
-    answered 403 (the key authenticates; its user lacks a role for ``GET /api/v0/computers``)."""
+    answered 403 (the key authenticates; its user lacks a role for ``GET /api/v0/computers``);
+    ``enterprise_id``: the Enterprise Grid organization in whose every workspace it holds (None: this
+    workspace only)."""
 
     fingerprint: str
     since: dt.datetime
     forbidden: bool = False
+    enterprise_id: str | None = None
 
 
 def key_problem(api_key: str) -> str | None:
@@ -153,7 +166,8 @@ class Accounts:
         self.now = now
         self._kept = clients_kept
         self._check_timeout = check_timeout
-        self._clients: OrderedDict[tuple[str, str], tuple[str, AgentClient]] = OrderedDict()
+        self._clients: OrderedDict[str, tuple[str, AgentClient]] = OrderedDict()
+        """Open clients by Slack user ID (unique across a Grid), with the digest of the key each holds."""
         self._lock = asyncio.Lock()
 
     @property
@@ -193,32 +207,42 @@ class Accounts:
             return Invalid(NOT_CHECKED.format(why=_why_unchecked(exc)), NOT_CHECKED_HINT)
         now = self.now()
         shown = fingerprint(key)
-        await self.table.put(team_id, slack_user, key_token=self.ring.encrypt(key), fingerprint=shown, linked_at=now)
-        await self._forget(team_id, slack_user)
+        enterprise = await self.table.enterprise_of(slack_user)
+        scope = enterprise or team_id
+        await self.table.put(scope, slack_user, key_token=self.ring.encrypt(key), fingerprint=shown, linked_at=now)
+        if scope != team_id:  # a link made in this workspace before its organization's took over
+            await self.table.delete(team_id, slack_user)
+        await self._forget(slack_user)
         logger.info("%s linked a platform key ending %s%s", slack_user, shown or "(short)", " (403 on computers)" if forbidden else "")
-        return Linked(shown, now, forbidden)
+        return Linked(shown, now, forbidden, enterprise)
 
     async def unlink(self, team_id: str, slack_user: str) -> bool:
-        """Delete the person's key (and close their client); whether they had one."""
-        removed = await self.table.delete(team_id, slack_user)
-        await self._forget(team_id, slack_user)
+        """Delete the person's key (and close their client); whether they had one. A person of an
+        Enterprise Grid (:meth:`LinkedAccounts.enterprise_of`) unlinks in every workspace of it: each
+        row of their user ID goes."""
+        if await self.table.enterprise_of(slack_user):
+            removed = await self.table.delete_everywhere(slack_user)
+        else:
+            removed = await self.table.delete(team_id, slack_user)
+        await self._forget(slack_user)
         if removed:
             logger.info("%s unlinked their platform key", slack_user)
         return removed
 
     async def status(self, team_id: str, slack_user: str) -> LinkStatus:
         """The person's :class:`LinkStatus` (``linked=False`` when they have no key)."""
-        row = await self.table.get(team_id, slack_user)
+        row = await self._row(team_id, slack_user)
         if row is None:
             return LinkStatus(False)
         readable = self.ring is not None and self._decrypt(row.key_token) is not None
-        return LinkStatus(True, row.linked_at, row.refused_at, row.fingerprint, readable)
+        enterprise = row.team_id if row.team_id != team_id else None
+        return LinkStatus(True, row.linked_at, row.refused_at, row.fingerprint, readable, enterprise)
 
     async def key_for(self, team_id: str, slack_user: str) -> SecretStr | None:
         """The person's usable key, or None: not linked, refused since, or not decryptable with the
         ring (logged as a warning, without the key). A key encrypted with an older key of the ring
         is re-encrypted with the first one on the way (rotation)."""
-        row = await self.table.get(team_id, slack_user)
+        row = await self._row(team_id, slack_user)
         if row is None or row.refused_at is not None or self.ring is None:
             return None
         key = self._decrypt(row.key_token)
@@ -226,7 +250,7 @@ class Accounts:
             logger.warning("%s: their linked key cannot be decrypted with %s (a key removed from it?)", slack_user, ENCRYPTION_VARIABLE)
             return None
         if not self.ring.is_current(row.key_token):
-            await self.table.replace_token(team_id, slack_user, old=row.key_token, new=self.ring.rotate(row.key_token))
+            await self.table.replace_token(row.team_id, slack_user, old=row.key_token, new=self.ring.rotate(row.key_token))
         return key
 
     async def mark_refused(self, team_id: str, slack_user: str, *, api_key: SecretStr | None = None) -> bool:
@@ -235,13 +259,13 @@ class Accounts:
         every replica (a conditional UPDATE): that caller DMs them, once. ``api_key``: the key that
         was refused; a key linked since then is not marked (answers False)."""
         token: str | None = None
+        row = await self._row(team_id, slack_user)
         if api_key is not None:
-            row = await self.table.get(team_id, slack_user)
             if row is None or self._decrypt(row.key_token) != api_key:
                 return False
             token = row.key_token
-        first = await self.table.mark_refused(team_id, slack_user, key_token=token, at=self.now())
-        await self._forget(team_id, slack_user)
+        first = await self.table.mark_refused(row.team_id if row else team_id, slack_user, key_token=token, at=self.now())
+        await self._forget(slack_user)
         if first:
             logger.info("%s: the platform refused their linked key; marked", slack_user)
         return first
@@ -251,9 +275,9 @@ class Accounts:
         same, or None when :meth:`key_for` has no key for them (or there is no endpoint)."""
         key = await self.key_for(team_id, slack_user)
         if key is None or self.endpoint is None:
-            await self._forget(team_id, slack_user)
+            await self._forget(slack_user)
             return None
-        mine, stale = (team_id, slack_user), []
+        mine, stale = slack_user, []
         async with self._lock:
             held = self._clients.get(mine)
             if held is not None and held[0] == digest(key):
@@ -278,9 +302,17 @@ class Accounts:
         for client in clients:
             await client.aclose()
 
-    async def _forget(self, team_id: str, slack_user: str) -> None:
+    async def _row(self, team_id: str, slack_user: str) -> LinkedRow | None:
+        """The person's link: by user ID in their Enterprise Grid organization first (one link holds in
+        each of its workspaces), then in ``team_id`` (a single workspace; a link made in a workspace
+        before its organization's)."""
+        enterprise = await self.table.enterprise_of(slack_user)
+        row = await self.table.get(enterprise, slack_user) if enterprise else None
+        return row or await self.table.get(team_id, slack_user)
+
+    async def _forget(self, slack_user: str) -> None:
         async with self._lock:
-            held = self._clients.pop((team_id, slack_user), None)
+            held = self._clients.pop(slack_user, None)
         if held is not None:
             await held[1].aclose()
 

@@ -1,7 +1,10 @@
 """The ``linked_accounts`` table: each person's own platform API key, encrypted (:mod:`.crypto`).
 
 One row per Slack person (``team_id``, ``slack_user``: the primary key, so a person has one linked
-key in a workspace and a second link replaces the first in one statement):
+key in a workspace and a second link replaces the first in one statement). ``team_id`` is the
+link's scope: the workspace (``T…``), or, for a person of an Enterprise Grid, the enterprise
+(``E…``), so that one link holds in every workspace of the organization (:meth:`LinkedAccounts.enterprise_of`;
+Slack's user IDs are unique across a Grid, and a person keeps one ID in all its workspaces):
 
 - ``key_token``: the key as a Fernet token (never the key in plain text);
 - ``fingerprint``: its last 4 characters (or ``""`` for a short key), for display and logs;
@@ -20,7 +23,22 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from sqlalchemy import Column, DateTime, PrimaryKeyConstraint, String, Table, Text, and_, delete, func, insert, select, update
+from sqlalchemy import (
+    Column,
+    DateTime,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    and_,
+    column,
+    delete,
+    func,
+    insert,
+    select,
+    table,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from bot.db import aware
@@ -38,6 +56,11 @@ linked_accounts = Table(
     Column("refusal_notified_at", DateTime(timezone=True)),
     PrimaryKeyConstraint("team_id", "slack_user", name="linked_accounts_pkey"),
 )
+
+conversation_teams = table("slack_conversation_teams", column("id"), column("enterprise_id"))
+"""Where the bot saw each channel and person (:data:`bot.installations.slack_conversation_teams`,
+migration 0016: written by the workspace check of OAuth mode from every request Slack signed); read
+here, never written. Named, not imported: :mod:`bot.installations` imports this package."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +122,28 @@ class LinkedAccounts:
                 refusal_notified_at=aware(row.refusal_notified_at),
                 key_token=row.key_token,
             )
+
+        return await self.store.run(work)
+
+    async def enterprise_of(self, slack_user: str) -> str | None:
+        """The Enterprise Grid organization (``E…``) where the bot saw ``slack_user`` act (a request
+        whose workspace is in a Grid: its ``enterprise_id``), or None: never seen in a Grid (a single
+        workspace, or the bot-token mode, which records no places)."""
+
+        def work() -> str | None:
+            with self.store.engine.connect() as conn:
+                found = conn.execute(select(conversation_teams.c.enterprise_id).where(conversation_teams.c.id == slack_user)).scalar()
+            return str(found) if found else None
+
+        return await self.store.run(work)
+
+    async def delete_everywhere(self, slack_user: str) -> bool:
+        """Remove every row of ``slack_user`` (a Grid person's user ID is theirs in every workspace);
+        whether there was one."""
+
+        def work() -> bool:
+            with self.store.engine.begin() as conn:
+                return bool(conn.execute(delete(linked_accounts).where(linked_accounts.c.slack_user == slack_user)).rowcount)
 
         return await self.store.run(work)
 

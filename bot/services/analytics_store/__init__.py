@@ -14,7 +14,7 @@ alerts and the Home. Parts:
 - :mod:`.reader`: :class:`StoredAnalytics`, the one function the readers share, and :class:`Gaps`
   (days that could not be had; an outage).
 
-The rules are in docs/operations.md ("The analytics store").
+The rules are in docs/operations.md ("The store of landed analytics days").
 """
 
 from __future__ import annotations

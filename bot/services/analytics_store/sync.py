@@ -1,6 +1,6 @@
 """Fetching landed days into the store: the start-up backfill, the daily pass, the one re-check.
 
-The rule (docs/operations.md, "The analytics store"):
+The rule (docs/operations.md, "The store of landed analytics days"):
 
 - A day is fetched once it has landed: the digest's landing rule
   (:func:`bot.services.digest.day_landed`: ``/activity`` for the day has the day's row) decides for

@@ -1,6 +1,6 @@
 """The tables of the store of landed analytics days, on :data:`bot.db.metadata` (migration 0015).
 
-Shaped for the questions the readers ask (docs/operations.md, "The analytics store"):
+Shaped for the questions the readers ask (docs/operations.md, "The store of landed analytics days"):
 
 - ``analytics_days``: one row per landed day: the day's ``/tokens`` totals and ``by_model``,
   ``/activity``, ``/tools`` and ``/productivity`` rows as their JSON (small; every member kept as

@@ -464,7 +464,8 @@ class Sessions:
             return THREAD_REPLY
         if event.get("type") == "app_mention":
             return START_POLICY_KEY
-        asked = dm_request(event)
+        own = next((str(a["user_id"]) for a in body.get("authorizations") or () if isinstance(a, Mapping) and a.get("user_id")), None)
+        asked = dm_request(event, own)  # the envelope's authorizations name the installation's bot user (Slack doc "Events API")
         if asked == DM_START:
             return START_POLICY_KEY
         if asked == DM_HELP:

@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from bot.commands import unescape_slack
 from bot.identity import Identity
-from bot.services.sessions.text import readable_for_agent
+from bot.services.sessions.text import readable_for_agent, without_own_mention
 from bot.slack import HISTORY_PAGE, SlackFailure, SlackGateway
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,6 @@ KEPT_BOT_EVENTS: Final = frozenset({"agent_alert", "agent_digest"})
 KEPT_SUBTYPES: Final = frozenset({None, "file_share", "thread_broadcast", "bot_message", "me_message"})
 """Message subtypes that are someone's words; every other subtype is Slack's notice (a join...)."""
 HELP_WORDS: Final = frozenset({"", "help", "?"})
-_LEADING_MENTION: Final = re.compile(r"^\s*(<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*)+")
 
 
 @dataclass(frozen=True)
@@ -115,9 +114,12 @@ class OwnBot:
         return self.wrote(message) and (message.get("metadata") or {}).get("event_type") not in KEPT_BOT_EVENTS
 
     def asked_for_help(self, message: Mapping[str, Any]) -> bool:
-        """A mention of this bot whose only other words ask for help (nothing, ``help``, ``?``)."""
+        """A message that starts with this bot's own mention (:func:`bot.services.sessions.text.without_own_mention`)
+        and whose only other words ask for help (nothing, ``help``, ``?``); ``<@U0CAROL> help`` asks
+        someone else, and is kept as the thread's content."""
         text = str(message.get("text") or "")
-        return bool(self.user_id) and f"<@{self.user_id}" in text and _LEADING_MENTION.sub("", text).strip().lower() in HELP_WORDS
+        rest = without_own_mention(text, self.user_id)
+        return bool(self.user_id) and rest != text and rest.strip().lower() in HELP_WORDS
 
 
 def with_context(request: str, context: ThreadContext) -> str:

@@ -59,12 +59,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot import metrics
 from bot.api import AgentAPIError, AgentClient, NotFoundError, RateLimitedError
 from bot.api.models import Message, Session, ms_to_datetime
 from bot.outbox import EXPIRED_REASON, Continuation, Item, Outbox, Queued
 from bot.roles import REPLY_STARTER
-from bot.services.sessions.messages import Payload, SessionMessages, SessionView
+from bot.services.sessions.messages import REPLIES_ALL, Payload, SessionMessages, SessionView
 from bot.services.sessions.store import SessionLink, SessionStore, last_steps, total_tokens
 from bot.services.sessions.stream import StreamDisplay, StreamFailed
 from bot.slack import Posted, SlackFailure, SlackGateway
@@ -108,9 +110,10 @@ SESSION_ENDED_GONE = "The Agent platform no longer knows this session; I stopped
 """The error a row keeps (and its parent message shows) once the platform no longer knows the session."""
 
 
-def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_STARTER) -> SessionView:
+def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_STARTER, channel_replies: str = REPLIES_ALL) -> SessionView:
     """The parent message's view of a session row; ``reply`` says who may reply in its thread
-    (the roles file's ``sessions.reply``)."""
+    (the roles file's ``sessions.reply``), ``channel_replies`` which of the replies reach the agent
+    (its channel's ``replies`` rule: ``all`` or ``mentions``, :mod:`bot.services.channel_defaults`)."""
     shown = status or ("archived" if link.archived else link.state if link.state != "started" else link.status or "pending")
     return SessionView(
         slack_user=link.slack_user,
@@ -125,6 +128,7 @@ def view_of(link: SessionLink, *, status: str | None = None, reply: str = REPLY_
         error=link.error,
         title=link.title,
         reply=reply,
+        channel_replies=channel_replies,
         bot_key=link.bot_key,
         steered_by=link.steered_by,
         steered_with_bot_key=link.steered_as == "bot",
@@ -223,6 +227,26 @@ class Follower:
         """Where agent answers wait for Slack (:meth:`use_outbox`); None: a 429 fails the poll."""
         self.stream: StreamDisplay | None = None
         """The streamed display of agent turns (:meth:`use_stream`); None: the messages display."""
+        self.replies_of: Callable[[str, str], Awaitable[str]] | None = None
+        """A channel's ``replies`` rule by ``(team_id, channel)`` (:meth:`use_reply_rules`); None: every reply reaches the agent."""
+
+    def use_reply_rules(self, replies_of: Callable[[str, str], Awaitable[str]]) -> None:
+        """Read each parent message's channel ``replies`` rule with ``replies_of(team_id, channel)``
+        (:meth:`bot.services.channel_defaults.ChannelDefaultsService.replies`), so the parent says
+        when only replies that mention the bot reach the agent, through every edit (issue #28)."""
+        self.replies_of = replies_of
+
+    async def view(self, link: SessionLink, *, status: str | None = None) -> SessionView:
+        """The parent message's view of ``link`` (:func:`view_of`) with this process's reply mode and
+        its channel's ``replies`` rule; a rule that cannot be read is logged and shown as ``all``
+        (the next edit reads it again)."""
+        rule = REPLIES_ALL
+        if self.replies_of is not None:
+            try:
+                rule = await self.replies_of(link.team_id or "", link.channel)
+            except SQLAlchemyError as exc:
+                logger.warning("session row %s: its channel's replies rule is unreadable (%s)", link.id, type(exc).__name__)
+        return view_of(link, status=status, reply=self.reply_mode, channel_replies=rule)
 
     def use_stream(self, stream: StreamDisplay) -> None:
         """Draw each agent turn as one streamed message (:mod:`bot.services.sessions.stream`, issue
@@ -619,9 +643,7 @@ class Follower:
         ``status`` instead of the row's when given); None when the row has no parent message."""
         if not link.parent_ts:
             return None
-        return await self.slack.update(
-            link.channel, link.parent_ts, self.messages.parent_message(view_of(link, status=status, reply=self.reply_mode))
-        )
+        return await self.slack.update(link.channel, link.parent_ts, self.messages.parent_message(await self.view(link, status=status)))
 
     async def set_reaction(self, link: SessionLink, wanted: str | None) -> None:
         """Show ``wanted`` on the thread's root, removing the previous state reaction. The new one

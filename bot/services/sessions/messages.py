@@ -38,6 +38,12 @@ MENU_ACTION: Final = "session.menu"
 """The overflow menu of a row of ``/agent sessions``; its option values are ``<choice>:<session id>`` (policy key)."""
 START_VIEW: Final = "session.start"
 """The ``callback_id`` of the start form (policy key)."""
+REPLIES_ALL: Final = "all"
+"""A channel's ``replies`` rule under which every reply in a session's thread reaches the agent
+(:data:`bot.services.channel_defaults.REPLIES_ALL`)."""
+REPLIES_MENTIONS: Final = "mentions"
+"""A channel's ``replies`` rule under which only replies that mention the bot reach the agent
+(:data:`bot.services.channel_defaults.REPLIES_MENTIONS`)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,8 @@ class SessionView:
     ``status`` (a key of :data:`formatters.sessions.STATUS_LABEL` or an API status), the session id
     (None before the API answered), counts, token usage total, the working directory and model, an
     error text, the title, and who may reply (:data:`bot.roles.REPLY_STARTER` or :data:`bot.roles.REPLY_CHANNEL`);
+    ``channel_replies``: which replies reach the agent, the channel's ``replies`` rule
+    (:data:`REPLIES_ALL` or :data:`REPLIES_MENTIONS`, which the message says);
     ``bot_key``: started with the bot's key (``AGENT_BOT_SESSIONS_AS=bot``), which the message says;
     ``steered_by``: the Slack user whose reply, ``session set`` or archive the platform took last
     (``steered_with_bot_key``: sent with the bot's key)."""
@@ -62,6 +70,7 @@ class SessionView:
     error: str | None = None
     title: str | None = None
     reply: str = REPLY_STARTER
+    channel_replies: str = REPLIES_ALL
     bot_key: bool = False
     steered_by: str | None = None
     steered_with_bot_key: bool = False

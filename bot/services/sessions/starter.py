@@ -62,10 +62,11 @@ from bot.roles import HELPERS_MAX, ResolvedUser, Role
 from bot.services.computer_rules import ComputerRefused, ComputerRules
 from bot.services.session_settings import check_session_settings, fetch_settings_rules, model_choices
 from bot.services.sessions.acting import NOT_LINKED, Acting, Identities, LinkNeeded, Person
-from bot.services.sessions.follower import REACTIONS, Follower, view_of
+from bot.services.sessions.follower import REACTIONS, Follower
 from bot.services.sessions.messages import SessionMessages
 from bot.services.sessions.models import Quote
 from bot.services.sessions.store import CHOICE_TTL, CHOOSING, CREATED, PROMPTING, STARTING, NewStart, SessionLink, SessionStore
+from bot.services.sessions.text import without_own_mention
 from bot.slack import Payload, Posted, SlackFailure, SlackGateway
 from bot.user_errors import UserInputError, describe_api_error
 
@@ -152,27 +153,18 @@ START_INTERRUPTED = (
     "(the platform may keep an empty session that received nothing)."
 )
 START_INTERRUPTED_HINT = "Start it again with `/agent session start <prompt>` (or mention me again)."
-MENTIONS_RULE: Final = "mentions"
-"""A channel's ``replies`` rule under which only replies that mention the bot reach the agent
-(:data:`bot.services.channel_defaults.REPLIES_MENTIONS`)."""
-MENTIONS_ONLY_NOTE = (
-    ":speech_balloon: In this channel only replies that mention me reach the agent; "
-    "other replies in this thread stay between people (`/agent channel` shows the channel's rule)."
-)
-"""Said in a session's thread, once it started, when its channel's ``replies`` rule is :data:`MENTIONS_RULE`."""
-
 DM_START: Final = "start"
 DM_HELP: Final = "help"
 DM_HELP_WORDS: Final = frozenset({"", "help", "?"})
 """What a direct message may say to ask for help instead of starting a session (case aside)."""
-_LEADING_MENTION: Final = re.compile(r"^\s*(<@[UW][A-Z0-9]+(?:\|[^>]*)?>\s*)+")
 
 
-def dm_request(event: Mapping[str, Any]) -> Literal["start", "help"] | None:
+def dm_request(event: Mapping[str, Any], bot_user_id: str | None = None) -> Literal["start", "help"] | None:
     """What a ``message`` event in a person's DM with the bot (the Messages tab; ``channel_type``
     ``im``, Slack doc "message.im") asks for: :data:`DM_START` (its text, a leading mention of the
-    bot aside, is a prompt, as after ``@agent``) or :data:`DM_HELP` (empty, or one of
-    :data:`DM_HELP_WORDS`). None for anything else: another conversation, a reply in a thread (a
+    bot ``bot_user_id`` aside, :func:`bot.services.sessions.text.without_own_mention`, is a prompt,
+    as after ``@agent``; anyone else's mention is part of it: ``<@U0CAROL> help`` starts a session)
+    or :data:`DM_HELP` (empty, or one of :data:`DM_HELP_WORDS`). None for anything else: another conversation, a reply in a thread (a
     session's thread is the thread replies' path), an edit or any other subtype, an app's message,
     a message without a user."""
     im = event.get("channel_type") == "im" or (event.get("channel_type") is None and str(event.get("channel") or "").startswith("D"))
@@ -181,7 +173,7 @@ def dm_request(event: Mapping[str, Any]) -> Literal["start", "help"] | None:
     thread_ts = event.get("thread_ts")
     if thread_ts and thread_ts != event.get("ts"):
         return None
-    text = _LEADING_MENTION.sub("", str(event.get("text") or "")).strip()
+    text = without_own_mention(str(event.get("text") or ""), bot_user_id).strip()
     return DM_HELP if text.lower() in DM_HELP_WORDS else DM_START
 
 
@@ -368,14 +360,13 @@ class Starter:
         self.rules = rules
         self.people = people
         self.identities = identities or Identities(bot=agent, accounts=None, sessions_as="bot", slack=slack, messages=messages)
-        self.replies_of: Callable[[str, str], Awaitable[str]] | None = None
-        """A channel's ``replies`` rule by ``(team_id, channel)`` (:meth:`use_reply_rules`); None: every reply reaches the agent."""
 
     def use_reply_rules(self, replies_of: Callable[[str, str], Awaitable[str]]) -> None:
-        """Say :data:`MENTIONS_ONLY_NOTE` in the thread of each session started in a channel whose
-        ``replies`` rule ``replies_of(team_id, channel)`` says :data:`MENTIONS_RULE` (at wiring:
-        :meth:`bot.services.channel_defaults.ChannelDefaultsService.replies`)."""
-        self.replies_of = replies_of
+        """Show each session's channel ``replies`` rule ``replies_of(team_id, channel)`` in its parent
+        message, from the first post through every edit (at wiring:
+        :meth:`bot.services.channel_defaults.ChannelDefaultsService.replies`; the follower reads it:
+        :meth:`bot.services.sessions.follower.Follower.use_reply_rules`)."""
+        self.follower.use_reply_rules(replies_of)
 
     async def start(self, start: NewStart, computer: str | None, *, by: ResolvedUser) -> StartOutcome:
         """Resolve the computer (``computer``: what was asked for, id or name, or None) among those
@@ -649,7 +640,7 @@ class Starter:
     async def _post_parent(self, row: SessionLink) -> Posted | Queued | SlackFailure:
         """The parent message ("starting"): through the outbox when there is one (queued when Slack
         rate-limits the channel; its continuation :meth:`_parent_posted` goes on), else at once."""
-        payload = self.messages.parent_message(view_of(row, status="starting", reply=self.follower.reply_mode))
+        payload = self.messages.parent_message(await self.follower.view(row, status="starting"))
         if self.outbox is None:
             return await self.slack.post(row.channel, payload, thread_ts=row.thread_ts)
         return await self.outbox.post(
@@ -694,21 +685,7 @@ class Starter:
             logger.warning("the start of session row %s was taken over before its prompt; the taker sends it", row.id)
             return await self.sessions.get(row.id) or row
         error = await self.send_prompt(row, session.session_id, acting)
-        await self._say_reply_rule(row)
         return await self._prompted(row, error=error)
-
-    async def _say_reply_rule(self, row: SessionLink) -> None:
-        """:data:`MENTIONS_ONLY_NOTE` in ``row``'s thread when its channel's rule is :data:`MENTIONS_RULE`
-        (once: only the start that sent the prompt gets here). A rule that cannot be read says nothing (logged)."""
-        if self.replies_of is None:
-            return
-        try:
-            rule = await self.replies_of(row.team_id or "", row.channel)
-        except SQLAlchemyError as exc:
-            logger.warning("session row %s: its channel's replies rule is unreadable (%s)", row.id, type(exc).__name__)
-            return
-        if rule == MENTIONS_RULE:
-            await self.follower.note(row, MENTIONS_ONLY_NOTE)  # a failed note is logged by the gateway
 
     async def send_prompt(self, row: SessionLink, session_id: str, acting: Acting) -> str | None:
         """``POST /sessions/{id}/messages`` with ``row``'s prompt: the one call that sends it (a

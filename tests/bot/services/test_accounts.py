@@ -267,3 +267,36 @@ async def test_a_persons_key_never_reaches_an_error_message_or_a_log(store, plat
         assert GOOD not in repr(client) and repr(await accounts.key_for(TEAM, "U0MEMBER")) == "SecretStr('**********')"
     assert str(refused.value) == "GET /api/v0/computers failed: HTTP 401 Unauthorized (unauthorized: unknown key ***)"
     assert GOOD not in caplog.text and "pk_wrong_key_123456789" not in caplog.text
+
+
+def seen(store: Store, person: str, enterprise_id: str | None, team_id: str) -> None:
+    """The workspace check of OAuth mode saw ``person`` act in ``team_id`` (of ``enterprise_id``)."""
+    from bot.installations import slack_conversation_teams
+
+    with store.engine.begin() as conn:
+        conn.execute(slack_conversation_teams.insert().values(id=person, enterprise_id=enterprise_id, team_id=team_id, seen_at=T0))
+
+
+async def test_a_grid_persons_link_holds_in_every_workspace_of_the_organization_and_nowhere_else(store, platform):
+    accounts = accounts_on(store, platform)
+    seen(store, "W0GRIDUSER", "E0GRID", "T0FIRST")
+    seen(store, "U0SOLO", None, "T0SOLO")  # a workspace that is in no Grid: as before, per workspace
+    assert await accounts.link("T0FIRST", "W0GRIDUSER", SecretStr(GOOD)) == Linked("abcd", T0, enterprise_id="E0GRID")
+    assert await accounts.link("T0SOLO", "U0SOLO", SecretStr(OTHER)) == Linked("wxyz", T0)
+    assert sorted((r["team_id"], r["slack_user"]) for r in raw_rows(store)) == [("E0GRID", "W0GRIDUSER"), ("T0SOLO", "U0SOLO")]
+    assert await accounts.key_for("T0SECOND", "W0GRIDUSER") == SecretStr(GOOD)  # another workspace of her Grid
+    assert await accounts.status("T0SECOND", "W0GRIDUSER") == LinkStatus(True, T0, None, "abcd", True, "E0GRID")
+    assert await accounts.key_for("T0OTHER", "U0SOLO") is None  # not in a Grid: this workspace only
+    assert await accounts.mark_refused("T0SECOND", "W0GRIDUSER", api_key=SecretStr(GOOD))  # refused anywhere: refused
+    assert await accounts.key_for("T0FIRST", "W0GRIDUSER") is None
+    assert await accounts.unlink("T0SECOND", "W0GRIDUSER")
+    assert [(r["team_id"], r["slack_user"]) for r in raw_rows(store)] == [("T0SOLO", "U0SOLO")]
+
+
+async def test_a_link_made_in_a_grid_workspace_before_its_organizations_is_still_found_and_replaced(store, platform):
+    accounts = accounts_on(store, platform)
+    assert await accounts.link("T0FIRST", "W0GRIDUSER", SecretStr(GOOD)) == Linked("abcd", T0)  # not seen in the Grid yet
+    seen(store, "W0GRIDUSER", "E0GRID", "T0FIRST")
+    assert await accounts.key_for("T0FIRST", "W0GRIDUSER") == SecretStr(GOOD)  # its own workspace's link still holds
+    assert await accounts.link("T0FIRST", "W0GRIDUSER", SecretStr(OTHER)) == Linked("wxyz", T0, enterprise_id="E0GRID")
+    assert [(r["team_id"], r["slack_user"]) for r in raw_rows(store)] == [("E0GRID", "W0GRIDUSER")]

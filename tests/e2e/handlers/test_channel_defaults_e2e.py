@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import update
 
 from bot.services.sessions import agent_sessions
-from bot.services.sessions.starter import MENTIONS_ONLY_NOTE
 from bot.stack import DEMO_CHANNEL
+from formatters.sessions import MENTIONS_ONLY_LINE
 from tests.conftest import sandbox_get
 from tests.e2e.handlers.test_hooks import answers, link_of, parent_of
 
@@ -36,7 +36,8 @@ def test_a_session_started_in_the_channel_uses_its_defaults_and_only_mentions_re
     answers(stack, parent, "What I did in ~/src/web")  # the agent worked in the channel's directory
     link = link_of(stack, parent)
     assert sandbox_get(stack, f"/api/v0/sessions/{link.session_id}")["computerId"] == "cmp-ci-sandbox"
-    assert answers(stack, parent, MENTIONS_ONLY_NOTE[:40])  # the thread says which rule holds
+    shown = stack.slack.recorder.message(DEMO_CHANNEL, parent.ts)
+    assert shown is not None and {"type": "context", "elements": [{"type": "mrkdwn", "text": MENTIONS_ONLY_LINE}]} in (shown.blocks or [])
 
     bot_user = stack.slack.directory.bot.user_id
     stack.client.send_message("who has the deploy today?", user_id=CAROL, channel_id=DEMO_CHANNEL, thread_ts=parent.ts)

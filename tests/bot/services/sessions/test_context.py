@@ -154,3 +154,13 @@ async def test_the_bots_alerts_are_context_and_its_session_messages_noise(slack:
     mention = say(slack, 2, f"<@{bot}> find out why")
     got = await reader(slack).read(CHANNEL, ts(0), before_ts=mention, own=own(slack))
     assert got == ThreadContext(("[2026-11-18 11:06 UTC] agent: Computer ci-2 failed installing dependencies",))
+
+
+def test_only_the_bots_own_mention_makes_a_message_a_help_request(slack: SlackEmulator) -> None:
+    bot = own(slack)
+    assert bot.asked_for_help({"text": f"<@{bot.user_id}> help"})
+    assert bot.asked_for_help({"text": f" <@{bot.user_id}|agent>  "})
+    assert not bot.asked_for_help({"text": "<@U0MEMBER> help"})  # asks carol: the thread's content
+    assert not bot.asked_for_help({"text": f"<@U0MEMBER> <@{bot.user_id}> help"})
+    assert not bot.asked_for_help({"text": "<@U0MEMBER>"})
+    assert not OwnBot().asked_for_help({"text": "<@U0MEMBER> help"})  # the bot's own user unknown: nothing is help
