@@ -936,7 +936,7 @@ def ask_agent_step(stack: Stack, out: TextIO) -> None:
         if alert is None:
             out.write("(no computers alert was posted for it, so there is nothing to ask the agent about)\n")
             return
-        out.write(f"\n#engineering ({DEMO_CHANNEL}) now shows:\n{render_text(alert.as_payload(), users=None)}\n")
+        out.write(f"\n{_channel(stack, DEMO_CHANNEL)} now shows:\n{_shown(stack, alert.as_payload())}\n")
         click = stack.client.send_block_action(ASK_ACTION, user_id=carol, channel_id=DEMO_CHANNEL, message_ts=alert.ts)
         trigger = click.request.payload["trigger_id"]
         modal = recorder.wait_for(

@@ -370,9 +370,13 @@ def test_a_start_killed_after_post_sessions_gets_its_prompt_once_after_the_resta
         time.sleep(0.5)
         assert user_messages(session) == [prompt]
         assert resumed.start_owner is None and resumed.error is None
-        parent = world.slack.recorder.message(DEMO_CHANNEL, row.parent_ts)
         starting = parent_message(view_of(SessionLink.from_row(row), status="starting"))
-        assert parent is not None and parent.edited and parent.blocks != starting["blocks"]
+        wait_until(  # the resumed start edits its parent past "starting" (after the prompt, not with it)
+            lambda: (
+                (p := world.slack.recorder.message(DEMO_CHANNEL, row.parent_ts)) is not None and p.edited and p.blocks != starting["blocks"]
+            ),
+            "the parent edited past starting",
+        )
         assert sum("resuming it" in r.log_text() for r in replicas) == 1
     finally:
         for replica in replicas:
