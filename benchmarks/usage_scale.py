@@ -107,12 +107,28 @@ def reply_seconds(stack, text: str) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def fill_store(stack, url: str, days: int) -> tuple[float, float]:
-    """Sync the last ``days`` landed days into the stack's store (no pacing): the median seconds of one
-    day (its seven answers fetched and stored) and the store's bytes per landed day."""
+def set_latency(url: str, latency_ms: int) -> None:
+    httpx.post(f"{url}/_sandbox/faults", json={"latency_ms": latency_ms}).raise_for_status()
+
+
+def api_requests(url: str, clear: bool = False) -> list[str]:
+    """The Agent API paths the sandbox logged since it was last cleared (``clear``: clear it now)."""
+    if clear:
+        httpx.delete(f"{url}/_sandbox/requests").raise_for_status()
+        return []
+    answer = httpx.get(f"{url}/_sandbox/requests")
+    answer.raise_for_status()
+    return [r["path"] for r in answer.json().get("requests", []) if r["path"].startswith("/api/")]
+
+
+def fill_store(stack, url: str, days: int, latency_ms: int, timed: int) -> tuple[float, float, int]:
+    """Sync the last ``days`` landed days into the stack's store, unpaced: all but the oldest ``timed``
+    in one pass with no latency (not measured), then one day a pass at ``latency_ms``. Returns the
+    median seconds of those passes (each fetches and stores one day, walks ``/organization/users`` for
+    users analytics sent without an e-mail if there are new ones, and sums the usual ranges), the
+    store's bytes per landed day over those days, and the median requests of a pass."""
     services = stack.bot.services
     database = services.settings.database_url.removeprefix("sqlite:///")
-    before = os.path.getsize(database)
     agent = AgentClient(base_url=url, api_key=KEY, today=lambda: TODAY, timeout=600)  # this loop's own client
     sync = AnalyticsSync(
         agent=agent,
@@ -124,54 +140,100 @@ def fill_store(stack, url: str, days: int) -> tuple[float, float]:
         request_interval=0,
     )
     times: list[float] = []
+    requests: list[int] = []
+    sizes: list[int] = []
 
-    async def one_by_one() -> None:
+    async def passes() -> None:
         try:
-            for n in range(1, days + 1):
+            set_latency(url, 0)
+            started = time.perf_counter()
+            await sync.run(days - timed)
+            print(f"#   {days - timed} days stored in one pass in {time.perf_counter() - started:.1f} s (no latency)", flush=True)
+            set_latency(url, latency_ms)
+            sizes.append(os.path.getsize(database))
+            for n in range(days - timed + 1, days + 1):
                 started = time.perf_counter()
                 report = await sync.run(n)  # the n - 1 newest days are stored: each pass stores one more
                 if report.stored:
                     times.append(time.perf_counter() - started)
+                    requests.append(report.requests)
+            sizes.append(os.path.getsize(database))
         finally:
             await agent.aclose()
 
-    asyncio.run(one_by_one())
-    return statistics.median(times), (os.path.getsize(database) - before) / max(len(times), 1)
+    asyncio.run(passes())
+    return statistics.median(times), (sizes[-1] - sizes[0]) / max(len(times), 1), int(statistics.median(requests))
 
 
-def run(users: int, day_counts: list[int], latency_ms: int, reps: int) -> list[str]:
+def empty_store(stack) -> None:
+    """Delete every stored day (and what was learnt from them): the next replies are cold."""
+    from sqlalchemy import delete
+
+    from bot.services.analytics_store import tables
+
+    with stack.bot.services.store.engine.begin() as conn:
+        for table in (*tables.DAY_TABLES, tables.analytics_days, tables.analytics_user_ranges, tables.analytics_user_emails):
+            conn.execute(delete(table))
+        conn.execute(delete(tables.analytics_claims))
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days: list[int], timed_days: int) -> list[str]:
     proc, url = sandbox_process("--users", str(users), "--today", TODAY.isoformat())
     rows: list[str] = []
     try:
         http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=600)
         started = time.perf_counter()
         span = {"startDate": period(max(day_counts))[1]["startDate"], "endDate": period(1)[0]["endDate"]}
-        http.get(f"{ANALYTICS}/tokens", params=span).raise_for_status()  # builds every day of the span once
+        for n in range(0, (TODAY - dt.date.fromisoformat(span["startDate"])).days, 10):  # builds every day of the span once
+            first = dt.date.fromisoformat(span["startDate"]) + dt.timedelta(days=n)
+            last = min(first + dt.timedelta(days=9), TODAY - dt.timedelta(days=1))
+            http.get(f"{ANALYTICS}/tokens", params={"startDate": first.isoformat(), "endDate": last.isoformat()}).raise_for_status()
         print(f"# {users} users: sandbox warm-up {time.perf_counter() - started:.1f} s (not measured)", flush=True)
-        http.post("/_sandbox/faults", json={"latency_ms": latency_ms}).raise_for_status()
+        set_latency(url, latency_ms)
         external = RunningServer(url=url, host="127.0.0.1", port=int(url.rsplit(":", 1)[1]), _server=None, _thread=None)  # type: ignore[arg-type]
-        stack = start_stack(external_sandbox=external, today=TODAY, analytics_cache_ttl=0.0, api_timeout=120.0, run_jobs=False)
+        stack = start_stack(external_sandbox=external, today=TODAY, analytics_cache_ttl=0.0, api_timeout=600.0, run_jobs=False)
         settle_heap()  # as `agent-bot serve` does after start-up
         try:
+            stack.command("help", timeout=600)  # not measured
+            floor = statistics.median(reply_seconds(stack, "help")[0] for _ in range(max(reps, 3)))
+            print(f"# {users} users: `help` (asks the API nothing) replies in {floor:.3f} s", flush=True)
+            sync_s, per_day, sync_requests = fill_store(stack, url, 2 * max(day_counts), latency_ms, timed_days)
+            print(
+                f"# {users} users: one day synced in {sync_s:.2f} s (median of {timed_days} passes, {sync_requests} requests a pass), "
+                f"{per_day / 1e6:.1f} MB stored per day; peak RSS so far {rss_mb():.0f} MB",
+                flush=True,
+            )
             stack.command(f"usage {min(day_counts)}d", timeout=600)  # opens the bot's connections; not measured
-            cold: dict[str, float] = {}
-            measured: list[tuple[str, float, float]] = []
+            measured: list[tuple[int, str, float, float, int]] = []
             for days in day_counts:
                 for text, calls in forms(days):
-                    alone_s, replies = [], []
+                    alone_s, warm_s = [], []
                     for _ in range(reps):
                         alone_s.append(api_alone(url, text, calls))
-                        replies.append(reply_seconds(stack, text)[0])
-                    cold[text] = statistics.median(replies)
-                    measured.append((text, statistics.median(alone_s), cold[text]))
-            sync_s, per_day = fill_store(stack, url, 2 * max(day_counts))
-            print(f"# {users} users: one day synced in {sync_s:.2f} s (median), {per_day / 1e6:.1f} MB stored per day", flush=True)
-            for text, alone, cold_s in measured:
-                warm = statistics.median(reply_seconds(stack, text)[0] for _ in range(reps))
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                        api_requests(url, clear=True)
+                        warm_s.append(reply_seconds(stack, text)[0])
+                        asked = len(api_requests(url))
+                    measured.append((days, text, statistics.median(alone_s), statistics.median(warm_s), asked))
+                    print(f"#   {text}: API alone {measured[-1][2]:.2f} s, warm {measured[-1][3]:.3f} s, {asked} API requests", flush=True)
+            warm_rss = rss_mb()
+            print(f"# {users} users: peak RSS after the sync and the warm replies {warm_rss:.0f} MB", flush=True)
+            empty_store(stack)
+            cold: dict[str, float] = {}
+            for days, text, *_ in measured:
+                if days in cold_days:
+                    cold[text] = statistics.median(reply_seconds(stack, text)[0] for _ in range(reps))
+                    print(f"#   {text}: cold {cold[text]:.2f} s", flush=True)
+            cold_rss = rss_mb()
+            for _, text, alone, warm, asked in measured:
+                cold_s = cold.get(text)
+                cold_cells = f"{cold_s:.2f} | {cold_s / alone:.1f}x" if cold_s is not None else "not run | "
                 rows.append(
-                    f"| {users:,} | `{text}` | {alone:.2f} | {cold_s:.2f} | {cold_s / alone:.1f}x | {warm:.3f} | {warm / alone:.2f}x "
-                    f"| {sync_s:.2f} | {per_day / 1e6:.1f} | {rss:.0f} |"
+                    f"| {users:,} | `{text}` | {alone:.2f} | {cold_cells} | {warm:.3f} | {warm / alone:.2f}x | {asked} "
+                    f"| {sync_s:.2f} | {per_day / 1e6:.1f} | {warm_rss:.0f} / {cold_rss:.0f} |"
                 )
                 print(rows[-1], flush=True)
         finally:
@@ -188,15 +250,18 @@ def main() -> None:
     parser.add_argument("--days", type=int, nargs="+", default=[7, 30, 90])
     parser.add_argument("--latency-ms", type=int, default=100)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--cold-days", type=int, nargs="*", default=None, help="the periods measured cold too (default: every --days)")
+    parser.add_argument("--timed-days", type=int, default=3, help="days synced one a pass, timed (the rest in one pass, not timed)")
     args = parser.parse_args()
     header = [
-        "| users | command | API alone s | cold s | cold / API alone | warm s | warm / API alone | sync of a day s | MB a day "
-        "| peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| users | command | API alone s | cold s | cold / API alone | warm s | warm / API alone | API requests warm "
+        "| sync of a day s | MB a day | peak RSS MB (warm / cold) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     rows: list[str] = []
     for users in args.users:
-        rows += run(users, args.days, args.latency_ms, args.reps)
+        cold_days = args.days if args.cold_days is None else args.cold_days
+        rows += run(users, args.days, args.latency_ms, args.reps, cold_days, args.timed_days)
     print("\n".join(header + rows))
 
 

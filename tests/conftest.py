@@ -70,6 +70,7 @@ MADE_BY_MIGRATIONS = (
     "analytics_claims",
     "analytics_user_emails",
     "slack_conversation_teams",
+    "analytics_user_ranges",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

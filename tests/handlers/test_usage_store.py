@@ -106,3 +106,18 @@ def test_a_quarter_answers_from_the_store_and_a_range_of_more_than_a_year_is_ref
     from tests.conftest import error_reply
 
     assert refused == error_reply(RANGE_TOO_LONG.format(text="2025-11-01..2026-11-02", days=367, most=MAX_RANGE_DAYS, help=PERIOD_HELP))
+
+
+def test_a_warm_range_asks_the_api_nothing(stack, without_store):
+    """Every day of the period (and the one before) stored, and the names the sync looked up: the
+    summary and the breakdowns make no Agent API request at all (the sandbox's request log stays
+    empty); one person's usage asks only for its ``/users`` page (its figures are not stored)."""
+    _sync(stack)
+    for form in FORMS:
+        _log(stack, "DELETE")
+        assert stack.command(form, user="U0MANAGER").last == without_store[form], form
+        asked = [r["path"] for r in _log(stack)]
+        if form.startswith(("usage me", "usage user")):
+            assert set(asked) == {"/api/v1/analytics/users"}, (form, asked)
+        else:
+            assert asked == [], (form, asked)

@@ -63,6 +63,9 @@ MAX_RATE_LIMITED: Final = 5
 """429s in a row after which a request gives up for this pass."""
 MAX_USER_PAGES: Final = 10_000
 """Most pages of ``/organization/users`` one walk reads (a million people)."""
+SUMMED_RANGES: Final = (1, 7, 30, 90)
+"""Ranges (days ending on the last landed day) whose per-user sums each pass keeps ready: ``usage``
+(yesterday), ``7d``, ``30d``, ``90d``; any other range is summed at its first reply and kept."""
 FETCH, RECHECK = "fetch", "recheck"
 
 T = TypeVar("T")
@@ -180,6 +183,7 @@ class AnalyticsSync:
             elif record.recheck_due is not None and record.recheck_due <= now:
                 await self._one(day, RECHECK, pacer, report, last=last, fingerprint=record.fingerprint)
         await self._name_users(pacer, report)
+        await self._sum_ranges(last)
         report.requests = pacer.requests
         self.last_report = report
         status = await self.store.status()
@@ -241,10 +245,20 @@ class AnalyticsSync:
             lambda: DAY_CLAIMS.finish(self.store.engine, key, owner=self.owner, values={"done_at": self.now(), "error": None})
         )
 
+    async def _sum_ranges(self, last: dt.date) -> None:
+        """Sum the users of the :data:`SUMMED_RANGES` ending on ``last`` that are wholly stored
+        (:meth:`AnalyticsStore.user_sums` keeps them; a range already summed from the same days is
+        only read), so that the first reply after a day lands reads its sums instead of making them."""
+        for days in SUMMED_RANGES:
+            first = last - dt.timedelta(days=days - 1)
+            if first < EARLIEST or len(await self.store.stored_days(first, last)) != days:
+                continue
+            await self.store.user_sums(first, last)
+
     async def _name_users(self, pacer: Pacer, report: SyncReport) -> None:
-        """Look up, in one paced walk of ``/organization/users``, the e-mail of each stored user that
-        analytics sent without one (a reply from the store then names them without a walk). A
-        failure leaves them for the next pass."""
+        """Look up, in one paced walk of ``/organization/users`` (ended once every one is found), the
+        e-mail of each stored user that analytics sent without one (a reply from the store then names
+        them without a walk). A failure leaves them for the next pass."""
         unnamed = await self.store.unnamed_users()
         if not unnamed:
             return
@@ -260,6 +274,9 @@ class AnalyticsSync:
                 for user in page.users:
                     if user.id in found:
                         found[user.id] = user.email or None
+                        unnamed.discard(user.id)
+                if not unnamed:  # every one found: the rest of the organization is not walked
+                    break
                 if not page.pagination.has_more or not page.pagination.next_cursor:
                     break
                 cursor = page.pagination.next_cursor
