@@ -31,7 +31,7 @@ def store(tmp_path):
 
 def _ranges(store: Store) -> list[tuple[dt.date, dt.date]]:
     with store.engine.connect() as conn:
-        return sorted((tuple(r) for r in conn.execute(select(analytics_user_ranges.c.start_day, analytics_user_ranges.c.end_day))))
+        return sorted(tuple(r) for r in conn.execute(select(analytics_user_ranges.c.start_day, analytics_user_ranges.c.end_day)))
 
 
 def _answered_sums(days: Any) -> dict[tuple[str, str | None], tuple[float | None, int]]:
