@@ -2,14 +2,17 @@
 cold (nothing stored) and warm (every day in the store of landed days, issue #30) against the API alone.
 
     python benchmarks/usage_scale.py [--users 10000 50000] [--days 7 30 90] [--latency-ms 100] [--reps 2]
+        [--cold-days 7 30] [--timed-days 3]
 
 For each organization size, starts the sandbox Agent API in its own process (``--today 2026-11-22``,
-so figures are reproducible), warms its per-day cache (one request over the whole span, not
+so figures are reproducible), warms its per-day cache (ten days a request over the whole span, not
 measured), then sets its latency and starts the Slack emulator and the bot in this process
 (``bot.stack.start_stack``, analytics cache off, so every reply makes its calls; then
-``bot.app.settle_heap()`` as ``agent-bot serve`` does), and sends one
-unmeasured command (the bot's connections to the sandbox open then). For every form it measures,
-median of ``--reps``:
+``bot.app.settle_heap()`` as ``agent-bot serve`` does). It times ``help`` (a reply that asks the API
+nothing: the floor of any reply), fills the store with the bot's own sync (twice the longest period,
+all but the last ``--timed-days`` days in one pass without latency, those one a pass, timed), then
+measures every form warm, empties the store (days, kept sums and the e-mails learnt) and measures the
+forms of ``--cold-days`` cold. For every form, median of ``--reps``:
 
 - reply: seconds from sending the signed slash command to the reply on its response_url;
 - the calls a form needs: ``usage Nd`` /tokens, /activity, /tools and
@@ -24,7 +27,8 @@ median of ``--reps``:
   bot's own sync (:class:`bot.services.analytics_store.AnalyticsSync`, no pacing); warm / API alone;
 - sync: seconds to fetch and store one landed day (its seven answers; median of the days synced),
   and the store's size per landed day (the SQLite file's growth over the days stored);
-- RSS: this process's peak resident memory (MB) after the size's forms.
+- RSS: this process's peak resident memory (MB): the bot, its sync and the Slack emulator (API alone
+  runs in a process of its own), after the sync and the warm replies, then after the cold ones.
 
 Prints a Markdown table for docs/benchmarks.md; nothing is asserted.
 """
@@ -34,10 +38,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import multiprocessing
 import os
 import resource
 import statistics
 import time
+from typing import Any
 
 import httpx
 from processes import sandbox_process
@@ -80,7 +86,20 @@ def forms(days: int) -> list[tuple[str, list[tuple[str, dict]]]]:
     ]
 
 
+_POOL: Any = None
+
+
 def api_alone(url: str, text: str, calls: list[tuple[str, dict]]) -> float:
+    """:func:`api_alone_here` in a process of its own (its answers, 30 MB and more, are not counted in
+    this process's RSS, which is the bot's)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = multiprocessing.get_context("spawn").Pool(1)
+    seconds: float = _POOL.apply(api_alone_here, (url, text, calls))
+    return seconds
+
+
+def api_alone_here(url: str, text: str, calls: list[tuple[str, dict]]) -> float:
     """Seconds the form's calls take made as the bot makes them, with nothing else (no parsing, no
     Slack): all at once, except ``usage user``'s ``/users`` page, which needs the ``/tokens`` answer."""
 
