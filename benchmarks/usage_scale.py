@@ -11,8 +11,9 @@ measured), then sets its latency and starts the Slack emulator and the bot in th
 ``bot.app.settle_heap()`` as ``agent-bot serve`` does). It times ``help`` (a reply that asks the API
 nothing: the floor of any reply), fills the store with the bot's own sync (twice the longest period,
 all but the last ``--timed-days`` days in one pass without latency, those one a pass, timed), then
-measures every form warm, empties the store (days, kept sums and the e-mails learnt) and measures the
-forms of ``--cold-days`` cold. For every form, median of ``--reps``:
+measures every form warm, empties the store (the days and the sums kept; the organization e-mails the
+sync learnt stay, as in a bot whose store lacks the days asked) and measures the forms of
+``--cold-days`` cold, then the shortest once more with the e-mails gone too (a first start). For every form, median of ``--reps``:
 
 - reply: seconds from sending the signed slash command to the reply on its response_url;
 - the calls a form needs: ``usage Nd`` /tokens, /activity, /tools and
@@ -184,16 +185,18 @@ def fill_store(stack, url: str, days: int, latency_ms: int, timed: int) -> tuple
     return statistics.median(times), (sizes[-1] - sizes[0]) / max(len(times), 1), int(statistics.median(requests))
 
 
-def empty_store(stack) -> None:
-    """Delete every stored day (and what was learnt from them): the next replies are cold."""
+def empty_store(stack, *, emails: bool = False) -> None:
+    """Delete every stored day and the sums kept from them (``emails``: the organization e-mails the
+    sync learnt too, as on a first start): the next replies are cold."""
     from sqlalchemy import delete
 
     from bot.services.analytics_store import tables
 
     with stack.bot.services.store.engine.begin() as conn:
-        for table in (*tables.DAY_TABLES, tables.analytics_days, tables.analytics_user_ranges, tables.analytics_user_emails):
+        for table in (*tables.DAY_TABLES, tables.analytics_days, tables.analytics_user_ranges, tables.analytics_claims):
             conn.execute(delete(table))
-        conn.execute(delete(tables.analytics_claims))
+        if emails:
+            conn.execute(delete(tables.analytics_user_emails))
 
 
 def rss_mb() -> float:
@@ -246,6 +249,9 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days
                 if days in cold_days:
                     cold[text] = statistics.median(reply_seconds(stack, text)[0] for _ in range(reps))
                     print(f"#   {text}: cold {cold[text]:.2f} s", flush=True)
+            empty_store(stack, emails=True)
+            first = f"usage {min(cold_days or day_counts)}d"
+            print(f"#   {first}: cold on a first start (no e-mails learnt either) {reply_seconds(stack, first)[0]:.2f} s", flush=True)
             cold_rss = rss_mb()
             for _, text, alone, warm, asked in measured:
                 cold_s = cold.get(text)

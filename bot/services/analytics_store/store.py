@@ -417,6 +417,16 @@ class AnalyticsStore:
 
         return await self.store.run(work)
 
+    async def emails_seen(self) -> dt.datetime | None:
+        """When an organization e-mail was last recorded (aware UTC), or None: never."""
+        e = analytics_user_emails.c
+
+        def work() -> dt.datetime | None:
+            with self.engine.connect() as conn:
+                return _aware(conn.execute(select(func.max(e.seen_at))).scalar())
+
+        return await self.store.run(work)
+
     async def put_emails(self, found: dict[str, str | None], *, now: dt.datetime) -> None:
         """Record the organization's e-mail of each user id (None: it has none)."""
         rows = [{"user_id": user_id, "email": email, "seen_at": now} for user_id, email in found.items()]

@@ -99,8 +99,8 @@ analytics_user_emails = Table(
     Column("seen_at", DateTime(timezone=True), nullable=False),
 )
 """The organization's e-mail of each user that analytics sent without one (``by_user`` items with a
-null ``user_email``), learnt by the sync's walk of ``/organization/users``, so that a reply from the
-store need not walk the organization again to name them."""
+null ``user_email``; NULL: the organization had none for them), and of every other user the sync's
+walk of ``/organization/users`` met, so that a reply need not walk the organization again to name them."""
 
 analytics_user_ranges = Table(
     "analytics_user_ranges",
