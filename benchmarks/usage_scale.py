@@ -200,6 +200,11 @@ def empty_store(stack, *, emails: bool = False) -> None:
 
 
 def rss_mb() -> float:
+    """This process's peak RSS in MB since the stack started (``VmHWM``, reset then)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -207,18 +212,19 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days
     proc, url = sandbox_process("--users", str(users), "--today", TODAY.isoformat())
     rows: list[str] = []
     try:
-        http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=600)
         started = time.perf_counter()
-        span = {"startDate": period(max(day_counts))[1]["startDate"], "endDate": period(1)[0]["endDate"]}
-        for n in range(0, (TODAY - dt.date.fromisoformat(span["startDate"])).days, 10):  # builds every day of the span once
-            first = dt.date.fromisoformat(span["startDate"]) + dt.timedelta(days=n)
+        span_start = dt.date.fromisoformat(period(max(day_counts))[1]["startDate"])
+        for n in range(0, (TODAY - span_start).days, 10):  # builds every day of the span once, in the API-alone process
+            first = span_start + dt.timedelta(days=n)
             last = min(first + dt.timedelta(days=9), TODAY - dt.timedelta(days=1))
-            http.get(f"{ANALYTICS}/tokens", params={"startDate": first.isoformat(), "endDate": last.isoformat()}).raise_for_status()
+            api_alone(url, "warm-up", [(f"{ANALYTICS}/tokens", {"startDate": first.isoformat(), "endDate": last.isoformat()})])
         print(f"# {users} users: sandbox warm-up {time.perf_counter() - started:.1f} s (not measured)", flush=True)
         set_latency(url, latency_ms)
         external = RunningServer(url=url, host="127.0.0.1", port=int(url.rsplit(":", 1)[1]), _server=None, _thread=None)  # type: ignore[arg-type]
         stack = start_stack(external_sandbox=external, today=TODAY, analytics_cache_ttl=0.0, api_timeout=600.0, run_jobs=False)
         settle_heap()  # as `agent-bot serve` does after start-up
+        with open("/proc/self/clear_refs", "w") as refs:  # the peak RSS counts from here (Linux)
+            refs.write("5")
         try:
             stack.command("help", timeout=600)  # not measured
             floor = statistics.median(reply_seconds(stack, "help")[0] for _ in range(max(reps, 3)))
