@@ -71,6 +71,7 @@ MADE_BY_MIGRATIONS = (
     "analytics_user_emails",
     "slack_conversation_teams",
     "alert_autoruns",
+    "analytics_user_ranges",
 )
 COLUMNS_ADDED_BY_MIGRATIONS: dict[str, tuple[str, ...]] = {
     "agent_sessions": ("started_as", "team_id", "steered_by", "steered_as", "steered_at")

@@ -18,7 +18,8 @@ Every table is defined once, in SQLAlchemy Core, on :data:`bot.db.metadata` (by 
   ``0014`` ``session_streams``, ``stream_items`` and ``stream_support`` (the agent turns streamed into Slack);
   ``0015`` the store of landed analytics days (:mod:`bot.services.analytics_store`);
   ``0016`` ``slack_conversation_teams`` (the workspace of each channel and person: Enterprise Grid);
-  ``0017`` alert autorun: ``alert_autoruns`` and the autorun and ask columns of the alert tables.
+  ``0017`` alert autorun: ``alert_autoruns`` and the autorun and ask columns of the alert tables;
+  ``0018`` ``analytics_user_ranges`` (per-user sums of a range of stored analytics days, kept).
 
 Before Alembic, each start created the missing tables (``create_all``) and added the missing
 ``deliveries`` columns; a database made that way has no ``alembic_version`` row and may be at any

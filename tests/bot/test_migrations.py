@@ -424,7 +424,8 @@ def test_db_history_lists_the_migrations_oldest_first(capsys):
         "0014  session_streams and stream_items: the agent turns streamed into Slack\n"
         "0015  analytics_days, its per-day tables and analytics_claims: the store of landed analytics days (issue #30)\n"
         "0016  slack_conversation_teams: the workspace of each channel and person (Enterprise Grid)\n"
-        "0017  alerts: autorun (a session started for each new incident), and what an alert asks the agent  (head)\n"
+        "0017  alerts: autorun (a session started for each new incident), and what an alert asks the agent\n"
+        "0018  analytics_user_ranges: every user's by_user items of a range of stored days, summed once (issue #30)  (head)\n"
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import func, select
 
 from bot.services.analytics_store import AnalyticsStore, AnalyticsSync
 from bot.services.digest import day_landed
@@ -106,3 +107,41 @@ def test_a_quarter_answers_from_the_store_and_a_range_of_more_than_a_year_is_ref
     from tests.conftest import error_reply
 
     assert refused == error_reply(RANGE_TOO_LONG.format(text="2025-11-01..2026-11-02", days=367, most=MAX_RANGE_DAYS, help=PERIOD_HELP))
+
+
+def test_a_warm_range_asks_the_api_nothing(stack, without_store):
+    """Every day of the period (and the one before) stored, and the names the sync looked up: the
+    summary and the breakdowns make no Agent API request at all (the sandbox's request log stays
+    empty); one person's usage asks only for its ``/users`` page (its figures are not stored)."""
+    _sync(stack)
+    for form in FORMS:
+        _log(stack, "DELETE")
+        assert stack.command(form, user="U0MANAGER").last == without_store[form], form
+        asked = [r["path"] for r in _log(stack)]
+        if form.startswith(("usage me", "usage user")):
+            assert set(asked) == {"/api/v1/analytics/users"}, (form, asked)
+        else:
+            assert asked == [], (form, asked)
+
+
+def test_days_not_stored_are_asked_but_the_organization_is_not_walked_again(stack, without_store):
+    """The sync's walk recorded the organization e-mail of every user it met, not only of those its
+    one stored day had without an e-mail: a reply for 30 days the store lacks asks the API for them
+    but names their users without walking ``/api/v0/organization/users`` (which took 100 pages, 13 s,
+    at 10,000 people)."""
+    from sqlalchemy import delete
+
+    from bot.services.analytics_store import tables
+
+    with stack.bot.services.store.engine.begin() as conn:
+        conn.execute(delete(tables.analytics_user_emails))
+    _sync(stack, days=1)
+    with stack.bot.services.store.engine.begin() as conn:
+        for table in (*tables.DAY_TABLES, tables.analytics_days, tables.analytics_user_ranges, tables.analytics_claims):
+            conn.execute(delete(table))
+        assert conn.execute(select(func.count()).select_from(tables.analytics_user_emails)).scalar()
+    for form in ("usage 30d", "usage 7d by user"):
+        _log(stack, "DELETE")
+        assert stack.command(form, user="U0MANAGER").last == without_store[form], form
+        asked = [r["path"] for r in _log(stack)]
+        assert "/api/v1/analytics/tokens" in asked and "/api/v0/organization/users" not in asked, (form, asked)

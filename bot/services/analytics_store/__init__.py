@@ -6,7 +6,7 @@ analytics-and-readiness-api.md), so a landed day is fixed: it is fetched once (b
 in the bot's database, and read from there by ``/agent usage`` in every form, the digest, the usage
 alerts and the Home. Parts:
 
-- :mod:`.tables`: the tables (migration 0015) and the claims of a day (:data:`DAY_CLAIMS`);
+- :mod:`.tables`: the tables (migrations 0015 and 0018) and the claims of a day (:data:`DAY_CLAIMS`);
 - :mod:`.store`: :class:`AnalyticsStore` (write a day in one transaction, read rows back as the
   client's types; :func:`check_day`, the validation a day passes before it is stored);
 - :mod:`.sync`: :class:`AnalyticsSync` (the start-up backfill and the periodic pass, paced, resumable,
@@ -32,6 +32,7 @@ from bot.services.analytics_store.tables import (
     analytics_day_tools,
     analytics_day_users,
     analytics_days,
+    analytics_user_ranges,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ __all__ = [
     "analytics_day_tools",
     "analytics_day_users",
     "analytics_days",
+    "analytics_user_ranges",
     "check_day",
     "reading",
     "runs",

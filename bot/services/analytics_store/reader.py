@@ -243,13 +243,16 @@ class StoredAnalytics:
     ) -> dict[str, UserPlaces] | None:
         """When every day from ``start`` to ``end`` is stored: the user ids whose e-mail is ``wanted``
         (else those sent without one whose organization e-mail is, by ``organization_emails``) with their
-        :class:`bot.services.usage.UserPlaces`, from a few queries; else None. (``usage user``.)"""
+        :class:`bot.services.usage.UserPlaces`, from the range's kept sums (:meth:`AnalyticsStore.user_sums`)
+        and a few indexed queries; else None. (``usage user``.)"""
         from bot.services.usage import UserPlaces
 
         have = await self.store.stored_days(start, end)
         if len(have) != (end - start).days + 1:
             return None
-        ids, without = await self.store.users_by_email(start, end, wanted)
+        sums = await self.store.user_sums(start, end)  # every (user id, e-mail) of the range, kept once summed
+        ids = {user_id for user_id, email, _, _ in sums if email and email.lower() == wanted}
+        without = set() if ids else {user_id for user_id, email, _, _ in sums if not email}
         if not ids and without:
             ids = {user_id for user_id, found in (await organization_emails(self, without)).items() if found.lower() == wanted}
         places = {}

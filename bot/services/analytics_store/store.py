@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from bot.services.analytics_store.tables import (
     analytics_day_users,
     analytics_days,
     analytics_user_emails,
+    analytics_user_ranges,
 )
 from bot.store import Store
 
@@ -161,20 +162,17 @@ class AnalyticsStore:
     """The landed days in the bot's database (module docstring). Methods are async (the work runs in
     :meth:`bot.store.Store.run`) and raise ``sqlalchemy.exc.SQLAlchemyError`` when the database fails."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, now: Callable[[], dt.datetime] | None = None) -> None:
         self.store = store
         self.engine = store.engine
+        self.now = now or (lambda: dt.datetime.now(dt.UTC))
 
     # ------------------------------------------------------------------ writing
 
     @staticmethod
     def fingerprint(answers: DayAnswers) -> str:
         """sha256 of the day's seven answers as stored (a re-check compares it)."""
-        digest = hashlib.sha256()
-        for part in _encoded(answers):
-            digest.update(part)
-            digest.update(b"\x00")
-        return digest.hexdigest()
+        return _fingerprint(_encoded(answers))
 
     async def put(self, answers: DayAnswers, *, now: dt.datetime, recheck_due: dt.datetime | None) -> str:
         """Store (or replace) ``answers`` in one transaction, after :func:`check_day` (which may
@@ -182,12 +180,11 @@ class AnalyticsStore:
         check_day(answers)
         day = answers.day
         tokens = answers.tokens[0]
-        tokens_json, activity_json, tools_json, productivity_json = (p.decode() for p in _encoded(answers)[:4])
-        fingerprint = self.fingerprint(answers)
-        users = [
-            {"day": day, "user_id": u.user_id, "n": n, "user_email": u.user_email, "billable_tokens": u.billable_tokens}
-            for n, u in enumerate(tokens.by_user or ())
-        ]
+        parts = _encoded(answers)
+        tokens_json, activity_json, tools_json, productivity_json = (p.decode() for p in parts[:4])
+        fingerprint = _fingerprint(parts)
+        del parts  # the users' JSON (megabytes at 50,000 users) is not kept while writing
+        by_user = tokens.by_user or ()
         models = [
             {
                 "day": day,
@@ -219,7 +216,7 @@ class AnalyticsStore:
                         activity=activity_json,
                         tools=tools_json,
                         productivity=productivity_json,
-                        users=len(users),
+                        users=len(by_user),
                         fingerprint=fingerprint,
                         stored_at=now,
                         recheck_due=recheck_due,
@@ -228,8 +225,15 @@ class AnalyticsStore:
                 for table, rows in ((analytics_day_models, models), (analytics_day_clients, clients), (analytics_day_tools, tools)):
                     if rows:
                         conn.execute(insert(table), rows)
-                for start in range(0, len(users), _USERS_BATCH):
-                    conn.execute(insert(analytics_day_users), users[start : start + _USERS_BATCH])
+                for start in range(0, len(by_user), _USERS_BATCH):  # a batch of rows at a time, never the whole day's
+                    batch = by_user[start : start + _USERS_BATCH]
+                    conn.execute(
+                        insert(analytics_day_users),
+                        [
+                            {"day": day, "user_id": u.user_id, "n": n, "user_email": u.user_email, "billable_tokens": u.billable_tokens}
+                            for n, u in enumerate(batch, start)
+                        ],
+                    )
 
         await self.store.run(work)
         return fingerprint
@@ -343,32 +347,45 @@ class AnalyticsStore:
 
     async def user_sums(self, start: dt.date, end: dt.date) -> list[UserSum]:
         """Every user's ``by_user`` items from ``start`` to ``end`` summed, per user id and e-mail:
-        ``(user_id, user_email, billable tokens or None, items without billable tokens)``."""
-        u = analytics_day_users.c
+        ``(user_id, user_email, billable tokens or None, items without billable tokens)``.
+
+        Read from ``analytics_user_ranges`` when the range was summed before from the same stored days
+        (the digest of their fingerprints); else summed in one ``GROUP BY`` and kept there (the
+        :data:`RANGES_KEPT` most recently computed ranges are kept)."""
+        u, r = analytics_day_users.c, analytics_user_ranges.c
         nulls = func.sum(case((u.billable_tokens.is_(None), 1), else_=0))
         query = select(u.user_id, u.user_email, func.sum(u.billable_tokens), nulls).where(u.day >= start, u.day <= end)
         query = query.group_by(u.user_id, u.user_email)
+        kept = select(r.days_digest, r.sums).where(r.start_day == start, r.end_day == end)
 
         def work() -> list[UserSum]:
             with self.engine.connect() as conn:
-                return [(user_id, email, _as_number(total), int(n or 0)) for user_id, email, total, n in conn.execute(query)]
+                digest = _days_digest(conn, start, end)
+                found = conn.execute(kept).first()
+                if found is not None and found.days_digest == digest:
+                    return _SUMS.decode(found.sums)
+                sums = [(user_id, email, _as_number(total), int(n or 0)) for user_id, email, total, n in conn.execute(query)]
+            self._keep_sums(start, end, digest, _JSON.encode(sums))
+            return sums
 
         return await self.store.run(work)
 
-    async def users_by_email(self, start: dt.date, end: dt.date, wanted: str) -> tuple[set[str], set[str]]:
-        """The user ids whose ``by_user`` e-mail is ``wanted`` (lower case) from ``start`` to ``end``,
-        and (only when none is) the ids sent without an e-mail."""
-        u = analytics_day_users.c
-        span = (u.day >= start, u.day <= end)
-
-        def work() -> tuple[set[str], set[str]]:
-            with self.engine.connect() as conn:
-                ids = set(conn.execute(select(u.user_id).where(*span, func.lower(u.user_email) == wanted).distinct()).scalars())
-                if ids:
-                    return ids, set()
-                return ids, set(conn.execute(select(u.user_id).where(*span, u.user_email.is_(None)).distinct()).scalars())
-
-        return await self.store.run(work)
+    def _keep_sums(self, start: dt.date, end: dt.date, digest: str, sums: bytes) -> None:
+        """Upsert a range's sums (two replicas may compute the same range: the later wins) and drop
+        all but the :data:`RANGES_KEPT` most recently computed ranges."""
+        r = analytics_user_ranges.c
+        now = self.now()
+        with self.engine.begin() as conn:
+            upsert = postgresql_insert if conn.dialect.name == "postgresql" else sqlite_insert
+            statement = upsert(analytics_user_ranges).values(start_day=start, end_day=end, days_digest=digest, sums=sums, computed_at=now)
+            statement = statement.on_conflict_do_update(
+                index_elements=["start_day", "end_day"],
+                set_={"days_digest": statement.excluded.days_digest, "sums": statement.excluded.sums, "computed_at": now},
+            )
+            conn.execute(statement)
+            cutoff = conn.execute(select(r.computed_at).order_by(r.computed_at.desc()).offset(RANGES_KEPT - 1).limit(1)).scalar()
+            if cutoff is not None:
+                conn.execute(delete(analytics_user_ranges).where(r.computed_at < cutoff))
 
     async def user_places(self, start: dt.date, end: dt.date, user_id: str) -> tuple[set[dt.date], str | None, dict[dt.date, str | None]]:
         """Where ``user_id`` stands in ``by_user`` from ``start`` to ``end``: its days, the largest
@@ -397,6 +414,16 @@ class AnalyticsStore:
         def work() -> set[str]:
             with self.engine.connect() as conn:
                 return set(conn.execute(query).scalars())
+
+        return await self.store.run(work)
+
+    async def emails_seen(self) -> dt.datetime | None:
+        """When an organization e-mail was last recorded (aware UTC), or None: never."""
+        e = analytics_user_emails.c
+
+        def work() -> dt.datetime | None:
+            with self.engine.connect() as conn:
+                return _aware(conn.execute(select(func.max(e.seen_at))).scalar())
 
         return await self.store.run(work)
 
@@ -458,6 +485,29 @@ class AnalyticsStore:
 
 
 _USERS_BATCH = 10_000
+RANGES_KEPT = 32
+"""How many ranges' per-user sums ``analytics_user_ranges`` keeps (the most recently computed)."""
+_SUMS = msgspec.json.Decoder(list[tuple[str, str | None, int | float | None, int]])
+
+
+def _fingerprint(parts: list[bytes]) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part)
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+def _days_digest(conn: Any, start: dt.date, end: dt.date) -> str:
+    """sha256 of the stored days from ``start`` to ``end`` and their fingerprints, in order: it changes
+    when a day of the range is stored, replaced or removed."""
+    c = analytics_days.c
+    digest = hashlib.sha256()
+    for day, fingerprint in conn.execute(select(c.day, c.fingerprint).where(c.day >= start, c.day <= end).order_by(c.day)):
+        digest.update(f"{day.isoformat()}:{fingerprint};".encode())
+    return digest.hexdigest()
+
+
 _GROUPED = {
     "tokens": (analytics_day_models, GroupedTokenRow),
     "activity": (analytics_day_clients, GroupedActivityRow),
@@ -468,7 +518,7 @@ _GROUPED = {
 def _encoded(answers: DayAnswers) -> list[bytes]:
     """The day's answers as the bytes the fingerprint is made of (the first four are stored as is)."""
     tokens = answers.tokens[0]
-    users = _JSON.encode([msgspec.to_builtins(u) for u in tokens.by_user or ()]) if tokens.by_user is not None else b"null"
+    users = _JSON.encode(tokens.by_user) if tokens.by_user is not None else b"null"  # the same bytes as to_builtins' dicts
     return [
         _tokens_json(tokens),
         _row_json(answers.activity[0]),

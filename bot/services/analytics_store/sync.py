@@ -63,6 +63,12 @@ MAX_RATE_LIMITED: Final = 5
 """429s in a row after which a request gives up for this pass."""
 MAX_USER_PAGES: Final = 10_000
 """Most pages of ``/organization/users`` one walk reads (a million people)."""
+DIRECTORY_REFRESH: Final = dt.timedelta(hours=24)
+"""How often the sync walks the whole of ``/organization/users`` to record everyone's e-mail (paced:
+500 pages, about 17 minutes at 50,000 people and 2 s a request)."""
+SUMMED_RANGES: Final = (1, 7, 30, 90)
+"""Ranges (days ending on the last landed day) whose per-user sums each pass keeps ready: ``usage``
+(yesterday), ``7d``, ``30d``, ``90d``; any other range is summed at its first reply and kept."""
 FETCH, RECHECK = "fetch", "recheck"
 
 T = TypeVar("T")
@@ -180,6 +186,7 @@ class AnalyticsSync:
             elif record.recheck_due is not None and record.recheck_due <= now:
                 await self._one(day, RECHECK, pacer, report, last=last, fingerprint=record.fingerprint)
         await self._name_users(pacer, report)
+        await self._sum_ranges(last)
         report.requests = pacer.requests
         self.last_report = report
         status = await self.store.status()
@@ -241,13 +248,30 @@ class AnalyticsSync:
             lambda: DAY_CLAIMS.finish(self.store.engine, key, owner=self.owner, values={"done_at": self.now(), "error": None})
         )
 
+    async def _sum_ranges(self, last: dt.date) -> None:
+        """Sum the users of the :data:`SUMMED_RANGES` ending on ``last`` that are wholly stored
+        (:meth:`AnalyticsStore.user_sums` keeps them; a range already summed from the same days is
+        only read), so that the first reply after a day lands reads its sums instead of making them."""
+        for days in SUMMED_RANGES:
+            first = last - dt.timedelta(days=days - 1)
+            if first < EARLIEST or len(await self.store.stored_days(first, last)) != days:
+                continue
+            await self.store.user_sums(first, last)
+
     async def _name_users(self, pacer: Pacer, report: SyncReport) -> None:
         """Look up, in one paced walk of ``/organization/users``, the e-mail of each stored user that
-        analytics sent without one (a reply from the store then names them without a walk). A
-        failure leaves them for the next pass."""
+        analytics sent without one (None: the organization has none or does not list them), and
+        record the e-mail of every user the walk met: a reply, from stored days or not, then names
+        them without a walk (:func:`bot.services.usage.organization_emails` walks only for ids never
+        recorded). The walk ends once every one is found, unless the last whole walk is older than
+        :data:`DIRECTORY_REFRESH` (or there was none): then it reads the whole organization. A failure
+        leaves them for the next pass."""
         unnamed = await self.store.unnamed_users()
-        if not unnamed:
+        walked = await self.store.emails_seen()
+        stale = walked is None or walked <= self.now() - DIRECTORY_REFRESH  # then the whole organization is walked
+        if not unnamed and not stale:
             return
+        wanted = set(unnamed)
         found: dict[str, str | None] = dict.fromkeys(unnamed)
         cursor: str | None = None
 
@@ -257,16 +281,21 @@ class AnalyticsSync:
         try:
             for _ in range(MAX_USER_PAGES):  # one page a paced request
                 page = await pacer.call(page_after(cursor))
-                for user in page.users:
-                    if user.id in found:
-                        found[user.id] = user.email or None
+                for user in page.users:  # everyone met is recorded: a reply for days not stored yet finds them too
+                    found[user.id] = user.email or None
+                    unnamed.discard(user.id)
+                if not unnamed and not stale:  # every one found: the rest of the organization is not walked
+                    break
                 if not page.pagination.has_more or not page.pagination.next_cursor:
                     break
                 cursor = page.pagination.next_cursor
         except AgentAPIError as exc:
             logger.warning("analytics sync: the organization's users could not be walked (%s); tried again next pass", _reason(exc))
             return
-        await self.store.put_emails(found, now=self.now())
+        if stale:
+            await self.store.put_emails(found, now=self.now())
+        else:  # a partial walk: the ones looked for, dated as the last whole walk (which says when the next is due)
+            await self.store.put_emails({user_id: found[user_id] for user_id in wanted}, now=walked or self.now())
 
     async def fetch_day(self, day: dt.date, pacer: Pacer | None = None) -> DayAnswers:
         """The seven answers of ``day`` (paced by ``pacer``), each checked by the client's models;

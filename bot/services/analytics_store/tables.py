@@ -13,6 +13,7 @@ Shaped for the questions the readers ask (docs/operations.md, "The store of land
 - ``analytics_day_users``: ``/tokens`` ``by_user``, one row per day and user (50,000 a day at the
   largest organizations: written with one executemany);
 - ``analytics_user_emails``: the organization's e-mail of each user ``by_user`` sent without one;
+- ``analytics_user_ranges``: every user's items of a range summed, kept once computed (migration 0018);
 - ``analytics_claims``: who fetches a day (``kind`` ``fetch``) or re-checks it (``recheck``): a
   :class:`bot.claims.Lease` per row, done once ``done_at`` is set; a day that failed (the API
   refused it, or its answer failed validation) is released with ``lease_until`` at its next try.
@@ -20,7 +21,7 @@ Shaped for the questions the readers ask (docs/operations.md, "The store of land
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, Date, DateTime, Float, Index, Integer, String, Table, Text
+from sqlalchemy import Boolean, Column, Date, DateTime, Float, Index, Integer, LargeBinary, String, Table, Text
 
 from bot.claims import Lease
 from bot.db import metadata
@@ -98,8 +99,23 @@ analytics_user_emails = Table(
     Column("seen_at", DateTime(timezone=True), nullable=False),
 )
 """The organization's e-mail of each user that analytics sent without one (``by_user`` items with a
-null ``user_email``), learnt by the sync's walk of ``/organization/users``, so that a reply from the
-store need not walk the organization again to name them."""
+null ``user_email``; NULL: the organization had none for them), and of every other user the sync's
+walk of ``/organization/users`` met, so that a reply need not walk the organization again to name them."""
+
+analytics_user_ranges = Table(
+    "analytics_user_ranges",
+    metadata,
+    Column("start_day", Date, primary_key=True),
+    Column("end_day", Date, primary_key=True),
+    Column("days_digest", String(64), nullable=False),  # sha256 of the range's days' fingerprints, in order
+    Column("sums", LargeBinary, nullable=False),  # msgspec JSON: [[user_id, user_email, billable or null, items without], ...]
+    Column("computed_at", DateTime(timezone=True), nullable=False),
+)
+"""Every user's ``by_user`` items of a range of stored days summed (:meth:`AnalyticsStore.user_sums`),
+kept once computed: landed days are fixed, so the sums of a range are too until one of its days is
+replaced (then ``days_digest`` no longer matches and they are computed again). The sync computes them
+for the usual ranges ending on the last landed day; a reply reads one row instead of summing every
+user and day of the range (1.8 s at 50,000 users x 30 days on SQLite). Migration 0018."""
 
 analytics_claims = Table(
     "analytics_claims",
