@@ -16,6 +16,7 @@ from bot.services.sessions import agent_sessions
 from bot.stack import DEMO_CHANNEL, PEOPLE, session_with_reply
 from formatters import feedback as fmt
 from tests import feedback_clicks
+from tests.conftest import wait_claim_done
 
 
 def the_answer(stack, thread_ts):
@@ -54,6 +55,7 @@ def test_people_rate_a_real_answer_and_managers_read_it(stack, block_kit_validat
     assert [r.payload for r in answer_to(stack, up)] == [
         {**fmt.thanks(UP, Recorded.NEW), "response_type": "ephemeral", "replace_original": False}
     ]
+    wait_claim_done(stack, f"action:{up.request.payload['trigger_id']}")  # before: the retry is answered 503 (held)
     retried = stack.client.send(up.request, retry_num=1)  # Slack's retry over HTTP: acknowledged, nothing again
     assert retried.status_code == 200
     forms = len(stack.slack.recorder.modals(COMMENT_VIEW))
