@@ -77,7 +77,29 @@ def drift(requirements: list[str], pins: list[Pin]) -> list[str]:
         for pin in found.get(name, []):
             if not requirement.specifier.contains(pin.version, prereleases=True):
                 problems.append(f"{text}: locked at {pin.version}")
+        for extra in sorted(requirement.extras):  # sqlalchemy[asyncio] needs greenlet: what the extra adds must be locked too
+            for needed in _extra_requirements(requirement.name, extra):
+                if canonicalize_name(needed.name) not in found:
+                    problems.append(f"{text}: {needed.name} (its {extra} extra) not in the lock")
     return problems
+
+
+def _extra_requirements(package: str, extra: str) -> list[Requirement]:
+    """What ``package``'s ``extra`` adds, on this platform, read from its installed metadata
+    (``Requires-Dist`` with ``extra == ...`` markers); nothing when it is not installed here."""
+    import importlib.metadata
+
+    try:
+        declared = importlib.metadata.requires(package) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    added = []
+    for text in declared:
+        requirement = Requirement(text)
+        marker = requirement.marker
+        if marker is not None and marker.evaluate({"extra": extra}) and not marker.evaluate({"extra": ""}):
+            added.append(requirement)
+    return added
 
 
 def pyproject() -> dict:
