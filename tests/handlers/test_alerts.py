@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import delete
 
 from bot.outcomes import NothingChanged, Refused
-from bot.services.alerts import alert_events, alert_state, alert_subscriptions
 from formatters.alerts import sample_posted, subscribed, unmuted
 from formatters.notices import error_message, outcome_message
 from handlers.alerts import (
@@ -21,6 +19,7 @@ from handlers.alerts import (
     SUBSCRIBE,
     UNKNOWN_KIND,
 )
+from tests.alert_fixtures import subs, whole, without_alerts
 from tests.inprocess import inprocess_fixture
 
 HELPERS = ("U0MANAGER", "U0OWNER")
@@ -35,19 +34,7 @@ def newest(stack) -> int:
 
 @pytest.fixture
 def stack(running):
-    running.slack.reset()
-    with running.bot.services.store.engine.begin() as conn:
-        for table in (alert_events, alert_subscriptions, alert_state):
-            conn.execute(delete(table))
-    return running
-
-
-def whole(reply) -> dict:
-    return {"text": reply.last["text"], "blocks": reply.last["blocks"]}
-
-
-def subs(stack):
-    return stack.run(stack.bot.services.alerts.repo.subscriptions())
+    return without_alerts(running)
 
 
 def test_subscribe_starts_from_the_newest_revision(stack):

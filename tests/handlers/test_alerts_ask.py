@@ -10,9 +10,8 @@ import json
 
 import httpx
 import pytest
-from sqlalchemy import delete
 
-from bot.services.alerts import EVENT_TYPE, alert_events, alert_state, alert_subscriptions
+from bot.services.alerts import EVENT_TYPE
 from bot.services.alerts.ask import ASK_ACTION, Ask, criteria_ask
 from bot.services.sessions.context import SHORTCUT_VIEW, ThreadContext, slack_time, with_context
 from formatters.blocks import message, section
@@ -21,6 +20,7 @@ from formatters.reports import ASK_BLOCK, ask_button, criterion_words
 from formatters.session_shortcut import ALERT_NOTE, ALERT_TITLE, MessageOrigin, message_origin
 from formatters.sessions import START_VIEW
 from handlers.alerts import ASK_STALE, ASK_STALE_HINT
+from tests.alert_fixtures import without_alerts
 from tests.inprocess import inprocess_fixture
 from tests.refusals import demo_refusal
 
@@ -32,11 +32,7 @@ BOX = "cmp-dev-laptop"
 
 @pytest.fixture
 def stack(running):
-    running.slack.reset()
-    with running.bot.services.store.engine.begin() as conn:
-        for table in (alert_events, alert_subscriptions, alert_state):
-            conn.execute(delete(table))
-    yield running
+    yield without_alerts(running)
     httpx.post(f"{running.sandbox.url}/_sandbox/computers/{BOX}/status", json={"status": "active"}).raise_for_status()
 
 

@@ -11,15 +11,15 @@ import re
 
 import httpx
 import pytest
-from sqlalchemy import delete
 
 from bot.api import Computer
-from bot.services.alerts import EVENT_TYPE, ComputerAlert, alert_events, alert_state, alert_subscriptions
+from bot.services.alerts import EVENT_TYPE, ComputerAlert
 from formatters.alerts import sample_posted, subscribed
 from formatters.alerts_computers import ALERT_RETRY_BLOCK, computer_alert, retry_note
 from formatters.computers import RETRY_ACTION, already_retrying
 from formatters.notices import error_message
 from handlers.alerts import NO_FILTERS, SUBSCRIBE
+from tests.alert_fixtures import without_alerts
 from tests.conftest import sandbox_get
 from tests.inprocess import inprocess_fixture
 from tests.refusals import demo_refusal
@@ -36,11 +36,7 @@ NEWS = (
 
 @pytest.fixture
 def stack(running):
-    running.slack.reset()
-    with running.bot.services.store.engine.begin() as conn:
-        for table in (alert_events, alert_subscriptions, alert_state):
-            conn.execute(delete(table))
-    yield running
+    yield without_alerts(running)
     httpx.post(f"{running.sandbox.url}/_sandbox/computers/{BOX}/status", json={"status": "active"}).raise_for_status()
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import delete
 
-from bot.services.alerts import EVENT_TYPE, alert_events, alert_state, alert_subscriptions
+from bot.services.alerts import EVENT_TYPE
 from bot.services.alerts.readiness import Marker
 from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
 from formatters.alerts import sample_posted, subscribed, unknown_alert_repository
 from formatters.notices import error_message
 from formatters.reports import DETAILS_ACTION, DETAILS_TITLE
 from handlers.alerts import FILTERS_HINT, SUBSCRIBE, TEST
+from tests.alert_fixtures import subs, whole, without_alerts
 from tests.inprocess import inprocess_fixture
 
 running = inprocess_fixture()
@@ -23,19 +23,7 @@ MEMBER = "U0MEMBER"
 
 @pytest.fixture
 def stack(running):
-    running.slack.reset()
-    with running.bot.services.store.engine.begin() as conn:
-        for table in (alert_events, alert_subscriptions, alert_state):
-            conn.execute(delete(table))
-    return running
-
-
-def whole(reply) -> dict:
-    return {"text": reply.last["text"], "blocks": reply.last["blocks"]}
-
-
-def subs(stack):
-    return stack.run(stack.bot.services.alerts.repo.subscriptions())
+    return without_alerts(running)
 
 
 def newest_marker(stack) -> str:

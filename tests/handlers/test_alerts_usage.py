@@ -6,13 +6,12 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import delete
 
 from bot.outcomes import Refused
-from bot.services.alerts import alert_events, alert_state, alert_subscriptions
 from formatters.alerts import sample_posted, subscribed
 from formatters.notices import error_message, outcome_message
 from handlers.alerts import FILTERS_HINT, SUBSCRIBE, TEST
+from tests.alert_fixtures import subs, whole, without_alerts
 from tests.inprocess import inprocess_fixture
 
 NOW = dt.datetime(2026, 11, 22, 9, 0, tzinfo=dt.UTC)
@@ -21,19 +20,7 @@ running = inprocess_fixture(today=None, now=lambda: NOW)
 
 @pytest.fixture
 def stack(running):
-    running.slack.reset()
-    with running.bot.services.store.engine.begin() as conn:
-        for table in (alert_events, alert_subscriptions, alert_state):
-            conn.execute(delete(table))
-    return running
-
-
-def whole(reply) -> dict:
-    return {"text": reply.last["text"], "blocks": reply.last["blocks"]}
-
-
-def subs(stack):
-    return stack.run(stack.bot.services.alerts.repo.subscriptions())
+    return without_alerts(running)
 
 
 def test_subscribe_with_filters_starts_from_the_last_landed_day(stack):
