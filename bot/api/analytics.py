@@ -90,11 +90,12 @@ class AnalyticsAPI(ClientCore):
             return await self._fetch_analytics_uncached(endpoint, answer, _params(start, end, group_by, **extra))
         return await self._fetch_analytics(endpoint, answer, _params(start, end, group_by))
 
-    async def _analytics_view(self, endpoint: str, view: type[ModelT], *, start_date: Any, end_date: Any) -> ModelT:
+    async def _analytics_view(self, endpoint: str, view: type[ModelT], *, start_date: Any, end_date: Any, cache: bool = True) -> ModelT:
         """The answer of ``endpoint`` (no group_by) decoded as ``view``, a whole answer type (a lean
-        msgspec view of :mod:`bot.api.models`)."""
+        msgspec view of :mod:`bot.api.models`); ``cache=False``: past the answer cache."""
         start, end = validation.analytics_range(start_date, end_date, today=self._today())
-        return await self._fetch_analytics(endpoint, view, _params(start, end))
+        fetch = self._fetch_analytics if cache else self._fetch_analytics_uncached
+        return await fetch(endpoint, view, _params(start, end))
 
     async def _fetch_analytics_uncached(self, endpoint: str, answer: type[ModelT], params: AnalyticsParams) -> ModelT:
         return await self._request("GET", f"{ANALYTICS_PATH}/{endpoint}", answer, params=dict(params))
@@ -117,17 +118,18 @@ class AnalyticsAPI(ClientCore):
         """
         return await self._analytics("tokens", start_date=start_date, end_date=end_date, group_by=group_by)
 
-    async def get_token_summary(self, *, start_date: DateInput, end_date: DateInput) -> TokenSummaryAnswer:
+    async def get_token_summary(self, *, start_date: DateInput, end_date: DateInput, cache: bool = True) -> TokenSummaryAnswer:
         """`/tokens` (no group_by) read as `TokenSummaryRow`s (`answer.data`, `answer.meta`):
         totals, by_model, and each user's billable tokens, skipping `by_user[].by_model` while
-        decoding (at 10,000 users that is most of the answer). Cached apart from `get_tokens`.
-        Dates and errors as `get_tokens`."""
-        return await self._analytics_view("tokens", TokenSummaryAnswer, start_date=start_date, end_date=end_date)
+        decoding (at 10,000 users that is most of the answer). Cached apart from `get_tokens`;
+        `cache=False` asks past the cache and keeps nothing (a reader that folds the answer away,
+        :mod:`bot.services.analytics_store.reader`). Dates and errors as `get_tokens`."""
+        return await self._analytics_view("tokens", TokenSummaryAnswer, start_date=start_date, end_date=end_date, cache=cache)
 
-    async def get_token_totals(self, *, start_date: DateInput, end_date: DateInput) -> TokenTotalsAnswer:
+    async def get_token_totals(self, *, start_date: DateInput, end_date: DateInput, cache: bool = True) -> TokenTotalsAnswer:
         """`/tokens` (no group_by) read as `TokenTotalsRow`s: each day's totals only, the rest
-        skipped while decoding. Dates and errors as `get_tokens`."""
-        return await self._analytics_view("tokens", TokenTotalsAnswer, start_date=start_date, end_date=end_date)
+        skipped while decoding; `cache` as `get_token_summary`. Dates and errors as `get_tokens`."""
+        return await self._analytics_view("tokens", TokenTotalsAnswer, start_date=start_date, end_date=end_date, cache=cache)
 
     @overload
     async def get_tools(self, *, start_date: DateInput, end_date: DateInput, group_by: None = None) -> AnalyticsResponse[ToolRow]: ...

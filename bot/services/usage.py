@@ -303,14 +303,15 @@ class _SummaryAnswer(NamedTuple):
 
 
 async def _user_sums(client: AgentClient, start: date, end: date) -> tuple[Sequence[TokenSummaryRow], list[UserSum]] | None:
-    """The store of landed days' one-query view of a period's ``/tokens`` (:meth:`bot.services.
-    analytics_store.StoredAnalytics.stored_user_sums`: the day rows with empty ``by_user`` lists, and
-    every user's items summed), when the client reads through the store and every day is stored;
-    else None (each day's ``by_user`` is read)."""
-    sums = getattr(client, "stored_user_sums", None)
+    """A period's ``/tokens`` as the store of landed days reads it for ranking users
+    (:meth:`bot.services.analytics_store.StoredAnalytics.user_sums`: the day rows with empty
+    ``by_user`` lists, and every user's items summed, stored days in one query and the others
+    folded as they are asked), when the client reads through the store; else None (each day's
+    ``by_user`` is read)."""
+    sums = getattr(client, "user_sums", None)
     if sums is None:
         return None
-    found: tuple[Sequence[TokenSummaryRow], list[UserSum]] | None = await sums(start, end)
+    found: tuple[Sequence[TokenSummaryRow], list[UserSum]] = await sums(start, end)
     return found
 
 
@@ -414,17 +415,28 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
     another dimension."""
     start, end = period.start, period.end
     items: list[tuple[str, float | None]]
+    grouped = getattr(client, "grouped_items", None)  # the store of landed days sums stored days in SQL
     if dimension == "model":
-        models = (await client.get_tokens(start_date=start, end_date=end, group_by="model")).data
-        items = [(r.group_key, r.billable_tokens) for r in models]
+        if grouped is not None:
+            items = await grouped(start, end, "model", "billable_tokens")
+        else:
+            models = (await client.get_tokens(start_date=start, end_date=end, group_by="model")).data
+            items = [(r.group_key, r.billable_tokens) for r in models]
         measure = "billable tokens"
     elif dimension == "tool":
-        tools = (await client.get_tools(start_date=start, end_date=end, group_by="tool_name")).data
-        items = [(r.group_key, r.tool_calls) for r in tools]
+        if grouped is not None:
+            items = await grouped(start, end, "tool_name", "tool_calls")
+        else:
+            tools = (await client.get_tools(start_date=start, end_date=end, group_by="tool_name")).data
+            items = [(r.group_key, r.tool_calls) for r in tools]
         measure = "tool calls"
     elif dimension == "client":
-        clients = (await client.get_activity(start_date=start, end_date=end, group_by="client")).data
-        items = [(str(r.group_key), None if r.daily_active_users is None else r.daily_active_users / period.days) for r in clients]
+        if grouped is not None:
+            dau = await grouped(start, end, "client", "daily_active_users")
+        else:
+            clients = (await client.get_activity(start_date=start, end_date=end, group_by="client")).data
+            dau = [(str(r.group_key), r.daily_active_users) for r in clients]
+        items = dau  # summed per client, then averaged over the period's days (below)
         measure = "average daily active users"
     elif dimension == "user":
         found = await _user_sums(client, start, end)
@@ -440,6 +452,8 @@ async def fetch_breakdown(client: AgentClient, period: Period, dimension: str, l
     else:
         raise ValueError(f"unknown breakdown {dimension!r}")
     counter = _sum_by(items)
+    if dimension == "client":
+        counter = {name: value / period.days for name, value in counter.items()}
     unreported = nulls if dimension == "user" else sum(1 for _, value in items if value is None)
     return Breakdown(period, dimension, measure, rank(counter, limit=limit), sum(counter.values()), unreported)
 
@@ -502,13 +516,12 @@ async def _user_rows(client: AgentClient, period: Period, places: UserPlaces, us
 async def _user_ids_and_places(client: AgentClient, period: Period, wanted: str) -> dict[str, UserPlaces]:
     """The user ids whose ``by_user`` e-mail is ``wanted`` (lower case), else those analytics sent
     without an e-mail whose organization e-mail is ``wanted``, each with its :class:`UserPlaces`:
-    from the store of landed days in a few queries when every day is stored
-    (:meth:`bot.services.analytics_store.StoredAnalytics.stored_user_places`), else from ``/tokens``."""
-    stored = getattr(client, "stored_user_places", None)
+    through the store of landed days (:meth:`bot.services.analytics_store.StoredAnalytics.user_places`:
+    stored days in a few queries, the others folded as they are asked), else from ``/tokens``."""
+    stored = getattr(client, "user_places", None)
     if stored is not None:
-        found: dict[str, UserPlaces] | None = await stored(period.start, period.end, wanted, organization_emails)
-        if found is not None:
-            return found
+        found: dict[str, UserPlaces] = await stored(period.start, period.end, wanted, organization_emails)
+        return found
     tokens = (await client.get_token_summary(start_date=period.start, end_date=period.end)).data
     ids = {u.user_id for r in tokens for u in r.by_user or () if (u.user_email or "").lower() == wanted}
     if not ids:  # analytics may send them without an e-mail: the organization's list has it

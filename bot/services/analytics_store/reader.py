@@ -24,12 +24,15 @@ the API.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import contextvars
 import datetime as dt
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from bot.api.errors import AgentAPITransportError, RateLimitedError, ServerError
 from bot.api.models import (
@@ -44,7 +47,7 @@ from bot.api.models import (
     TokenTotalsAnswer,
     ToolRow,
 )
-from bot.services.analytics_store.store import AnalyticsStore, UserSum
+from bot.services.analytics_store.store import AnalyticsStore, Number, UserSum
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -86,6 +89,10 @@ def _day(value: Any) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(str(value))
 
 
+async def _no_rows() -> list[Any]:
+    return []
+
+
 def runs(days: Sequence[dt.date]) -> list[tuple[dt.date, dt.date]]:
     """Consecutive days as ``(start, end)`` runs: ``[1, 2, 3, 5]`` -> ``[(1, 3), (5, 5)]``."""
     out: list[tuple[dt.date, dt.date]] = []
@@ -95,6 +102,29 @@ def runs(days: Sequence[dt.date]) -> list[tuple[dt.date, dt.date]]:
         else:
             out.append((day, day))
     return out
+
+
+USER_ITEMS_PER_REQUEST = 25_000
+"""At most about this many ``by_user`` items in one ``/tokens`` answer asked for days not stored: the
+missing days are asked in pieces of ``USER_ITEMS_PER_REQUEST // users per day`` days (one day a
+request from 25,000 users a day; a month in one from 800 or fewer), the users per day read from the
+store (:meth:`AnalyticsStore.users_per_day`) or, with nothing stored, from the last missing day asked
+alone first. A cold reply then holds a few days' answers, not the range's (at 50,000 users a 30-day
+answer is about 150 MB of JSON)."""
+REQUESTS_AT_ONCE = 4
+"""The API requests of one read in flight at once."""
+_GROUPED_BY = {"model": ("tokens", "get_tokens"), "client": ("activity", "get_activity"), "tool_name": ("tools", "get_tools")}
+
+
+def _pieces(todo: list[tuple[dt.date, dt.date]], days: int) -> list[tuple[dt.date, dt.date]]:
+    """The runs cut into pieces of at most ``days`` days, the latest first."""
+    out = []
+    for first, last in todo:
+        while last >= first:
+            piece_start = max(first, last - dt.timedelta(days=days - 1))
+            out.append((piece_start, last))
+            last = piece_start - dt.timedelta(days=1)
+    return sorted(out, reverse=True)
 
 
 class StoredAnalytics:
@@ -128,34 +158,69 @@ class StoredAnalytics:
         end_date: Any,
         stored: Callable[[list[dt.date]], Awaitable[list[Any]]],
         asked: Callable[[dt.date, dt.date], Awaitable[Any]],
+        *,
+        sized: Literal["counted", "blind"] | None = None,
+        fold: Callable[[list[Any]], list[Any]] | None = None,
     ) -> tuple[list[Any], str]:
         """The rows of the range: ``stored(days)`` for stored days, ``asked(start, end)`` (an answer)
-        for each run of the others; the rows by day, and the answers' ``org_id``."""
+        for the others, one request per run of consecutive missing days, or with ``sized`` (``/tokens``)
+        per piece of a run (:func:`_pieces`, :data:`USER_ITEMS_PER_REQUEST`; ``"counted"``: the rows
+        have ``by_user``, so the first answer can size the rest when nothing is stored; ``"blind"``:
+        they do not, a day a request then), :data:`REQUESTS_AT_ONCE` at a time; each answer's rows
+        go through ``fold`` as it arrives (a reader that sums them drops what it summed). Returns the
+        rows by day, and the answers' ``org_id``."""
         start, end = _day(start_date), _day(end_date)
         if start > end:  # the client's own validation says it in words
             answer = await asked(start, end)
             return list(answer.data), answer.meta.org_id
         have = sorted(await self.store.stored_days(start, end))
-        wanted = [start + dt.timedelta(days=n) for n in range((end - start).days + 1)]
-        missing = [day for day in wanted if day not in set(have)]
+        stored_set = set(have)
+        missing = [day for day in (start + dt.timedelta(days=n) for n in range((end - start).days + 1)) if day not in stored_set]
         rows: list[Any] = await stored(have) if have else []
         org = STORED_ORG
         gaps = _GAPS.get()
-        for first, last in runs(missing):
-            try:
-                answer = await asked(first, last)
-            except NOT_ANSWERING as exc:
-                if gaps is None:  # a reader that cannot say what is missing gets the error
-                    raise
-                gaps.outage = True
-                gaps.error = gaps.error or exc
-                gaps.missing.update(d for d in missing if first <= d <= last)
-                continue
+        limit = asyncio.Semaphore(REQUESTS_AT_ONCE)
+        widest = 0  # the most by_user items of a day answered
+
+        async def one(first: dt.date, last: dt.date) -> None:
+            nonlocal org, widest
+            span = {d for d in missing if first <= d <= last}
+            async with limit:
+                try:
+                    answer = await asked(first, last)
+                except NOT_ANSWERING as exc:
+                    if gaps is None:  # a reader that cannot say what is missing gets the error
+                        raise
+                    gaps.outage = True
+                    gaps.error = gaps.error or exc
+                    gaps.missing.update(span)
+                    return
             org = answer.meta.org_id
-            rows += answer.data
+            data = list(answer.data)
+            del answer
             if gaps is not None:
-                got = {row.date for row in answer.data}
-                gaps.missing.update(d for d in missing if first <= d <= last and d not in got)
+                gaps.missing.update(span - {row.date for row in data})
+            widest = max([widest, *(len(getattr(row, "by_user", None) or ()) for row in data)])
+            rows.extend(fold(data) if fold is not None else data)
+
+        todo = runs(missing)
+        if sized and todo:
+            per_day = await self.store.users_per_day()
+            if per_day is None and sized == "blind":  # nothing stored to size by, nor in its rows: a day a request
+                per_day = USER_ITEMS_PER_REQUEST
+            elif per_day is None:  # nothing stored to size by: the last missing day alone tells
+                first, last = todo.pop()
+                await one(last, last)
+                if first < last:
+                    todo.append((first, last - dt.timedelta(days=1)))
+                per_day = widest
+            todo = _pieces(todo, max(1, USER_ITEMS_PER_REQUEST // max(per_day, 1)))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for first, last in todo:
+                    group.create_task(one(first, last))
+        except BaseExceptionGroup as failed:  # the first error, as one request at a time raised it
+            raise failed.exceptions[0] from None
         if gaps is not None and have:
             gaps.as_of = max(gaps.as_of or have[-1], have[-1])
         rows.sort(key=lambda row: row.date)
@@ -163,24 +228,27 @@ class StoredAnalytics:
 
     # ------------------------------------------------------------------ the client's analytics methods
 
-    async def get_token_summary(self, *, start_date: Any, end_date: Any) -> TokenSummaryAnswer:
-        """As :meth:`bot.api.AgentClient.get_token_summary`."""
+    async def get_token_summary(self, *, start_date: Any, end_date: Any, cache: bool = True) -> TokenSummaryAnswer:
+        """As :meth:`bot.api.AgentClient.get_token_summary` (the days not stored are asked past the
+        answer cache, whatever ``cache`` says: the store keeps landed days)."""
         rows, org = await self._read(
             start_date,
             end_date,
             lambda days: self.store.token_rows(days, with_users=True),
-            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e),
+            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
+            sized="counted",
         )
         return TokenSummaryAnswer(data=rows, meta=LeanMeta(org, _day(start_date), _day(end_date)))
 
-    async def get_token_totals(self, *, start_date: Any, end_date: Any) -> TokenTotalsAnswer:
+    async def get_token_totals(self, *, start_date: Any, end_date: Any, cache: bool = True) -> TokenTotalsAnswer:
         """As :meth:`bot.api.AgentClient.get_token_totals` (stored rows carry ``by_model`` too; the
         readers of totals do not look at it)."""
         rows, org = await self._read(
             start_date,
             end_date,
             lambda days: self.store.token_rows(days, with_users=False),
-            lambda s, e: self._agent.get_token_totals(start_date=s, end_date=e),
+            lambda s, e: self._agent.get_token_totals(start_date=s, end_date=e, cache=cache),
+            sized="blind",
         )
         return TokenTotalsAnswer(data=rows, meta=LeanMeta(org, _day(start_date), _day(end_date)))
 
@@ -224,42 +292,125 @@ class StoredAnalytics:
         """As :meth:`bot.api.AgentClient.get_productivity`."""
         return await self._rows("productivity", start_date, end_date, None, ProductivityRow)
 
-    async def stored_user_sums(self, start: dt.date, end: dt.date) -> tuple[list[TokenSummaryRow], list[UserSum]] | None:
-        """When every day from ``start`` to ``end`` is stored: the ``/tokens`` day rows with empty
-        ``by_user`` lists (None where the day did not report it) and every user's items summed in one
-        query (:data:`bot.services.usage.UserSum`), so that a reader ranking users never builds one
-        object per user and day; else None. (:func:`bot.services.usage.fetch_usage`, ``by user``.)"""
-        have = await self.store.stored_days(start, end)
-        if len(have) != (end - start).days + 1:
-            return None
-        rows, sums = await asyncio.gather(self.store.token_rows(have, with_users=False), self.store.user_sums(start, end))
-        gaps = _GAPS.get()
-        if gaps is not None and have:
-            gaps.as_of = max(gaps.as_of or end, end)
-        return rows, sums
+    async def user_sums(self, start: dt.date, end: dt.date) -> tuple[list[TokenSummaryRow], list[UserSum]]:
+        """The ``/tokens`` day rows from ``start`` to ``end`` with empty ``by_user`` lists (None where
+        the day did not report it) and every user's items summed (:data:`bot.services.usage.UserSum`):
+        the stored days' in one query (:meth:`AnalyticsStore.user_sums`), the others asked in pieces
+        and folded into the sums as each answer arrives, so that a reader ranking users never holds
+        one object per user and day. Errors and :class:`Gaps` as :meth:`get_token_summary`.
+        (:func:`bot.services.usage.fetch_usage`, ``by user``.)"""
+        folded: dict[tuple[str, str | None], list[Any]] = {}
 
-    async def stored_user_places(
+        def fold(rows: list[TokenSummaryRow]) -> list[TokenSummaryRow]:
+            for row in rows:
+                for u in row.by_user or ():
+                    entry = folded.setdefault((u.user_id, u.user_email), [None, 0])
+                    if u.billable_tokens is None:
+                        entry[1] += 1
+                    else:
+                        entry[0] = u.billable_tokens if entry[0] is None else entry[0] + u.billable_tokens
+            return [row if row.by_user is None else msgspec.structs.replace(row, by_user=[]) for row in rows]
+
+        rows, _ = await self._read(
+            start,
+            end,
+            lambda days: self.store.token_rows(days, with_users=False),
+            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
+            sized="counted",
+            fold=fold,
+        )
+        if await self.store.stored_days(start, end):
+            for user_id, email, total, nulls in await self.store.user_sums(start, end):
+                entry = folded.setdefault((user_id, email), [None, 0])
+                entry[1] += nulls
+                if total is not None:
+                    entry[0] = total if entry[0] is None else entry[0] + total
+        return rows, [(user_id, email, total, nulls) for (user_id, email), (total, nulls) in folded.items()]
+
+    async def user_places(
         self, start: dt.date, end: dt.date, wanted: str, organization_emails: Callable[..., Awaitable[dict[str, str]]]
-    ) -> dict[str, UserPlaces] | None:
-        """When every day from ``start`` to ``end`` is stored: the user ids whose e-mail is ``wanted``
-        (else those sent without one whose organization e-mail is, by ``organization_emails``) with their
-        :class:`bot.services.usage.UserPlaces`, from the range's kept sums (:meth:`AnalyticsStore.user_sums`)
-        and a few indexed queries; else None. (``usage user``.)"""
+    ) -> dict[str, UserPlaces]:
+        """The user ids whose ``by_user`` e-mail is ``wanted`` (else those sent without one whose
+        organization e-mail is, by ``organization_emails``), each with its
+        :class:`bot.services.usage.UserPlaces`: the stored days' from the range's kept sums and a few
+        indexed queries (:meth:`AnalyticsStore.user_places`), the others' folded from ``/tokens``
+        asked in pieces (see :meth:`user_sums`). Kept while folding: every user id once (the
+        ``/users`` cursor before the person is the largest id below theirs), and the cursor on each
+        day only for ids that could be the person (their e-mail, or none) — the cursor of a day where
+        the person had another e-mail is None and that day is walked. (``usage user``.)"""
         from bot.services.usage import UserPlaces
 
-        have = await self.store.stored_days(start, end)
-        if len(have) != (end - start).days + 1:
-            return None
-        sums = await self.store.user_sums(start, end)  # every (user id, e-mail) of the range, kept once summed
-        ids = {user_id for user_id, email, _, _ in sums if email and email.lower() == wanted}
-        without = set() if ids else {user_id for user_id, email, _, _ in sums if not email}
-        if not ids and without:
-            ids = {user_id for user_id, found in (await organization_emails(self, without)).items() if found.lower() == wanted}
+        everyone: set[str] = set()
+        matched: set[str] = set()
+        unnamed: set[str] = set()
+        days_of: dict[str, set[dt.date]] = {}
+        before_on: dict[str, dict[dt.date, str | None]] = {}
+
+        def fold(rows: list[TokenSummaryRow]) -> list[TokenSummaryRow]:
+            for row in rows:
+                users = row.by_user or ()
+                ids = sorted({u.user_id for u in users})
+                everyone.update(ids)
+                for u in users:
+                    days_of.setdefault(u.user_id, set()).add(row.date)
+                    email = (u.user_email or "").lower()
+                    if email and email != wanted:
+                        continue
+                    (matched if email else unnamed).add(u.user_id)
+                    at = bisect.bisect_left(ids, u.user_id)
+                    before_on.setdefault(u.user_id, {})[row.date] = ids[at - 1] if at else None
+            return []
+
+        await self._read(
+            start,
+            end,
+            lambda days: _no_rows(),
+            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
+            sized="counted",
+            fold=fold,
+        )
+        stored = bool(await self.store.stored_days(start, end))
+        if stored:  # every (user id, e-mail) of the stored days, kept once summed
+            for user_id, email, _, _ in await self.store.user_sums(start, end):
+                everyone.add(user_id)
+                if email and email.lower() == wanted:
+                    matched.add(user_id)
+                elif not email:
+                    unnamed.add(user_id)
+        ids = matched
+        if not ids and unnamed:
+            ids = {user_id for user_id, found in (await organization_emails(self, unnamed)).items() if found.lower() == wanted}
+        ordered = sorted(everyone)
         places = {}
         for user_id in sorted(ids):
-            active, before, on = await self.store.user_places(start, end, user_id)
+            active = set(days_of.get(user_id, ()))
+            on: dict[dt.date, str | None] = {day: before_on.get(user_id, {}).get(day) for day in active}
+            at = bisect.bisect_left(ordered, user_id)
+            before = ordered[at - 1] if at else None
+            if stored:
+                stored_active, stored_before, stored_on = await self.store.user_places(start, end, user_id)
+                active |= stored_active
+                on.update(stored_on)
+                before = max((b for b in (before, stored_before) if b is not None), default=None)
             places[user_id] = UserPlaces(active, before, on)
         return places
+
+    async def grouped_items(self, start: dt.date, end: dt.date, group_by: str, measure: str) -> list[tuple[str, Number | None]]:
+        """``(group_key, measure)`` items of the range grouped by ``group_by`` (``model``, ``client``,
+        ``tool_name``): the stored days summed per key in SQL (:meth:`AnalyticsStore.grouped_sums`;
+        a key's rows without the measure as ``(key, None)`` items), the others the API's rows as they
+        are. Summing the items per key gives what the API's rows of the range give. Errors and
+        :class:`Gaps` as the ``get_*`` methods. (``/agent usage … by model|client|tool``.)"""
+        endpoint, method = _GROUPED_BY[group_by]
+        asked: Callable[..., Awaitable[Any]] = getattr(self._agent, method)
+        rows, _ = await self._read(start, end, lambda days: _no_rows(), lambda s, e: asked(start_date=s, end_date=e, group_by=group_by))
+        items: list[tuple[str, Number | None]] = [(str(row.group_key), getattr(row, measure)) for row in rows]
+        if await self.store.stored_days(start, end):
+            for key, total, nulls in await self.store.grouped_sums(start, end, endpoint, measure):
+                if total is not None:
+                    items.append((key, total))
+                items += [(key, None)] * nulls
+        return items
 
     async def stored_emails(self, ids: Iterable[str]) -> dict[str, str | None]:
         """The organization e-mails the sync recorded for ``ids`` (None: it has none); ids never looked

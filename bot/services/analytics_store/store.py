@@ -276,6 +276,18 @@ class AnalyticsStore:
 
         return await self.store.run(work)
 
+    async def users_per_day(self) -> int | None:
+        """The most ``by_user`` items of a stored day (the organization's size as analytics saw it);
+        None when no day is stored."""
+        c = analytics_days.c
+
+        def work() -> int | None:
+            with self.engine.connect() as conn:
+                found = conn.execute(select(func.count(), func.max(c.users))).one()
+            return int(found[1] or 0) if found[0] else None
+
+        return await self.store.run(work)
+
     async def status(self) -> StoreStatus:
         """:class:`StoreStatus` of the store."""
         c = analytics_days.c
@@ -480,6 +492,26 @@ class AnalyticsStore:
                     for r in conn.execute(query)
                     if r.day in wanted
                 ]
+
+        return await self.store.run(work)
+
+    async def grouped_sums(self, start: dt.date, end: dt.date, endpoint: str, measure: str) -> list[tuple[str, Number | None, int]]:
+        """The stored grouped rows of ``endpoint`` (``tokens``, ``activity``, ``tools``) from ``start``
+        to ``end`` summed per ``group_key`` in one ``GROUP BY``: ``(group_key, sum of measure or None
+        when no row reported it, rows without it)``, by key (``/agent usage … by model|client|tool``)."""
+        table, _ = _GROUPED[endpoint]
+        column = table.c[measure]
+        nulls = func.sum(case((column.is_(None), 1), else_=0))
+        query = (
+            select(table.c.group_key, func.sum(column), nulls)
+            .where(table.c.day >= start, table.c.day <= end)
+            .group_by(table.c.group_key)
+            .order_by(table.c.group_key)
+        )
+
+        def work() -> list[tuple[str, Number | None, int]]:
+            with self.engine.connect() as conn:
+                return [(key, _as_number(total), int(n or 0)) for key, total, n in conn.execute(query)]
 
         return await self.store.run(work)
 
