@@ -19,44 +19,26 @@ the process's peak RSS. Figures go to docs/benchmarks.md; nothing here is assert
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import json
-import resource
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from processes import wait_up
+from followed_sessions import KEY, TOKEN, close, drive_and_tick, options, platform, print_cost, spread, start_sessions
 from sqlalchemy import select
 
 from bot.api import AgentClient, RetryPolicy
 from bot.services.sessions.follower import Follower
-from bot.services.sessions.store import NewStart, SessionStore, session_streams, stream_items
+from bot.services.sessions.store import SessionStore, session_streams, stream_items
 from bot.services.sessions.stream import StreamDisplay
 from bot.slack import SlackGateway
 from bot.store import Store
 from formatters import sessions as session_messages
 from formatters import streams as stream_messages
-from sandbox.server import free_port
-
-KEY = "sandbox-owner-key"
-TOKEN = "xoxb-emulated-bot-token"
-CHANNEL = "C0ENG"
-EMULATOR = (
-    "import sys, time\n"
-    "from sandbox.slack_emulator import SlackEmulator\n"
-    "slack = SlackEmulator().start(port=int(sys.argv[1]))\n"
-    "print('ready', flush=True)\n"
-    "while True: time.sleep(3600)\n"
-)
 
 
 class CountingSlack:
@@ -92,15 +74,7 @@ class CountingSlack:
 async def run(sessions: int, seconds: float, every: float, display: str = "stream") -> None:
     from slack_sdk.web.async_client import AsyncWebClient
 
-    api_port, slack_port = free_port(), free_port()
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "bot.cli", "sandbox", "--port", str(api_port)], stdout=subprocess.DEVNULL),
-        subprocess.Popen([sys.executable, "-c", EMULATOR, str(slack_port)], stdout=subprocess.DEVNULL),
-    ]
-    api_url, slack_url = f"http://127.0.0.1:{api_port}", f"http://127.0.0.1:{slack_port}"
-    try:
-        wait_up(f"{api_url}/_sandbox/health")
-        wait_up(f"{slack_url}/api/auth.test")
+    async with platform() as (api_url, slack_url):
         workdir = Path(tempfile.mkdtemp(prefix="stream-bench-"))
         store = Store(f"sqlite:///{workdir / 'bot.db'}")
         links = SessionStore(store)
@@ -113,61 +87,11 @@ async def run(sessions: int, seconds: float, every: float, display: str = "strea
         follower.use_stream(
             StreamDisplay(store=store, slack=gateway, messages=stream_messages, now=now, team_id="T0EMULATED", display=display)
         )
+        ids = await start_sessions(sessions, links=links, driver=driver, slack=slack.client, now=now, team_id="T0EMULATED")
 
-        ids = []
-        for n in range(sessions):
-            parent = await slack.client.chat_postMessage(channel=CHANNEL, text=f"session {n}")
-            row, _ = await links.claim_start(
-                NewStart(
-                    start_key=f"bench:{n}",
-                    slack_user="U0MEMBER",
-                    user_email=None,
-                    channel=CHANNEL,
-                    origin="command",
-                    prompt=f"task {n}",
-                    computer_id="cmp-ci-sandbox",
-                    team_id="T0EMULATED",
-                ),
-                state="starting",
-                now=now(),
-            )
-            await links.set_thread(row.id, thread_ts=parent["ts"], parent_ts=parent["ts"])
-            session = await driver.create_session(computer_id="cmp-ci-sandbox")
-            await links.record_session(row.id, session_id=session.session_id, status=session.status, now=now())
-            ids.append((row.id, session.session_id))
-
-        stop = asyncio.Event()
-
-        async def drive(index: int, row_id: int, session_id: str) -> None:
-            await asyncio.sleep(every * index / sessions)
-            n = 0
-            while not stop.is_set():
-                await driver.create_message(session_id=session_id, text=f"please run the tests, round {n}")
-                await links.wake(row_id, now())
-                n += 1
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=every)
-
-        async def ticking() -> None:
-            while not stop.is_set():
-                started = time.monotonic()
-                await follower.tick()
-                await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
-
-        cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-        calls0, t0 = Counter(slack.calls), time.monotonic()
-        tasks = [asyncio.create_task(drive(i, row_id, sid)) for i, (row_id, sid) in enumerate(ids)]
-        ticker = asyncio.create_task(ticking())
-        await asyncio.sleep(seconds)
-        stop.set()
-        await asyncio.gather(*tasks)
-        await asyncio.sleep(3)  # the last answers
-        await ticker
-        for _ in range(3):
-            await follower.tick()
-            await asyncio.sleep(1)
-        elapsed = time.monotonic() - t0
-        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        calls0 = Counter(slack.calls)
+        cost = await drive_and_tick(follower, links=links, driver=driver, ids=ids, seconds=seconds, every=every, now=now)
+        elapsed = cost.elapsed
 
         # each message's first piece (its text, or its task in progress) -> when its append returned
         with store.engine.connect() as conn:
@@ -196,7 +120,6 @@ async def run(sessions: int, seconds: float, every: float, display: str = "strea
                 if message.id in shown_at:
                     delays.append(shown_at[message.id] - float(message.created_at) / 1000)
         delays.sort()
-        cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
         session_minutes = sessions * elapsed / 60
         print(f"display {display}: sessions {sessions}, {elapsed:.0f} s, a user message every {every:.0f} s per session")
         print("Slack calls per session-minute:")
@@ -204,23 +127,14 @@ async def run(sessions: int, seconds: float, every: float, display: str = "strea
             print(f"  {method}: {count} ({count / session_minutes:.1f})")
         print(f"messages produced {produced}, appended {len(delays)}")
         if delays:
-            p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
-            print(f"createdAt -> appended: p50 {statistics.median(delays):.2f} s, p99 {p99:.2f} s, max {delays[-1]:.2f} s")
-        print(f"CPU of this process (follower, driver, SQLite): {cpu:.1f} s ({cpu / elapsed * 100:.0f}% of one core)")
-        print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
-        await agent.aclose()
-        await driver.aclose()
-        store.close()
-    finally:
-        for proc in procs:
-            proc.kill()
+            p50, p99, most = spread(delays)
+            print(f"createdAt -> appended: p50 {p50:.2f} s, p99 {p99:.2f} s, max {most:.2f} s")
+        print_cost(cost)
+        await close(store, agent, driver)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=100)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--every", type=float, default=5.0)
+    parser = options(__doc__)
     parser.add_argument("--display", choices=("stream", "messages"), default="stream")
     args = parser.parse_args()
     asyncio.run(run(args.sessions, args.seconds, args.every, args.display))

@@ -38,7 +38,12 @@ metric                                                      what it means
                                                             ``agent_bot_analytics_oldest_day_seconds``,
                                                             ``agent_bot_analytics_last_sync_seconds`` and
                                                             ``agent_bot_analytics_lag_days`` (yesterday minus the
-                                                            newest stored day), set after each sync pass
+                                                            newest stored day): read from the database at each
+                                                            scrape (:class:`AnalyticsStoreGauges`), so every
+                                                            replica shows the same figures, synced or not
+``agent_bot_analytics_store_read_errors_total{reason}``     scrapes whose read of the store failed (``error``) or
+                                                            did not answer within :data:`STORE_READ_TIMEOUT`
+                                                            (``timeout``); the four gauges are left out of them
 ``agent_bot_slack_outbox_expired_total{kind}``              queued posts given up at their deadline (the person
                                                             was told), by kind
 ``process_resident_memory_bytes`` (and ``process_*``)       prometheus-client's process collector (Linux)
@@ -60,6 +65,9 @@ Example alert rules (Prometheus)::
       for: 10m
     - alert: AgentBotNoDigest             # digests are posted every morning
       expr: increase(agent_bot_digests_posted_total[26h]) == 0
+    - alert: AgentBotAnalyticsBehind      # the store misses more than yesterday (1 until it lands)
+      expr: max(agent_bot_analytics_lag_days) > 1
+      for: 2h
     - alert: AgentBotSlackOutboxExpired   # work that waited for Slack past its deadline
       expr: increase(agent_bot_slack_outbox_expired_total[15m]) > 0
     - alert: AgentBotMemory
@@ -67,19 +75,24 @@ Example alert rules (Prometheus)::
 
 The metrics live in one :class:`Metrics` per process (:func:`current`, made on first use, not at
 import); a test installs a fresh one with :func:`install` and compares whole lines of
-:func:`render`. The recording functions below are what the rest of the bot calls (one line each).
+:func:`render` (or of :func:`scrape`, which reads the analytics store first, as ``GET /metrics``
+does). The recording functions below are what the rest of the bot calls (one line each).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
@@ -87,6 +100,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+logger = logging.getLogger(__name__)
 
 TEXT_FORMAT: Final = "text/plain; version=0.0.4; charset=utf-8"
 """The content type of what :func:`render` writes (prometheus-client's ``generate_latest``: the text
@@ -103,6 +118,9 @@ DECISIONS: Final = frozenset({"applied", "approved_not_applied", "rejected", "ca
 CLAIMS: Final = frozenset({"delivery"})
 OUTBOX_KINDS: Final = frozenset({"session.parent", "session.answer", "limits.outcome"})
 """The continuation kinds of :mod:`bot.outbox` (any other is counted as ``other``)."""
+STORE_READ_TIMEOUT: Final = 2.0
+"""Seconds a scrape waits for the analytics store's figures (:class:`AnalyticsStoreGauges`) before it
+answers without them."""
 
 _FIXED_ENDPOINTS: Final = frozenset(
     {
@@ -132,6 +150,125 @@ _SLACK_ERROR: Final = re.compile(r"[a-z0-9_]{1,60}(:[A-Za-z][A-Za-z0-9]{0,60})?"
 
 
 @dataclass(frozen=True)
+class StoreFigures:
+    """The store of landed analytics days in four figures: ``days`` stored, the ``oldest`` day (None:
+    empty), the ``last_sync`` (aware; when a day was last stored or re-checked; None: never) and
+    ``lag_days`` (yesterday by the bot's clock minus the newest stored day; None: empty)."""
+
+    days: int
+    oldest: dt.date | None
+    last_sync: dt.datetime | None
+    lag_days: int | None
+
+
+STORE_GAUGES: Final = (
+    ("agent_bot_analytics_days_stored", "Landed analytics days in the store, read from the database at scrape time"),
+    (
+        "agent_bot_analytics_oldest_day_seconds",
+        "The oldest stored analytics day (Unix time of its start, UTC), read from the database at scrape time; absent: none stored",
+    ),
+    (
+        "agent_bot_analytics_last_sync_seconds",
+        "When any replica last stored or re-checked a day (Unix time), read from the database at scrape time; absent: never",
+    ),
+    (
+        "agent_bot_analytics_lag_days",
+        "Yesterday (UTC, the bot's clock) minus the newest stored day, read from the database at scrape time;"
+        " 1 until yesterday lands and a sync pass stores it; absent: none stored",
+    ),
+)
+"""The names and help of the four gauges of :class:`AnalyticsStoreGauges`, in order."""
+
+
+class AnalyticsStoreGauges(Collector):
+    """The four gauges of the store of landed analytics days (:data:`STORE_GAUGES`), as the database
+    says at scrape time: every replica shares the store, so each shows the same figures whether its
+    own sync ran or not (issue #30).
+
+    :meth:`watch` hands in ``read`` (async, returns :class:`StoreFigures`; the bot's is built by
+    :func:`bot.wiring.watch_analytics_store`); :meth:`refresh` (run by :func:`scrape` before each
+    render) awaits it for at most ``timeout`` seconds. A read that fails or does not answer is counted
+    in ``errors`` (``reason`` ``error`` / ``timeout``), logged once when reads start failing and once
+    when they work again (the exception's class only: never a URL or a password), and the gauges are
+    left out of that scrape (no sample: unknown, never a stale figure). A read still running is
+    joined by the next scrape instead of started again, so a hung database holds one worker thread,
+    not one per scrape. Not watched (a process that serves no metrics, a test): the figures a sync
+    pass pushed (:func:`analytics_store`)."""
+
+    def __init__(self, errors: Counter, *, timeout: float = STORE_READ_TIMEOUT) -> None:
+        self.errors = errors
+        self.timeout = timeout
+        self.pushed: StoreFigures | None = None
+        self._read: Callable[[], Awaitable[StoreFigures]] | None = None
+        self._figures: StoreFigures | None = None
+        self._reading: asyncio.Future[StoreFigures] | None = None
+        self._failing = False
+
+    def watch(self, read: Callable[[], Awaitable[StoreFigures]], *, timeout: float | None = None) -> None:
+        """Read the figures with ``read`` at every :meth:`refresh` (``timeout``: seconds; default unchanged)."""
+        self._read = read
+        self._figures = None
+        self._reading = None
+        if timeout is not None:
+            self.timeout = timeout
+
+    async def refresh(self) -> None:
+        """Read the figures now (class docstring); never raises for the read's failure."""
+        if self._read is None:
+            return
+        loop = asyncio.get_running_loop()
+        reading = self._reading
+        if reading is None or reading.done() or reading.get_loop() is not loop:
+            reading = self._reading = asyncio.ensure_future(self._read())
+            reading.add_done_callback(_retrieved)
+        try:
+            figures = await asyncio.wait_for(asyncio.shield(reading), self.timeout)
+        except TimeoutError:
+            self._failed("timeout", f"no answer within {self.timeout:g} s")
+        except Exception as exc:
+            self._failed("error", type(exc).__name__)
+        else:
+            self._figures = figures
+            if self._failing:
+                self._failing = False
+                logger.info("GET /metrics: the analytics store is read again")
+
+    def _failed(self, reason: str, what: str) -> None:
+        self._figures = None
+        self.errors.labels(reason=reason).inc()
+        if not self._failing:
+            self._failing = True
+            logger.warning("GET /metrics: the analytics store could not be read (%s); its gauges are left out until it can", what)
+
+    def describe(self) -> list[Metric]:
+        return list(_store_families())
+
+    def collect(self) -> Iterator[Metric]:
+        figures = self._figures if self._read is not None else self.pushed
+        families = _store_families()
+        if figures is not None:
+            days, oldest, last_sync, lag = families
+            days.add_metric([], figures.days)
+            if figures.oldest is not None:
+                oldest.add_metric([], dt.datetime.combine(figures.oldest, dt.time(), dt.UTC).timestamp())
+            if figures.last_sync is not None:
+                last_sync.add_metric([], figures.last_sync.timestamp())
+            if figures.lag_days is not None:
+                lag.add_metric([], figures.lag_days)
+        yield from families
+
+
+def _store_families() -> list[GaugeMetricFamily]:
+    return [GaugeMetricFamily(name, text) for name, text in STORE_GAUGES]
+
+
+def _retrieved(reading: asyncio.Future[Any]) -> None:
+    """Mark a read's outcome seen (a read that ended after its scrape gave up is not an unretrieved error)."""
+    if not reading.cancelled():
+        reading.exception()
+
+
+@dataclass(frozen=True)
 class Metrics:
     """Every metric of the module docstring, registered in ``registry``."""
 
@@ -148,10 +285,8 @@ class Metrics:
     claim_conflicts: Counter
     outbox_queued: Counter
     outbox_expired: Counter
-    analytics_days: Gauge
-    analytics_oldest_day: Gauge
-    analytics_last_sync: Gauge
-    analytics_lag_days: Gauge
+    analytics: AnalyticsStoreGauges
+    analytics_read_errors: Counter
 
     @classmethod
     def create(cls, *, process: bool = True) -> Metrics:
@@ -159,6 +294,14 @@ class Metrics:
         registry = CollectorRegistry()
         if process:
             ProcessCollector(registry=registry)
+        errors = Counter(
+            "agent_bot_analytics_store_read_errors",
+            "Scrapes whose read of the analytics store failed (error) or did not answer in time (timeout)",
+            ("reason",),
+            registry=registry,
+        )
+        analytics = AnalyticsStoreGauges(errors)
+        registry.register(analytics)
         return cls(
             registry=registry,
             slack_requests=Counter(
@@ -210,16 +353,8 @@ class Metrics:
                 ("kind",),
                 registry=registry,
             ),
-            analytics_days=Gauge("agent_bot_analytics_days_stored", "Landed analytics days in the store", registry=registry),
-            analytics_oldest_day=Gauge(
-                "agent_bot_analytics_oldest_day_seconds", "The oldest stored analytics day (Unix time of its start, UTC)", registry=registry
-            ),
-            analytics_last_sync=Gauge(
-                "agent_bot_analytics_last_sync_seconds", "When a day was last stored or re-checked (Unix time)", registry=registry
-            ),
-            analytics_lag_days=Gauge(
-                "agent_bot_analytics_lag_days", "Days between yesterday (UTC) and the newest stored day", registry=registry
-            ),
+            analytics=analytics,
+            analytics_read_errors=errors,
         )
 
 
@@ -242,9 +377,19 @@ def install(metrics: Metrics | None) -> Metrics | None:
     return previous
 
 
-def render() -> bytes:
-    """The process's metrics in the Prometheus text format (what ``GET /metrics`` answers)."""
-    return generate_latest(current().registry)
+def render(metrics: Metrics | None = None) -> bytes:
+    """``metrics`` (default: the process's) in the Prometheus text format, as they stand (the analytics
+    store's gauges as last read: :func:`scrape` reads them first)."""
+    return generate_latest((metrics or current()).registry)
+
+
+async def scrape(metrics: Metrics | None = None) -> bytes:
+    """What ``GET /metrics`` answers: :func:`render` of ``metrics`` (default: the process's) after
+    reading the analytics store (:meth:`AnalyticsStoreGauges.refresh`: at most
+    :data:`STORE_READ_TIMEOUT` seconds; never raises for the database)."""
+    metrics = metrics or current()
+    await metrics.analytics.refresh()
+    return render(metrics)
 
 
 # --------------------------------------------------------------------------- labels
@@ -347,15 +492,10 @@ def slack_outbox_expired(kind: str) -> None:
 
 
 def analytics_store(days: int, oldest: dt.date | None, last_sync: dt.datetime | None, lag_days: int | None) -> None:
-    """The store of landed analytics days as the sync last saw it (:mod:`bot.services.analytics_store`)."""
-    metrics = current()
-    metrics.analytics_days.set(days)
-    if oldest is not None:
-        metrics.analytics_oldest_day.set(dt.datetime.combine(oldest, dt.time(), dt.UTC).timestamp())
-    if last_sync is not None:
-        metrics.analytics_last_sync.set(last_sync.timestamp())
-    if lag_days is not None:
-        metrics.analytics_lag_days.set(lag_days)
+    """The store of landed analytics days as a sync pass saw it (:mod:`bot.services.analytics_store`):
+    shown only by metrics that do not read the store themselves (:meth:`AnalyticsStoreGauges.watch`;
+    every bot :func:`bot.wiring.create_bot` builds does)."""
+    current().analytics.pushed = StoreFigures(days, oldest, last_sync, lag_days)
 
 
 def claim_conflict(claim: str) -> None:
@@ -385,8 +525,8 @@ class MeteredApp(AsyncApp):
 
 
 async def metrics_endpoint(_request: Request) -> Response:
-    """``GET /metrics``: :func:`render`, content type ``text/plain; version=0.0.4``."""
-    return Response(render(), headers={"Content-Type": TEXT_FORMAT})
+    """``GET /metrics``: :func:`scrape`, content type ``text/plain; version=0.0.4``."""
+    return Response(await scrape(), headers={"Content-Type": TEXT_FORMAT})
 
 
 def metrics_route() -> Route:

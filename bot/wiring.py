@@ -9,6 +9,7 @@ each typed and each readable on its own::
     open_store       the database (SQLAlchemy URL of AGENT_BOT_DATABASE_URL, migrated as settings say)
     build_services   the role check's data and the feature services, in one :class:`bot.container.Services`
     build_jobs       the periodic jobs the scheduler ticks, gated by the Slack lifecycle
+    watch_analytics_store  ``GET /metrics``'s analytics store gauges read the database at each scrape
     build_app        the Bolt app (counting every request), its global middleware and error handler
     handlers.register  the ``/agent`` router and every listener
 
@@ -33,6 +34,7 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 import handlers
+from bot import metrics
 from bot.api import AgentClient
 from bot.app import Bot
 from bot.config import ConfigurationError, Settings
@@ -54,7 +56,7 @@ from bot.installations import (
     oauth_client,
     team_access_listener,
 )
-from bot.metrics import MeteredApp
+from bot.metrics import MeteredApp, Metrics, StoreFigures
 from bot.middleware import (
     FinishDelivery,
     Installation,
@@ -122,6 +124,7 @@ __all__ = [
     "digest_service",
     "home_refresher",
     "open_store",
+    "watch_analytics_store",
 ]
 
 logger = logging.getLogger(__name__)
@@ -175,6 +178,7 @@ def create_bot(
     clients = build_clients(settings, agent=agent, store=store, now=now)
     services = build_services(settings, clients, store, roles_file, today=today, now=now)
     services.jobs.extend(build_jobs(settings, services))
+    watch_analytics_store(metrics.current(), store, today)
     router = Router()
     app, installation = build_app(settings, clients.web, services, router, socket_mode=socket_mode, installations=clients.installations)
     handlers.register(app, router, services)
@@ -400,6 +404,23 @@ def analytics_sync(
         backfill_days=settings.analytics_backfill_days,
         request_interval=settings.analytics_sync_interval,
     )
+
+
+def watch_analytics_store(watching: Metrics, store: Store, today: Callable[[], dt.date]) -> None:
+    """Make ``watching``'s analytics store gauges read ``store``'s database at each scrape
+    (:class:`bot.metrics.AnalyticsStoreGauges`; :meth:`AnalyticsStore.status`, one cheap query of
+    aggregates): days stored, the oldest day, the last sync, and the lag, yesterday by ``today`` (the
+    bot's clock) minus the newest stored day. No Agent API call at scrape time, so whether yesterday
+    has landed is not asked: the lag is 1 from midnight UTC until a pass stores yesterday, like
+    ``agent-bot doctor``'s."""
+    analytics = AnalyticsStore(store)
+
+    async def read() -> StoreFigures:
+        status = await analytics.status()
+        lag = (today() - dt.timedelta(days=1) - status.newest).days if status.newest is not None else None
+        return StoreFigures(status.days, status.oldest, status.last_sync, lag)
+
+    watching.analytics.watch(read)
 
 
 def slack_outbox(settings: Settings, clients: Clients, store: Store, now: Callable[[], dt.datetime], *, owner: str) -> Outbox:
