@@ -10,6 +10,10 @@ e-mail (or the user id when the API gave no e-mail); never a mention: the alert 
 channel and must ping nobody (as the digest). Every API string (e-mails, user ids, model, client
 and MCP server names) and every Slack real name goes through :func:`formatters.blocks.esc`, cut to
 :data:`NAME_MAX` characters. Times are dates (UTC): an alert is read later than it is posted.
+
+Days the evaluation could not have (issue #30, :attr:`bot.services.alerts.usage.UsageAlert.not_had`)
+are named in a last line, in the words of ``/agent usage`` (:func:`formatters.usage.with_gaps`); a
+complete alert says nothing of it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from formatters.blocks import Payload, bullet_list, context, cut, esc, esc_text, header, message, number, section
+from formatters.usage import with_gaps
 
 if TYPE_CHECKING:
     from bot.services.alerts.usage import Figure, UsageAlert
@@ -98,7 +103,7 @@ def usage_alert(alert: UsageAlert, *, test: bool = False) -> Payload:
     """The usage alert of ``alert.day``: the thresholds, the users above them (at most
     :data:`USERS_SHOWN`), the organization total when it is above them, what was used for the first
     time; ``test`` marks it as a test of ``/agent alerts test usage`` (title and a note), and says so
-    when the day found nothing."""
+    when the day found nothing; the days not had (``alert.not_had``) in a last line."""
     day = alert.day.isoformat()
     blocks: list = [header((TEST_TITLE if test else USAGE_TITLE).format(day=day))]
     if test:
@@ -134,7 +139,8 @@ def usage_alert(alert: UsageAlert, *, test: bool = False) -> Payload:
     if alert.empty and test:
         blocks.append(section(TEST_NOTHING.format(day=day) if alert.baseline_days else NOT_LANDED_SAMPLE))
     blocks.append(context(esc_text(ALERT_HINT.format(day=day))))
-    return message(blocks, _text(alert, test))
+    gaps = alert.not_had
+    return with_gaps(message(blocks, _text(alert, test)), missing=gaps.missing, outage=gaps.outage, as_of=gaps.as_of)
 
 
 def _text(alert: UsageAlert, test: bool) -> str:

@@ -22,6 +22,7 @@ at most :data:`MAX_BLOCKS` blocks, with a context line "and N more" when blocks 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -256,3 +257,33 @@ def change(current: float | int | None, previous: float | int | None) -> str:
 
 SMALL_BASE_FACTOR = 10
 """From this many times the previous value up, a change is said as a factor, not a percentage."""
+
+
+AS_OF = "As of {day}; the platform is not answering."
+"""Said while the platform does not answer and stored days stand in (issue #30): the last stored day read."""
+DAYS_NOT_HAD = "Not included: {days} (the platform did not give {them})."
+"""The days a reply, digest, alert or Home could not have (:func:`day_runs`)."""
+
+
+def day_runs(days: Sequence[dt.date]) -> str:
+    """Days as short runs: ``2026-11-01 \u2013 2026-11-03, 2026-11-05``."""
+    runs: list[tuple[dt.date, dt.date]] = []
+    for day in sorted(days):
+        if runs and runs[-1][1] + dt.timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return ", ".join(a.isoformat() if a == b else f"{a.isoformat()} \u2013 {b.isoformat()}" for a, b in runs)
+
+
+def gaps_note(missing: Sequence[dt.date], *, outage: bool, as_of: dt.date | None) -> str:
+    """The one way every usage reader says which days it could not have (issue #30, the store of
+    landed days): during an outage :data:`AS_OF` (when a stored day stood in), then
+    :data:`DAYS_NOT_HAD` with the ``missing`` days as runs; ``""`` when nothing is missing (a
+    complete answer says nothing about the store). Our own copy: no escaping needed."""
+    lines = []
+    if outage and as_of is not None:
+        lines.append(AS_OF.format(day=as_of.isoformat()))
+    if missing:
+        lines.append(DAYS_NOT_HAD.format(days=day_runs(missing), them="it" if len(missing) == 1 else "them"))
+    return " ".join(lines)

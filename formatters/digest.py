@@ -10,6 +10,10 @@ comparison; the 7-day average over fewer reporting days says "(5 of 7 days repor
 (:func:`formatters.blocks.figure`, as ``/agent usage``). Top users are named by their Slack real
 name when ``Digest.people`` has it (never a mention: the digest is posted into a channel and must
 ping nobody), else by e-mail.
+
+Days not had (issue #30, :attr:`bot.services.digest.Digest.not_had`): the last line names them, in the
+words of ``/agent usage`` (:func:`formatters.usage.with_gaps`: "Not included: ...", and "As of <day>;
+the platform is not answering." during an outage); a complete digest says nothing of it.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from formatters.blocks import (
     section,
 )
 from formatters.feedback import rated_line
-from formatters.usage import _ranked_lines, figure_of
+from formatters.usage import _ranked_lines, figure_of, with_gaps
 
 if TYPE_CHECKING:
     from bot.services.digest import Callout, Digest, Subscription
@@ -86,7 +90,8 @@ def _callout_line(callout: Callout) -> str:
 
 def digest_message(digest: Digest, skipped: Sequence[dt.date] = (), *, preview: bool = False) -> Payload:
     """The digest of ``digest.day``; ``skipped`` days (catch-up) are named at the top; a
-    ``preview`` (``/agent digest preview``, only to the asker) says where its chart is instead."""
+    ``preview`` (``/agent digest preview``, only to the asker) says where its chart is instead; the
+    days not had (``digest.not_had``) are named in a last line (module docstring)."""
     s = digest.summary
     t = s.totals
     title = TITLE.format(weekday=_weekday(digest.day), day=digest.day.isoformat())
@@ -137,7 +142,8 @@ def digest_message(digest: Digest, skipped: Sequence[dt.date] = (), *, preview: 
         f"{title}: {show('billable_tokens', unit='billable tokens')} ({vs_week} vs last {_weekday(digest.day)}, "
         f"{vs_avg} vs the 7-day average), {show('dau', unit='active users')}, {show('sessions', unit='sessions')}"
     )
-    return message(blocks, fallback)
+    gaps = digest.not_had
+    return with_gaps(message(blocks, fallback), missing=gaps.missing, outage=gaps.outage, as_of=gaps.as_of)
 
 
 def chart_alt_text(digest: Digest) -> str:

@@ -14,7 +14,9 @@ checks who may) and Approve / Reject of a credit-limit request (:data:`formatter
 :data:`formatters.limits.REJECT_ACTION`; four eyes, the owner threshold and exactly once are the
 workflow's). Every API and user string is escaped. Top users whose e-mail Slack knows are shown as
 mentions (``<@U…>``), the others by name. The managers' chart is an image block whose
-``slack_file`` is the file the bot uploaded (Slack doc "Image block", "Slack file object").
+``slack_file`` is the file the bot uploaded (Slack doc "Image block", "Slack file object"). Days of the
+managers' figures that could not be had (issue #30) are named under the figures and the chart
+(:func:`usage_blocks`).
 
 :func:`dm_hint` is the bot's first message in a person's DM (what to type there).
 """
@@ -30,6 +32,7 @@ from slack_sdk.models.blocks import Block, ImageBlock
 from bot.api.models import Computer
 from bot.services.alerts import AlertSubscription
 from bot.services.controls import ControlsHistory
+from bot.services.digest import DaysNotHad
 from bot.services.home import ChartImage, Fault, Home, HomeSession
 from bot.services.limits.store import LimitRequest
 from bot.services.readiness import RepositorySummary
@@ -46,6 +49,7 @@ from formatters.blocks import (
     esc,
     fields,
     figure,
+    gaps_note,
     header,
     message,
     message_link,
@@ -97,6 +101,7 @@ ALERT_MUTED: Final = "muted until {until}"
 
 DASHBOARD_TITLE: Final = "Your organization: the last 7 days"
 COMPARED: Final = "Changes compare with {previous}, {rule}. Days are UTC; data runs through yesterday."
+NOT_COMPARED: Final = "No changes: not every day of the two periods could be had. Days are UTC; data runs through yesterday."
 TOP_USERS: Final = "*Top users by billable tokens*"
 NO_TOP_USERS: Final = "_nobody used the platform_"
 WORST_READINESS: Final = "*Lowest readiness pass rates*"
@@ -211,8 +216,8 @@ def waiting_blocks(waiting: Sequence[LimitRequest] | Fault, more: int = 0) -> li
     return blocks
 
 
-def _figure(summary: UsageSummary, attr: str, show: Any = number) -> str:
-    totals, previous = summary.totals, summary.previous
+def _figure(summary: UsageSummary, attr: str, show: Any = number, *, compare: bool = True) -> str:
+    totals, previous = summary.totals, summary.previous if compare else None
     value = getattr(totals, attr)
     coverage = totals.coverage.get(attr)
     text = figure(value, show, reported=coverage.reported, days=coverage.days) if coverage else figure(value, show)
@@ -252,24 +257,37 @@ def chart_block(chart: ChartImage) -> dict[str, Any]:
     return ImageBlock(slack_file={"id": chart.file_id}, alt_text=alt, title=cut(chart.title, IMAGE_TEXT_MAX)).to_dict()
 
 
-def usage_blocks(usage: UsageSummary | Fault, people: Mapping[str, str] | None = None, chart: ChartImage | None = None) -> list[Any]:
+def usage_blocks(
+    usage: UsageSummary | Fault, people: Mapping[str, str] | None = None, chart: ChartImage | None = None, not_had: DaysNotHad | None = None
+) -> list[Any]:
     """The last 7 days against the 7 before: billable tokens, weekly active users, sessions (each
     with its change when both periods reported it every day), the chart when there is one, then the
-    top users (as mentions where ``people`` knows them)."""
+    top users (as mentions where ``people`` knows them).
+
+    ``not_had``: the days of the two periods that could not be had (issue #30): a context line under
+    the figures and the chart names them (:func:`formatters.blocks.gaps_note`, the words of ``/agent
+    usage``), and no change is shown (the two periods would not be alike); nothing when complete."""
     if isinstance(usage, Fault):
         return _fault(usage)
     people = people or {}
+    compare = not (not_had and not_had.missing)
+    tokens = _figure(usage, "billable_tokens", lambda v: number(v, compact=True), compare=compare)
     blocks: list[Any] = fields(
         [
-            ("Billable tokens", _figure(usage, "billable_tokens", lambda v: number(v, compact=True))),
-            ("Weekly active users", _figure(usage, "wau")),
-            ("Sessions", _figure(usage, "sessions")),
+            ("Billable tokens", tokens),
+            ("Weekly active users", _figure(usage, "wau", compare=compare)),
+            ("Sessions", _figure(usage, "sessions", compare=compare)),
         ]
     )
     previous = usage.previous_period
     note = COMPARED.format(previous=previous.label(), rule=usage.period.comparison_label()) if previous else f"Changes: {NO_PREVIOUS}."
+    if not compare:
+        note = NOT_COMPARED
     if chart is not None:
         blocks.append(chart_block(chart))
+    said = gaps_note(not_had.missing, outage=not_had.outage, as_of=not_had.as_of) if not_had else ""
+    if said:
+        blocks.append(context(said))
     top = [
         f"{i}. {top_user(row.name, people)}: {number(row.value, compact=True)} ({row.share:.0%})"
         for i, row in enumerate(usage.top_users[:TOP_USERS_SHOWN], 1)
@@ -349,7 +367,7 @@ def home_view(home: Home) -> dict[str, Any]:
     if any(part is not None for part in dashboard):
         blocks += [divider(), header(DASHBOARD_TITLE)]
         if home.usage is not None:
-            blocks += usage_blocks(home.usage, home.people, home.chart)
+            blocks += usage_blocks(home.usage, home.people, home.chart, home.usage_not_had)
         if home.readiness is not None:
             blocks += readiness_blocks(home.readiness, home.now)
         if home.computers is not None:

@@ -28,7 +28,24 @@ from typing import TYPE_CHECKING, Final
 
 from bot.services.periods import Period
 from bot.services.usage import Breakdown, Cell, Coverage, Ranked, Totals, UsageSummary, UsageTable, UserUsage
-from formatters.blocks import NOT_REPORTED, Payload, change, context, divider, esc, fields, figure, header, message, number, section
+from formatters.blocks import AS_OF as AS_OF
+from formatters.blocks import DAYS_NOT_HAD as DAYS_NOT_HAD
+from formatters.blocks import (
+    NOT_REPORTED,
+    Payload,
+    change,
+    context,
+    divider,
+    esc,
+    fields,
+    figure,
+    gaps_note,
+    header,
+    message,
+    number,
+    section,
+)
+from formatters.blocks import day_runs as day_runs
 
 if TYPE_CHECKING:
     from bot.slack import SlackPerson
@@ -221,33 +238,14 @@ def user_usage(usage: UserUsage) -> Payload:
     return message(blocks, f"{title}: {show('billable_tokens', unit='billable tokens')}")
 
 
-AS_OF = "As of {day}; the platform is not answering."
-DAYS_NOT_HAD = "Not included: {days} (the platform did not give {them})."
-
-
-def day_runs(days: Sequence[dt.date]) -> str:
-    """Days as short runs: ``2026-11-01 – 2026-11-03, 2026-11-05``."""
-    runs: list[tuple[dt.date, dt.date]] = []
-    for day in sorted(days):
-        if runs and runs[-1][1] + dt.timedelta(days=1) == day:
-            runs[-1] = (runs[-1][0], day)
-        else:
-            runs.append((day, day))
-    return ", ".join(a.isoformat() if a == b else f"{a.isoformat()} \u2013 {b.isoformat()}" for a, b in runs)
-
-
 def with_gaps(payload: Payload, *, missing: Sequence[dt.date], outage: bool, as_of: dt.date | None) -> Payload:
-    """``payload`` with one last context line when some days could not be had (issue #30): during an
-    outage "As of <last stored day>; the platform is not answering.", and the days not included;
-    ``payload`` unchanged when nothing is missing (a complete reply says nothing about the store)."""
-    lines = []
-    if outage and as_of is not None:
-        lines.append(AS_OF.format(day=as_of.isoformat()))
-    if missing:
-        lines.append(DAYS_NOT_HAD.format(days=day_runs(missing), them="it" if len(missing) == 1 else "them"))
-    if not lines:
+    """``payload`` with one last context line when some days could not be had (issue #30): the words
+    of :func:`formatters.blocks.gaps_note` ("As of <last stored day>; the platform is not answering."
+    during an outage, and the days not included), also at the end of the fallback text; ``payload``
+    unchanged when nothing is missing (a complete reply says nothing about the store)."""
+    note = gaps_note(missing, outage=outage, as_of=as_of)
+    if not note:
         return payload
-    note = " ".join(lines)
     blocks = [*payload["blocks"], context(note).to_dict()]
     return message(blocks, f"{payload['text']} ({note})")
 

@@ -39,6 +39,20 @@ on (``AGENT_BOT_ANALYTICS_CACHE_TTL``) the alert and the digest share their answ
 the alert's own. An answer without the day's row (the batch is part-way through) stops the pass
 before that day (:class:`bot.services.digest.NotLandedYet`): the state stays, the next pass asks again.
 
+Days not had (issue #30: the reads go to the store of landed days first, :func:`bot.services.digest.tracked`).
+An alert must never fire because days were missing, so:
+
+- while the platform does not answer for a day the evaluation needs and the store does not have (an
+  outage), the day is not evaluated: the pass stops before it (logged) and the state stays, as for a
+  day not landed; the next pass evaluates it once the platform answers (or, after
+  :data:`MAX_CATCH_UP_DAYS`, it is skipped as any day that was never evaluated). A spike measured
+  against a baseline of only the stored days would be a guess;
+- a day before that the platform's answers left out (no outage) is not read as a day without usage:
+  the users' and the total's averages are over the days that were had (as a day without ``by_user``
+  is left out), and when any day of the first-seen window was not had there is no "used for the
+  first time" finding that day (a name used only on a missing day would look new; logged). An alert
+  that still fires names the days not had in its last line (:attr:`UsageAlert.not_had`).
+
 Filters: ``spike=`` (:func:`~bot.services.alerts.kinds.multiplier`, e.g. ``4x``) and ``min=``
 (:func:`~bot.services.alerts.kinds.amount`, e.g. ``2M``). The day is evaluated once; each distinct
 pair of thresholds among the subscriptions gets its own payload (:meth:`UsageKind.detect`), and a
@@ -58,7 +72,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, amount, multiplier, named_filters
 from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, history_start
-from bot.services.digest import CountingClient, NotLandedYet, People, day_landed, latest_day
+from bot.services.digest import CountingClient, DaysNotHad, NotLandedYet, People, day_landed, latest_day, tracked
 from bot.services.periods import EARLIEST
 
 if TYPE_CHECKING:
@@ -121,14 +135,17 @@ class LandedDay:
     new_clients: tuple[str, ...] = ()
     new_mcp_servers: tuple[str, ...] = ()
     api_calls: int = 0
+    not_had: DaysNotHad = field(default_factory=DaysNotHad)
+    """The days the reads could not have (module docstring, "Days not had")."""
 
 
 @dataclass(frozen=True)
 class UsageAlert:
     """What one usage alert says: the ``day``, the thresholds (``spike`` factor, ``minimum`` billable
     tokens), the ``users`` who crossed them (largest first), the organization's ``total`` when it
-    did, what was used for the first time (``first_seen_days``: the window looked in), and
-    ``people`` (e-mail -> Slack person) for the users Slack knows."""
+    did, what was used for the first time (``first_seen_days``: the window looked in),
+    ``people`` (e-mail -> Slack person) for the users Slack knows, and ``not_had``: the days the
+    evaluation could not have (named in the alert; empty when complete)."""
 
     day: dt.date
     spike: float
@@ -141,6 +158,7 @@ class UsageAlert:
     new_clients: tuple[str, ...] = ()
     new_mcp_servers: tuple[str, ...] = ()
     people: Mapping[str, SlackPerson] = field(default_factory=dict)
+    not_had: DaysNotHad = field(default_factory=DaysNotHad)
 
     @property
     def empty(self) -> bool:
@@ -171,6 +189,7 @@ def select(landed: LandedDay, spike: float, minimum: int) -> UsageAlert:
         new_models=landed.new_models,
         new_clients=landed.new_clients,
         new_mcp_servers=landed.new_mcp_servers,
+        not_had=landed.not_had,
     )
 
 
@@ -219,14 +238,17 @@ def _user_figures(rows: Sequence[Any], day: dt.date) -> tuple[tuple[Figure, ...]
     return tuple(sorted(figures, key=lambda f: (-f.value, f.name))), reporting
 
 
-def _total_figure(rows: Sequence[Any], day: dt.date, first: dt.date) -> Figure | None:
+def _total_figure(rows: Sequence[Any], day: dt.date, first: dt.date, missing: Iterable[dt.date] = ()) -> Figure | None:
     """The organization's :class:`Figure`: the day's ``billable_tokens`` against the mean of the days
-    before that reported it (a day without a row had no usage: 0)."""
+    before that reported it (a day without a row had no usage: 0; but a ``missing`` day, not had, is
+    left out)."""
     totals = {row.date: row.billable_tokens for row in rows}
     value = totals.get(day)
     if value is None:
         return None
-    before = [totals.get(first + dt.timedelta(days=n), 0) for n in range((day - first).days)]
+    not_had = set(missing) - set(totals)
+    days = (first + dt.timedelta(days=n) for n in range((day - first).days))
+    before = [totals.get(other, 0) for other in days if other not in not_had]
     known = [float(v) for v in before if v is not None]
     if not known:
         return None
@@ -271,12 +293,17 @@ class UsageKind:
     async def _evaluate(self, day: dt.date, client: AgentClient, counting: CountingClient) -> LandedDay:
         week_start = max(day - dt.timedelta(days=BASELINE_DAYS), EARLIEST)
         window_start = max(history_start(day - dt.timedelta(days=CHART_DAYS - 1)), EARLIEST)
-        summary, models, tools, activity = await asyncio.gather(
-            client.get_token_summary(start_date=week_start, end_date=day),
-            client.get_tokens(start_date=window_start, end_date=day, group_by="model"),
-            client.get_tools(start_date=window_start, end_date=day),
-            client.get_activity(start_date=window_start, end_date=day),
-        )
+        with tracked(self.agent) as gaps:
+            summary, models, tools, activity = await asyncio.gather(
+                client.get_token_summary(start_date=week_start, end_date=day),
+                client.get_tokens(start_date=window_start, end_date=day, group_by="model"),
+                client.get_tools(start_date=window_start, end_date=day),
+                client.get_activity(start_date=window_start, end_date=day),
+            )
+        if gaps.outage and day in gaps.missing and gaps.error is not None:
+            raise gaps.error  # the day itself could not be had: the platform's error, as without the store
+        gaps.check()
+        not_had = DaysNotHad.of(gaps)
         _require_day(summary.data, day, "/tokens")
         _require_day(tools.data, day, "/tools")
         _require_day(activity.data, day, "/activity")
@@ -288,11 +315,16 @@ class UsageKind:
         found = LandedDay(
             day=day,
             users=users,
-            total=_total_figure(summary.data, day, week_start),
+            total=_total_figure(summary.data, day, week_start, not_had.missing),
             baseline_days=baseline,
             api_calls=counting.calls,
+            not_had=not_had,
         )
         if first_seen < BASELINE_DAYS:
+            return found
+        unseen = not_had.within(window_start, day - dt.timedelta(days=1))
+        if unseen:
+            logger.info("usage alerts of %s: no first-seen finding, %d day(s) of its window could not be had", day, len(unseen))
             return found
         model_days: dict[dt.date, dict[str, str]] = defaultdict(dict)
         for row in models.data:
@@ -325,7 +357,8 @@ class UsageKind:
     async def detect(self, run: Pass) -> Detection:
         """Evaluate every landed day after the last evaluated one (module docstring), oldest first;
         one alert per (day, subscription) whose ``start`` is before the day, rendered once per
-        distinct pair of thresholds. Stops at the first day that has not landed."""
+        distinct pair of thresholds. Stops at the first day that has not landed, and at one whose
+        evaluation the platform did not answer for (module docstring, "Days not had")."""
         stored = run.state.get(SUBJECT)
         last = _day(stored) if stored is not None else min(_day(sub.start) for sub in run.subscriptions)
         latest = latest_day(run.now)
@@ -354,6 +387,13 @@ class UsageKind:
                 logger.info("usage alerts of %s: %s; evaluated at a later pass", day, exc)
                 break
             found.api_calls += counting.calls
+            if landed.not_had.outage:
+                logger.info(
+                    "usage alerts of %s: the platform is not answering (%d day(s) not had); evaluated at a later pass",
+                    day,
+                    len(landed.not_had.missing),
+                )
+                break
             alerts = {pair: select(landed, *pair) for pair in pairs}
             alerts = {pair: alert for pair, alert in alerts.items() if not alert.empty}
             people = await self._named(list(alerts.values()))

@@ -44,6 +44,13 @@ every day (``daily``) or Monday to Friday (``weekdays``), and the latest day is 
 Catch-up: a bot that was down posts the latest day only, naming the days it skipped (days after the
 channel's last digest, not before the subscription, that were never posted), never a flood.
 Channels are posted one after another (Slack allows about one message a second per channel).
+
+Days not had (issue #30): the digest reads the store of landed days first (:func:`tracked`). Its day
+must be had; any other day its reads could not have (the platform left it out, or did not answer
+while stored days stood in) is named in the posted digest ("Not included: ..."; "As of <day>; the
+platform is not answering."), has no bar in the chart, and is never read as a day without usage
+(:func:`fetch_digest`). A digest is still posted once per (channel, day): the claim, the look-up in
+history and the recording are the same whatever it says.
 """
 
 from bot.services.digest.build import (
@@ -52,12 +59,15 @@ from bot.services.digest.build import (
     SPIKE_FACTOR,
     Callout,
     CountingClient,
+    DaysNotHad,
     Digest,
     NotLandedYet,
     chart_title,
     day_landed,
     fetch_digest,
     latest_day,
+    tracked,
+    unreported,
 )
 from bot.services.digest.service import (
     EVENT_TYPE,
@@ -101,6 +111,7 @@ __all__ = [
     "Callout",
     "Claim",
     "CountingClient",
+    "DaysNotHad",
     "Digest",
     "DigestRepository",
     "DigestService",
@@ -116,4 +127,6 @@ __all__ = [
     "latest_day",
     "parse_post_at",
     "parse_tz",
+    "tracked",
+    "unreported",
 ]

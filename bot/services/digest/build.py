@@ -1,16 +1,21 @@
 """What a digest shows and how it is read from the Agent API: the landing rule (:func:`day_landed`),
 :func:`fetch_digest` and its callouts. The package's docstring (:mod:`bot.services.digest`) tells the rules.
+
+Also what the readers of landed days outside ``/agent usage`` (the digest, the usage alerts, the
+Home) share to say which days they could not have (issue #30): :func:`tracked` and :class:`DaysNotHad`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bot.services.analytics_store import Gaps, stored_analytics
 from bot.services.chart import CHART_DAYS, TokenSeries, day_totals, history_start, tokens_series
 from bot.services.periods import EARLIEST, Period
 from bot.services.usage import Coverage, UsageSummary, fetch_usage, reported_mean
@@ -28,6 +33,55 @@ MIN_SPIKE_CALLS = 100
 
 class NotLandedYet(Exception):
     """An analytics answer lacks the day's row: the daily batch has not (fully) landed it yet."""
+
+
+# --------------------------------------------------------------------------- days not had
+
+
+@contextlib.contextmanager
+def tracked(agent: AgentClient) -> Iterator[Gaps]:
+    """The :class:`bot.services.analytics_store.Gaps` of the analytics reads inside the block, when
+    ``agent`` reads through the store of landed days (:meth:`StoredAnalytics.tracking
+    <bot.services.analytics_store.StoredAnalytics.tracking>`: a platform that does not answer is an
+    outage the stored days stand in for, instead of its error); an empty one that stays empty for a
+    bare client (its errors are raised as before). The caller decides what an outage means to it
+    (:meth:`Gaps.check <bot.services.analytics_store.Gaps.check>` raises the API's error when no
+    stored day was read)."""
+    analytics = stored_analytics(agent)
+    if analytics is None:
+        yield Gaps()
+        return
+    with analytics.tracking() as gaps:
+        yield gaps
+
+
+@dataclass(frozen=True)
+class DaysNotHad:
+    """What a digest, usage alert or Home could not have (issue #30), for the formatters to say:
+    the ``missing`` days (sorted), ``outage`` (the platform did not answer; stored days stood in)
+    and ``as_of``, the last stored day read. Falsy when complete (a complete message says nothing)."""
+
+    missing: tuple[dt.date, ...] = ()
+    outage: bool = False
+    as_of: dt.date | None = None
+
+    @classmethod
+    def of(cls, gaps: Gaps) -> DaysNotHad:
+        """A frozen copy of ``gaps`` (without its error)."""
+        return cls(tuple(gaps.days()), gaps.outage, gaps.as_of if gaps.outage else None)
+
+    def within(self, start: dt.date, end: dt.date) -> tuple[dt.date, ...]:
+        """The missing days from ``start`` to ``end`` (both included)."""
+        return tuple(day for day in self.missing if start <= day <= end)
+
+    def __bool__(self) -> bool:
+        return bool(self.missing) or self.outage
+
+
+def unreported(totals: Mapping[dt.date, float | None], missing: Iterable[dt.date]) -> dict[dt.date, float | None]:
+    """``totals`` (:func:`bot.services.chart.day_totals`) with each missing day that has no row as
+    None (not reported: no bar, left out of averages) instead of absent (read as 0, nothing used)."""
+    return {**{day: None for day in missing if day not in totals}, **totals}
 
 
 # --------------------------------------------------------------------------- the digest's data
@@ -61,7 +115,8 @@ class Digest:
     ``series``: 30 days for the chart; ``callouts``: at most two lines of what changed most;
     ``people``: e-mail -> Slack person of the top users Slack knows (:meth:`DigestService.build`);
     ``answers``: the votes on the agent's answers cast that day (:mod:`bot.services.feedback`), None
-    when there were none (or the digest was built without them)."""
+    when there were none (or the digest was built without them); ``not_had``: the days the digest's
+    reads could not have (:class:`DaysNotHad`; empty when complete)."""
 
     day: dt.date
     summary: UsageSummary
@@ -74,6 +129,7 @@ class Digest:
     week_average_coverage: Coverage | None = None
     people: Mapping[str, SlackPerson] = field(default_factory=dict)
     answers: Tally | None = None
+    not_had: DaysNotHad = field(default_factory=DaysNotHad)
 
 
 def latest_day(now: dt.datetime) -> dt.date:
@@ -124,33 +180,48 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
 
     ``on_series`` is called with the chart's :class:`TokenSeries` as soon as its (small) answer is in
     and has ``day``'s row, before the others are: the caller can start drawing the chart while the
-    large answers are still arriving."""
+    large answers are still arriving.
+
+    Days not had (issue #30; ``client`` reads through the store of landed days, :func:`tracked`):
+    ``day`` itself must be had (a platform that does not answer for it raises its error, as without
+    the store); any other day the reads could not have is in :attr:`Digest.not_had` (the message
+    names them), has no bar in the chart, is left out of the 7-day average ("5 of 7 days reported")
+    and of the user callout's usual level, and a week-ago day not had is not reported: a missing day
+    is never read as a day without usage. While the platform does not answer, the stored days stand
+    in (:attr:`DaysNotHad.outage`)."""
     counting = CountingClient(client)
     first = max(history_start(day - dt.timedelta(days=CHART_DAYS - 1)), EARLIEST)
     week_start = max(day - dt.timedelta(days=7), EARLIEST)
 
-    async def chart_rows() -> tuple[list[Any], TokenSeries]:
-        grouped = await counting.get_tokens(start_date=first, end_date=day, group_by="model")
-        series = tokens_series(day_totals(grouped.data), max(day - dt.timedelta(days=CHART_DAYS - 1), EARLIEST), day)
-        if on_series is not None and any(row.date == day for row in grouped.data):
-            on_series(series)
-        return grouped.data, series
+    with tracked(client) as gaps:
 
-    summary, (grouped, series), tools, by_user = await asyncio.gather(
-        fetch_usage(counting, Period(day, day)),  # type: ignore[arg-type]
-        chart_rows(),
-        counting.get_tools(start_date=week_start, end_date=day),
-        counting.get_token_summary(start_date=week_start, end_date=day) if week_start < day else _no_rows(),
-    )
+        async def chart_rows() -> tuple[list[Any], TokenSeries]:
+            grouped = await counting.get_tokens(start_date=first, end_date=day, group_by="model")
+            totals = unreported(day_totals(grouped.data), gaps.missing)
+            series = tokens_series(totals, max(day - dt.timedelta(days=CHART_DAYS - 1), EARLIEST), day)
+            if on_series is not None and any(row.date == day for row in grouped.data):
+                on_series(series)
+            return grouped.data, series
+
+        summary, (grouped, series), tools, by_user = await asyncio.gather(
+            fetch_usage(counting, Period(day, day)),  # type: ignore[arg-type]
+            chart_rows(),
+            counting.get_tools(start_date=week_start, end_date=day),
+            counting.get_token_summary(start_date=week_start, end_date=day) if week_start < day else _no_rows(),
+        )
+    if gaps.outage and day in gaps.missing and gaps.error is not None:
+        raise gaps.error  # the day itself could not be had: the platform's error, as without the store
+    gaps.check()
+    not_had = DaysNotHad.of(gaps)
     _require_day(grouped, day, "/tokens")
     _require_day(tools.data, day, "/tools")
-    totals = day_totals(grouped)
+    totals = unreported(day_totals(grouped), not_had.missing)
     before = [totals.get(day - dt.timedelta(days=n), 0.0) for n in range(1, 8) if day - dt.timedelta(days=n) >= EARLIEST]
     week_average, week_average_coverage = reported_mean(before) if before else (None, None)
     week_ago_day = day - dt.timedelta(days=7)
     week_ago = totals.get(week_ago_day, 0.0) if week_ago_day >= EARLIEST else None
     callouts = []
-    user = _user_callout(by_user.data, day, week_start) if by_user else None
+    user = _user_callout(by_user.data, day, week_start, not_had.missing) if by_user else None
     if user:
         callouts.append(user)
     tool = _tool_callout(tools.data, day)
@@ -166,6 +237,7 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
         api_calls=counting.calls,
         week_ago_reported=week_ago is not None or week_ago_day < EARLIEST,
         week_average_coverage=week_average_coverage,
+        not_had=not_had,
     )
 
 
@@ -173,10 +245,11 @@ async def _no_rows() -> None:
     return None
 
 
-def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout | None:
+def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date, missing: Iterable[dt.date] = ()) -> Callout | None:
     """The user furthest above their usual level (mean of the 7 days before; 0 on days without a row).
     A day without ``by_user``, or an item without ``billable_tokens``, adds nothing (not reported is
-    not a spike).
+    not a spike); a ``missing`` day (not had, :class:`DaysNotHad`) without a row is not one of the
+    days the mean is over (no day had: no callout).
 
     ``rows``: one ``/tokens`` answer over the 8 days, read as :class:`bot.api.TokenSummaryRow` (each
     day's ``by_user`` billable tokens, parsed without each user's per-model list), fetched with the
@@ -192,7 +265,10 @@ def _user_callout(rows: list[Any], day: dt.date, week_start: dt.date) -> Callout
                 on_day[who] = on_day.get(who, 0.0) + float(user.billable_tokens)
             else:
                 before[who] += float(user.billable_tokens)
-    days_before = (day - week_start).days
+    had = {row.date for row in rows}
+    days_before = (day - week_start).days - len({d for d in missing if week_start <= d < day and d not in had})
+    if days_before <= 0:
+        return None
     best: Callout | None = None
     for who, value in on_day.items():
         usual = before.get(who, 0.0) / days_before

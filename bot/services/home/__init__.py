@@ -23,6 +23,10 @@ decided by comparing roles here:
 - managers also get the top users named as Slack people (``people``: e-mail -> Slack user ID, through
   :meth:`bot.identity.Identity.people_of`) and a small chart of the two weeks
   (:class:`HomeCharts`: drawn and uploaded at most once a day, shared by every manager's Home).
+- the figures and the chart read the store of landed days first (issue #30): while the platform does
+  not answer, the stored days stand in and a line under the figures and the chart names the days not
+  had (``Home.usage_not_had``), with no change shown; a chart drawn then has no bar for them and is
+  drawn again :data:`CHART_REDRAW` later (shown only while the figures also say which days are missing).
 
 A section that fails (an Agent API error, a database error, a timeout) becomes a :class:`Fault` that
 says what happened and what to do; the other sections are kept. A section the role does not show is
@@ -55,7 +59,10 @@ from bot.services.home.build import (
     ALERTS_KEY,
     APPROVE_KEY,
     CHART_ALT,
+    CHART_INCOMPLETE,
     CHART_LEASE,
+    CHART_NOT_HAD,
+    CHART_REDRAW,
     CHART_REFUSED,
     CHART_RETRY,
     CHART_TITLE,
@@ -97,7 +104,10 @@ __all__ = [
     "APPROVE_KEY",
     "CHART_ALT",
     "CHART_CLAIMS",
+    "CHART_INCOMPLETE",
     "CHART_LEASE",
+    "CHART_NOT_HAD",
+    "CHART_REDRAW",
     "CHART_REFUSED",
     "CHART_RETRY",
     "CHART_TITLE",

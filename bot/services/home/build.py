@@ -23,12 +23,14 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from bot.api import AgentAPIError
 from bot.api.models import Computer
-from bot.db import DatabaseUnusable
+from bot.db import DatabaseUnusable, aware
 from bot.policy import Policy
 from bot.roles import ResolvedUser
 from bot.services.alerts import AlertsRepository, AlertSubscription
+from bot.services.analytics_store import runs
 from bot.services.chart import BAR_COLOR, LAST_BAR_COLOR, day_totals
 from bot.services.controls import ControlsHistory, fetch_history
+from bot.services.digest import DaysNotHad, tracked, unreported
 from bot.services.home.store import CHART_CLAIMS, home_charts
 from bot.services.limits import PENDING, LimitRequest, LimitsStore
 from bot.services.limits.actions import APPROVE_ACTION
@@ -109,11 +111,13 @@ class HomeSession:
 @dataclass(frozen=True)
 class ChartImage:
     """The two weeks' chart as Slack holds it: ``file_id`` (for an image block's ``slack_file``),
-    ``alt_text`` (the figures in words) and ``title``."""
+    ``alt_text`` (the figures in words) and ``title``; ``complete`` False when it was drawn with days
+    not had (no bar for them; shown only beside figures that say which, :meth:`HomeService.gather`)."""
 
     file_id: str
     alt_text: str
     title: str
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,9 @@ class Home:
     chart: ChartImage | None = None
     source: str = ""
     email: str | None = None
+    usage_not_had: DaysNotHad = field(default_factory=DaysNotHad)
+    """The days of the usage figures (the 7 days and the 7 before) that could not be had (issue #30):
+    said under the figures and the chart, and no change is shown (:meth:`HomeService.usage_read`)."""
 
 
 def session_rank(session: HomeSession) -> tuple[int, float]:
@@ -204,15 +211,18 @@ class HomeService:
                     self.alerts is not None and allows(user, ALERTS_KEY), "alerts", lambda: self.my_alerts(user.user_id, dm_channel)
                 )
             )
-            usage = group.create_task(self._section(manager, "usage", self.usage))
+            usage = group.create_task(self._section(manager, "usage", self.usage_read))
             readiness = group.create_task(self._section(manager, "readiness", self.worst_readiness))
             computers = group.create_task(self._section(manager, "computers", self.computers_in_error))
             controls = group.create_task(
                 self._section(manager and allows(user, CONTROLS_KEY), "controls", lambda: fetch_history(self.agent, 1))
             )
             chart = group.create_task(self._section(manager and self.charts is not None, "chart", self.chart))
-        summary = usage.result()
+        read = usage.result()
+        summary, not_had = read if isinstance(read, tuple) else (read, DaysNotHad())
         drawn = chart.result()
+        if isinstance(drawn, ChartImage) and not drawn.complete and not not_had.missing:
+            drawn = None  # its days are had now: no chart with holes the figures do not explain (redrawn later)
         approvable = waiting.result()
         shown = approvable[:WAITING_SHOWN] if isinstance(approvable, list) else approvable
         return Home(
@@ -233,6 +243,7 @@ class HomeService:
             dm_channel=dm_channel,
             people=await self.top_people(summary) if isinstance(summary, UsageSummary) else {},
             chart=drawn if isinstance(drawn, ChartImage) else None,
+            usage_not_had=not_had,
         )
 
     async def _section(self, shown: bool, name: str, read: Callable[[], Awaitable[T]]) -> T | Fault | None:
@@ -330,7 +341,18 @@ class HomeService:
     # ------------------------------------------------------------------ managers
     async def usage(self) -> UsageSummary:
         """The last 7 days and the 7 before (:func:`bot.services.usage.fetch_usage`)."""
-        return await fetch_usage(self.agent, parse_period(DASHBOARD_PERIOD, self.today()))
+        summary, _ = await self.usage_read()
+        return summary
+
+    async def usage_read(self) -> tuple[UsageSummary, DaysNotHad]:
+        """:meth:`usage` and the days of it that could not be had (issue #30, read through the store
+        of landed days, :func:`bot.services.digest.tracked`): while the platform does not answer, the
+        stored days stand in and the Home says so; with no stored day at all, the platform's error
+        (the section's fault, as without the store)."""
+        with tracked(self.agent) as gaps:
+            summary = await fetch_usage(self.agent, parse_period(DASHBOARD_PERIOD, self.today()))
+        gaps.check()
+        return summary, DaysNotHad.of(gaps)
 
     async def top_people(self, summary: UsageSummary) -> dict[str, str]:
         """E-mail -> Slack user ID of the top users Slack knows (:data:`TOP_USERS_NAMED` of them);
@@ -367,6 +389,11 @@ CHART_LEASE: Final = dt.timedelta(minutes=2)
 CHART_RETRY: Final = dt.timedelta(hours=1)
 """How long after a failed upload the chart of the day is tried again."""
 CHART_REFUSED: Final = "refused"
+CHART_INCOMPLETE: Final = "incomplete"
+"""``home_charts.error`` of a chart drawn with days not had: shown, and drawn again after :data:`CHART_REDRAW`."""
+CHART_REDRAW: Final = dt.timedelta(minutes=10)
+"""How long after an incomplete chart was drawn it is drawn again (the platform may answer by then)."""
+CHART_NOT_HAD: Final = " No bar for {days}: the platform did not give {them}."
 CHART_SIZE_INCHES: Final = (6.0, 2.2)
 CHART_DPI: Final = 100
 PREVIOUS_COLOR: Final = "#c8ccd2"
@@ -395,22 +422,37 @@ class HomeCharts:
         """The chart of ``period`` and the same number of days before it: the day's uploaded file,
         else drawn and uploaded now when this replica claims the day; None when another replica is
         at it, or when it failed (logged; tried again after :data:`CHART_RETRY`) or Slack refused
-        the file. Raises the Agent API's and the database's errors."""
+        the file. Raises the Agent API's and the database's errors.
+
+        Days not had (issue #30, read through the store of landed days): while the platform does not
+        answer, the stored days are drawn and the others have no bar (the alt text names them); that
+        chart is kept as ``incomplete``, shown meanwhile, and drawn again :data:`CHART_REDRAW` later.
+        With no stored day at all, the platform's error."""
         previous = period.previous()
         if previous is None:
             return None
         day = period.end
         row = await self._row(day)
-        if row is not None and row.file_id:
-            return ChartImage(str(row.file_id), str(row.alt_text or ""), CHART_TITLE)
+        cached = (
+            ChartImage(str(row.file_id), str(row.alt_text or ""), CHART_TITLE, row.error != CHART_INCOMPLETE)
+            if row and row.file_id
+            else None
+        )
+        if cached is not None and (cached.complete or aware(row.claimed_at) > self.now() - CHART_REDRAW):
+            return cached
         if not await self._claim(day):
-            return None
-        answer = await self.agent.get_token_totals(start_date=previous.start, end_date=period.end)
-        totals = day_totals(answer.data)
+            return cached
+        with tracked(self.agent) as gaps:
+            answer = await self.agent.get_token_totals(start_date=previous.start, end_date=period.end)
+        gaps.check()
+        totals = unreported(day_totals(answer.data), gaps.missing)
         days = [previous.start + dt.timedelta(days=n) for n in range(previous.days + period.days)]
         values = [totals.get(d, 0.0) for d in days]
         current, before = values[previous.days :], values[: previous.days]
         alt = CHART_ALT.format(period=period.label(), current=_tokens(current), previous=_tokens(before))
+        not_had = [d for d in days if d in gaps.missing and totals.get(d) is None]
+        if not_had:
+            alt += CHART_NOT_HAD.format(days=_runs(not_had), them="it" if len(not_had) == 1 else "them")
         try:
             png = await asyncio.to_thread(render_week_chart, days[previous.days :], current, before)
         except Exception:
@@ -423,8 +465,8 @@ class HomeCharts:
         if not isinstance(uploaded, str):
             await self._record(day, error=uploaded.error[:64])
             return None
-        await self._record(day, file_id=uploaded, alt_text=alt)
-        return ChartImage(uploaded, alt, CHART_TITLE)
+        await self._record(day, file_id=uploaded, alt_text=alt, error=CHART_INCOMPLETE if not_had else None)
+        return ChartImage(uploaded, alt, CHART_TITLE, complete=not not_had)
 
     async def refused(self, file_id: str) -> None:
         """Slack would not show ``file_id`` in a view: the day's chart is given up (never uploaded again that day)."""
@@ -451,6 +493,7 @@ class HomeCharts:
 
         def work() -> bool:
             failed_long_ago = chart.error.is_not(None) & (chart.error != CHART_REFUSED) & (chart.claimed_at <= now - CHART_RETRY)
+            incomplete = (chart.error == CHART_INCOMPLETE) & (chart.claimed_at <= now - CHART_REDRAW)
             died = chart.error.is_(None) & CHART_CLAIMS.lapsed(now, CHART_LEASE)
             claimed = CHART_CLAIMS.claim(
                 self.store.engine,
@@ -458,8 +501,8 @@ class HomeCharts:
                 now=now,
                 owner=self.owner,
                 insert_values={"day": day},
-                lapsed=failed_long_ago | died,
-                values={"error": None},
+                lapsed=failed_long_ago | incomplete | died,
+                values={"error": None, "file_id": None},
             )
             return claimed.mine
 
@@ -471,6 +514,10 @@ class HomeCharts:
             CHART_CLAIMS.finish(self.store.engine, home_charts.c.day == day, owner=self.owner, values=values)
 
         await self.store.run(work)
+
+
+def _runs(days: Sequence[dt.date]) -> str:
+    return ", ".join(a.isoformat() if a == b else f"{a.isoformat()} \u2013 {b.isoformat()}" for a, b in runs(days))
 
 
 def _tokens(values: Sequence[float | None]) -> str:

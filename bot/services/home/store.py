@@ -47,15 +47,22 @@ home_charts = Table(
     Column("claimed_at", DateTime(timezone=True), nullable=False),
     Column("file_id", String(32), nullable=True),
     Column("alt_text", Text, nullable=True),
-    Column("error", String(64), nullable=True),  # the upload's failure; "refused": Slack would not show it
+    Column("error", String(64), nullable=True),  # the upload's failure; "refused": Slack would not show it; "incomplete": days not had
 )
 
 
 REFRESH_CLAIMS = Lease(home_tabs, owner=home_tabs.c.claimed_by, until=home_tabs.c.claim_until)
 """The refresh claims of ``home_tabs`` (:mod:`bot.claims`): a row is never done for good (the next mark
 makes it due again); ``claim_until`` is the lease, or when a failed refresh may be tried again."""
-CHART_CLAIMS = Lease(home_charts, owner=home_charts.c.claimed_by, since=home_charts.c.claimed_at, done=home_charts.c.file_id.is_not(None))
-"""The claims of ``home_charts`` (:mod:`bot.claims`): done once the file is uploaded."""
+CHART_CLAIMS = Lease(
+    home_charts,
+    owner=home_charts.c.claimed_by,
+    since=home_charts.c.claimed_at,
+    done=home_charts.c.file_id.is_not(None) & home_charts.c.error.is_(None),
+)
+"""The claims of ``home_charts`` (:mod:`bot.claims`): done once the file of a complete chart is
+uploaded; a chart drawn with days not had (``error`` ``"incomplete"``, its file kept and shown
+meanwhile) is drawn again later (:class:`bot.services.home.HomeCharts`)."""
 
 
 def _insert_missing(conn: Connection, table: Table, values: dict[str, Any], key: str) -> None:
