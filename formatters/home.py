@@ -31,8 +31,8 @@ from slack_sdk.models.blocks import Block, ImageBlock
 
 from bot.api.models import Computer
 from bot.services.alerts import AlertSubscription
+from bot.services.analytics_store import DaysNotHad
 from bot.services.controls import ControlsHistory
-from bot.services.digest import DaysNotHad
 from bot.services.home import ChartImage, Fault, Home, HomeSession
 from bot.services.limits.store import LimitRequest
 from bot.services.readiness import RepositorySummary

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bot.services.digest import DaysNotHad
+from bot.services.analytics_store import DaysNotHad
 from bot.services.home import Home
 from bot.services.usage import Ranked
 from formatters import home as fmt

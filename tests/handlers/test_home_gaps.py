@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bot.roles import ResolvedUser
-from bot.services.analytics_store import AnalyticsStore, AnalyticsSync
-from bot.services.digest import DaysNotHad, day_landed
+from bot.services.analytics_store import AnalyticsStore, AnalyticsSync, DaysNotHad
+from bot.services.digest import day_landed
 from bot.services.home import CHART_ALT, CHART_NOT_HAD, CHART_REDRAW, CHART_TITLE, ChartImage
 from bot.services.home.build import _compact
 from bot.services.periods import parse_period

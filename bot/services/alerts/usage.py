@@ -71,8 +71,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, amount, multiplier, named_filters
+from bot.services.analytics_store import DaysNotHad, tracked
 from bot.services.chart import AVERAGE_DAYS, CHART_DAYS, history_start
-from bot.services.digest import CountingClient, DaysNotHad, NotLandedYet, People, day_landed, latest_day, tracked
+from bot.services.digest import CountingClient, NotLandedYet, People, day_landed, latest_day
 from bot.services.periods import EARLIEST
 
 if TYPE_CHECKING:

@@ -11,17 +11,20 @@ alerts and the Home. Parts:
   client's types; :func:`check_day`, the validation a day passes before it is stored);
 - :mod:`.sync`: :class:`AnalyticsSync` (the start-up backfill and the periodic pass, paced, resumable,
   the one re-check; ``agent-bot analytics sync``);
-- :mod:`.reader`: :class:`StoredAnalytics`, the one function the readers share, and :class:`Gaps`
-  (days that could not be had; an outage).
+- :mod:`.reader`: :class:`StoredAnalytics`, the one function the readers share, :class:`Gaps`
+  (days that could not be had; an outage) and :class:`DaysNotHad`, its frozen copy for a message;
+  :func:`tracked` collects them around a reply, a digest, an alert pass or a Home.
 
 The rules are in docs/operations.md ("The store of landed analytics days").
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
-from bot.services.analytics_store.reader import Gaps, StoredAnalytics, runs
+from bot.services.analytics_store.reader import DaysNotHad, Gaps, StoredAnalytics, runs
 from bot.services.analytics_store.store import AnalyticsStore, DayAnswers, InvalidDay, StoreStatus, check_day
 from bot.services.analytics_store.sync import RECHECK_AFTER, RECHECK_DAYS, RETRY_AFTER, AnalyticsSync, Pacer, SyncReport
 from bot.services.analytics_store.tables import (
@@ -57,6 +60,23 @@ def stored_analytics(agent: AgentClient) -> StoredAnalytics | None:
     return agent if isinstance(agent, StoredAnalytics) else None
 
 
+@contextlib.contextmanager
+def tracked(agent: AgentClient) -> Iterator[Gaps]:
+    """The :class:`bot.services.analytics_store.Gaps` of the analytics reads inside the block, when
+    ``agent`` reads through the store of landed days (:meth:`StoredAnalytics.tracking
+    <bot.services.analytics_store.StoredAnalytics.tracking>`: a platform that does not answer is an
+    outage the stored days stand in for, instead of its error); an empty one that stays empty for a
+    bare client (its errors are raised as before). The caller decides what an outage means to it
+    (:meth:`Gaps.check <bot.services.analytics_store.Gaps.check>` raises the API's error when no
+    stored day was read)."""
+    analytics = stored_analytics(agent)
+    if analytics is None:
+        yield Gaps()
+        return
+    with analytics.tracking() as gaps:
+        yield gaps
+
+
 __all__ = [
     "DAY_CLAIMS",
     "RECHECK_AFTER",
@@ -66,6 +86,7 @@ __all__ = [
     "AnalyticsStore",
     "AnalyticsSync",
     "DayAnswers",
+    "DaysNotHad",
     "Gaps",
     "InvalidDay",
     "Pacer",
@@ -83,4 +104,5 @@ __all__ = [
     "reading",
     "runs",
     "stored_analytics",
+    "tracked",
 ]

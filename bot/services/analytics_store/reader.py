@@ -11,14 +11,21 @@ day. A reader cannot tell a stored day from an answered one, so its reply is the
 (``tests/bot/services/analytics_store/test_readers.py`` compares whole replies).
 
 What could not be had is collected per request in :class:`Gaps` (:meth:`StoredAnalytics.tracking`,
-used by the ``/agent usage`` replies, which say it): days the API's answer did not have (not landed
-yet, or left out), and an outage: when the API does not answer (a transport error, a 5xx, a 429)
-the stored days are the answer, the rest are missing, and ``Gaps.outage`` says "as of <last stored
+:func:`bot.services.analytics_store.tracked`; the ``/agent usage`` replies, the digest, the usage
+alerts and the Home say it, from its frozen copy :class:`DaysNotHad`): days the API's answer did not
+have (not landed yet, or left out; not for grouped answers, where a day nobody used a model has no
+row either), and an outage: when the API does not answer (a transport error, a 5xx, a 429) the
+stored days are the answer, the rest are missing, and ``Gaps.outage`` says "as of <last stored
 day>; the platform is not answering"; :meth:`Gaps.check` raises the API's error when no stored day
-at all was read (then the reply is the usual apology). Outside a tracked request (the digest, the
-alerts, the Home: they cannot say which days are missing) the API's error is raised as before.
-``/tokens`` without ``group_by`` as full rows (each user's ``by_model``) is not stored: it goes to
-the API.
+at all was read (then the reply is the usual apology). Outside a tracked read the API's error is
+raised as before. ``/tokens`` without ``group_by`` as full rows (each user's ``by_model``) is not
+stored: it goes to the API.
+
+Memory (issue #30, "RSS under 300 MB"): days not stored are asked from ``/tokens`` in pieces of
+about :data:`USER_ITEMS_PER_REQUEST` user items, :data:`REQUESTS_AT_ONCE` at a time and past the
+client's answer cache, and the readers that rank or find users fold each piece into sums as it
+arrives (:meth:`StoredAnalytics.user_sums`, :meth:`StoredAnalytics.user_places`), so a cold reply
+holds a few days' answers, not the range's.
 """
 
 from __future__ import annotations
@@ -77,6 +84,29 @@ class Gaps:
 
     def days(self) -> list[dt.date]:
         return sorted(self.missing)
+
+    def __bool__(self) -> bool:
+        return bool(self.missing) or self.outage
+
+
+@dataclass(frozen=True)
+class DaysNotHad:
+    """What a digest, usage alert or Home could not have (issue #30), for the formatters to say:
+    the ``missing`` days (sorted), ``outage`` (the platform did not answer; stored days stood in)
+    and ``as_of``, the last stored day read. Falsy when complete (a complete message says nothing)."""
+
+    missing: tuple[dt.date, ...] = ()
+    outage: bool = False
+    as_of: dt.date | None = None
+
+    @classmethod
+    def of(cls, gaps: Gaps) -> DaysNotHad:
+        """A frozen copy of ``gaps`` (without its error)."""
+        return cls(tuple(gaps.days()), gaps.outage, gaps.as_of if gaps.outage else None)
+
+    def within(self, start: dt.date, end: dt.date) -> tuple[dt.date, ...]:
+        """The missing days from ``start`` to ``end`` (both included)."""
+        return tuple(day for day in self.missing if start <= day <= end)
 
     def __bool__(self) -> bool:
         return bool(self.missing) or self.outage
@@ -161,14 +191,17 @@ class StoredAnalytics:
         *,
         sized: Literal["counted", "blind"] | None = None,
         fold: Callable[[list[Any]], list[Any]] | None = None,
+        grouped: bool = False,
     ) -> tuple[list[Any], str]:
         """The rows of the range: ``stored(days)`` for stored days, ``asked(start, end)`` (an answer)
         for the others, one request per run of consecutive missing days, or with ``sized`` (``/tokens``)
         per piece of a run (:func:`_pieces`, :data:`USER_ITEMS_PER_REQUEST`; ``"counted"``: the rows
         have ``by_user``, so the first answer can size the rest when nothing is stored; ``"blind"``:
         they do not, a day a request then), :data:`REQUESTS_AT_ONCE` at a time; each answer's rows
-        go through ``fold`` as it arrives (a reader that sums them drops what it summed). Returns the
-        rows by day, and the answers' ``org_id``."""
+        go through ``fold`` as it arrives (a reader that sums them drops what it summed). A day an
+        answer has no row for is missing (not landed, or left out), except in ``grouped`` answers,
+        where a day nobody used a model, client or tool has no row either. Returns the rows by day,
+        and the answers' ``org_id``."""
         start, end = _day(start_date), _day(end_date)
         if start > end:  # the client's own validation says it in words
             answer = await asked(start, end)
@@ -198,7 +231,7 @@ class StoredAnalytics:
             org = answer.meta.org_id
             data = list(answer.data)
             del answer
-            if gaps is not None:
+            if gaps is not None and not grouped:
                 gaps.missing.update(span - {row.date for row in data})
             widest = max([widest, *(len(getattr(row, "by_user", None) or ()) for row in data)])
             rows.extend(fold(data) if fold is not None else data)
@@ -263,7 +296,7 @@ class StoredAnalytics:
         def asked(s: dt.date, e: dt.date) -> Awaitable[Any]:
             return method(start_date=s, end_date=e, group_by=group_by) if group_by else method(start_date=s, end_date=e)
 
-        rows, org = await self._read(start_date, end_date, stored, asked)
+        rows, org = await self._read(start_date, end_date, stored, asked, grouped=group_by is not None)
         meta = AnalyticsMeta(org_id=org, start_date=_day(start_date), end_date=_day(end_date))
         return AnalyticsResponse[Any](data=rows, meta=meta)
 
@@ -403,7 +436,9 @@ class StoredAnalytics:
         :class:`Gaps` as the ``get_*`` methods. (``/agent usage … by model|client|tool``.)"""
         endpoint, method = _GROUPED_BY[group_by]
         asked: Callable[..., Awaitable[Any]] = getattr(self._agent, method)
-        rows, _ = await self._read(start, end, lambda days: _no_rows(), lambda s, e: asked(start_date=s, end_date=e, group_by=group_by))
+        rows, _ = await self._read(
+            start, end, lambda days: _no_rows(), lambda s, e: asked(start_date=s, end_date=e, group_by=group_by), grouped=True
+        )
         items: list[tuple[str, Number | None]] = [(str(row.group_key), getattr(row, measure)) for row in rows]
         if await self.store.stored_days(start, end):
             for key, total, nulls in await self.store.grouped_sums(start, end, endpoint, measure):

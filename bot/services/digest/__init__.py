@@ -59,14 +59,12 @@ from bot.services.digest.build import (
     SPIKE_FACTOR,
     Callout,
     CountingClient,
-    DaysNotHad,
     Digest,
     NotLandedYet,
     chart_title,
     day_landed,
     fetch_digest,
     latest_day,
-    tracked,
     unreported,
 )
 from bot.services.digest.service import (
@@ -111,7 +109,6 @@ __all__ = [
     "Callout",
     "Claim",
     "CountingClient",
-    "DaysNotHad",
     "Digest",
     "DigestRepository",
     "DigestService",
@@ -127,6 +124,5 @@ __all__ = [
     "latest_day",
     "parse_post_at",
     "parse_tz",
-    "tracked",
     "unreported",
 ]

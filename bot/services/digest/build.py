@@ -1,21 +1,20 @@
 """What a digest shows and how it is read from the Agent API: the landing rule (:func:`day_landed`),
 :func:`fetch_digest` and its callouts. The package's docstring (:mod:`bot.services.digest`) tells the rules.
 
-Also what the readers of landed days outside ``/agent usage`` (the digest, the usage alerts, the
-Home) share to say which days they could not have (issue #30): :func:`tracked` and :class:`DaysNotHad`.
+Days the reads could not have are said with :func:`bot.services.analytics_store.tracked` and
+:class:`bot.services.analytics_store.DaysNotHad` (issue #30), as the usage alerts and the Home do.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.services.analytics_store import Gaps, stored_analytics
+from bot.services.analytics_store import DaysNotHad, tracked
 from bot.services.chart import CHART_DAYS, TokenSeries, day_totals, history_start, tokens_series
 from bot.services.periods import EARLIEST, Period
 from bot.services.usage import Coverage, UsageSummary, fetch_usage, reported_mean
@@ -36,46 +35,6 @@ class NotLandedYet(Exception):
 
 
 # --------------------------------------------------------------------------- days not had
-
-
-@contextlib.contextmanager
-def tracked(agent: AgentClient) -> Iterator[Gaps]:
-    """The :class:`bot.services.analytics_store.Gaps` of the analytics reads inside the block, when
-    ``agent`` reads through the store of landed days (:meth:`StoredAnalytics.tracking
-    <bot.services.analytics_store.StoredAnalytics.tracking>`: a platform that does not answer is an
-    outage the stored days stand in for, instead of its error); an empty one that stays empty for a
-    bare client (its errors are raised as before). The caller decides what an outage means to it
-    (:meth:`Gaps.check <bot.services.analytics_store.Gaps.check>` raises the API's error when no
-    stored day was read)."""
-    analytics = stored_analytics(agent)
-    if analytics is None:
-        yield Gaps()
-        return
-    with analytics.tracking() as gaps:
-        yield gaps
-
-
-@dataclass(frozen=True)
-class DaysNotHad:
-    """What a digest, usage alert or Home could not have (issue #30), for the formatters to say:
-    the ``missing`` days (sorted), ``outage`` (the platform did not answer; stored days stood in)
-    and ``as_of``, the last stored day read. Falsy when complete (a complete message says nothing)."""
-
-    missing: tuple[dt.date, ...] = ()
-    outage: bool = False
-    as_of: dt.date | None = None
-
-    @classmethod
-    def of(cls, gaps: Gaps) -> DaysNotHad:
-        """A frozen copy of ``gaps`` (without its error)."""
-        return cls(tuple(gaps.days()), gaps.outage, gaps.as_of if gaps.outage else None)
-
-    def within(self, start: dt.date, end: dt.date) -> tuple[dt.date, ...]:
-        """The missing days from ``start`` to ``end`` (both included)."""
-        return tuple(day for day in self.missing if start <= day <= end)
-
-    def __bool__(self) -> bool:
-        return bool(self.missing) or self.outage
 
 
 def unreported(totals: Mapping[dt.date, float | None], missing: Iterable[dt.date]) -> dict[dt.date, float | None]:

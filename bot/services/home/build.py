@@ -27,10 +27,10 @@ from bot.db import DatabaseUnusable, aware
 from bot.policy import Policy
 from bot.roles import ResolvedUser
 from bot.services.alerts import AlertsRepository, AlertSubscription
-from bot.services.analytics_store import runs
+from bot.services.analytics_store import DaysNotHad, runs, tracked
 from bot.services.chart import BAR_COLOR, LAST_BAR_COLOR, day_totals
 from bot.services.controls import ControlsHistory, fetch_history
-from bot.services.digest import DaysNotHad, tracked, unreported
+from bot.services.digest import unreported
 from bot.services.home.store import CHART_CLAIMS, home_charts
 from bot.services.limits import PENDING, LimitRequest, LimitsStore
 from bot.services.limits.actions import APPROVE_ACTION

@@ -12,8 +12,7 @@ import pytest
 
 from bot.services.alerts import Pass
 from bot.services.alerts.usage import Figure, LandedDay, UsageAlert, UsageKind, select
-from bot.services.analytics_store import AnalyticsStore, StoredAnalytics
-from bot.services.digest import DaysNotHad
+from bot.services.analytics_store import AnalyticsStore, DaysNotHad, StoredAnalytics
 from bot.store import Store
 from formatters.alerts_usage import usage_alert
 from formatters.blocks import DAYS_NOT_HAD

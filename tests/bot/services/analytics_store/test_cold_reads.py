@@ -158,3 +158,29 @@ async def test_grouped_breakdowns_sum_stored_days_in_sql_and_are_the_api_alones(
     for dimension in ("model", "tool", "client"):
         assert await fetch_breakdown(stored, period, dimension) == await fetch_breakdown(client, period, dimension), dimension  # type: ignore[arg-type]
     await client.aclose()
+
+
+async def test_a_day_a_grouped_answer_has_no_row_for_is_not_missing(store):
+    """A day nobody used a model has no ``group_by=model`` row: not a day the platform left out. An
+    ungrouped answer has a row for every landed day, so there a day without one is missing."""
+    from bot.api.models import ActivityRow, AnalyticsMeta, AnalyticsResponse, GroupedTokenRow
+
+    first, last = YESTERDAY - dt.timedelta(days=2), YESTERDAY
+    meta = AnalyticsMeta(org_id="org", start_date=first, end_date=last)
+
+    class OneDay:
+        async def get_tokens(self, **kwargs: Any) -> Any:
+            row = GroupedTokenRow(date=last, group_key="m", billable_tokens=5)
+            return AnalyticsResponse[GroupedTokenRow](data=[row], meta=meta)
+
+        async def get_activity(self, **kwargs: Any) -> Any:
+            return AnalyticsResponse[ActivityRow](data=[ActivityRow(date=last)], meta=meta)
+
+    stored = StoredAnalytics(OneDay(), AnalyticsStore(store))  # type: ignore[arg-type]
+    with stored.tracking() as gaps:
+        assert await stored.grouped_items(first, last, "model", "billable_tokens") == [("m", 5)]
+        await stored.get_tokens(start_date=first, end_date=last, group_by="model")
+    assert not gaps
+    with stored.tracking() as gaps:
+        await stored.get_activity(start_date=first, end_date=last)
+    assert gaps.days() == [first, first + dt.timedelta(days=1)]

@@ -11,9 +11,9 @@ import datetime as dt
 import pytest
 
 from bot.api.errors import ServerError
-from bot.services.analytics_store import AnalyticsStore, StoredAnalytics
+from bot.services.analytics_store import AnalyticsStore, DaysNotHad, StoredAnalytics
 from bot.services.chart import history_start
-from bot.services.digest import DaysNotHad, fetch_digest
+from bot.services.digest import fetch_digest
 from bot.services.usage import Coverage
 from bot.store import Store
 from formatters.blocks import DAYS_NOT_HAD
