@@ -35,7 +35,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.commands import SubCommand, quoted
 from bot.identity import mentioned_user
-from bot.services.analytics_store import Gaps, stored_analytics
+from bot.services.analytics_store import Gaps, tracked
 from bot.services.periods import PERIOD_HELP, Period, PeriodError, looks_like_period, parse_period
 from bot.services.usage import (
     BREAKDOWNS,
@@ -86,11 +86,7 @@ SPEC = SubCommand(
 def _tracked(request: CommandRequest) -> Iterator[Gaps]:
     """The :class:`bot.services.analytics_store.Gaps` of the reads inside the block: days the
     platform did not give, an outage answered from the store (an empty one for a bare client)."""
-    analytics = stored_analytics(request.services.agent)
-    if analytics is None:
-        yield Gaps()
-        return
-    with analytics.tracking() as gaps:
+    with tracked(request.services.agent) as gaps:
         yield gaps
     gaps.check()  # nothing stored could stand in for the platform: its error, as without the store
 
