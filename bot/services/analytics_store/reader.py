@@ -138,10 +138,10 @@ USER_ITEMS_PER_REQUEST = 25_000
 """At most about this many ``by_user`` items in one ``/tokens`` answer asked for days not stored: the
 missing days are asked in pieces of ``USER_ITEMS_PER_REQUEST // users per day`` days (one day a
 request from 25,000 users a day; a month in one from 800 or fewer), the users per day read from the
-store (:meth:`AnalyticsStore.users_per_day`) or, with nothing stored, from the last missing day asked
-alone first. A cold reply then holds a few days' answers, not the range's (at 50,000 users a 30-day
-answer is about 150 MB of JSON)."""
-REQUESTS_AT_ONCE = 4
+store (:meth:`AnalyticsStore.users_per_day`: the widest stored day, else the organization's users the
+sync recorded) or, on a first start, from the last missing day asked alone first. A cold reply then
+holds a few days' answers, not the range's (at 50,000 users a 30-day answer is about 150 MB of JSON)."""
+REQUESTS_AT_ONCE = 6
 """The API requests of one read in flight at once."""
 _GROUPED_BY = {"model": ("tokens", "get_tokens"), "client": ("activity", "get_activity"), "tool_name": ("tools", "get_tools")}
 

@@ -278,13 +278,17 @@ class AnalyticsStore:
 
     async def users_per_day(self) -> int | None:
         """The most ``by_user`` items of a stored day (the organization's size as analytics saw it);
-        None when no day is stored."""
+        with no day stored, how many of the organization's users the sync's walk recorded (an upper
+        bound: not everyone is active each day); None when neither is known (a first start)."""
         c = analytics_days.c
 
         def work() -> int | None:
             with self.engine.connect() as conn:
-                found = conn.execute(select(func.count(), func.max(c.users))).one()
-            return int(found[1] or 0) if found[0] else None
+                days, most = conn.execute(select(func.count(), func.max(c.users))).one()
+                if days:
+                    return int(most or 0)
+                known = conn.execute(select(func.count()).select_from(analytics_user_emails)).scalar()
+            return int(known) if known else None
 
         return await self.store.run(work)
 

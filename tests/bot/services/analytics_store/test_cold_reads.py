@@ -184,3 +184,27 @@ async def test_a_day_a_grouped_answer_has_no_row_for_is_not_missing(store):
     with stored.tracking() as gaps:
         await stored.get_activity(start_date=first, end_date=last)
     assert gaps.days() == [first, first + dt.timedelta(days=1)]
+
+
+async def test_with_no_day_stored_the_organization_the_sync_met_sizes_the_pieces(sandbox, store, monkeypatch):
+    """The days deleted but the organization's users the sync recorded kept (a store that lacks the
+    days asked): their number sizes every piece, the previous period's totals too; none asked alone."""
+    from sqlalchemy import delete, func, select
+
+    from bot.services.analytics_store import tables
+
+    client = client_of(sandbox)
+    await sync_of(client, store, Clock(), days=2).run()
+    with store.engine.begin() as conn:
+        for table in (*tables.DAY_TABLES, tables.analytics_days, tables.analytics_user_ranges, tables.analytics_claims):
+            conn.execute(delete(table))
+        known = conn.execute(select(func.count()).select_from(tables.analytics_user_emails)).scalar()
+    assert known and await AnalyticsStore(store).users_per_day() == known
+    monkeypatch.setattr(reader, "USER_ITEMS_PER_REQUEST", 5 * known)
+    stored = StoredAnalytics(client, AnalyticsStore(store))
+    month = parse_period("30d", TODAY)
+    alone = await fetch_usage(client, month)
+    _tokens_asked(sandbox)
+    assert await fetch_usage(stored, month) == alone  # type: ignore[arg-type]
+    assert sorted(_days(*piece) for piece in _tokens_asked(sandbox)) == [5] * 12  # 30 days and the 30 before
+    await client.aclose()
