@@ -208,6 +208,12 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def reset_peak() -> None:
+    """Count the peak RSS (``VmHWM``) from now on (Linux: ``/proc/self/clear_refs``)."""
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+
+
 def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days: list[int], timed_days: int) -> list[str]:
     proc, url = sandbox_process("--users", str(users), "--today", TODAY.isoformat())
     rows: list[str] = []
@@ -223,8 +229,7 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days
         external = RunningServer(url=url, host="127.0.0.1", port=int(url.rsplit(":", 1)[1]), _server=None, _thread=None)  # type: ignore[arg-type]
         stack = start_stack(external_sandbox=external, today=TODAY, analytics_cache_ttl=0.0, api_timeout=600.0, run_jobs=False)
         settle_heap()  # as `agent-bot serve` does after start-up
-        with open("/proc/self/clear_refs", "w") as refs:  # the peak RSS counts from here (Linux)
-            refs.write("5")
+        reset_peak()  # the peak RSS counts from here
         try:
             stack.command("help", timeout=600)  # not measured
             floor = statistics.median(reply_seconds(stack, "help")[0] for _ in range(max(reps, 3)))
@@ -251,14 +256,19 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days
             print(f"# {users} users: peak RSS after the sync and the warm replies {warm_rss:.0f} MB", flush=True)
             empty_store(stack)
             cold: dict[str, float] = {}
+            cold_rss = warm_rss
             for days, text, *_ in measured:
                 if days in cold_days:
+                    reset_peak()
                     cold[text] = statistics.median(reply_seconds(stack, text)[0] for _ in range(reps))
-                    print(f"#   {text}: cold {cold[text]:.2f} s", flush=True)
+                    cold_rss = max(cold_rss, rss_mb())
+                    print(f"#   {text}: cold {cold[text]:.2f} s, peak RSS during it {rss_mb():.0f} MB", flush=True)
             empty_store(stack, emails=True)
             first = f"usage {min(cold_days or day_counts)}d"
-            print(f"#   {first}: cold on a first start (no e-mails learnt either) {reply_seconds(stack, first)[0]:.2f} s", flush=True)
-            cold_rss = rss_mb()
+            reset_peak()
+            first_s = reply_seconds(stack, first)[0]
+            print(f"#   {first}: cold on a first start (no e-mails learnt either) {first_s:.2f} s, peak RSS {rss_mb():.0f} MB", flush=True)
+            cold_rss = max(cold_rss, rss_mb())
             for _, text, alone, warm, asked in measured:
                 cold_s = cold.get(text)
                 cold_cells = f"{cold_s:.2f} | {cold_s / alone:.1f}x" if cold_s is not None else "not run | "

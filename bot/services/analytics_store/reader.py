@@ -376,7 +376,7 @@ class StoredAnalytics:
         everyone: set[str] = set()
         matched: set[str] = set()
         unnamed: set[str] = set()
-        days_of: dict[str, set[dt.date]] = {}
+        days_of: dict[str, int] = {}  # the days each id is in, as bits from ``start`` (not a set per user)
         before_on: dict[str, dict[dt.date, str | None]] = {}
 
         def fold(rows: list[TokenSummaryRow]) -> list[TokenSummaryRow]:
@@ -384,8 +384,9 @@ class StoredAnalytics:
                 users = row.by_user or ()
                 ids = sorted({u.user_id for u in users})
                 everyone.update(ids)
+                bit = 1 << (row.date - start).days
                 for u in users:
-                    days_of.setdefault(u.user_id, set()).add(row.date)
+                    days_of[u.user_id] = days_of.get(u.user_id, 0) | bit
                     email = (u.user_email or "").lower()
                     if email and email != wanted:
                         continue
@@ -416,7 +417,8 @@ class StoredAnalytics:
         ordered = sorted(everyone)
         places = {}
         for user_id in sorted(ids):
-            active = set(days_of.get(user_id, ()))
+            bits = days_of.get(user_id, 0)
+            active = {start + dt.timedelta(days=n) for n in range(bits.bit_length()) if bits >> n & 1}
             on: dict[dt.date, str | None] = {day: before_on.get(user_id, {}).get(day) for day in active}
             at = bisect.bisect_left(ordered, user_id)
             before = ordered[at - 1] if at else None
