@@ -2,7 +2,7 @@
 
 Each check gives a :class:`Check`, printed as one line by :meth:`Check.line`::
 
-    ok   slack bot token: auth.test ok (team T0AGENT, bot user U0AGENTBOT); all 17 bot scopes of manifest.yaml granted
+    ok   slack bot token: auth.test ok (team T0AGENT, bot user U0AGENTBOT); all 18 bot scopes of manifest.yaml granted
     FAIL agent api key: analytics answered 403: the key is not a manager's or owner's -> create a key ...
 
 ``ok`` passed, ``warn`` works but deserves a look, ``FAIL`` stops the bot from working: after ``->``
@@ -12,8 +12,11 @@ hide the others):
 1. **slack bot token** (``SLACK_BOT_TOKEN``, ``SLACK_API_URL``): ``auth.test``; then the scopes Slack
    names in the answer's ``x-oauth-scopes`` header (Slack doc "Scopes": every Web API answer carries
    the token's scopes) against the bot scopes of ``manifest.yaml`` (``oauth_config.scopes.bot``),
-   naming the missing ones. In OAuth mode (``SLACK_CLIENT_ID``) instead **slack installs (oauth
-   mode)**: the mode, its secrets set, and the workspaces the bot holds an installation of.
+   naming the missing ones: a failure, unless each missing one only takes a feature away
+   (:data:`SCOPE_FALLBACKS`: ``assistant:write``, without which the Messages tab's prompts come as
+   a message with buttons), a warning naming what falls back. In OAuth mode (``SLACK_CLIENT_ID``)
+   instead **slack installs (oauth mode)**: the mode, its secrets set, and the workspaces the bot
+   holds an installation of.
 2. **slack credentials** for the mode: HTTP (``SLACK_SIGNING_SECRET``: set; Slack has no call to
    test it, a wrong one shows as 401s on ``POST /slack/events``), or Socket Mode (``SLACK_APP_TOKEN``:
    an ``xapp-`` token that ``apps.connections.open`` accepts; the URL it answers is not opened).
@@ -86,6 +89,18 @@ CHECK_TIMEOUT: Final = 10.0
 FIX_BOT_TOKEN_MISSING: Final = "set SLACK_BOT_TOKEN to the Bot User OAuth Token (xoxb-...) of the app's OAuth & Permissions page"
 FIX_BOT_TOKEN: Final = "check SLACK_BOT_TOKEN (reinstall the app if it was revoked) and SLACK_API_URL"
 FIX_SCOPES: Final = "add them under OAuth & Permissions (or paste manifest.yaml again) and reinstall the app to the workspace"
+SCOPE_FALLBACKS: Final = {
+    "assistant:write": "the Messages tab's prompts come as a message with buttons, not as Slack's suggested prompts",
+}
+"""Bot scopes the bot works without, each with what falls back then: ``assistant:write`` lets
+``assistant.threads.setSuggestedPrompts`` work (Slack doc
+https://docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts; refused without it,
+:mod:`bot.services.sessions.suggestions` sends the message instead). The agent display needs only
+``chat:write`` (``chat.*Stream``, ``assistant.threads.setStatus`` since 2026-03)."""
+FIX_AGENT_SCOPE: Final = (
+    "make the app an agent app: paste manifest.yaml again (features.agent_view and the scope assistant:write, "
+    "or turn on Agents & AI Apps in the app's settings) and reinstall the app to the workspace"
+)
 FIX_OAUTH_SECRETS: Final = (
     "set SLACK_CLIENT_SECRET (Basic Information), SLACK_STATE_SECRET (any long random string) and "
     "AGENT_BOT_ENCRYPTION_KEY (a Fernet key: the installations' tokens are stored encrypted)"
@@ -213,7 +228,10 @@ async def check_bot_token(settings: Settings, manifest: Path) -> Check:
     granted = {s.strip() for s in header.split(",") if s.strip()}
     missing = [s for s in wanted if s not in granted]
     if missing:
-        return Check(name, "fail", f"{found}; missing bot scopes: {', '.join(missing)}", FIX_SCOPES)
+        named = ", ".join(f"{s} ({SCOPE_FALLBACKS[s]})" if s in SCOPE_FALLBACKS else s for s in missing)
+        if all(s in SCOPE_FALLBACKS for s in missing):  # the bot works, a feature falls back
+            return Check(name, "warn", f"{found}; missing bot scopes: {named}", FIX_AGENT_SCOPE)
+        return Check(name, "fail", f"{found}; missing bot scopes: {named}", FIX_SCOPES)
     return Check(name, "ok", f"{found}; all {len(wanted)} bot scopes of {manifest.name} granted")
 
 

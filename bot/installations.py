@@ -102,6 +102,7 @@ STATE_EXPIRATION_SECONDS: Final = 600
 """How long an install's ``state`` is valid (Bolt's default)."""
 BOT_SCOPES: Final = (
     "app_mentions:read",
+    "assistant:write",
     "channels:history",
     "channels:join",
     "channels:read",
@@ -123,6 +124,7 @@ BOT_SCOPES: Final = (
 asked for by the install."""
 SCOPE_WORDS: Final = {
     "app_mentions:read": "see messages that mention it",
+    "assistant:write": "act as an agent app: suggested prompts in its Messages tab",
     "channels:history": "read messages in public channels it is in (session threads)",
     "channels:join": "join public channels (to follow a session's thread)",
     "channels:read": "see basic information about public channels",

@@ -15,7 +15,7 @@ It is an independent implementation of Slack's documented behaviour (each module
 doc it follows) and never imports ``bot``, ``handlers`` or ``formatters``.
 
 OAuth v2 installs and token rotation: :mod:`.oauth`; an Enterprise Grid: :mod:`.grid`.
-Not emulated: scopes, the RTM API, Slack's own delivery timeouts and
+Not emulated: scopes (but for the few methods of :data:`.web_api.METHOD_SCOPES`), the RTM API, Slack's own delivery timeouts and
 retries (tests send retries explicitly), message search. Membership is: the bot reads the history
 of, and gets events from, only the conversations it is in (:mod:`.web_api`, :mod:`.client_side`).
 """

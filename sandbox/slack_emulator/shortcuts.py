@@ -14,11 +14,11 @@
   and ``prompts`` required, each prompt a ``title`` and a ``message``, up to four, an optional
   ``title``; ``thread_ts`` only in the legacy assistant experience (an agent app's call with it
   "silently fails": answered ``ok`` and not kept). The emulator plays an agent app (``agent_view``
-  True); with it off (an app without the agent view or ``assistant:write``) the method answers
-  ``missing_scope`` with ``needed: assistant:write``, so a client falls back. The prompts set last
-  per DM are kept (:attr:`AgentMessaging.prompts`). The
-  Messages-tab event itself is ``app_home_opened`` with ``tab: messages``
-  (:meth:`.client_side._ClientSide.send_app_home_opened`).
+  True); with it off (an app without the agent view) the method answers ``missing_scope`` with
+  ``needed: assistant:write``, so a client falls back; a token without ``assistant:write`` among its
+  scopes gets the same answer from the Web API first (:data:`.web_api.METHOD_SCOPES`). The prompts
+  set last per DM are kept (:attr:`AgentMessaging.prompts`). The Messages-tab event itself is
+  ``app_home_opened`` with ``tab: messages`` (:meth:`.client_side._ClientSide.send_app_home_opened`).
 """
 
 from __future__ import annotations

@@ -78,8 +78,9 @@ message per second per channel).
 Pagination: ``conversations.history`` and ``conversations.replies`` take ``limit`` and ``cursor`` and
 answer ``response_metadata.next_cursor`` (an opaque string; empty on the last page), as Slack does.
 
-Not emulated: scopes (only named, in the ``x-oauth-scopes`` header: :data:`GRANTED_SCOPES`), ``reply_broadcast``, unfurling,
-scheduled messages, rich-text parsing of ``text``, real file storage or file permalinks.
+Not emulated: scopes (named in the ``x-oauth-scopes`` header, :data:`GRANTED_SCOPES`; checked only for
+:data:`METHOD_SCOPES`), ``reply_broadcast``, unfurling, scheduled messages, rich-text parsing of ``text``,
+real file storage or file permalinks.
 """
 
 from __future__ import annotations
@@ -246,11 +247,24 @@ GRANTED_SCOPES = (
     "app_mentions:read",
     "reactions:write",
     "files:read",
+    "assistant:write",
 )
 """The bot token's scopes, as an install of the bot's manifest grants them. Slack names a token's scopes
 in the ``x-oauth-scopes`` header of every Web API answer to it (comma-separated; Slack doc "Scopes",
 "Checking granted scopes"); the emulator sends :attr:`WebApi.scopes` (a test removes one to play an
-install that lacks it). Scopes are not enforced: a method works without its scope."""
+install that lacks it). Scopes are enforced only for the methods of :data:`METHOD_SCOPES`; any other
+method works without its scope."""
+METHOD_SCOPES: dict[str, tuple[str, ...]] = {
+    "assistant.threads.setSuggestedPrompts": ("assistant:write",),
+    "assistant.threads.setStatus": ("chat:write", "assistant:write"),
+}
+"""The methods whose scope the emulator checks, each with the scopes that let a bot token call it (any
+one of them; the first is the one Slack names as ``needed``). Without one Slack answers
+``missing_scope`` with ``needed`` and ``provided`` (the token's scopes). Slack docs:
+https://docs.slack.dev/reference/methods/assistant.threads.setSuggestedPrompts (``assistant:write``),
+https://docs.slack.dev/reference/methods/assistant.threads.setStatus and the changelog
+https://docs.slack.dev/changelog/2026/03/05/set-status-scope-update (``chat:write``, or
+``assistant:write`` until that is withdrawn)."""
 
 
 class WebApi:
@@ -399,6 +413,8 @@ class WebApi:
                 self._check_app_token(token, request)
             elif token != self.bot_token and (refused := self.token_refusal(token)) is not None:  # an OAuth token (.oauth)
                 raise SlackApiError("not_allowed_token_type" if self._is_app_token(token) else refused)
+            if (needed := METHOD_SCOPES.get(method)) and not set(needed) & set(self.scopes):  # as Slack: before the method runs
+                raise SlackApiError("missing_scope", needed=needed[0], provided=",".join(self.scopes))
             if (scripted := self._scripted_failure(method)) is not None:
                 raise scripted
             status, headers, body = 200, {}, {"ok": True, **handler(Args(data), request)}

@@ -23,6 +23,7 @@ from bot.doctor import (
     DISPLAY_MESSAGES,
     ENCRYPTION_KEY_UNSET,
     ENCRYPTION_KEY_UNSET_PERSON,
+    FIX_AGENT_SCOPE,
     FIX_API_KEY_INVALID,
     FIX_API_KEY_ROLE,
     FIX_APP_TOKEN,
@@ -45,6 +46,7 @@ from bot.doctor import (
     HOOK_SECRET_UNSET,
     ROLES_UNSET,
     SCHEMA_UPGRADED_AT_START,
+    SCOPE_FALLBACKS,
     Check,
     check_api_key,
     check_bot_token,
@@ -98,7 +100,7 @@ def test_the_emulator_grants_the_manifests_bot_scopes():
 
 def test_bot_token_passes_with_every_scope(stack, tmp_path):
     line = run(check_bot_token(settings_of(stack, tmp_path), MANIFEST)).line()
-    assert line == "ok   slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); all 17 bot scopes of manifest.yaml granted"
+    assert line == "ok   slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); all 18 bot scopes of manifest.yaml granted"
 
 
 def test_bot_token_fails_with_a_bad_token(stack, tmp_path):
@@ -115,6 +117,31 @@ def test_bot_token_names_the_missing_scopes(stack, tmp_path):
     assert line == (
         "FAIL slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); "
         f"missing bot scopes: usergroups:read, files:read -> {FIX_SCOPES}"
+    )
+
+
+def test_bot_token_without_assistant_write_warns_what_falls_back(stack, tmp_path):
+    # the bot works without it (the Messages tab's prompts come as a message): a warning, not a failure
+    stack.slack.web_api.scopes = tuple(s for s in GRANTED_SCOPES if s != "assistant:write")
+    try:
+        line = run(check_bot_token(settings_of(stack, tmp_path), MANIFEST)).line()
+    finally:
+        stack.slack.web_api.scopes = GRANTED_SCOPES
+    assert line == (
+        "warn slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); missing bot scopes: "
+        f"assistant:write ({SCOPE_FALLBACKS['assistant:write']}) -> {FIX_AGENT_SCOPE}"
+    )
+
+
+def test_bot_token_fails_when_a_needed_scope_is_missing_beside_assistant_write(stack, tmp_path):
+    stack.slack.web_api.scopes = tuple(s for s in GRANTED_SCOPES if s not in ("assistant:write", "chat:write"))
+    try:
+        line = run(check_bot_token(settings_of(stack, tmp_path), MANIFEST)).line()
+    finally:
+        stack.slack.web_api.scopes = GRANTED_SCOPES
+    assert line == (
+        "FAIL slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); missing bot scopes: "
+        f"chat:write, assistant:write ({SCOPE_FALLBACKS['assistant:write']}) -> {FIX_SCOPES}"
     )
 
 
@@ -309,7 +336,7 @@ def test_the_cli_prints_one_line_per_check_and_exits_1_when_one_fails(stack, tmp
     assert main(["doctor", "--mode", "socket", "--manifest", str(MANIFEST)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
-        "ok   slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); all 17 bot scopes of manifest.yaml granted",
+        "ok   slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); all 18 bot scopes of manifest.yaml granted",
         f"FAIL slack app token (socket mode): SLACK_APP_TOKEN is not set -> {FIX_APP_TOKEN_MISSING}",
         f"FAIL agent api key: GET /api/v1/analytics/tokens answered 403: the key is not a manager's or owner's -> {FIX_API_KEY_ROLE}",
         f"ok   readiness endpoint: {stack.sandbox.url} answers readiness reports",
