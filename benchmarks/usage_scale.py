@@ -2,7 +2,7 @@
 cold (nothing stored) and warm (every day in the store of landed days, issue #30) against the API alone.
 
     python benchmarks/usage_scale.py [--users 10000 50000] [--days 7 30 90] [--latency-ms 100] [--reps 2]
-        [--cold-days 7 30] [--timed-days 3]
+        [--cold-days 7 30] [--timed-days 3] [--alone-days 7 30]
 
 For each organization size, starts the sandbox Agent API in its own process (``--today 2026-11-22``,
 so figures are reproducible), warms its per-day cache (ten days a request over the whole span, not
@@ -214,7 +214,9 @@ def reset_peak() -> None:
         refs.write("5")
 
 
-def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days: list[int], timed_days: int) -> list[str]:
+def run(
+    users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days: list[int], timed_days: int, alone_days: list[int]
+) -> list[str]:
     proc, url = sandbox_process("--users", str(users), "--today", TODAY.isoformat())
     rows: list[str] = []
     try:
@@ -241,17 +243,20 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days
                 flush=True,
             )
             stack.command(f"usage {min(day_counts)}d", timeout=600)  # opens the bot's connections; not measured
-            measured: list[tuple[int, str, float, float, int]] = []
+            measured: list[tuple[int, str, float | None, float, int]] = []
             for days in day_counts:
                 for text, calls in forms(days):
                     alone_s, warm_s = [], []
                     for _ in range(reps):
-                        alone_s.append(api_alone(url, text, calls))
+                        if days in alone_days:
+                            alone_s.append(api_alone(url, text, calls))
                         api_requests(url, clear=True)
                         warm_s.append(reply_seconds(stack, text)[0])
                         asked = len(api_requests(url))
-                    measured.append((days, text, statistics.median(alone_s), statistics.median(warm_s), asked))
-                    print(f"#   {text}: API alone {measured[-1][2]:.2f} s, warm {measured[-1][3]:.3f} s, {asked} API requests", flush=True)
+                    alone = statistics.median(alone_s) if alone_s else None
+                    measured.append((days, text, alone, statistics.median(warm_s), asked))
+                    alone_text = f"{alone:.2f} s" if alone is not None else "not run"
+                    print(f"#   {text}: API alone {alone_text}, warm {measured[-1][3]:.3f} s, {asked} API requests", flush=True)
             warm_rss = rss_mb()
             print(f"# {users} users: peak RSS after the sync and the warm replies {warm_rss:.0f} MB", flush=True)
             empty_store(stack)
@@ -271,9 +276,10 @@ def run(users: int, day_counts: list[int], latency_ms: int, reps: int, cold_days
             cold_rss = max(cold_rss, rss_mb())
             for _, text, alone, warm, asked in measured:
                 cold_s = cold.get(text)
-                cold_cells = f"{cold_s:.2f} | {cold_s / alone:.1f}x" if cold_s is not None else "not run | "
+                cold_cells = "not run | " if cold_s is None else f"{cold_s:.2f} | " + (f"{cold_s / alone:.1f}x" if alone else "")
+                alone_cell, warm_ratio = (f"{alone:.2f}", f"{warm / alone:.2f}x") if alone else ("not run", "")
                 rows.append(
-                    f"| {users:,} | `{text}` | {alone:.2f} | {cold_cells} | {warm:.3f} | {warm / alone:.2f}x | {asked} "
+                    f"| {users:,} | `{text}` | {alone_cell} | {cold_cells} | {warm:.3f} | {warm_ratio} | {asked} "
                     f"| {sync_s:.2f} | {per_day / 1e6:.1f} | {warm_rss:.0f} / {cold_rss:.0f} |"
                 )
                 print(rows[-1], flush=True)
@@ -293,6 +299,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--cold-days", type=int, nargs="*", default=None, help="the periods measured cold too (default: every --days)")
     parser.add_argument("--timed-days", type=int, default=3, help="days synced one a pass, timed (the rest in one pass, not timed)")
+    parser.add_argument(
+        "--alone-days", type=int, nargs="*", default=None, help="the periods whose API alone is measured (default: every --days)"
+    )
     args = parser.parse_args()
     header = [
         "| users | command | API alone s | cold s | cold / API alone | warm s | warm / API alone | API requests warm "
@@ -302,7 +311,8 @@ def main() -> None:
     rows: list[str] = []
     for users in args.users:
         cold_days = args.days if args.cold_days is None else args.cold_days
-        rows += run(users, args.days, args.latency_ms, args.reps, cold_days, args.timed_days)
+        alone_days = args.days if args.alone_days is None else args.alone_days
+        rows += run(users, args.days, args.latency_ms, args.reps, cold_days, args.timed_days, alone_days)
     print("\n".join(header + rows))
 
 

@@ -35,6 +35,7 @@ import bisect
 import contextlib
 import contextvars
 import datetime as dt
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -143,6 +144,45 @@ sync recorded) or, on a first start, from the last missing day asked alone first
 holds a few days' answers, not the range's (at 50,000 users a 30-day answer is about 150 MB of JSON)."""
 REQUESTS_AT_ONCE = 6
 """The API requests of one read in flight at once."""
+ITEMS_IN_FLIGHT = 100_000
+"""At most about this many ``by_user`` items in the ``/tokens`` pieces in flight in the whole process
+(every read, every reply at once; one piece may always go): at 50,000 users two one-day pieces at a
+time, about 20 MB each while asked and decoded; at 10,000 users five two-day pieces."""
+
+
+class _InFlight:
+    """The ``by_user`` items of the ``/tokens`` pieces in flight in one event loop (:data:`ITEMS_IN_FLIGHT`)."""
+
+    def __init__(self) -> None:
+        self.items = 0
+        self.changed = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def holding(self, items: int) -> AsyncIterator[None]:
+        """Wait until ``items`` more fit (or nothing is in flight), hold them for the block."""
+        async with self.changed:
+            await self.changed.wait_for(lambda: self.items == 0 or self.items + items <= ITEMS_IN_FLIGHT)
+            self.items += items
+        try:
+            yield
+        finally:
+            async with self.changed:
+                self.items -= items
+                self.changed.notify_all()
+
+
+_IN_FLIGHT: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _InFlight] = weakref.WeakKeyDictionary()
+
+
+def _in_flight() -> _InFlight:
+    """This event loop's :class:`_InFlight` (a bot runs one loop; tests run several, one after another)."""
+    loop = asyncio.get_running_loop()
+    found = _IN_FLIGHT.get(loop)
+    if found is None:
+        found = _IN_FLIGHT[loop] = _InFlight()
+    return found
+
+
 _GROUPED_BY = {"model": ("tokens", "get_tokens"), "client": ("activity", "get_activity"), "tool_name": ("tools", "get_tools")}
 
 
@@ -215,10 +255,14 @@ class StoredAnalytics:
         limit = asyncio.Semaphore(REQUESTS_AT_ONCE)
         widest = 0  # the most by_user items of a day answered
 
+        per_day: int | None = None
+        budget = _in_flight()
+
         async def one(first: dt.date, last: dt.date) -> None:
             nonlocal org, widest
             span = {d for d in missing if first <= d <= last}
-            async with limit:
+            items = ((last - first).days + 1) * per_day if per_day else USER_ITEMS_PER_REQUEST
+            async with limit, budget.holding(items) if sized else contextlib.nullcontext():
                 try:
                     answer = await asked(first, last)
                 except NOT_ANSWERING as exc:
@@ -228,13 +272,14 @@ class StoredAnalytics:
                     gaps.error = gaps.error or exc
                     gaps.missing.update(span)
                     return
-            org = answer.meta.org_id
-            data = list(answer.data)
-            del answer
-            if gaps is not None and not grouped:
-                gaps.missing.update(span - {row.date for row in data})
-            widest = max([widest, *(len(getattr(row, "by_user", None) or ()) for row in data)])
-            rows.extend(fold(data) if fold is not None else data)
+                org = answer.meta.org_id
+                data = list(answer.data)
+                del answer
+                if gaps is not None and not grouped:
+                    gaps.missing.update(span - {row.date for row in data})
+                widest = max([widest, *(len(getattr(row, "by_user", None) or ()) for row in data)])
+                rows.extend(fold(data) if fold is not None else data)
+                del data  # folded: the piece's items are let go before the next piece is asked
 
         todo = runs(missing)
         if sized and todo:

@@ -139,7 +139,9 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
 
     ``on_series`` is called with the chart's :class:`TokenSeries` as soon as its (small) answer is in
     and has ``day``'s row, before the others are: the caller can start drawing the chart while the
-    large answers are still arriving.
+    large answers are still arriving. A grouped answer cannot tell a day the platform left out from a
+    day nobody used a model (neither has a row), so :attr:`Digest.series` is made again once every
+    read is in, with the days the others found not had; the caller draws again when it differs.
 
     Days not had (issue #30; ``client`` reads through the store of landed days, :func:`tracked`):
     ``day`` itself must be had (a platform that does not answer for it raises its error, as without
@@ -191,7 +193,7 @@ async def fetch_digest(client: AgentClient, day: dt.date, *, on_series: Callable
         summary=summary,
         week_ago=week_ago,
         week_average=week_average,
-        series=series,
+        series=tokens_series(totals, series.days[0], day),  # with every day the other reads found not had
         callouts=tuple(callouts),
         api_calls=counting.calls,
         week_ago_reported=week_ago is not None or week_ago_day < EARLIEST,

@@ -159,8 +159,10 @@ class DigestService:
         # small) while the large answers arrive and the text digests are posted: it is needed only
         # for the upload into a posted digest's thread, so nobody waits for it to read the text.
         charts: list[asyncio.Future[bytes | None]] = []
+        drawn: list[TokenSeries] = []
 
         def start_chart(series: TokenSeries) -> None:
+            drawn.append(series)
             charts.append(asyncio.ensure_future(self._timed_chart(series, report)))
 
         try:
@@ -172,7 +174,9 @@ class DigestService:
                 return report
             report.landed = True
             report.api_calls = digest.api_calls + 1
-            [chart] = charts  # started: a built digest has the chart's answer with its day
+            if drawn and drawn[-1] != digest.series:  # another read found a day not had: no bar for it
+                start_chart(digest.series)
+            chart = charts[-1]  # started: a built digest has the chart's answer with its day
             for sub in pending:  # one after another: Slack's per-channel rate limit, 429s honoured
                 await self._post(sub, digest, chart, report)
         finally:
