@@ -46,6 +46,7 @@ from bot.services.alerts.ask import ASK_ACTION, Ask, CriterionRef, criterion_ask
 from bot.services.readiness import RepoQuery, UnknownRepository, find_report, find_repository_reports
 from bot.services.sessions import ChooseComputer, LinkNeeded, NewStart
 from bot.services.sessions.acting import NOT_LINKED
+from bot.services.sessions.context import OwnBot, with_context
 from bot.services.sessions.starter import START_POLICY_KEY
 from bot.slack import SlackFailure
 from formatters.alerts import (
@@ -66,7 +67,7 @@ from formatters.session_shortcut import MessageOrigin
 from handlers.accounts import team_of
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
-from handlers.session_shortcut import open_start_form
+from handlers.session_shortcut import open_start_form, read_message
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -503,7 +504,7 @@ class AlertAutorun:
             user_email=by.email,
             channel=event.channel_id,
             origin="autorun",
-            prompt=ask.prompt,
+            prompt=await self._prompt(event, ask, by, thread),
             cwd=applied.cwd,
             model=applied.model,
             thread_ts=thread,
@@ -513,6 +514,23 @@ class AlertAutorun:
         if isinstance(outcome, ChooseComputer):
             return AUTORUN_NO_COMPUTER
         return None
+
+    async def _prompt(self, event: AlertEvent, ask: Ask, by: ResolvedUser, thread: str | None) -> str:
+        """What a person's *Ask the agent* click on the alert would send (:func:`handle_ask`, then
+        :func:`handlers.session_shortcut.on_message_view`): the ask's words (the alert's facts,
+        :mod:`bot.services.alerts.ask`), then the alert message itself as the message handed to the
+        agent, read through the same thread reader (:func:`handlers.session_shortcut.read_message`,
+        bounded as it bounds). A top-level alert is its thread's root, so nothing precedes it; an
+        autorun starts in the tick that posts the alert, before anyone can reply in its thread. When
+        Slack will not give the message, the ask's words alone (logged)."""
+        if not event.message_ts:
+            return ask.prompt
+        origin = MessageOrigin(event.channel_id, by.user_id, event.message_ts, thread or event.message_ts, "alert")
+        read = await read_message(self.services, origin, OwnBot())  # the handed message is kept whoever wrote it
+        if isinstance(read, SlackFailure):
+            logger.warning("autorun of %s: could not read the alert as context (%s); its words alone", event.event_key, read.error)
+            return ask.prompt
+        return with_context(ask.prompt, read)
 
     async def over_cap(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, cap: int) -> None:
         posted = await self.services.slack.post(event.channel_id, autorun_over_cap(cap))

@@ -12,6 +12,7 @@ button's value nor the session's messages carry a ping.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import re
@@ -39,13 +40,21 @@ CRITERION_ONE: Final = "Make criterion `{key}` ({words}) pass in {repo}."
 CRITERION_ONE_PLAIN: Final = "Make criterion `{key}` pass in {repo}."
 CRITERIA_MANY: Final = "Make these readiness criteria pass in {repo}: {names}."
 CRITERIA_MORE: Final = " and {n} more"
+COMPUTER_SINCE: Final = "It went into error at {since} (computer id `{id}`)."
 CRITERION_WHY: Final = "Why it fails, in the report's words: {rationale}"
 CRITERION_NO_WHY: Final = "The report gives no reason why it fails."
-CRITERION_FROM: Final = "From readiness report {report} of {when}{where}: {passed} of {total} applications pass this criterion."
-CRITERION_AT: Final = ", at commit {commit}"
-CRITERION_ON: Final = " on branch {branch}"
+CRITERIA_WHY: Final = "Why they fail, in the report's words:"
+CRITERIA_WHY_ONE: Final = "- `{key}`: {rationale}"
+CRITERIA_NO_WHY: Final = "no reason given"
+REPORT_FROM: Final = "From readiness report {report} of {when}{where}"
+REPORT_AT: Final = ", at commit {commit}"
+REPORT_ON: Final = " on branch {branch}"
+CRITERION_PASSED: Final = ": {passed} of {total} applications pass this criterion"
 RATIONALE_MAX: Final = 1500
-"""Characters of a criterion's rationale quoted in its prompt (one line)."""
+"""Characters of a criterion's rationale quoted in its own prompt (one line; the report's menu)."""
+RATIONALE_BUDGET: Final = 900
+"""Characters of rationale an alert's autorun prompt quotes, shared by its criteria (the prompt is
+stored as a button's value, :data:`VALUE_MAX`)."""
 REF_VALUE_MAX: Final = 150
 """Characters at most of a select menu option's value (Slack doc "Option object": ``value`` 150)."""
 REF_DIGEST: Final = 16
@@ -96,9 +105,11 @@ class Ask:
         return cls(data["p"], computer if isinstance(computer, str) and computer else None)
 
 
-def computer_ask(computer_id: str, name: str | None, step: str | None, error: str | None) -> Ask:
+def computer_ask(computer_id: str, name: str | None, step: str | None, error: str | None, since: dt.datetime | None = None) -> Ask:
     """The ask of a computer in error: ``Computer ci-2 failed at step `Install dependencies`: find
-    out why and fix it.`` and the step's error on a line of its own; on that computer."""
+    out why and fix it.`` and the step's error on a line of its own; with ``since`` (an incident's
+    autorun: the alert's facts go in its words), when it went into error (UTC) and the computer's id
+    (:data:`COMPUTER_SINCE`); on that computer."""
     said = _one_line(name or computer_id, 100)
     prompt = (
         COMPUTER_FAILED.format(name=said, step=_one_line(step, 100).replace("`", "'"))
@@ -107,6 +118,8 @@ def computer_ask(computer_id: str, name: str | None, step: str | None, error: st
     )
     if error and error.strip():
         prompt += "\n" + COMPUTER_ERROR.format(error=_one_line(error, ERROR_MAX))
+    if since is not None:
+        prompt += "\n" + COMPUTER_SINCE.format(since=_utc(since), id=_one_line(computer_id, 100).replace("`", "'"))
     return Ask(prompt, computer_id)
 
 
@@ -192,23 +205,43 @@ class CriterionRef:
         return criterion_id == self.key
 
 
+def _utc(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def with_report_facts(ask: Ask, report: Report, criteria: Sequence[Criterion], *, budget: int = RATIONALE_BUDGET) -> Ask:
+    """``ask`` (:func:`criteria_ask` of ``criteria``, failing in ``report``) with what a person reads
+    in the report besides their names: why they fail, in the report's words (each rationale on one
+    line; the first :data:`CRITERIA_NAMED`, sharing ``budget`` characters), and where that was found
+    (:data:`REPORT_FROM`: the report's id, when it was evaluated, in UTC, its commit and branch; for
+    one criterion, how many applications pass it). ``ask`` unchanged without criteria."""
+    if not criteria:
+        return ask
+    lines = [ask.prompt]
+    if len(criteria) == 1:
+        rationale = _one_line(criteria[0].rationale, budget)
+        lines.append(CRITERION_WHY.format(rationale=rationale) if rationale else CRITERION_NO_WHY)
+    else:
+        lines.append(CRITERIA_WHY)
+        each = max(budget // min(len(criteria), CRITERIA_NAMED), 60)
+        for criterion in criteria[:CRITERIA_NAMED]:
+            key = _one_line(criterion.id, 100).replace("`", "'")
+            lines.append(CRITERIA_WHY_ONE.format(key=key, rationale=_one_line(criterion.rationale, each) or CRITERIA_NO_WHY))
+    where = REPORT_AT.format(commit=_one_line(report.commit_hash, 40)) if report.commit_hash else ""
+    if report.branch:
+        where += REPORT_ON.format(branch=_one_line(report.branch, 100))
+    found = REPORT_FROM.format(report=_one_line(report.report_id, 100), when=_utc(report.created_at), where=where)
+    if len(criteria) == 1:
+        found += CRITERION_PASSED.format(passed=f"{criteria[0].numerator:g}", total=f"{criteria[0].denominator:g}")
+    lines.append(found + ".")
+    return Ask("\n".join(lines), ask.computer_id)
+
+
 def criterion_ask(report: Report, criterion: Criterion, words: Callable[[str], str]) -> Ask:
     """The ask of one failing criterion of ``report`` (its *Ask the agent about one criterion* menu):
     ``Make criterion `lint_config` (Lint config) pass in acme/web.`` (:func:`criteria_ask`), then why
     it fails (its rationale, one line, at most :data:`RATIONALE_MAX` characters), then where that was
     found: the report's id, when it was evaluated (UTC), its commit and branch, and how many
-    applications pass the criterion. The API gives no description of a criterion: its words
-    (``words``, :func:`formatters.reports.criterion_words`) are what says what it checks."""
-    rationale = _one_line(criterion.rationale, RATIONALE_MAX)
-    why = CRITERION_WHY.format(rationale=rationale) if rationale else CRITERION_NO_WHY
-    where = CRITERION_AT.format(commit=_one_line(report.commit_hash, 40)) if report.commit_hash else ""
-    if report.branch:
-        where += CRITERION_ON.format(branch=_one_line(report.branch, 100))
-    found = CRITERION_FROM.format(
-        report=_one_line(report.report_id, 100),
-        when=report.created_at.strftime("%Y-%m-%d %H:%M UTC"),
-        where=where,
-        passed=f"{criterion.numerator:g}",
-        total=f"{criterion.denominator:g}",
-    )
-    return Ask(f"{_make_pass(report.repository.slug, criterion.id, words)}\n{why}\n{found}")
+    applications pass the criterion (:func:`with_report_facts`). The API gives no description of a
+    criterion: its words (``words``, :func:`formatters.reports.criterion_words`) are what says what it checks."""
+    return with_report_facts(Ask(_make_pass(report.repository.slug, criterion.id, words)), report, [criterion], budget=RATIONALE_MAX)

@@ -6,7 +6,16 @@ import datetime as dt
 import hashlib
 import json
 
-from bot.services.alerts.ask import REF_VALUE_MAX, VALUE_MAX, Ask, CriterionRef, computer_ask, criteria_ask, criterion_ask
+from bot.services.alerts.ask import (
+    REF_VALUE_MAX,
+    VALUE_MAX,
+    Ask,
+    CriterionRef,
+    computer_ask,
+    criteria_ask,
+    criterion_ask,
+    with_report_facts,
+)
 from bot.services.readiness import Criterion, Report, Repository
 from formatters.reports import criterion_words
 
@@ -109,3 +118,32 @@ def test_a_criterion_reference_fits_an_options_value_by_id_or_by_digest() -> Non
     ):
         assert CriterionRef.decode(other) is None
     assert Ask.decode(ref.encode() or "") is None  # the two values are told apart
+
+
+def test_an_incidents_ask_says_when_the_computer_went_into_error_and_its_id() -> None:
+    since = dt.datetime(2026, 11, 28, 15, 3, 59, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    assert computer_ask("cmp-`ci`-2", "ci-2", "pip install", None, since) == Ask(
+        "Computer ci-2 failed at step `pip install`: find out why and fix it.\n"
+        "It went into error at 2026-11-28 14:03 UTC (computer id `cmp-'ci'-2`).",
+        "cmp-`ci`-2",
+    )
+
+
+def test_a_readiness_alerts_ask_gets_each_criterions_reason_and_the_report() -> None:
+    lint, ci = Criterion("lint_config", 1, 3, "Partial: no linter in apps/admin."), Criterion("ci", 0, 1, "")
+    words = criteria_ask("acme/web", ["ci", "lint_config"], criterion_words)
+    assert words is not None
+    report = _report(lint, criteria=(ci, lint))
+    assert with_report_facts(words, report, [ci, lint]) == Ask(
+        "Make these readiness criteria pass in acme/web: `ci`, `lint_config` (Lint config).\n"
+        "Why they fail, in the report's words:\n"
+        "- `ci`: no reason given\n"
+        "- `lint_config`: Partial: no linter in apps/admin.\n"
+        "From readiness report 4f1c9a2e-0000-4000-8000-000000000001 of 2026-11-19 14:03 UTC, at commit f1627f7 on branch main."
+    )
+    assert with_report_facts(words, report, []) == words
+    many = [Criterion(f"c_{n}", 0, 1, "why " * 200) for n in range(12)]
+    asked = with_report_facts(Ask("Make them pass."), _report(many[0], criteria=tuple(many)), many)
+    reasons = [line for line in asked.prompt.split("\n") if line.startswith("- ")]
+    assert len(reasons) == 10 and all(len(r) <= len("- `c_10`: ") + 90 for r in reasons)
+    assert len(Ask(asked.prompt).encode()) < VALUE_MAX  # stored whole as the alert's ask
