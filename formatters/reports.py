@@ -20,9 +20,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from slack_sdk.models.blocks import Block, ButtonElement
+from slack_sdk.models.blocks import Block, ButtonElement, Option, PlainTextObject, StaticSelectElement
 
-from bot.services.alerts.ask import ASK_ACTION, Ask, criteria_ask
+from bot.services.alerts.ask import ASK_ACTION, Ask, CriterionRef, criteria_ask
 from bot.services.readiness import (
     AmbiguousRepository,
     Comparison,
@@ -55,6 +55,7 @@ from formatters.blocks import (
     fields,
     header,
     message,
+    plain,
     section,
 )
 
@@ -64,6 +65,18 @@ ASK_LABEL = "Ask the agent"
 alert or of a report's failing criteria: it opens the session-start form prefilled with what failed."""
 ASK_BLOCK = "alert.ask"
 """Block id of the actions block carrying the *Ask the agent* button."""
+ASK_ALL_LABEL = "Ask the agent: all {n} failing"
+"""The label of a report's *Ask the agent* button when several criteria fail (it asks about all of
+them; the menu :data:`ASK_ONE_PLACEHOLDER` asks about one)."""
+ASK_ONE_BLOCK = "reports.ask_criterion"
+"""Block id of the actions block carrying a report's *Ask the agent about one criterion* menu (its
+action id is :data:`bot.services.alerts.ask.ASK_ACTION` too: the same policy key, the same handler)."""
+ASK_ONE_PLACEHOLDER = "Ask the agent about one criterion\u2026"
+ASK_ONE_MORE = "The menu lists the first {shown} failing criteria; {n} more are not in it. *Details* lists every criterion."
+OPTIONS_MAX = 100
+"""Options at most in a ``static_select`` (Slack doc "Select menu element": ``options`` 100)."""
+OPTION_TEXT_MAX = 75
+"""Characters at most of an option's ``text`` and ``description`` (Slack doc "Option object")."""
 DETAILS_BUTTON = "Details"
 MAX_DETAIL_MESSAGES = 4
 """Most messages one Details click sends (a response_url accepts 5 posts; one is kept spare)."""
@@ -221,10 +234,48 @@ def _bound_note(walk: Walk, consequence: str) -> str:
     return PAGE_BOUND.format(pages=walk.pages, reports=walk.reports, consequence=consequence)
 
 
-def ask_button(ask: Ask) -> ButtonElement:
+def ask_button(ask: Ask, label: str = ASK_LABEL) -> ButtonElement:
     """The *Ask the agent* button of ``ask`` (value :meth:`bot.services.alerts.ask.Ask.encode`, at
     most 2,000 characters)."""
-    return button(ASK_LABEL, ASK_ACTION, ask.encode())
+    return button(label, ASK_ACTION, ask.encode())
+
+
+def _option_text(text: str, fallback: str) -> PlainTextObject:
+    """An option's plain text: one line, invisible characters dropped, the ``<`` of Slack's markup
+    (``<!channel>``) written U+2039 as in a prompt, cut to :data:`OPTION_TEXT_MAX` with an ellipsis."""
+    said = _SPACES.sub(" ", plain(text)).strip().replace("<", "\u2039") or fallback
+    return PlainTextObject(text=cut(said, OPTION_TEXT_MAX), emoji=False)
+
+
+def criterion_menu(report: Report) -> list[Block]:
+    """A report's *Ask the agent about one criterion* menu, when two or more criteria fail: a
+    ``static_select`` (action :data:`bot.services.alerts.ask.ASK_ACTION`) with one option per
+    failing criterion, at most :data:`OPTIONS_MAX` (the rest counted in a context line after it),
+    each named in words (:func:`criterion_words`) with its fraction and the start of its rationale
+    as the option's description; its value is a :class:`bot.services.alerts.ask.CriterionRef` (the
+    report's id and the criterion's), read back by the click's handler, which reads the report
+    again. No menu for a report whose id is too long for an option's value (150 characters)."""
+    failing = group(report.criteria)["failing"]
+    if len(failing) < 2:
+        return []
+    options = []
+    for criterion in failing[:OPTIONS_MAX]:
+        value = CriterionRef.of(report.report_id, criterion.id).encode()
+        if value is None:
+            return []
+        about = f"{fraction(criterion)} \u00b7 {criterion.rationale}" if criterion.rationale.strip() else fraction(criterion)
+        options.append(
+            Option(
+                value=value,
+                text=_option_text(criterion_words(criterion.id), criterion.id.strip() or "(no name)"),
+                description=_option_text(about, fraction(criterion)),
+            )
+        )
+    menu = StaticSelectElement(action_id=ASK_ACTION, placeholder=PlainTextObject(text=ASK_ONE_PLACEHOLDER, emoji=False), options=options)
+    blocks: list[Block] = [actions(menu, block_id=ASK_ONE_BLOCK)]
+    if len(failing) > OPTIONS_MAX:
+        blocks.append(context(ASK_ONE_MORE.format(shown=OPTIONS_MAX, n=len(failing) - OPTIONS_MAX)))
+    return blocks
 
 
 def report_ask(report: Report) -> Ask | None:
@@ -234,11 +285,16 @@ def report_ask(report: Report) -> Ask | None:
 
 
 def _details_button(report: Report) -> list:
+    """The *Details* button and the *Ask the agent* button (all failing criteria; labelled
+    :data:`ASK_ALL_LABEL` when several fail), then the menu of one criterion (:func:`criterion_menu`)."""
     ask = report_ask(report)
+    failing = len(group(report.criteria)["failing"])
+    asking = [ask_button(ask, ASK_ALL_LABEL.format(n=failing) if failing > 1 else ASK_LABEL)] if ask is not None else []
+    menu = criterion_menu(report)
     if len(report.report_id) > BUTTON_VALUE_MAX:
-        return [actions(ask_button(ask), block_id=ASK_BLOCK)] if ask is not None else []
+        return ([actions(*asking, block_id=ASK_BLOCK)] if asking else []) + menu
     details = button(DETAILS_BUTTON, DETAILS_ACTION, report.report_id)
-    return [actions(details, *([ask_button(ask)] if ask is not None else []), block_id=DETAILS_ACTION)]
+    return [actions(details, *asking, block_id=DETAILS_ACTION), *menu]
 
 
 # ---------------------------------------------------------------------------------------------

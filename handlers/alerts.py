@@ -42,10 +42,11 @@ from bot.services.alerts import (
     UnknownKindError,
     parse_duration,
 )
-from bot.services.alerts.ask import ASK_ACTION, Ask
-from bot.services.readiness import RepoQuery, UnknownRepository, find_repository_reports
+from bot.services.alerts.ask import ASK_ACTION, Ask, CriterionRef, criterion_ask
+from bot.services.readiness import RepoQuery, UnknownRepository, find_report, find_repository_reports
 from bot.services.sessions import ChooseComputer, LinkNeeded, NewStart
 from bot.services.sessions.acting import NOT_LINKED
+from bot.services.sessions.context import OwnBot, with_context
 from bot.services.sessions.starter import START_POLICY_KEY
 from bot.slack import SlackFailure
 from formatters.alerts import (
@@ -61,11 +62,12 @@ from formatters.alerts import (
 )
 from formatters.blocks import esc
 from formatters.notices import outcome_message
+from formatters.reports import criterion_words
 from formatters.session_shortcut import MessageOrigin
 from handlers.accounts import team_of
 from handlers.channels import ChannelCopy, SlackUnavailable, channel_id, check_can_post
 from handlers.router import ActionRequest, CommandRequest, Router, UserInputError, action_listener, describe_api_error
-from handlers.session_shortcut import open_start_form
+from handlers.session_shortcut import open_start_form, read_message
 
 if TYPE_CHECKING:
     from bot.container import Services
@@ -370,6 +372,9 @@ async def handle_test(request: CommandRequest) -> None:
 
 ASK_STALE = "This button no longer says what to ask the agent."
 ASK_STALE_HINT = "Start a session with `/agent session start` and say what failed."
+ASK_REPORT_GONE = "I could not find readiness report `{report}` any more (it may have been deleted), so I cannot say what it asked."
+ASK_CRITERION_GONE = "Readiness report `{report}` has no criterion that this menu names any more."
+ASK_GONE_HINT = "Run `/agent reports <repo>` again for the current report, and ask about its criterion there."
 
 
 async def handle_ask(request: ActionRequest) -> None:
@@ -380,9 +385,16 @@ async def handle_ask(request: ActionRequest) -> None:
     path: a double submit or a retry starts one session). The role check ran before: the button's
     policy key reads as ``session start`` (:data:`bot.policy.POLICY_ALIASES`). A click on an
     ephemeral message (the reply to ``/agent reports``), which has no thread, opens the start form
-    prefilled, and the session gets its own thread."""
+    prefilled, and the session gets its own thread.
+
+    The report's *Ask the agent about one criterion* menu sends a
+    :class:`bot.services.alerts.ask.CriterionRef` instead (an option's value holds 150 characters): the
+    report is read again (:func:`bot.services.readiness.find_report`, while the form's choices are
+    read) and the form is prefilled with that criterion alone (:func:`bot.services.alerts.ask.criterion_ask`);
+    a report or a criterion no longer found is said (:data:`ASK_REPORT_GONE`, :data:`ASK_CRITERION_GONE`) and no form opens."""
     ask = Ask.decode(request.value)
-    if ask is None:
+    ref = CriterionRef.decode(request.value) if ask is None else None
+    if ask is None and ref is None:
         raise UserInputError(ASK_STALE, ASK_STALE_HINT)
     container = request.body.get("container") or {}
     message = request.body.get("message") or {}
@@ -393,7 +405,11 @@ async def handle_ask(request: ActionRequest) -> None:
         origin = MessageOrigin(request.channel_id, request.user.user_id, request.message_ts, root, "alert")
 
     async def prompt() -> str:
-        return ask.prompt
+        if ask is not None:
+            return ask.prompt
+        if ref is not None:
+            return await criterion_prompt(request, ref)
+        raise UserInputError(ASK_STALE, ASK_STALE_HINT)  # not reached: said above
 
     await open_start_form(
         request.services,
@@ -403,9 +419,22 @@ async def handle_ask(request: ActionRequest) -> None:
         prompt=prompt(),
         origin=origin,
         respond=None if request.in_view else request.respond,
-        computer=ask.computer_id,
+        computer=ask.computer_id if ask is not None else None,
         channel=request.channel_id,
     )
+
+
+async def criterion_prompt(request: ActionRequest, ref: CriterionRef) -> str:
+    """The prompt of one criterion of a report, read again (the report's listing, with the bot's key,
+    as ``/agent reports`` reads it); raises :class:`UserInputError` when the report or the criterion is gone."""
+    found = await find_report(request.services.agent, ref.report_id)
+    report = found.report
+    if report is None:
+        raise UserInputError(ASK_REPORT_GONE.format(report=esc(ref.report_id)), ASK_GONE_HINT)
+    criterion = next((c for c in report.criteria if ref.names(c.id)), None)
+    if criterion is None:
+        raise UserInputError(ASK_CRITERION_GONE.format(report=esc(ref.report_id)), ASK_GONE_HINT)
+    return criterion_ask(report, criterion, criterion_words).prompt
 
 
 AUTORUN_NOT_ALLOWED = "<@{user}>, who turned autorun on, no longer has the role it needs (policy keys `session start` and `alerts.autorun`)"
@@ -475,7 +504,7 @@ class AlertAutorun:
             user_email=by.email,
             channel=event.channel_id,
             origin="autorun",
-            prompt=ask.prompt,
+            prompt=await self._prompt(event, ask, by, thread),
             cwd=applied.cwd,
             model=applied.model,
             thread_ts=thread,
@@ -485,6 +514,23 @@ class AlertAutorun:
         if isinstance(outcome, ChooseComputer):
             return AUTORUN_NO_COMPUTER
         return None
+
+    async def _prompt(self, event: AlertEvent, ask: Ask, by: ResolvedUser, thread: str | None) -> str:
+        """What a person's *Ask the agent* click on the alert would send (:func:`handle_ask`, then
+        :func:`handlers.session_shortcut.on_message_view`): the ask's words (the alert's facts,
+        :mod:`bot.services.alerts.ask`), then the alert message itself as the message handed to the
+        agent, read through the same thread reader (:func:`handlers.session_shortcut.read_message`,
+        bounded as it bounds). A top-level alert is its thread's root, so nothing precedes it; an
+        autorun starts in the tick that posts the alert, before anyone can reply in its thread. When
+        Slack will not give the message, the ask's words alone (logged)."""
+        if not event.message_ts:
+            return ask.prompt
+        origin = MessageOrigin(event.channel_id, by.user_id, event.message_ts, thread or event.message_ts, "alert")
+        read = await read_message(self.services, origin, OwnBot())  # the handed message is kept whoever wrote it
+        if isinstance(read, SlackFailure):
+            logger.warning("autorun of %s: could not read the alert as context (%s); its words alone", event.event_key, read.error)
+            return ask.prompt
+        return with_context(ask.prompt, read)
 
     async def over_cap(self, sub: AlertSubscription, event: AlertEvent, ask: Ask, cap: int) -> None:
         posted = await self.services.slack.post(event.channel_id, autorun_over_cap(cap))

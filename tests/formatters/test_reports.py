@@ -4,8 +4,10 @@ escaping of API strings and Slack's block and text limits."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 
+from bot.services.alerts.ask import ASK_ACTION, Ask, CriterionRef, criteria_ask
 from bot.services.readiness import (
     AmbiguousRepository,
     Criterion,
@@ -23,6 +25,11 @@ from bot.services.readiness import (
 from formatters.blocks import MAX_BLOCKS, SECTION_TEXT_MAX
 from formatters.reports import (
     ALL_PASS,
+    ASK_ALL_LABEL,
+    ASK_LABEL,
+    ASK_ONE_BLOCK,
+    ASK_ONE_MORE,
+    ASK_ONE_PLACEHOLDER,
     DETAILS_ACTION,
     DETAILS_TRUNCATED,
     FIRST_REPORT,
@@ -225,7 +232,9 @@ def test_many_criteria_stay_within_50_blocks_and_keep_the_button(block_kit_valid
     payload = block_kit_validator(report_message(result(latest, previous), NOW))
     blocks = payload["blocks"]
     assert len(blocks) == MAX_BLOCKS
-    assert blocks[-2]["type"] == "actions" and blocks[-2]["elements"][0]["value"] == "r-latest"
+    [buttons] = [b for b in blocks if b.get("block_id") == DETAILS_ACTION]
+    assert buttons["type"] == "actions" and buttons["elements"][0]["value"] == "r-latest"
+    assert [b.get("block_id") for b in blocks[-4:-1]] == [DETAILS_ACTION, ASK_ONE_BLOCK, None]  # the menu, its "more" line
     more = next(b for b in blocks if b["type"] == "context" and "more criteria" in b["elements"][0]["text"])
     shown = sum(t.count("\n\u2022 *Criterion ") for t in block_texts(payload) if t.startswith(":"))
     passing = sum(1 for i in range(1500) if i % 3 == 2)
@@ -331,3 +340,99 @@ def test_a_report_uuid_is_shortened_for_people_and_whole_in_the_details():
     blocks = report_message(result(report, None), NOW)["blocks"]
     assert blocks[-1]["elements"][0]["text"] == REPORT_FOOTER.format(report_id="0f3c9a1e", help=PASS_RATE_HELP)
     assert rid in block_texts(details_messages(report, NOW)[0])[1]  # the exact id where an operator needs it
+
+
+def _asking(payload) -> list[dict]:
+    """The blocks from the Details/Ask buttons on, without the footer."""
+    blocks = payload["blocks"]
+    start = next(i for i, b in enumerate(blocks) if b.get("block_id") == DETAILS_ACTION)
+    return blocks[start:-1]
+
+
+def test_several_failing_criteria_get_a_menu_of_one_beside_the_all_failing_button(block_kit_validator):
+    report = make_report(
+        {
+            "ci_pipeline": (0, 1, "Fail: no CI."),
+            "lint_config": (0, 2, "Fail:\n no linter."),
+            "readme": (1, 1, "Pass."),
+            "unit_tests": (0, 2, ""),
+        }
+    )
+    payload = block_kit_validator(report_message(result(report, None), NOW))
+    everything = criteria_ask("acme/web", ["ci_pipeline", "lint_config", "unit_tests"], criterion_words)
+    assert everything is not None
+
+    def option(cid, words, about):
+        ref = {"r": "r-latest", "k": cid}
+        return {
+            "text": {"type": "plain_text", "text": words, "emoji": False},
+            "value": json.dumps(ref, separators=(",", ":")),
+            "description": {"type": "plain_text", "text": about, "emoji": False},
+        }
+
+    assert _asking(payload) == [
+        {
+            "type": "actions",
+            "block_id": DETAILS_ACTION,
+            "elements": [
+                {"type": "button", "action_id": DETAILS_ACTION, "text": {"type": "plain_text", "text": "Details"}, "value": "r-latest"},
+                {
+                    "type": "button",
+                    "action_id": ASK_ACTION,
+                    "text": {"type": "plain_text", "text": ASK_ALL_LABEL.format(n=3)},
+                    "value": everything.encode(),
+                },
+            ],
+        },
+        {
+            "type": "actions",
+            "block_id": ASK_ONE_BLOCK,
+            "elements": [
+                {
+                    "type": "static_select",
+                    "action_id": ASK_ACTION,
+                    "placeholder": {"type": "plain_text", "text": ASK_ONE_PLACEHOLDER, "emoji": False},
+                    "options": [
+                        option("ci_pipeline", "CI pipeline", "0/1 \u00b7 Fail: no CI."),
+                        option("lint_config", "Lint config", "0/2 \u00b7 Fail: no linter."),
+                        option("unit_tests", "Unit tests", "0/2"),
+                    ],
+                }
+            ],
+        },
+    ]
+    assert CriterionRef.decode(_asking(payload)[1]["elements"][0]["options"][1]["value"]) == CriterionRef("r-latest", "lint_config")
+
+
+def test_one_failing_criterion_keeps_the_one_button_and_no_menu(block_kit_validator):
+    payload = block_kit_validator(report_message(result(LATEST, None), NOW))
+    [buttons] = _asking(payload)
+    assert [e["text"]["text"] for e in buttons["elements"]] == ["Details", ASK_LABEL]
+    assert Ask.decode(buttons["elements"][1]["value"]) == Ask("Make criterion `ci_pipeline` (CI pipeline) pass in acme/web.")
+
+
+def test_a_hostile_menu_is_capped_cut_and_pings_nobody(block_kit_validator):
+    criteria = {f"<!channel>_{'n' * 200}_{i:03d}": (0, 1, f"<!here> {'why ' * 50}") for i in range(130)}
+    payload = block_kit_validator(report_message(result(make_report(criteria), None), NOW))
+    buttons, menu, more = _asking(payload)
+    options = menu["elements"][0]["options"]
+    assert len(options) == 100
+    assert more == {"type": "context", "elements": [{"type": "mrkdwn", "text": ASK_ONE_MORE.format(shown=100, n=30)}]}
+    for o, cid in zip(options, sorted(criteria), strict=False):
+        label = o["text"]["text"]
+        assert len(label) == 75 and label.startswith("\u2039!channel> nnnn") and label.endswith("\u2026")
+        assert len(o["description"]["text"]) == 75 and o["description"]["text"].startswith("0/1 \u00b7 \u2039!here> why")
+        ref = CriterionRef.decode(o["value"])
+        assert ref is not None and ref.key.startswith("#") and ref.names(cid) and len(o["value"]) <= 150
+    assert "<!" not in json.dumps(menu)
+    assert buttons["elements"][1]["text"]["text"] == ASK_ALL_LABEL.format(n=130)
+
+
+def test_a_report_whose_id_is_too_long_for_an_option_gets_no_menu(block_kit_validator):
+    report = make_report({"a": (0, 1, "x"), "b": (0, 1, "y")}, rid="r" * 140)
+    payload = block_kit_validator(report_message(result(report, None), NOW))
+    assert [b.get("block_id") for b in payload["blocks"]].count(ASK_ONE_BLOCK) == 0
+    assert [e["text"]["text"] for b in payload["blocks"] if b.get("block_id") == DETAILS_ACTION for e in b["elements"]] == [
+        "Details",
+        ASK_ALL_LABEL.format(n=2),
+    ]

@@ -12,14 +12,15 @@ import httpx
 import pytest
 
 from bot.services.alerts import EVENT_TYPE
-from bot.services.alerts.ask import ASK_ACTION, Ask, criteria_ask
+from bot.services.alerts.ask import ASK_ACTION, Ask, CriterionRef, criteria_ask, criterion_ask
+from bot.services.readiness import RepoQuery, find_repository_reports
 from bot.services.sessions.context import SHORTCUT_VIEW, ThreadContext, slack_time, with_context
 from formatters.blocks import message, section
 from formatters.notices import error_message
-from formatters.reports import ASK_BLOCK, ask_button, criterion_words
+from formatters.reports import ASK_ALL_LABEL, ASK_BLOCK, ASK_ONE_BLOCK, ask_button, criterion_words
 from formatters.session_shortcut import ALERT_NOTE, ALERT_TITLE, MessageOrigin, message_origin
 from formatters.sessions import START_VIEW
-from handlers.alerts import ASK_STALE, ASK_STALE_HINT
+from handlers.alerts import ASK_CRITERION_GONE, ASK_GONE_HINT, ASK_REPORT_GONE, ASK_STALE, ASK_STALE_HINT
 from tests.alert_fixtures import without_alerts
 from tests.inprocess import inprocess_fixture
 from tests.refusals import demo_refusal
@@ -41,8 +42,16 @@ def alerts(stack):
 
 
 def button_of(blocks) -> dict:
-    [button] = [e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == ASK_ACTION]
+    [button] = [
+        e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == ASK_ACTION and e["type"] == "button"
+    ]
     return button
+
+
+def menu_block(blocks) -> dict:
+    """The report's *Ask the agent about one criterion* menu's actions block."""
+    [block] = [b for b in blocks if b.get("block_id") == ASK_ONE_BLOCK]
+    return block
 
 
 def opened(stack, callback_id, sent) -> dict:
@@ -173,4 +182,65 @@ def test_a_button_whose_value_says_nothing_to_ask_gets_a_clear_answer_and_no_for
     forged["blocks"][0]["elements"][0]["value"] = "not what the bot wrote"
     reply = stack.click(ASK_ACTION, user="U0MEMBER", channel=CHANNEL, message=forged)
     assert {"text": reply.last["text"], "blocks": reply.last["blocks"]} == error_message(ASK_STALE, ASK_STALE_HINT)
+    assert stack.slack.recorder.modals() == []
+
+
+def pick_criterion(stack, reply, option, *, user="U0MEMBER"):
+    """Choose ``option`` in the report's menu (the click Slack sends for a ``static_select``): the
+    message as shown, with the menu's block alone so that the emulator sends the menu's element."""
+    shown = {"type": "message", "ts": "1700000000.000200", "text": reply.last["text"], "blocks": [menu_block(reply.last["blocks"])]}
+    return stack.run(
+        stack.inprocess.client.send_block_action(
+            ASK_ACTION, user_id=user, channel_id=CHANNEL, message_ts=shown["ts"], message=shown, is_ephemeral=True, selected_option=option
+        )
+    )
+
+
+def test_the_reports_menu_asks_about_one_failing_criterion_and_keeps_the_all_failing_button(stack, block_kit_validator):
+    client = stack.inprocess.client
+    reply = stack.command("reports acme/web", user="U0MEMBER", channel=CHANNEL)
+    block_kit_validator({"text": reply.last["text"], "blocks": reply.last["blocks"]})
+    found = stack.run(find_repository_reports(stack.bot.services.agent, RepoQuery.parse("acme/web")))
+    report = found.latest
+    failing = [c for c in report.criteria if c.outcome == "failing"]
+    assert len(failing) == 2
+    button = button_of(reply.last["blocks"])
+    assert button["text"]["text"] == ASK_ALL_LABEL.format(n=2)
+    assert Ask.decode(button["value"]) == criteria_ask("acme/web", [c.id for c in failing], criterion_words)
+    options = menu_block(reply.last["blocks"])["elements"][0]["options"]
+    assert [CriterionRef.decode(o["value"]) for o in options] == [CriterionRef(report.report_id, c.id) for c in failing]
+    assert [o["text"]["text"] for o in options] == [criterion_words(c.id) for c in failing]
+
+    second = options[1]
+    sent = pick_criterion(stack, reply, second)
+    assert sent.status_code == 200
+    view = opened(stack, START_VIEW, sent)
+    block_kit_validator({"text": "form", "blocks": view["blocks"]})
+    expected = criterion_ask(report, failing[1], criterion_words).prompt
+    assert expected.startswith(f"Make criterion `{failing[1].id}` ({criterion_words(failing[1].id)}) pass in acme/web.\n")
+    assert initial_prompt(view) == expected
+    values = {"computer": {"value": pick("cmp-ci-sandbox")}, "prompt": {"value": expected}}
+    before = len(rows(stack))
+    stack.run(client.send_view_submission(view, values, user_id="U0MEMBER"))
+    [link] = rows(stack)[: len(rows(stack)) - before]
+    assert (link.channel, user_prompt(stack, link)) == (CHANNEL, expected)
+
+
+def test_a_menu_choice_whose_report_or_criterion_is_gone_is_said_and_opens_no_form(stack):
+    reply = stack.command("reports acme/web", user="U0MEMBER", channel=CHANNEL)
+    [option, *_] = menu_block(reply.last["blocks"])["elements"][0]["options"]
+    ref = CriterionRef.decode(option["value"])
+    assert ref is not None
+    gone_report = CriterionRef("no-such-report-<!channel>", ref.key)
+    sent = pick_criterion(stack, reply, {**option, "value": gone_report.encode()})
+    [answer] = stack.slack.recorder.responses(sent.response_url_id)
+    assert {k: answer.payload[k] for k in ("text", "blocks")} == error_message(
+        ASK_REPORT_GONE.format(report="no-such-report-&lt;!channel&gt;"), ASK_GONE_HINT
+    )
+    gone_criterion = CriterionRef(ref.report_id, "no_such_criterion")
+    sent = pick_criterion(stack, reply, {**option, "value": gone_criterion.encode()})
+    [answer] = stack.slack.recorder.responses(sent.response_url_id)
+    assert {k: answer.payload[k] for k in ("text", "blocks")} == error_message(
+        ASK_CRITERION_GONE.format(report=ref.report_id), ASK_GONE_HINT
+    )
     assert stack.slack.recorder.modals() == []

@@ -8,12 +8,16 @@ it by hand."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 from sqlalchemy import delete
 
 from bot.services.alerts import EVENT_TYPE, alert_autoruns, alert_events, alert_state, alert_subscriptions
 from bot.services.alerts.ask import ASK_ACTION, Ask
+from bot.services.readiness import RepoQuery, find_repository_reports
+from bot.services.sessions.context import ThreadContext, slack_time, with_context
 from formatters.alerts import AUTORUN_LISTED, autorun_over_cap, autorun_refused, subscribed
 from handlers.alerts import AUTORUN_NOT_ALLOWED, AUTORUN_POLICY_KEY, AUTORUN_UNLINKED
 from tests.inprocess import inprocess_fixture
@@ -50,6 +54,18 @@ def autorun_rows(stack):
     return [r for r in stack.run(stack.bot.services.sessions.store.recent(50)) if r.origin == "autorun"]
 
 
+def asked(alert) -> str:
+    """What autorun asks for the computers alert ``alert``: the button's words and when it went into
+    error, as the alert says (``is in error since ...``)."""
+    [since] = re.findall(r"is in error since (\d{4}-\d\d-\d\d \d\d:\d\d UTC)\.", alert.blocks[1]["text"]["text"])
+    return f"{PROMPT}\nIt went into error at {since} (computer id `{BOX}`)."
+
+
+def as_context(alert) -> ThreadContext:
+    """The alert message as the message handed to the agent, as a person's Ask the agent click sends it."""
+    return ThreadContext(message=f"[{slack_time(alert.ts)}] agent: {alert.text}")
+
+
 def answer(reply) -> dict:
     return {"text": reply.last["text"], "blocks": reply.last["blocks"]}
 
@@ -71,11 +87,25 @@ def test_an_owners_autorun_starts_one_session_per_incident_in_the_alerts_thread(
     assert (link.channel, link.thread_ts, link.slack_user, link.computer_id) == (CHANNEL, alert.ts, "U0OWNER", "cmp-ci-sandbox")
     session = stack.sandbox_state.sessions.get(link.session_id)
     [first] = [m for m in session.messages if m["role"] == "user"][:1]
-    assert first["content"][0]["text"] == PROMPT  # the sandbox got the words of the incident
+    # the sandbox got the words of the incident, when it began, and the alert itself, as a person's click sends them
+    assert first["content"][0]["text"] == with_context(asked(alert), as_context(alert))
+    [button] = [e for b in alert.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == ASK_ACTION]
+    assert Ask.decode(button["value"]) == Ask(PROMPT, BOX)  # the button's words; the click's form adds the alert as context
     parent = stack.slack.recorder.message(CHANNEL, link.parent_ts)
     assert parent.thread_ts == alert.ts  # followed in the alert's thread
     [row] = stack.run(stack.bot.services.alerts.repo.autoruns(CHANNEL))
     assert (row["state"], row["slot"]) == ("started", 1)
+
+
+def test_an_alert_slack_will_not_give_back_still_starts_with_its_facts_alone(stack):
+    stack.command("channel set computer=cmp-ci-sandbox", user="U0OWNER", channel=CHANNEL)
+    stack.command("alerts subscribe computers autorun", user="U0OWNER", channel=CHANNEL)
+    before = len(autorun_rows(stack))
+    stack.slack.web_api.fail_next("conversations.replies", "thread_not_found")
+    incident(stack)
+    [alert] = alerts(stack)
+    [link] = autorun_rows(stack)[: len(autorun_rows(stack)) - before]
+    assert (link.thread_ts, link.prompt) == (alert.ts, asked(alert))
 
 
 def test_a_member_may_not_turn_autorun_on(stack):
@@ -101,14 +131,14 @@ def test_an_unlinked_subscribers_autorun_says_why_in_the_thread_with_a_button_to
     [alert] = alerts(stack)
     said = [m for m in stack.slack.recorder.messages(CHANNEL) if m.thread_ts == alert.ts and m.ts != alert.ts]
     [note] = said
-    expected = autorun_refused(sub, AUTORUN_UNLINKED.format(user="U0MANAGER"), Ask(PROMPT, BOX))
+    expected = autorun_refused(sub, AUTORUN_UNLINKED.format(user="U0MANAGER"), Ask(asked(alert), BOX))
     assert block_kit_validator({"text": note.text, "blocks": note.blocks}) == expected
     assert note.text == (  # the subscriber mentioned (as Slack shows a mention), not escaped into "&lt;@U0MANAGER&gt;"
         ":warning: Autorun could not start a session for this incident: <@U0MANAGER>, who turned autorun on, has not linked "
         "their own platform API key (`/agent link`), and this bot starts sessions with the person's own key."
     )
     [button] = [e for b in note.blocks if b["type"] == "actions" for e in b["elements"]]
-    assert (button["action_id"], Ask.decode(button["value"])) == (ASK_ACTION, Ask(PROMPT, BOX))
+    assert (button["action_id"], Ask.decode(button["value"])) == (ASK_ACTION, Ask(asked(alert), BOX))
     assert len(autorun_rows(stack)) == before  # nothing started
     [row] = stack.run(stack.bot.services.alerts.repo.autoruns(CHANNEL))
     assert (row["state"], row["note"]) == ("refused", AUTORUN_UNLINKED.format(user="U0MANAGER"))
@@ -124,10 +154,19 @@ def test_a_readiness_autorun_asks_to_make_the_newly_failing_criterion_pass(stack
     stack.run(stack.bot.services.alerts.tick())
     [alert] = alerts(stack)
     [button] = [e for b in alert.blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == ASK_ACTION]
-    asked = Ask.decode(button["value"])
-    assert asked is not None and asked.prompt.startswith("Make criterion `") and asked.prompt.endswith(" pass in acme/web.")
+    words = Ask.decode(button["value"])
+    assert words is not None and words.prompt.startswith("Make criterion `") and words.prompt.endswith(" pass in acme/web.")
+    report = stack.run(find_repository_reports(stack.bot.services.agent, RepoQuery.parse("acme/web"))).latest
+    [key] = re.findall(r"^Make criterion `([^`]+)`", words.prompt)
+    [criterion] = [c for c in report.criteria if c.id == key]
+    facts = [  # what the alert's report says of it, besides its name
+        f"Why it fails, in the report's words: {criterion.rationale}",
+        f"From readiness report {report.report_id} of {report.created_at:%Y-%m-%d %H:%M} UTC, at commit {report.commit_hash} "
+        f"on branch {report.branch}: 0 of {criterion.denominator:g} applications pass this criterion.",
+    ]
     [link] = autorun_rows(stack)[: len(autorun_rows(stack)) - before]
-    assert (link.thread_ts, link.computer_id, link.prompt) == (alert.ts, "cmp-ci-sandbox", asked.prompt)
+    expected = with_context("\n".join([words.prompt, *facts]), as_context(alert))
+    assert (link.thread_ts, link.computer_id, link.prompt) == (alert.ts, "cmp-ci-sandbox", expected)
 
 
 def test_past_the_daily_cap_the_channel_is_told_once_and_nothing_more_starts(stack, block_kit_validator):
@@ -158,5 +197,7 @@ def test_a_subscriber_whose_role_no_longer_allows_autorun_starts_nothing_and_it_
     incident(stack)  # carol is a member now (as if a manager's role was taken away after she turned it on)
     [alert] = alerts(stack)
     [note] = [m for m in stack.slack.recorder.messages(CHANNEL) if m.thread_ts == alert.ts and m.ts != alert.ts]
-    assert {"text": note.text, "blocks": note.blocks} == autorun_refused(sub, AUTORUN_NOT_ALLOWED.format(user="U0MEMBER"), Ask(PROMPT, BOX))
+    assert {"text": note.text, "blocks": note.blocks} == autorun_refused(
+        sub, AUTORUN_NOT_ALLOWED.format(user="U0MEMBER"), Ask(asked(alert), BOX)
+    )
     assert len(autorun_rows(stack)) == before

@@ -337,7 +337,8 @@ class ComputersKind:
             found.events.append(Detected(key, self.news(alert), ordinal=ordinal, parent_key=parent, edit=self.formatter(alert)))
             return
         limit: int = cutoff if cutoff is not None else _ms(self.now())
-        ask = computer_ask(alert.computer_id, alert.name, alert.step, alert.error) if alert.what in (FAILED, FLAPPED) else None
+        # an autorun's ask: the alert's facts in words, since (when it went into error) among them
+        ask = computer_ask(alert.computer_id, alert.name, alert.step, alert.error, alert.since) if alert.what in (FAILED, FLAPPED) else None
         found.events.append(Detected(key, self.formatter(alert), ordinal=ordinal, applies=lambda sub: _start(sub) <= limit, ask=ask))
 
     def _listed(self, found: Detection, ref: str, computer: Computer, before: Known | None, now: int, last_pass: int | None) -> Known:

@@ -54,9 +54,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from bot.services.alerts.ask import Ask
+from bot.services.alerts.ask import Ask, with_report_facts
 from bot.services.alerts.kinds import Detected, Detection, Filters, Pass, StateMove, named_filters, points, repositories
-from bot.services.readiness import CriterionChange, Listing, Report
+from bot.services.readiness import Criterion, CriterionChange, Listing, Report
 
 if TYPE_CHECKING:
     from bot.api import AgentClient
@@ -128,6 +128,12 @@ class ReadinessAlert:
     removed: int = 0
 
     @property
+    def failing_now(self) -> tuple[Criterion, ...]:
+        """The newly failing criteria that do not pass in the new report (as the new report has them):
+        those its *Ask the agent* names."""
+        return tuple(c.after for c in self.newly_failing if c.after is not None and c.after.outcome != "passing")
+
+    @property
     def points(self) -> int | None:
         """The change of the pass rate since the previous report, in whole percentage points
         (negative: a drop); None without a previous report or when either has no criteria."""
@@ -191,9 +197,18 @@ class ReadinessKind:
         self.formatter = formatter
         self.ask = ask
         """What an autorun session of an alert asks (:func:`formatters.alerts_readiness.alert_ask`: its
-        newly failing criteria in words); None: this kind's alerts carry no ask."""
+        newly failing criteria in words, to which :meth:`autorun_ask` adds the report's facts); None:
+        this kind's alerts carry no ask."""
         self.page_size = page_size
         self.max_pages = max_pages
+
+    def autorun_ask(self, alert: ReadinessAlert) -> Ask | None:
+        """What an autorun session of ``alert`` asks: :attr:`ask` (the newly failing criteria and the
+        repository) with the rest of the alert's facts a person reads (why each fails, the report, when
+        it was evaluated, its commit: :func:`bot.services.alerts.ask.with_report_facts`), since an
+        autorun starts as the alert is posted, before anyone has said anything in its thread."""
+        ask = self.ask(alert) if self.ask is not None else None
+        return with_report_facts(ask, alert.report, alert.failing_now) if ask is not None else None
 
     def _listing(self) -> Listing:
         return Listing(self.agent, self.page_size, MAX_PAGES if self.max_pages is None else self.max_pages)
@@ -234,7 +249,7 @@ class ReadinessKind:
                     self.formatter(alert),
                     ordinal=len(read.new) - n,  # oldest first
                     applies=functools.partial(_applies, report=report, place=position[token], alert=alert, position=position),
-                    ask=self.ask(alert) if self.ask is not None else None,
+                    ask=self.autorun_ask(alert),
                 )
             )
         newest = Marker.of(read.new[0]).text()

@@ -4,6 +4,7 @@ prefilled with what failed, and the session is followed in the alert's thread.""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from bot.services.alerts import EVENT_TYPE
 from bot.stack import DEMO_CHANNEL, tick_alerts
+from formatters.reports import ASK_ALL_LABEL, ASK_ONE_PLACEHOLDER
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is in the test extra").expect
 
@@ -50,3 +52,24 @@ def test_an_alerts_ask_the_agent_opens_the_form_prefilled_and_the_session_follow
     finally:
         httpx.post(f"{stack.sandbox.url}/_sandbox/computers/{COMPUTER}/status", json={"status": "provisioning"})
         stack.command("alerts unsubscribe computers", user="U0MANAGER")
+
+
+def test_a_reports_menu_hands_one_failing_criterion_to_the_agent(console: Any) -> None:
+    console.open("carol")
+    console.say("/agent reports acme/web")
+    reply = console.ephemerals("Agent readiness: acme/web")
+    expect(reply.get_by_role("button", name=ASK_ALL_LABEL.format(n=2))).to_have_count(1)  # all of them, still one click
+    reply.locator(f"select[aria-label='{ASK_ONE_PLACEHOLDER}']").select_option(label="Pre-commit hooks")
+
+    form = console.page.locator(".modal")
+    expect(form.locator(".modal-title")).to_have_text("Ask the agent")
+    prompt = form.locator(".b-input", has_text="What should the agent do?").locator("textarea")
+    expect(prompt).to_have_value(
+        re.compile(
+            r"^Make criterion `pre_commit_hooks` \(Pre-commit hooks\) pass in acme/web\.\n"
+            r"Why it fails, in the report's words: Fail: not found; expected that pre-commit hooks run formatters and linters locally\.\n"
+            r"From readiness report [0-9a-f-]{36} of \d{4}-\d\d-\d\d \d\d:\d\d UTC, at commit \w+ on branch main: "
+            r"0 of 1 applications pass this criterion\.$"
+        )
+    )
+    assert console.problems == []

@@ -66,11 +66,13 @@ def replica(world: World, recorder: Recorder, owner: str, cap: int = 3) -> Alert
     return service
 
 
-def fail(world: World, *ids: str) -> None:
+def fail(world: World, *ids: str) -> dt.datetime:
+    """Put ``ids`` in error (their step failed a minute ago); when it failed."""
     failed_at = world.later(1)
     for cid in ids:
         world.set(machine(cid, "error", name=f"Box {cid[2:]}", failed_at=failed_at))
     world.later(1)
+    return failed_at
 
 
 def test_two_replicas_start_one_session_per_incident_in_its_alerts_thread(world):
@@ -83,12 +85,13 @@ def test_two_replicas_start_one_session_per_incident_in_its_alerts_thread(world)
     async def both() -> None:
         await asyncio.gather(first.tick(), second.tick())
 
-    fail(world, "c-1")
+    failed_at = fail(world, "c-1")
     run(both())
     run(both())  # and again: nothing more
     [alert] = [p for p in world.slack.posts if p["channel"] == CHANNEL]
-    expected = computer_ask("c-1", "Box 1", "Install dependencies", ERROR_TEXT)
-    assert recorder.started == [(sub.id, "computers:c-1:incident:1", alert["ts"], expected.prompt)]
+    expected = computer_ask("c-1", "Box 1", "Install dependencies", ERROR_TEXT)  # what the alert's button asks
+    since = f"It went into error at {failed_at:%Y-%m-%d %H:%M} UTC (computer id `c-1`)."  # and when, as the alert says
+    assert recorder.started == [(sub.id, "computers:c-1:incident:1", alert["ts"], f"{expected.prompt}\n{since}")]
     [row] = run(first.repo.autoruns())
     assert (row["channel_id"], row["slot"], row["state"], row["day"]) == (CHANNEL, 1, "started", world.now.date().isoformat())
     assert len([p for p in world.slack.posts if p["channel"] == "C0PLAIN"]) == 1  # alerted, not autorun
