@@ -36,6 +36,7 @@ import contextlib
 import contextvars
 import datetime as dt
 import weakref
+from array import array
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -375,18 +376,28 @@ class StoredAnalytics:
         the day did not report it) and every user's items summed (:data:`bot.services.usage.UserSum`):
         the stored days' in one query (:meth:`AnalyticsStore.user_sums`), the others asked in pieces
         and folded into the sums as each answer arrives, so that a reader ranking users never holds
-        one object per user and day. Errors and :class:`Gaps` as :meth:`get_token_summary`.
-        (:func:`bot.services.usage.fetch_usage`, ``by user``.)"""
-        folded: dict[tuple[str, str | None], list[Any]] = {}
+        one object per user and day. The sums are kept in arrays (one slot per user, nothing
+        allocated per item that outlives its piece: a piece's memory goes back whole). Errors and
+        :class:`Gaps` as :meth:`get_token_summary`. (:func:`bot.services.usage.fetch_usage`, ``by user``.)"""
+        index: dict[tuple[str, str | None], int] = {}
+        totals, reported, nulls = array("d"), bytearray(), array("q")
+
+        def add(user_id: str, email: str | None, value: Number | None, unreported: int) -> None:
+            at = index.get((user_id, email))
+            if at is None:
+                at = index[(user_id, email)] = len(totals)
+                totals.append(0.0)
+                reported.append(0)
+                nulls.append(0)
+            nulls[at] += unreported
+            if value is not None:
+                totals[at] += value
+                reported[at] = 1
 
         def fold(rows: list[TokenSummaryRow]) -> list[TokenSummaryRow]:
             for row in rows:
                 for u in row.by_user or ():
-                    entry = folded.setdefault((u.user_id, u.user_email), [None, 0])
-                    if u.billable_tokens is None:
-                        entry[1] += 1
-                    else:
-                        entry[0] = u.billable_tokens if entry[0] is None else entry[0] + u.billable_tokens
+                    add(u.user_id, u.user_email, u.billable_tokens, u.billable_tokens is None)
             return [row if row.by_user is None else msgspec.structs.replace(row, by_user=[]) for row in rows]
 
         rows, _ = await self._read(
@@ -398,12 +409,13 @@ class StoredAnalytics:
             fold=fold,
         )
         if await self.store.stored_days(start, end):
-            for user_id, email, total, nulls in await self.store.user_sums(start, end):
-                entry = folded.setdefault((user_id, email), [None, 0])
-                entry[1] += nulls
-                if total is not None:
-                    entry[0] = total if entry[0] is None else entry[0] + total
-        return rows, [(user_id, email, total, nulls) for (user_id, email), (total, nulls) in folded.items()]
+            for user_id, email, total, unreported in await self.store.user_sums(start, end):
+                add(user_id, email, total, unreported)
+        sums = [
+            (user_id, email, (int(totals[at]) if totals[at].is_integer() else totals[at]) if reported[at] else None, nulls[at])
+            for (user_id, email), at in index.items()
+        ]
+        return rows, sums
 
     async def user_places(
         self, start: dt.date, end: dt.date, wanted: str, organization_emails: Callable[..., Awaitable[dict[str, str]]]
@@ -413,45 +425,54 @@ class StoredAnalytics:
         :class:`bot.services.usage.UserPlaces`: the stored days' from the range's kept sums and a few
         indexed queries (:meth:`AnalyticsStore.user_places`), the others' folded from ``/tokens``
         asked in pieces (see :meth:`user_sums`). Kept while folding: every user id once (the
-        ``/users`` cursor before the person is the largest id below theirs), and the cursor on each
-        day only for ids that could be the person (their e-mail, or none) — the cursor of a day where
-        the person had another e-mail is None and that day is walked. (``usage user``.)"""
+        ``/users`` cursor before the person is the largest id below theirs), and the days and
+        cursors of the ids that could be the person (their e-mail, or none). An id that is the person
+        but had another e-mail on some day (a renamed account) is rare: the days not stored are then
+        asked once more for that id's days. (``usage user``.)"""
         from bot.services.usage import UserPlaces
 
-        everyone: set[str] = set()
+        everyone: dict[str, str] = {}  # each id once (later pieces' equal strings are let go)
         matched: set[str] = set()
         unnamed: set[str] = set()
-        days_of: dict[str, int] = {}  # the days each id is in, as bits from ``start`` (not a set per user)
-        before_on: dict[str, dict[dt.date, str | None]] = {}
+        other: set[str] = set()  # ids seen with another e-mail
+        days: dict[str, dict[dt.date, str | None]] = {}  # the days of an id that could be the person, its cursor each
 
-        def fold(rows: list[TokenSummaryRow]) -> list[TokenSummaryRow]:
-            for row in rows:
-                users = row.by_user or ()
-                ids = sorted({u.user_id for u in users})
-                everyone.update(ids)
-                bit = 1 << (row.date - start).days
-                for u in users:
-                    days_of[u.user_id] = days_of.get(u.user_id, 0) | bit
-                    email = (u.user_email or "").lower()
-                    if email and email != wanted:
-                        continue
-                    (matched if email else unnamed).add(u.user_id)
-                    at = bisect.bisect_left(ids, u.user_id)
-                    before_on.setdefault(u.user_id, {})[row.date] = ids[at - 1] if at else None
-            return []
+        def folding(watch: set[str] | None) -> Callable[[list[TokenSummaryRow]], list[TokenSummaryRow]]:
+            def fold(rows: list[TokenSummaryRow]) -> list[TokenSummaryRow]:
+                for row in rows:
+                    users = row.by_user or ()
+                    ids = sorted({u.user_id for u in users})
+                    for u in users:
+                        user_id = everyone.setdefault(u.user_id, u.user_id)
+                        email = (u.user_email or "").lower()
+                        if watch is None and email and email != wanted:
+                            other.add(user_id)
+                            continue
+                        if watch is not None and user_id not in watch:
+                            continue
+                        if watch is None:
+                            (matched if email else unnamed).add(user_id)
+                        at = bisect.bisect_left(ids, user_id)
+                        days.setdefault(user_id, {})[row.date] = ids[at - 1] if at else None
+                return []
 
-        await self._read(
-            start,
-            end,
-            lambda days: _no_rows(),
-            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
-            sized="counted",
-            fold=fold,
-        )
+            return fold
+
+        async def read(watch: set[str] | None) -> None:
+            await self._read(
+                start,
+                end,
+                lambda days: _no_rows(),
+                lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
+                sized="counted",
+                fold=folding(watch),
+            )
+
+        await read(None)
         stored = bool(await self.store.stored_days(start, end))
         if stored:  # every (user id, e-mail) of the stored days, kept once summed
             for user_id, email, _, _ in await self.store.user_sums(start, end):
-                everyone.add(user_id)
+                everyone.setdefault(user_id, user_id)
                 if email and email.lower() == wanted:
                     matched.add(user_id)
                 elif not email:
@@ -459,20 +480,19 @@ class StoredAnalytics:
         ids = matched
         if not ids and unnamed:
             ids = {user_id for user_id, found in (await organization_emails(self, unnamed)).items() if found.lower() == wanted}
+        if ids & other:  # the person had another e-mail on some day not stored: those days too
+            await read(ids & other)
         ordered = sorted(everyone)
         places = {}
         for user_id in sorted(ids):
-            bits = days_of.get(user_id, 0)
-            active = {start + dt.timedelta(days=n) for n in range(bits.bit_length()) if bits >> n & 1}
-            on: dict[dt.date, str | None] = {day: before_on.get(user_id, {}).get(day) for day in active}
+            on = dict(days.get(user_id, {}))
             at = bisect.bisect_left(ordered, user_id)
             before = ordered[at - 1] if at else None
             if stored:
-                stored_active, stored_before, stored_on = await self.store.user_places(start, end, user_id)
-                active |= stored_active
+                _, stored_before, stored_on = await self.store.user_places(start, end, user_id)
                 on.update(stored_on)
                 before = max((b for b in (before, stored_before) if b is not None), default=None)
-            places[user_id] = UserPlaces(active, before, on)
+            places[user_id] = UserPlaces(set(on), before, on)
         return places
 
     async def grouped_items(self, start: dt.date, end: dt.date, group_by: str, measure: str) -> list[tuple[str, Number | None]]:

@@ -208,3 +208,30 @@ async def test_with_no_day_stored_the_organization_the_sync_met_sizes_the_pieces
     assert await fetch_usage(stored, month) == alone  # type: ignore[arg-type]
     assert sorted(_days(*piece) for piece in _tokens_asked(sandbox)) == [5] * 12  # 30 days and the 30 before
     await client.aclose()
+
+
+async def test_a_person_who_had_another_email_on_some_days_has_every_day_of_theirs(store, monkeypatch):
+    """A renamed account: ``u2`` is ``old@example.com`` on the first day and ``new@example.com`` after.
+    Folded piece by piece (a day a piece), the places of ``new@example.com`` are those the API alone's
+    whole answer gives (:func:`bot.services.usage._places`): every day of ``u2``, its cursors too."""
+    from bot.api.models import LeanMeta, TokenSummaryAnswer, TokenSummaryRow, UserTokenTotal
+    from bot.services.usage import _places, organization_emails
+
+    monkeypatch.setattr(reader, "USER_ITEMS_PER_REQUEST", 1)
+    first = YESTERDAY - dt.timedelta(days=2)
+    every = [first + dt.timedelta(days=n) for n in range(3)]
+
+    def row(day: dt.date) -> TokenSummaryRow:
+        email = "old@example.com" if day == first else "new@example.com"
+        users = [UserTokenTotal("u1", "a@example.com", 1), UserTokenTotal("u2", email, 2), UserTokenTotal("u3", "c@example.com", 3)]
+        return TokenSummaryRow(date=day, billable_tokens=6, by_user=users if day != every[1] else users[1:])
+
+    class Renamed:
+        async def get_token_summary(self, *, start_date: dt.date, end_date: dt.date, cache: bool = True) -> TokenSummaryAnswer:
+            data = [row(day) for day in every if start_date <= day <= end_date]
+            return TokenSummaryAnswer(data=data, meta=LeanMeta("org", start_date, end_date))
+
+    stored = StoredAnalytics(Renamed(), AnalyticsStore(store))  # type: ignore[arg-type]
+    places = await stored.user_places(first, YESTERDAY, "new@example.com", organization_emails)
+    assert places == {"u2": _places([row(day) for day in every], "u2")}
+    assert places["u2"].active == set(every)
