@@ -145,10 +145,11 @@ sync recorded) or, on a first start, from the last missing day asked alone first
 holds a few days' answers, not the range's (at 50,000 users a 30-day answer is about 150 MB of JSON)."""
 REQUESTS_AT_ONCE = 6
 """The API requests of one read in flight at once."""
-ITEMS_IN_FLIGHT = 100_000
+ITEMS_IN_FLIGHT = 150_000
 """At most about this many ``by_user`` items in the ``/tokens`` pieces in flight in the whole process
-(every read, every reply at once; one piece may always go): at 50,000 users two one-day pieces at a
-time, about 20 MB each while asked and decoded; at 10,000 users five two-day pieces."""
+(every read, every reply at once; one piece may always go): at 50,000 users three one-day pieces at a
+time, about 20 MB each while asked and decoded; at 10,000 users six two-day pieces (the six requests
+of a read). With nothing to size a piece by (a first start, totals) one piece at a time."""
 
 
 class _InFlight:
@@ -285,8 +286,8 @@ class StoredAnalytics:
         todo = runs(missing)
         if sized and todo:
             per_day = await self.store.users_per_day()
-            if per_day is None and sized == "blind":  # nothing stored to size by, nor in its rows: a day a request
-                per_day = USER_ITEMS_PER_REQUEST
+            if per_day is None and sized == "blind":  # nothing to size by, nor in its rows: a day a request, one at a time
+                per_day = ITEMS_IN_FLIGHT
             elif per_day is None:  # nothing stored to size by: the last missing day alone tells
                 first, last = todo.pop()
                 await one(last, last)
