@@ -306,18 +306,30 @@ class StoredAnalytics:
         rows.sort(key=lambda row: row.date)
         return rows, org
 
+    async def _summaries(
+        self,
+        start_date: Any,
+        end_date: Any,
+        stored: Callable[[list[dt.date]], Awaitable[list[Any]]],
+        fold: Callable[[list[Any]], list[Any]] | None = None,
+    ) -> tuple[list[Any], str]:
+        """:meth:`_read` of ``/tokens`` summaries: the days not stored asked in pieces, past the
+        client's answer cache (the store keeps landed days), each through ``fold``."""
+        return await self._read(
+            start_date,
+            end_date,
+            stored,
+            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
+            sized="counted",
+            fold=fold,
+        )
+
     # ------------------------------------------------------------------ the client's analytics methods
 
     async def get_token_summary(self, *, start_date: Any, end_date: Any, cache: bool = True) -> TokenSummaryAnswer:
         """As :meth:`bot.api.AgentClient.get_token_summary` (the days not stored are asked past the
         answer cache, whatever ``cache`` says: the store keeps landed days)."""
-        rows, org = await self._read(
-            start_date,
-            end_date,
-            lambda days: self.store.token_rows(days, with_users=True),
-            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
-            sized="counted",
-        )
+        rows, org = await self._summaries(start_date, end_date, lambda days: self.store.token_rows(days, with_users=True))
         return TokenSummaryAnswer(data=rows, meta=LeanMeta(org, _day(start_date), _day(end_date)))
 
     async def get_token_totals(self, *, start_date: Any, end_date: Any, cache: bool = True) -> TokenTotalsAnswer:
@@ -401,14 +413,7 @@ class StoredAnalytics:
                     add(u.user_id, u.user_email, u.billable_tokens, u.billable_tokens is None)
             return [row if row.by_user is None else msgspec.structs.replace(row, by_user=[]) for row in rows]
 
-        rows, _ = await self._read(
-            start,
-            end,
-            lambda days: self.store.token_rows(days, with_users=False),
-            lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
-            sized="counted",
-            fold=fold,
-        )
+        rows, _ = await self._summaries(start, end, lambda days: self.store.token_rows(days, with_users=False), fold)
         if await self.store.stored_days(start, end):
             for user_id, email, total, unreported in await self.store.user_sums(start, end):
                 add(user_id, email, total, unreported)
@@ -459,17 +464,7 @@ class StoredAnalytics:
 
             return fold
 
-        async def read(watch: set[str] | None) -> None:
-            await self._read(
-                start,
-                end,
-                lambda days: _no_rows(),
-                lambda s, e: self._agent.get_token_summary(start_date=s, end_date=e, cache=False),
-                sized="counted",
-                fold=folding(watch),
-            )
-
-        await read(None)
+        await self._summaries(start, end, lambda days: _no_rows(), folding(None))
         stored = bool(await self.store.stored_days(start, end))
         if stored:  # every (user id, e-mail) of the stored days, kept once summed
             for user_id, email, _, _ in await self.store.user_sums(start, end):
@@ -482,7 +477,7 @@ class StoredAnalytics:
         if not ids and unnamed:
             ids = {user_id for user_id, found in (await organization_emails(self, unnamed)).items() if found.lower() == wanted}
         if ids & other:  # the person had another e-mail on some day not stored: those days too
-            await read(ids & other)
+            await self._summaries(start, end, lambda days: _no_rows(), folding(ids & other))
         ordered = sorted(everyone)
         places = {}
         for user_id in sorted(ids):
