@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import datetime as dt
 import gc
 import logging
-import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -33,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from bot.allocator import tune_allocator
 from bot.api import AgentAPIError, AgentClient
 from bot.commands import ParsedCommand
 from bot.config import ConfigurationError, Settings
@@ -65,33 +63,6 @@ class CommandRouter(Protocol):
     def policy_key(self, text: str) -> str:
         """The policy key of the command line (``help`` when unknown)."""
         ...
-
-
-MMAP_THRESHOLD = 1 << 20
-"""Bytes from which glibc's ``malloc`` maps a block of its own (``M_MMAP_THRESHOLD``), given back to
-the system when freed (:func:`tune_allocator`)."""
-ARENA_MAX = 2
-"""glibc ``malloc`` arenas at most (``M_ARENA_MAX``; the default is 8 per core)."""
-
-
-def tune_allocator() -> bool:
-    """On glibc (Linux), fix ``M_MMAP_THRESHOLD`` at :data:`MMAP_THRESHOLD` and ``M_ARENA_MAX`` at
-    :data:`ARENA_MAX` with ``mallopt(3)``, unless ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_ARENA_MAX``
-    is set (glibc reads those itself). By default glibc raises its threshold to the largest block
-    freed so far: after the first multi-megabyte analytics answer, the next ones come from the heap,
-    where blocks pinned between them keep the freed memory resident (``usage 30d`` asked cold at
-    50,000 users left the bot at about 310 MB; with the threshold fixed, 240 MB:
-    docs/benchmarks.md). Returns True when it was applied; False elsewhere (musl, macOS)."""
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    done = True
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        done = mallopt(-3, MMAP_THRESHOLD) == 1 and done  # M_MMAP_THRESHOLD
-    if "MALLOC_ARENA_MAX" not in os.environ:
-        done = mallopt(-8, ARENA_MAX) == 1 and done  # M_ARENA_MAX
-    return done
 
 
 def settle_heap() -> None:

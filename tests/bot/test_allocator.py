@@ -1,5 +1,6 @@
-"""``bot.app.tune_allocator``: on glibc, large blocks freed go back to the system even after a larger
-one was freed first (the analytics answers of days not stored, issue #30: "RSS under 300 MB")."""
+""":mod:`bot.allocator`: on glibc, large blocks freed go back to the system even after a larger one was
+freed first, and a trim gives back what the heap kept (the analytics answers of days not stored,
+issue #30: "RSS under 300 MB")."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallo
 
 PATTERN = """
 import sys
-from bot.app import tune_allocator
+from bot.allocator import trim, tune_allocator
 
 if sys.argv[1] == "tuned":
     assert tune_allocator()
@@ -32,6 +33,8 @@ for _ in range(40):
     answers.append(bytearray(4 << 20))  # 4 MB answers (zero-filled, so resident)...
     kept.append(bytearray(64 << 10))  # ...with small blocks that outlive them between
 del answers
+if sys.argv[1] == "trimmed":
+    assert trim()
 print(rss_mb() - base)
 """
 
@@ -44,3 +47,7 @@ def retained_mb(mode: str) -> int:
 def test_freed_answers_go_back_to_the_system_once_tuned():
     assert retained_mb("untuned") > 100  # glibc's default: 160 MB of freed answers stay resident
     assert retained_mb("tuned") < 20  # only the small blocks still alive (2.5 MB)
+
+
+def test_a_trim_gives_back_the_holes_freed_answers_left_in_the_heap():
+    assert retained_mb("trimmed") < 20

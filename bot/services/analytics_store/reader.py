@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from bot import allocator
 from bot.api.errors import AgentAPITransportError, RateLimitedError, ServerError
 from bot.api.models import (
     ActivityRow,
@@ -303,6 +304,8 @@ class StoredAnalytics:
             raise failed.exceptions[0] from None
         if gaps is not None and have:
             gaps.as_of = max(gaps.as_of or have[-1], have[-1])
+        if sized and todo:
+            allocator.trim()  # the pieces' memory back to the system, not kept for the next reply
         rows.sort(key=lambda row: row.date)
         return rows, org
 
