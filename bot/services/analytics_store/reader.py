@@ -146,12 +146,12 @@ sync recorded) or, on a first start, from the last missing day asked alone first
 holds a few days' answers, not the range's (at 50,000 users a 30-day answer is about 150 MB of JSON)."""
 REQUESTS_AT_ONCE = 6
 """The API requests of one read in flight at once."""
-ITEMS_IN_FLIGHT = 100_000
+ITEMS_IN_FLIGHT = 150_000
 """At most about this many ``by_user`` items in the ``/tokens`` pieces in flight in the whole process
-(every read, every reply at once; one piece may always go): at 50,000 users two one-day pieces at a
-time, 25-30 MB each while asked and decoded; at 10,000 users five two-day pieces. With nothing to size
-a piece by (a first start, totals) one piece at a time. 150,000 made a cold ``usage 30d`` at 50,000
-users 3.1 s instead of about 4-5 s, and its peak RSS 334 MB instead of about 305 (docs/benchmarks.md)."""
+(every read, every reply at once; one piece may always go): at 50,000 users three one-day pieces at a
+time; at 10,000 users six two-day pieces (the six requests of a read). With nothing to size a piece
+by (a first start, totals) one piece at a time. 100,000 made a cold ``usage 30d`` at 50,000 users
+4.9 s instead of 3.1 s for a peak RSS of 327 MB instead of 334 (docs/benchmarks.md)."""
 
 
 class _InFlight:
