@@ -230,7 +230,7 @@ def test_doctor_runs_on_secrets_read_from_files(stack, clean_env, tmp_path, caps
     assert main(["doctor", "--mode", "socket", "--manifest", str(MANIFEST)]) == 1
     out = capsys.readouterr().out
     assert out.splitlines() == [
-        "ok   slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); all 17 bot scopes of manifest.yaml granted",
+        "ok   slack bot token: auth.test ok (team T0EMULATED, bot user U0AGENTBOT); all 18 bot scopes of manifest.yaml granted",
         "ok   slack app token (socket mode): apps.connections.open accepts SLACK_APP_TOKEN",
         f"FAIL agent api key: GET /api/v1/analytics/tokens answered 403: the key is not a manager's or owner's -> {FIX_API_KEY_ROLE}",
         f"ok   readiness endpoint: {stack.sandbox.url} answers readiness reports",

@@ -231,8 +231,8 @@ def test_a_menu_choice_whose_report_or_criterion_is_gone_is_said_and_opens_no_fo
     [option, *_] = menu_block(reply.last["blocks"])["elements"][0]["options"]
     ref = CriterionRef.decode(option["value"])
     assert ref is not None
-    gone_report = CriterionRef("no-such-report-<!channel>", ref.key)
-    sent = pick_criterion(stack, reply, {**option, "value": gone_report.encode()})
+    forged = json.dumps({"r": "no-such-report-<!channel>", "k": ref.key})  # a forged value: the bot never sends such an id
+    sent = pick_criterion(stack, reply, {**option, "value": forged})
     [answer] = stack.slack.recorder.responses(sent.response_url_id)
     assert {k: answer.payload[k] for k in ("text", "blocks")} == error_message(
         ASK_REPORT_GONE.format(report="no-such-report-&lt;!channel&gt;"), ASK_GONE_HINT

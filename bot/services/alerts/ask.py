@@ -58,6 +58,8 @@ stored as a button's value, :data:`VALUE_MAX`)."""
 REF_VALUE_MAX: Final = 150
 """Characters at most of a select menu option's value (Slack doc "Option object": ``value`` 150)."""
 REF_DIGEST: Final = 16
+PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_.:/@+=-]+")
+"""The ids a :class:`CriterionRef` carries as they are (anything else: by digest, or no option)."""
 """Hex characters of the SHA-256 of a criterion id that a reference carries when the id is too long."""
 
 
@@ -161,7 +163,9 @@ class CriterionRef:
     *Ask the agent about one criterion* menu (:func:`formatters.reports.criterion_menu`). An option's
     value holds at most :data:`REF_VALUE_MAX` characters, too few for a rationale, so the click's
     handler reads the report again (``report_id``) and finds the criterion: ``key`` is its id, or
-    ``#`` and the first :data:`REF_DIGEST` hex characters of its id's SHA-256 when the id is too long."""
+    ``#`` and the first :data:`REF_DIGEST` hex characters of its id's SHA-256 when the id is too long
+    or not plain (:data:`PLAIN_ID`: an API's ``<!channel>`` never travels in a payload). A report id
+    that is not plain gets no option (:meth:`encode` is None)."""
 
     report_id: str
     key: str
@@ -170,7 +174,7 @@ class CriterionRef:
     def of(cls, report_id: str, criterion_id: str) -> CriterionRef:
         """The reference of ``criterion_id`` in ``report_id``: by id when that fits an option's value, else by digest."""
         ref = cls(report_id, criterion_id)
-        if not criterion_id.startswith("#") and len(ref._json()) <= REF_VALUE_MAX:
+        if PLAIN_ID.fullmatch(criterion_id) and len(ref._json()) <= REF_VALUE_MAX:
             return ref
         return cls(report_id, "#" + hashlib.sha256(criterion_id.encode()).hexdigest()[:REF_DIGEST])
 
@@ -181,7 +185,7 @@ class CriterionRef:
         """JSON ``{"r": report id, "k": key}`` of at most :data:`REF_VALUE_MAX` characters; None when
         even the digest does not fit (a report id longer than about 120 characters: no option)."""
         text = self._json()
-        return text if len(text) <= REF_VALUE_MAX else None
+        return text if len(text) <= REF_VALUE_MAX and PLAIN_ID.fullmatch(self.report_id) else None
 
     @classmethod
     def decode(cls, value: str) -> CriterionRef | None:

@@ -108,6 +108,9 @@ def test_a_criterion_reference_fits_an_options_value_by_id_or_by_digest() -> Non
     assert sharp.key.startswith("#") and sharp.key != "#abc" and sharp.names("#abc") and not sharp.names("abc")
 
     assert CriterionRef.of("r" * 140, "x").encode() is None  # no option for such a report
+    hostile = CriterionRef.of("r-1", "<!channel> deploy")  # an API's mention never travels in a payload
+    assert hostile.key == "#" + hashlib.sha256(b"<!channel> deploy").hexdigest()[:16] and hostile.names("<!channel> deploy")
+    assert CriterionRef.of("<!here>", "x").encode() is None
     for other in (
         Ask("Fix it").encode(),
         "",
