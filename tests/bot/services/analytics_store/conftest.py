@@ -39,6 +39,14 @@ def hostile_sandbox():
     server.stop()
 
 
+@pytest.fixture
+def store(tmp_path):
+    """A SQLite store of its own for the test (the tables made as the bot makes them)."""
+    made = Store(f"sqlite:///{tmp_path / 'bot.db'}")
+    yield made
+    made.engine.dispose()
+
+
 def client_of(running: Any) -> AgentClient:
     server, config = running
     return AgentClient(

@@ -16,17 +16,9 @@ from bot.services.analytics_store import AnalyticsStore, StoredAnalytics, reader
 from bot.services.analytics_store.reader import _pieces
 from bot.services.periods import parse_period
 from bot.services.usage import fetch_breakdown, fetch_usage, fetch_user_usage
-from bot.store import Store
 from tests.bot.services.analytics_store.conftest import TODAY, Clock, client_of, sync_of
 
 YESTERDAY = TODAY - dt.timedelta(days=1)
-
-
-@pytest.fixture
-def store(tmp_path):
-    made = Store(f"sqlite:///{tmp_path / 'bot.db'}")
-    yield made
-    made.engine.dispose()
 
 
 def _tokens_asked(sandbox: Any) -> list[tuple[str, str]]:

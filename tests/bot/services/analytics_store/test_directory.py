@@ -4,20 +4,12 @@ lacks a name."""
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import select
 
 from bot.services.analytics_store.sync import DIRECTORY_REFRESH
 from bot.services.analytics_store.tables import analytics_user_emails
 from bot.store import Store
 from tests.bot.services.analytics_store.conftest import Clock, client_of, sync_of
-
-
-@pytest.fixture
-def store(tmp_path):
-    made = Store(f"sqlite:///{tmp_path / 'bot.db'}")
-    yield made
-    made.engine.dispose()
 
 
 def _recorded(store: Store) -> dict[str, str | None]:

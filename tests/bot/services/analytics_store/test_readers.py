@@ -14,19 +14,11 @@ from bot.services.analytics_store import AnalyticsStore, StoredAnalytics
 from bot.services.digest import fetch_digest
 from bot.services.periods import parse_period
 from bot.services.usage import fetch_usage
-from bot.store import Store
 from formatters.alerts_usage import usage_alert
 from formatters.digest import digest_message
 from tests.bot.services.analytics_store.conftest import NOW, TODAY, Clock, client_of, sync_of
 
 YESTERDAY = TODAY - dt.timedelta(days=1)
-
-
-@pytest.fixture
-def store(tmp_path):
-    made = Store(f"sqlite:///{tmp_path / 'bot.db'}")
-    yield made
-    made.engine.dispose()
 
 
 async def test_digest_alerts_and_home_are_the_same_from_the_store(sandbox, store):

@@ -31,13 +31,6 @@ YESTERDAY = TODAY - dt.timedelta(days=1)
 FIVE = [YESTERDAY - dt.timedelta(days=n) for n in range(5)]
 
 
-@pytest.fixture
-def store(tmp_path):
-    made = Store(f"sqlite:///{tmp_path / 'bot.db'}")
-    yield made
-    made.engine.dispose()
-
-
 def _days(store: Store) -> list[dt.date]:
     with store.engine.connect() as conn:
         return sorted(conn.execute(select(analytics_days.c.day)).scalars())

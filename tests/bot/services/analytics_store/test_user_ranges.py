@@ -8,7 +8,6 @@ import datetime as dt
 from typing import Any
 
 import msgspec
-import pytest
 from sqlalchemy import delete, select
 
 from bot.services.analytics_store import RECHECK_AFTER, AnalyticsStore, analytics_day_users
@@ -20,13 +19,6 @@ from tests.bot.services.analytics_store.conftest import TODAY, Clock, client_of,
 from tests.bot.services.analytics_store.test_sync import Altered
 
 YESTERDAY = TODAY - dt.timedelta(days=1)
-
-
-@pytest.fixture
-def store(tmp_path):
-    made = Store(f"sqlite:///{tmp_path / 'bot.db'}")
-    yield made
-    made.engine.dispose()
 
 
 def _ranges(store: Store) -> list[tuple[dt.date, dt.date]]:
