@@ -323,8 +323,9 @@ def _user_items(tokens: Sequence[TokenSummaryRow], by_user: list[list[UserTokenT
 
 
 async def fetch_usage(client: AgentClient, period: Period) -> UsageSummary:
-    """Fetch and aggregate the period and its previous period (8 requests, concurrently; from the
-    store of landed days, the users' sums in one query when every day is stored)."""
+    """Fetch and aggregate the period and its previous period (8 requests, concurrently; through the
+    store of landed days, stored days from the database and the users' sums folded piece by piece
+    for the others: :meth:`bot.services.analytics_store.StoredAnalytics.user_sums`)."""
     previous_period = period.previous()
     stored_sums: list[list[UserSum]] = []
 
